@@ -1,0 +1,38 @@
+/* cli.h - what the subcommands share: exit codes, error printing, small parsers. */
+#ifndef CORTIQ_CLI_H
+#define CORTIQ_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cortiq/status.h"
+
+/* Exit codes of every command (documented in README "Exit codes"). */
+enum {
+    CLI_EXIT_OK = 0,      /* success */
+    CLI_EXIT_INVALID = 1, /* an input file is invalid, or a check (verify, ...) found a problem */
+    CLI_EXIT_USAGE = 2,   /* bad command line */
+    CLI_EXIT_SYSTEM = 3,  /* the system refused: I/O error, out of memory */
+};
+
+#define CMD(c, n, s) int cmd_##c(int argc, char **argv);
+#include "cli/commands.def"
+#undef CMD
+
+/* Print an error (already prefixed with the file name by the library) to stderr. */
+void cli_error(const cmf_err *err);
+/* Print "cortiq <cmd>: <message>" to stderr, return CLI_EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Exit code for a library status. */
+int cli_exit_code(cmf_status s);
+/* True if argv[i] is -h/--help. */
+bool cli_is_help(const char *arg);
+/* Parse a non-negative integer / a double; false on junk or overflow. */
+bool cli_parse_u64(const char *s, uint64_t *out);
+bool cli_parse_double(const char *s, double *out);
+/* Human-readable byte count ("1.50 GiB"), into a static rotating buffer. */
+const char *cli_bytes(uint64_t n);
+/* Print a JSON string literal (quoted, escaped) to stdout. */
+void cli_json_string(const char *s);
+
+#endif

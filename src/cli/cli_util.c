@@ -1,0 +1,80 @@
+/* cli_util.c - helpers shared by the subcommands. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+void cli_error(const cmf_err *err) { fprintf(stderr, "%s\n", err->msg[0] ? err->msg : cmf_status_name(err->code)); }
+
+int cli_usage_error(const char *cmd, const char *fmt, ...) {
+    va_list ap;
+    fprintf(stderr, "cortiq %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see cortiq %s --help)\n", cmd);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_exit_code(cmf_status s) {
+    switch (s) {
+    case CMF_OK: return CLI_EXIT_OK;
+    case CMF_E_IO:
+    case CMF_E_NOMEM: return CLI_EXIT_SYSTEM;
+    case CMF_E_INVALID_ARG: return CLI_EXIT_USAGE;
+    default: return CLI_EXIT_INVALID;
+    }
+}
+
+bool cli_is_help(const char *arg) { return !strcmp(arg, "-h") || !strcmp(arg, "--help"); }
+
+bool cli_parse_u64(const char *s, uint64_t *out) {
+    if (!s || !*s || *s == '-') return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end) return false;
+    *out = v;
+    return true;
+}
+
+bool cli_parse_double(const char *s, double *out) {
+    if (!s || !*s) return false;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || *end) return false;
+    *out = v;
+    return true;
+}
+
+const char *cli_bytes(uint64_t n) {
+    static char bufs[4][32];
+    static int k;
+    char *b = bufs[k++ & 3];
+    if (n < 1024) snprintf(b, 32, "%llu B", (unsigned long long)n);
+    else if (n < (1ull << 20)) snprintf(b, 32, "%.2f KiB", n / 1024.0);
+    else if (n < (1ull << 30)) snprintf(b, 32, "%.2f MiB", n / 1048576.0);
+    else snprintf(b, 32, "%.2f GiB", n / 1073741824.0);
+    return b;
+}
+
+void cli_json_string(const char *s) {
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        switch (*p) {
+        case '"': fputs("\\\"", stdout); break;
+        case '\\': fputs("\\\\", stdout); break;
+        case '\n': fputs("\\n", stdout); break;
+        case '\r': fputs("\\r", stdout); break;
+        case '\t': fputs("\\t", stdout); break;
+        default:
+            if (*p < 0x20) printf("\\u%04x", *p);
+            else putchar(*p);
+        }
+    }
+    putchar('"');
+}

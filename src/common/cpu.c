@@ -1,0 +1,82 @@
+#include "common/cpu.h"
+
+#include <cpuid.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cq_cpu_features g_feat;
+static int g_detected;
+static int g_isa = -1;
+
+static uint64_t xgetbv0(void) {
+    uint32_t lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((uint64_t)hi << 32) | lo;
+}
+
+const cq_cpu_features *cq_cpu_detect(void) {
+    if (g_detected) return &g_feat;
+    unsigned a, b, c, d;
+    cq_cpu_features f;
+    memset(&f, 0, sizeof f);
+    if (__get_cpuid(1, &a, &b, &c, &d)) {
+        bool osxsave = c & (1u << 27);
+        uint64_t xcr0 = osxsave ? xgetbv0() : 0;
+        bool ymm = (xcr0 & 6) == 6, zmm = (xcr0 & 0xe6) == 0xe6;
+        f.fma = ymm && (c & (1u << 12));
+        f.f16c = ymm && (c & (1u << 29));
+        if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+            f.avx2 = ymm && (b & (1u << 5));
+            f.avx512f = zmm && (b & (1u << 16));
+            f.avx512dq = zmm && (b & (1u << 17));
+            f.avx512bw = zmm && (b & (1u << 30));
+            f.avx512vl = zmm && (b & (1u << 31));
+            f.avx512vnni = zmm && (c & (1u << 11));
+        }
+        if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
+            f.avxvnni = ymm && (a & (1u << 4));
+            f.avx512bf16 = zmm && (a & (1u << 5));
+        }
+    }
+    g_feat = f;
+    g_detected = 1;
+    return &g_feat;
+}
+
+static cq_isa best_isa(void) {
+    const cq_cpu_features *f = cq_cpu_detect();
+    if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->fma && f->f16c)
+        return CQ_ISA_AVX512;
+    if (f->avx2 && f->fma && f->f16c) return CQ_ISA_AVX2;
+    return CQ_ISA_SCALAR;
+}
+
+cq_isa cq_cpu_isa(void) {
+    if (g_isa >= 0) return (cq_isa)g_isa;
+    cq_isa isa = best_isa();
+    const char *env = getenv("CORTIQ_CPU");
+    if (env) {
+        cq_isa want = isa;
+        if (!strcmp(env, "scalar")) want = CQ_ISA_SCALAR;
+        else if (!strcmp(env, "avx2")) want = CQ_ISA_AVX2;
+        else if (!strcmp(env, "avx512")) want = CQ_ISA_AVX512;
+        if (want < isa) isa = want;
+    }
+    g_isa = (int)isa;
+    return isa;
+}
+
+void cq_cpu_force(cq_isa isa) {
+    cq_isa best = best_isa();
+    g_isa = (int)(isa < best ? isa : best);
+}
+
+const char *cq_isa_name(cq_isa isa) {
+    switch (isa) {
+    case CQ_ISA_SCALAR: return "scalar";
+    case CQ_ISA_AVX2: return "avx2";
+    case CQ_ISA_AVX512: return "avx512";
+    }
+    return "?";
+}
