@@ -16,7 +16,7 @@
 #define SAMPLE_INTER 40 /* not a multiple of 8: exercises tail bits */
 #define SAMPLE_HEADS 4
 
-static const char *sample_header_json(void) {
+static inline const char *sample_header_json(void) {
     return "{\"arch\": {\"arch_name\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 40, \"num_layers\": 2,"
            " \"num_attention_heads\": 4, \"num_kv_heads\": 2, \"head_dim\": 16, \"vocab_size\": 32,"
            " \"layer_types\": [\"FullAttention\", \"SlidingAttention\"], \"rms_norm_eps\": 1e-6,"
@@ -31,7 +31,7 @@ static const char *sample_header_json(void) {
            " \"provenance\": {\"tool\": \"test\", \"source_model\": \"none\"}}";
 }
 
-static void sample_fill(float *x, size_t n, unsigned seed) {
+static inline void sample_fill(float *x, size_t n, unsigned seed) {
     for (size_t i = 0; i < n; i++) {
         seed = seed * 1664525u + 1013904223u;
         x[i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 2.0f;
@@ -39,7 +39,7 @@ static void sample_fill(float *x, size_t n, unsigned seed) {
 }
 
 /* masks for the sample arch: 2 tasks, the second with an expert area */
-static uint8_t *sample_masks(size_t *len) {
+static inline uint8_t *sample_masks(size_t *len) {
     cmf_masks_builder *b;
     if (cmf_masks_builder_create(SAMPLE_LAYERS, SAMPLE_INTER, SAMPLE_HEADS, 4, &b, NULL)) return NULL;
     uint8_t ffn[SAMPLE_LAYERS * 5], heads[SAMPLE_LAYERS], gates[1] = {0x3}, experts[SAMPLE_LAYERS] = {0x5, 0xF};
@@ -61,7 +61,7 @@ typedef struct stream_ctx {
     size_t len, piece;
 } stream_ctx;
 
-static cmf_status sample_stream(void *user, cmf_sink *sink, cmf_err *err) {
+static inline cmf_status sample_stream(void *user, cmf_sink *sink, cmf_err *err) {
     stream_ctx *c = user;
     for (size_t off = 0; off < c->len; off += c->piece) {
         size_t n = c->len - off < c->piece ? c->len - off : c->piece;
@@ -72,7 +72,7 @@ static cmf_status sample_stream(void *user, cmf_sink *sink, cmf_err *err) {
 }
 
 /* Write the sample model to path; opts may set sharding. Returns the status of finish. */
-static cmf_status sample_write(const char *path, const cmf_writer_opts *opts, cmf_err *err) {
+static inline cmf_status sample_write(const char *path, const cmf_writer_opts *opts, cmf_err *err) {
     cmf_writer *w;
     cmf_status st = cmf_writer_create(path, opts, &w, err);
     if (st) return st;
@@ -124,8 +124,9 @@ static cmf_status sample_write(const char *path, const cmf_writer_opts *opts, cm
 }
 
 /* Read a whole file into memory. */
-static uint8_t *slurp(const char *path, size_t *len) {
+static inline uint8_t *slurp(const char *path, size_t *len) {
     FILE *fp = fopen(path, "rb");
+    *len = 0;
     if (!fp) return NULL;
     fseek(fp, 0, SEEK_END);
     long n = ftell(fp);
@@ -140,7 +141,7 @@ static uint8_t *slurp(const char *path, size_t *len) {
     return b;
 }
 
-static int spit(const char *path, const void *b, size_t len) {
+static inline int spit(const char *path, const void *b, size_t len) {
     FILE *fp = fopen(path, "wb");
     if (!fp) return -1;
     int ok = fwrite(b, 1, len, fp) == len;
