@@ -1,0 +1,87 @@
+/* cortiq/converter.h - turn a model (Hugging Face checkpoint, or any tensor source) into a
+ * CMF v2 file: per-tensor quantization policy, streaming write, progress, both cores.
+ *
+ * The pipeline takes a list of tensor sources (name, shape, a callback that yields the f32
+ * values), decides each tensor's dtype (see cmf_convert_pick_dtype), encodes tensors on
+ * worker threads a few ahead of the writer, and streams them into cmf_writer. Peak memory is
+ * about (threads + 1) x the largest tensor in f32 plus its encoding, whatever the model size.
+ * On any error nothing is left under the output name (the writer's temp-and-rename).
+ */
+#ifndef CORTIQ_CONVERTER_H
+#define CORTIQ_CONVERTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cortiq/dtype.h"
+#include "cortiq/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The user-facing --quant names: f32 f16 bf16 q8 (q8_row) q8_2f q4 (q4_block) q4t (q4_tiled)
+ * q4tp vbit (vbit_ro) q1s q1t q1. Spec names ("q8_row", "q4_tiled", ...) are accepted too. */
+bool cmf_convert_quant_from_name(const char *name, cmf_dtype *out);
+
+typedef struct cmf_convert_opts {
+    cmf_dtype quant;         /* dtype of weight matrices */
+    cmf_dtype embed_quant;   /* model.embed_tokens.weight (default: quant) */
+    cmf_dtype head_quant;    /* lm_head.weight (default: quant) */
+    bool has_embed_quant, has_head_quant;
+    bool allow_q1;           /* q1 is for 1-bit-trained models: explicit opt-in */
+    double vbit_mean_bits;   /* default 4.25 */
+    uint64_t shard_max_bytes;/* 0 = single file */
+    unsigned threads;        /* encoder threads; 0 = online CPUs */
+    int progress;            /* 0 silent, 1 progress on stderr (a bar on a terminal, lines otherwise) */
+} cmf_convert_opts;
+
+void cmf_convert_opts_default(cmf_convert_opts *o);
+
+/* The dtype a tensor gets: 1-D, < 32 elements and norm vectors f16; the embedding and the
+ * head their own choice; a shape the chosen dtype cannot hold falls back to q8_row (2-D) or
+ * f16, and *fell_back says so. */
+cmf_dtype cmf_convert_pick_dtype(const cmf_convert_opts *o, const char *name, unsigned ndim, const uint64_t *shape,
+                                 bool *fell_back);
+
+/* One input tensor. read_f32 fills dst with all numel values (row-major, shape order). */
+typedef struct cmf_convert_source {
+    const char *name;
+    unsigned ndim;
+    uint64_t shape[6];
+    cmf_status (*read_f32)(void *user, const struct cmf_convert_source *src, float *dst, cmf_err *err);
+    void *user;
+    uint64_t source_bytes; /* bytes of the source payload, for throughput figures */
+} cmf_convert_source;
+
+typedef struct cmf_convert_stats {
+    size_t tensors, fallbacks;
+    uint64_t source_bytes, output_bytes;
+    double seconds;
+} cmf_convert_stats;
+
+/* Write out_path from header JSON (object), the sources (in file order) and optional
+ * vocab (tokenizer.json bytes) and masks section bytes. */
+cmf_status cmf_convert_run(const char *out_path, const char *header_json, const cmf_convert_source *src, size_t n,
+                           const uint8_t *vocab, size_t vocab_len, const uint8_t *masks, size_t masks_len,
+                           const cmf_convert_opts *opts, cmf_convert_stats *stats, cmf_err *err);
+
+/* `cortiq convert`: a Hugging Face checkpoint directory (config.json, *.safetensors or an
+ * index, tokenizer.json, tokenizer_config.json / chat_template.jinja / generation_config.json)
+ * into out_path. masks_dir (may be NULL): per-task keep-sets, see docs/CONVERT.md. */
+cmf_status cmf_convert_hf(const char *model_dir, const char *out_path, const char *masks_dir,
+                          const cmf_convert_opts *opts, cmf_convert_stats *stats, cmf_err *err);
+
+/* The header JSON (arch, tokenizer_config, quant_type, provenance) cmf_convert_hf would write
+ * for model_dir, malloc'd. Fails CMF_E_UNSUPPORTED for an unknown model_type, listing the
+ * supported ones. */
+cmf_status cmf_convert_hf_header(const char *model_dir, const cmf_convert_opts *opts, char **out, cmf_err *err);
+
+/* Natural order of tensor names ("layers.2" before "layers.10"); strcmp-like. */
+int cmf_convert_name_cmp(const char *a, const char *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,221 @@
+/* convert_hf.c - `cortiq convert`: a Hugging Face checkpoint directory into a CMF file. Tensor
+ * names stay 1:1 with the checkpoint; shapes are checked against config.json first. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convert/hf_header.h"
+#include "convert/masks_dir.h"
+#include "cortiq/convert.h"
+#include "cortiq/converter.h"
+
+static const char *quant_label(const cmf_convert_opts *o) {
+    static const char *names[] = {[CMF_DT_F32] = "f32",   [CMF_DT_F16] = "f16",       [CMF_DT_BF16] = "bf16",
+                                  [CMF_DT_Q8_ROW] = "q8", [CMF_DT_Q4_BLOCK] = "q4",   [CMF_DT_VBIT] = "vbit",
+                                  [CMF_DT_Q8_2F] = "q8_2f", [CMF_DT_VBIT_RO] = "vbit", [CMF_DT_Q4_TILED] = "q4t",
+                                  [CMF_DT_Q1] = "q1",     [CMF_DT_Q1S] = "q1s",       [CMF_DT_Q1T] = "q1t",
+                                  [CMF_DT_Q4TP] = "q4tp"};
+    return (unsigned)o->quant < CMF_DT_COUNT && names[o->quant] ? names[o->quant] : "?";
+}
+
+cmf_status cmf_convert_hf_header(const char *model_dir, const cmf_convert_opts *opts, char **out, cmf_err *err) {
+    cmf_convert_opts d;
+    if (!opts) cmf_convert_opts_default(&d), opts = &d;
+    json_t *h;
+    cmf_status st = hf_build_header(model_dir, quant_label(opts), &h, NULL, err);
+    if (st) return st;
+    *out = json_dumps(h, JSON_COMPACT);
+    json_decref(h);
+    return *out ? CMF_OK : cmf_err_set(err, CMF_E_NOMEM, model_dir, "header");
+}
+
+typedef struct st_src {
+    const cmf_st *st;
+    const cmf_st_tensor *t;
+} st_src;
+
+static cmf_status read_st(void *user, const cmf_convert_source *src, float *dst, cmf_err *err) {
+    (void)src;
+    st_src *s = user;
+    return cmf_st_rows_f32(s->st, s->t, 0, s->t->nrows, dst, err);
+}
+
+/* Canonical order: embeddings, the layers in numeric order, the rest (norm, head), each group
+ * in natural name order. */
+static int group_of(const char *name) {
+    if (strstr(name, "embed_tokens")) return 0;
+    if (!strncmp(name, "model.layers.", 13)) return 1;
+    if (!strcmp(name, "lm_head.weight")) return 3;
+    return 2;
+}
+
+/* Sort key: a layer's experts role-contiguously (spec §2.2 SHOULD: every gate_proj of experts
+ * 0..N-1, then every up_proj, then every down_proj), everything else by name. */
+static void sort_key(const char *name, char *key, size_t cap) {
+    const char *e = strstr(name, ".mlp.experts.");
+    snprintf(key, cap, "%s", name);
+    if (!e) return;
+    const char *num = e + 13, *dot = strchr(num, '.');
+    if (!dot || num == dot) return;
+    const char *role = dot + 1;
+    int rank = !strncmp(role, "gate_proj", 9) ? 0 : !strncmp(role, "up_proj", 7) ? 1 : !strncmp(role, "down_proj", 9) ? 2 : 3;
+    snprintf(key, cap, "%.*s.mlp.experts.%d.%.*s.%s", (int)(e - name), name, rank, (int)(dot - num), num, role);
+}
+
+static int cmp_canonical(const void *a, const void *b) {
+    const cmf_convert_source *x = a, *y = b;
+    int gx = group_of(x->name), gy = group_of(y->name);
+    if (gx != gy) return gx - gy;
+    char kx[512], ky[512];
+    sort_key(x->name, kx, sizeof kx);
+    sort_key(y->name, ky, sizeof ky);
+    return cmf_convert_name_cmp(kx, ky);
+}
+
+static int64_t cfg_int(json_t *o, const char *k, int64_t d) {
+    json_t *v = json_object_get(o, k);
+    return v && json_is_integer(v) ? json_integer_value(v) : d;
+}
+
+typedef struct shape_rule {
+    const char *suffix;
+    int64_t rows, cols; /* -1 = not checked */
+    int64_t alt_rows;   /* a second accepted row count (gated q_proj), -1 none */
+} shape_rule;
+
+static cmf_status check_shapes(const cmf_st *st, json_t *arch, const char *dir, cmf_err *err) {
+    int64_t hidden = cfg_int(arch, "hidden_size", -1), heads = cfg_int(arch, "num_attention_heads", -1);
+    int64_t kv = cfg_int(arch, "num_kv_heads", heads), hd = cfg_int(arch, "head_dim", -1);
+    int64_t vocab = cfg_int(arch, "vocab_size", -1), inter = cfg_int(arch, "intermediate_size", -1);
+    int64_t layers = cfg_int(arch, "num_layers", -1);
+    json_t *lt = json_object_get(arch, "layer_types");
+    int tied = json_is_true(json_object_get(arch, "tie_word_embeddings"));
+    const cmf_st_tensor *emb = cmf_st_find(st, "model.embed_tokens.weight");
+    if (!emb) return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor 'model.embed_tokens.weight'");
+    if (emb->ndim != 2 || (int64_t)emb->shape[1] != hidden || (vocab > 0 && (int64_t)emb->shape[0] != vocab))
+        return cmf_err_set(err, CMF_E_PARSE, dir,
+                           "tensor 'model.embed_tokens.weight' shape [%llu, %llu] contradicts config vocab_size=%lld "
+                           "hidden_size=%lld",
+                           (unsigned long long)emb->shape[0], (unsigned long long)emb->shape[1], (long long)vocab,
+                           (long long)hidden);
+    if (!tied && !cmf_st_find(st, "lm_head.weight"))
+        return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor 'lm_head.weight' (tie_word_embeddings is false)");
+    if (!cmf_st_find(st, "model.norm.weight")) return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor 'model.norm.weight'");
+    for (int64_t l = 0; l < layers; l++) {
+        const char *tag = json_string_value(json_array_get(lt, (size_t)l));
+        int attn = !tag || strcmp(tag, "LinearAttention") != 0;
+        char name[256];
+        snprintf(name, sizeof name, "model.layers.%lld.input_layernorm.weight", (long long)l);
+        const cmf_st_tensor *t = cmf_st_find(st, name);
+        if (!t) return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor '%s'", name);
+        if (t->nelem != (uint64_t)hidden)
+            return cmf_err_set(err, CMF_E_PARSE, dir, "tensor '%s' has %llu elements, config hidden_size=%lld", name,
+                               (unsigned long long)t->nelem, (long long)hidden);
+        shape_rule rules[] = {
+            {"self_attn.q_proj.weight", heads * hd, hidden, 2 * heads * hd},
+            {"self_attn.k_proj.weight", kv * hd, hidden, -1},
+            {"self_attn.v_proj.weight", kv * hd, hidden, -1},
+            {"self_attn.o_proj.weight", hidden, heads * hd, -1},
+            {"mlp.gate_proj.weight", inter, hidden, -1},
+            {"mlp.up_proj.weight", inter, hidden, -1},
+            {"mlp.down_proj.weight", hidden, inter, -1},
+        };
+        for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
+            int is_attn = r < 4;
+            snprintf(name, sizeof name, "model.layers.%lld.%s", (long long)l, rules[r].suffix);
+            t = cmf_st_find(st, name);
+            if (!t) {
+                if (is_attn && attn) return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor '%s'", name);
+                continue; /* MoE layers have experts instead of mlp.*_proj */
+            }
+            if (t->ndim != 2 ||
+                ((int64_t)t->shape[0] != rules[r].rows && (int64_t)t->shape[0] != rules[r].alt_rows) ||
+                (int64_t)t->shape[1] != rules[r].cols)
+                return cmf_err_set(err, CMF_E_PARSE, dir, "tensor '%s' shape [%llu, %llu] contradicts config (want [%lld, %lld])",
+                                   name, (unsigned long long)t->shape[0], (unsigned long long)(t->ndim > 1 ? t->shape[1] : 0),
+                                   (long long)rules[r].rows, (long long)rules[r].cols);
+        }
+    }
+    return CMF_OK;
+}
+
+static uint8_t *read_file(const char *path, size_t *len) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    uint8_t *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (b && fread(b, 1, (size_t)n, fp) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(fp);
+    *len = (size_t)n;
+    return b;
+}
+
+cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *masks_dir, const cmf_convert_opts *opts,
+                          cmf_convert_stats *stats, cmf_err *err) {
+    cmf_convert_opts d;
+    if (!opts) cmf_convert_opts_default(&d), opts = &d;
+    json_t *hdr = NULL, *cfg = NULL;
+    cmf_st *st = NULL;
+    cmf_convert_source *src = NULL;
+    st_src *ss = NULL;
+    uint8_t *vocab = NULL, *masks = NULL;
+    size_t vocab_len = 0, masks_len = 0;
+    char *hjson = NULL;
+    cmf_status s = hf_build_header(dir, quant_label(opts), &hdr, &cfg, err);
+    if (s) goto out;
+    if ((s = cmf_st_open(dir, &st, err))) goto out;
+    json_t *arch = json_object_get(hdr, "arch");
+    if ((s = check_shapes(st, arch, dir, err))) goto out;
+    char tpath[4096];
+    snprintf(tpath, sizeof tpath, "%s/tokenizer.json", dir);
+    vocab = read_file(tpath, &vocab_len);
+    if (!vocab) {
+        s = cmf_err_set(err, CMF_E_NOT_FOUND, tpath, "missing: the tokenizer section is tokenizer.json verbatim");
+        goto out;
+    }
+    if (masks_dir && (s = cmf_masks_from_dir(masks_dir, arch, &masks, &masks_len, err))) goto out;
+    size_t n = cmf_st_tensor_count(st);
+    src = calloc(n ? n : 1, sizeof *src);
+    ss = calloc(n ? n : 1, sizeof *ss);
+    if (!src || !ss) {
+        s = cmf_err_set(err, CMF_E_NOMEM, dir, "tensor list");
+        goto out;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const cmf_st_tensor *t = cmf_st_tensor_at(st, i);
+        if (t->ndim > 6) {
+            s = cmf_err_set(err, CMF_E_UNSUPPORTED, dir, "tensor '%s' has %u dims (CMF holds 6)", t->name, t->ndim);
+            goto out;
+        }
+        ss[i] = (st_src){st, t};
+        src[i].name = t->name;
+        src[i].ndim = t->ndim;
+        for (unsigned k = 0; k < t->ndim; k++) src[i].shape[k] = t->shape[k];
+        src[i].read_f32 = read_st;
+        src[i].user = &ss[i];
+        src[i].source_bytes = t->nbytes;
+    }
+    qsort(src, n, sizeof *src, cmp_canonical);
+    hjson = json_dumps(hdr, JSON_COMPACT);
+    if (!hjson) {
+        s = cmf_err_set(err, CMF_E_NOMEM, dir, "header");
+        goto out;
+    }
+    s = cmf_convert_run(out_path, hjson, src, n, vocab, vocab_len, masks, masks_len, opts, stats, err);
+out:
+    free(hjson);
+    free(src);
+    free(ss);
+    free(vocab);
+    free(masks);
+    cmf_st_close(st);
+    json_decref(hdr);
+    json_decref(cfg);
+    return s;
+}

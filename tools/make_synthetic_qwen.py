@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""A Qwen2.5-0.5B-shaped checkpoint with random weights (bf16 safetensors, ~1 GB), for the
+conversion and runtime benchmarks. Not a fixture: written to a cache dir outside git.
+
+usage: python3 tools/make_synthetic_qwen.py [OUT_DIR]   (default ~/.cache/cortiq/synthetic-qwen2.5-0.5b)
+"""
+import json
+import os
+import sys
+
+import torch
+import transformers as tf
+
+out = sys.argv[1] if len(sys.argv) > 1 else os.path.expanduser("~/.cache/cortiq/synthetic-qwen2.5-0.5b")
+if os.path.exists(os.path.join(out, "model.safetensors")):
+    print("exists:", out)
+    sys.exit(0)
+cfg = tf.Qwen2Config(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+                     num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
+                     rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                     bos_token_id=151643, eos_token_id=151645)
+torch.manual_seed(0)
+with torch.device("cpu"):
+    model = tf.Qwen2ForCausalLM(cfg).to(torch.bfloat16)
+model.save_pretrained(out, safe_serialization=True)
+# the tokenizer of the tiny qwen2 fixture stands in (the benchmark does not tokenize text)
+src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "tiny", "qwen2")
+for f in ("tokenizer.json", "tokenizer_config.json"):
+    with open(os.path.join(src, f), "rb") as a, open(os.path.join(out, f), "wb") as b:
+        b.write(a.read())
+print("written", out)
