@@ -31,7 +31,7 @@ BASE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_
 
 FAMILIES = {
     "llama": (tf.LlamaConfig, tf.LlamaForCausalLM, dict(rope_theta=10000.0), torch.float32),
-    "mistral": (tf.MistralConfig, tf.MistralForCausalLM, dict(rope_theta=10000.0, sliding_window=None),
+    "mistral": (tf.MistralConfig, tf.MistralForCausalLM, dict(rope_theta=10000.0, sliding_window=16),
                 torch.float32),
     "qwen2": (tf.Qwen2Config, tf.Qwen2ForCausalLM, dict(rope_theta=1000000.0), torch.float32),
     "qwen3": (tf.Qwen3Config, tf.Qwen3ForCausalLM, dict(rope_theta=1000000.0), torch.float32),
@@ -113,6 +113,20 @@ def main():
         np.save(os.path.join(d, "tokens.npy"), tokens[0].numpy().astype(np.int32))
         np.save(os.path.join(d, "logits.npy"), logits.astype(np.float32))
         np.save(os.path.join(d, "greedy.npy"), out[0, 8:].numpy().astype(np.int32))
+        # the same model with its matrices rounded as a f16 / bf16 CMF stores them, run in f32:
+        # the reference for the runtime at those dtypes ("the same dequantized weights")
+        saved = {k: v.clone() for k, v in model.state_dict().items()}
+        for tag, rdt in (("f16", torch.float16), ("bf16", torch.bfloat16)):
+            with torch.no_grad():
+                for name, p in model.named_parameters():
+                    if p.dim() >= 2:
+                        p.copy_(p.to(rdt).float())
+                logits_r = model(tokens).logits[0].float().numpy()
+                out_r = model.generate(tokens[:, :8], max_new_tokens=32, do_sample=False, eos_token_id=None,
+                                       pad_token_id=0)
+            np.save(os.path.join(d, f"logits_{tag}.npy"), logits_r.astype(np.float32))
+            np.save(os.path.join(d, f"greedy_{tag}.npy"), out_r[0, 8:].numpy().astype(np.int32))
+            model.load_state_dict(saved)
         print(fam, "written with reference logits", logits.shape)
 
 

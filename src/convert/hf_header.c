@@ -107,6 +107,7 @@ static json_t *layer_types(json_t *cfg, const char *mt, int64_t n_layers) {
         if (!strncmp(mt, "gemma3", 6)) tag = ((i + 1) % (pattern ? pattern : 6)) ? "SlidingAttention" : "FullAttention";
         else if (!strncmp(mt, "qwen3_next", 10) || !strncmp(mt, "qwen3_5", 7))
             tag = ((i + 1) % (interval ? interval : 4)) ? "LinearAttention" : "FullAttention";
+        else if (!strcmp(mt, "mistral") && json_is_integer(get(cfg, "sliding_window"))) tag = "SlidingAttention";
         else if (sliding && get(cfg, "sliding_window") && i >= max_window_layers) tag = "SlidingAttention";
         json_array_append_new(out, json_string(tag));
     }
@@ -142,7 +143,8 @@ static cmf_status build_arch(json_t *cfg, const char *mt, json_t **out, const ch
     add_yarn_or_scaling(a, cfg);
     json_object_set_new(a, "layer_types", layer_types(cfg, mt, layers));
     json_t *sw = get(cfg, "sliding_window");
-    if (sw && json_is_integer(sw) && (gemma || json_is_true(get(cfg, "use_sliding_window"))))
+    /* Mistral applies its window to every layer; Qwen2 only with use_sliding_window */
+    if (sw && json_is_integer(sw) && (gemma || !strcmp(mt, "mistral") || json_is_true(get(cfg, "use_sliding_window"))))
         json_object_set(a, "sliding_window", sw);
     if (gemma) {
         json_t *local = get(get(cfg, "rope_parameters"), "sliding_attention");

@@ -1,0 +1,53 @@
+/* model.h - the runtime's view of a CMF model: configuration (from the header, checked
+ * against the tensors), weight views into the mmap, rope tables. Internal to src/engine. */
+#ifndef CORTIQ_ENGINE_MODEL_H
+#define CORTIQ_ENGINE_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cortiq/engine.h"
+#include "cortiq/kernels.h"
+#include "engine/pool.h"
+
+/* Caps on header values an attacker controls (checked before any allocation). */
+#define CQ_MAX_HIDDEN 65536
+#define CQ_MAX_LAYERS 1024
+#define CQ_MAX_HEADS 1024
+#define CQ_MAX_HEAD_DIM 1024
+#define CQ_MAX_VOCAB (1u << 22)
+#define CQ_MAX_FFN (1u << 20)
+
+typedef enum { CQ_ACT_SILU, CQ_ACT_GELU_TANH } cq_act;
+
+typedef struct cq_layer {
+    bool sliding;
+    uint32_t n_heads;     /* query heads of this layer */
+    float rope_theta;
+    uint32_t rot_dim;     /* rotated dims per head (partial rotary) */
+    const float *inv_freq;/* rot_dim/2 frequencies (owned by the model) */
+    float rope_mscale;    /* YaRN attention factor applied to cos/sin (1 otherwise) */
+    cmf_qmat wq, wk, wv, wo, wg, wu, wd;
+    float *bq, *bk, *bv;              /* NULL when absent */
+    float *attn_norm, *q_norm, *k_norm; /* weights with gemma's (1+w) folded in */
+    float *post_attn_norm;            /* gemma: after attention, before the residual add */
+    float *ffn_norm;                  /* before the MLP (llama: post_attention_layernorm) */
+    float *post_ffn_norm;             /* gemma: after the MLP */
+    uint32_t ffn;                     /* intermediate size from the tensor shape (spec §11) */
+} cq_layer;
+
+struct cortiq_model {
+    cmf_file *file;
+    cq_pool *pool;
+    uint32_t hidden, n_layers, n_heads, n_kv, head_dim, vocab, max_pos;
+    uint32_t sliding_window; /* 0 = none */
+    float eps, embed_scale, attn_scale, final_softcap, attn_softcap;
+    cq_act act;
+    cmf_qmat embed, head;
+    float *final_norm;
+    cq_layer *layers;
+    float *freq_store; /* all inv_freq tables */
+    uint64_t weight_bytes;
+};
+
+#endif
