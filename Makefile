@@ -24,7 +24,7 @@ test-asan: deps
 	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCORTIQ_SANITIZE=ON -DCORTIQ_BUILD_BENCH=OFF
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS)
+	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -LE real
 
 # Each libFuzzer target for FUZZ_SECONDS, starting from its committed corpus.
 fuzz: deps

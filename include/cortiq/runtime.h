@@ -1,0 +1,88 @@
+/* cortiq/runtime.h - embed the whole runtime: a model file with its own tokenizer and chat
+ * template, prompt in, streamed text out.
+ *
+ *   cortiq_runtime *rt;
+ *   cortiq_runtime_open("model.cmf", NULL, &rt, &err);
+ *   cortiq_generate_params gp; cortiq_generate_defaults(&gp);
+ *   cortiq_chat_once(rt, NULL, "What is 2+2?", &gp, print_piece, NULL, &stats, &err);
+ *   cortiq_runtime_free(rt);
+ *
+ * The tokenizer comes from the file's vocab section (spec §6), the template and stop tokens
+ * from the header's tokenizer_config (spec §6.1; ChatML when the file has no template).
+ */
+#ifndef CORTIQ_RUNTIME_H
+#define CORTIQ_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cortiq/engine.h"
+#include "cortiq/status.h"
+#include "cortiq/tokenizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cortiq_runtime cortiq_runtime;
+
+typedef struct cortiq_runtime_opts {
+    unsigned threads; /* 0 = online CPUs */
+    uint32_t ctx;     /* context length; 0 = min(4096, max_position_embeddings) */
+} cortiq_runtime_opts;
+
+cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts, cortiq_runtime **out, cmf_err *err);
+void cortiq_runtime_free(cortiq_runtime *rt); /* NULL allowed */
+
+cortiq_model *cortiq_runtime_model(cortiq_runtime *rt);
+cortiq_session *cortiq_runtime_session(cortiq_runtime *rt);
+const cmf_tokenizer *cortiq_runtime_tokenizer(const cortiq_runtime *rt);
+bool cortiq_runtime_has_template(const cortiq_runtime *rt); /* false: ChatML fallback */
+
+typedef struct cortiq_generate_params {
+    cortiq_sampler_params sampler;
+    uint32_t max_tokens; /* 0 = until a stop token or the context ends */
+} cortiq_generate_params;
+
+void cortiq_generate_defaults(cortiq_generate_params *p);
+
+typedef enum cortiq_finish {
+    CORTIQ_FINISH_EOS = 0,    /* a token of tokenizer_config.eos_token_ids */
+    CORTIQ_FINISH_LENGTH = 1, /* max_tokens reached */
+    CORTIQ_FINISH_CONTEXT = 2,/* the context is full */
+    CORTIQ_FINISH_STOPPED = 3,/* the callback asked to stop */
+} cortiq_finish;
+
+const char *cortiq_finish_name(cortiq_finish f);
+
+typedef struct cortiq_generate_stats {
+    size_t prompt_tokens, cached_tokens, generated_tokens;
+    double prefill_seconds, decode_seconds;
+    cortiq_finish finish;
+} cortiq_generate_stats;
+
+/* Called with each piece of text as soon as it forms complete UTF-8; return non-zero to stop. */
+typedef int (*cortiq_text_fn)(void *user, const char *text, size_t len);
+
+/* Render messages (a JSON array of {"role", "content"} objects) with the file's chat template
+ * and add_generation_prompt; *out malloc'd. */
+cmf_status cortiq_render_chat(cortiq_runtime *rt, const char *messages_json, bool add_generation_prompt, char **out,
+                              cmf_err *err);
+
+/* Generate after `prompt` token ids. The session's KV cache is reused for the longest prefix
+ * it already holds (multi-turn chat re-renders the whole conversation cheaply). *reply gets the
+ * generated text (malloc'd) when reply is non-NULL. */
+cmf_status cortiq_generate(cortiq_runtime *rt, const int32_t *prompt, size_t n_prompt, const cortiq_generate_params *p,
+                           cortiq_text_fn on_text, void *user, char **reply, cortiq_generate_stats *stats,
+                           cmf_err *err);
+
+/* One chat turn from scratch: [system,] user -> rendered -> generated. */
+cmf_status cortiq_chat_once(cortiq_runtime *rt, const char *system, const char *user_text,
+                            const cortiq_generate_params *p, cortiq_text_fn on_text, void *user, char **reply,
+                            cortiq_generate_stats *stats, cmf_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

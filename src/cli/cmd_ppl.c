@@ -1,0 +1,110 @@
+/* cmd_ppl.c - `cortiq ppl MODEL.cmf TEXTFILE [--ctx N --stride S]`: perplexity computed the way
+ * the transformers documentation does it: windows of up to N tokens advanced by S, each
+ * scoring only the tokens not scored before, ppl = exp(total NLL / scored tokens). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "cortiq/runtime.h"
+
+static void usage(void) {
+    printf("usage: cortiq ppl MODEL.cmf TEXTFILE [--ctx N] [--stride S] [-t N]\n"
+           "  Perplexity of the text (tokenized with special tokens, as transformers' tokenizer(text)\n"
+           "  does) with a strided sliding window: N tokens per window (default 1024, at most the\n"
+           "  model's context), advancing S tokens (default N/2). Ends with `PPL = <value>`.\n");
+}
+
+static char *read_all(const char *path, size_t *len) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (b && fread(b, 1, (size_t)n, fp) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    if (b) b[n] = '\0';
+    fclose(fp);
+    *len = (size_t)n;
+    return b;
+}
+
+int cmd_ppl(int argc, char **argv) {
+    const char *path = NULL, *text_path = NULL;
+    uint64_t ctx = 1024, stride = 0, threads = 0;
+    for (int i = 1; i < argc; i++) {
+        if (cli_is_help(argv[i])) return usage(), CLI_EXIT_OK;
+        else if (!strcmp(argv[i], "--ctx") && i + 1 < argc && cli_parse_u64(argv[++i], &ctx) && ctx >= 2 && ctx <= (1u << 20));
+        else if (!strcmp(argv[i], "--stride") && i + 1 < argc && cli_parse_u64(argv[++i], &stride) && stride >= 1);
+        else if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) && i + 1 < argc &&
+                 cli_parse_u64(argv[++i], &threads) && threads <= 64);
+        else if (argv[i][0] == '-') return cli_usage_error("ppl", "bad or incomplete option '%s'", argv[i]);
+        else if (!path) path = argv[i];
+        else if (!text_path) text_path = argv[i];
+        else return cli_usage_error("ppl", "too many arguments");
+    }
+    if (!path || !text_path) return cli_usage_error("ppl", "need MODEL.cmf and TEXTFILE");
+    size_t tlen;
+    char *text = read_all(text_path, &tlen);
+    if (!text) {
+        fprintf(stderr, "%s: IO: cannot read\n", text_path);
+        return CLI_EXIT_SYSTEM;
+    }
+    cmf_err err;
+    cortiq_runtime *rt = NULL;
+    cortiq_runtime_opts ro = {.threads = (unsigned)threads, .ctx = (uint32_t)ctx};
+    cmf_status st = cortiq_runtime_open(path, &ro, &rt, &err);
+    int32_t *ids = NULL;
+    size_t n = 0;
+    if (!st) st = cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), text, tlen, true, &ids, &n, &err);
+    free(text);
+    if (st) {
+        cli_error(&err);
+        cortiq_runtime_free(rt);
+        return cli_exit_code(st);
+    }
+    cortiq_session *s = cortiq_runtime_session(rt);
+    uint32_t win = cortiq_session_ctx(s);
+    if (!stride || stride > win) stride = win / 2 ? win / 2 : 1;
+    uint32_t V = cortiq_model_vocab(cortiq_runtime_model(rt));
+    float *logits = malloc((size_t)win * V * sizeof(float));
+    double nll = 0;
+    size_t scored = 0, prev_end = 0;
+    for (size_t begin = 0; begin < n && !st; begin += stride) {
+        size_t end = begin + win < n ? begin + win : n;
+        size_t trg = end - prev_end; /* tokens of this window not scored before */
+        cortiq_session_reset(s);
+        st = cortiq_session_eval(s, ids + begin, end - begin, logits, &err);
+        /* logits at t predict ids[begin + t + 1]; labels before the last trg are masked */
+        size_t first_label = (end - begin) - trg;
+        for (size_t t = first_label ? first_label - 1 : 0; !st && t + 1 < end - begin; t++) {
+            const float *l = logits + t * V;
+            float mx = l[0];
+            for (uint32_t v = 1; v < V; v++) mx = l[v] > mx ? l[v] : mx;
+            double sum = 0;
+            for (uint32_t v = 0; v < V; v++) sum += exp((double)l[v] - mx);
+            nll += log(sum) + mx - l[ids[begin + t + 1]];
+            scored++;
+        }
+        prev_end = end;
+        if (end == n) break;
+    }
+    free(logits);
+    free(ids);
+    cortiq_runtime_free(rt);
+    if (st) {
+        cli_error(&err);
+        return cli_exit_code(st);
+    }
+    if (!scored) {
+        fprintf(stderr, "%s: text too short to score\n", text_path);
+        return CLI_EXIT_INVALID;
+    }
+    printf("tokens %zu, scored %zu, window %u, stride %llu\n", n, scored, win, (unsigned long long)stride);
+    printf("PPL = %.4f\n", exp(nll / (double)scored));
+    return CLI_EXIT_OK;
+}

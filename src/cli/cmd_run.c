@@ -1,0 +1,138 @@
+/* cmd_run.c - `cortiq run MODEL.cmf [--prompt TEXT]`: one answer, or an interactive chat. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cortiq/runtime.h"
+
+static void usage(void) {
+    printf("usage: cortiq run MODEL.cmf [--prompt TEXT] [options]\n"
+           "  With --prompt: answer once and exit. Without: interactive chat (history kept; /reset, /exit).\n"
+           "  The file's chat template renders the conversation (ChatML when the file has none).\n"
+           "  --system TEXT        system message\n"
+           "  --raw                no template: the prompt text is tokenized as is (BOS added per tokenizer)\n"
+           "  --max-tokens N       stop after N generated tokens (default 512)\n"
+           "  --greedy             always the most likely token (same as --temp 0)\n"
+           "  --temp T  --top-k K  --top-p P  --min-p P  --repeat-penalty R  --seed S\n"
+           "  --ctx N              context length (default min(4096, model max))\n"
+           "  -t, --threads N      compute threads (default: all cores)\n"
+           "  Generation stops on any of the file's eos_token_ids. A stats line ends each answer on stderr.\n");
+}
+
+static int print_piece(void *user, const char *text, size_t len) {
+    (void)user;
+    fwrite(text, 1, len, stdout);
+    fflush(stdout);
+    return 0;
+}
+
+static void print_stats(const cortiq_generate_stats *s) {
+    size_t pre = s->prompt_tokens - s->cached_tokens;
+    fprintf(stderr, "\n[prompt %zu tokens (%zu cached), prefill %.1f tok/s | generated %zu tokens, decode %.1f tok/s | finish %s]\n",
+            s->prompt_tokens, s->cached_tokens, s->prefill_seconds > 0 ? pre / s->prefill_seconds : 0.0,
+            s->generated_tokens, s->decode_seconds > 0 ? s->generated_tokens / s->decode_seconds : 0.0,
+            cortiq_finish_name(s->finish));
+}
+
+static cmf_status run_raw(cortiq_runtime *rt, const char *prompt, const cortiq_generate_params *gp, cmf_err *err) {
+    int32_t *ids = NULL;
+    size_t n = 0;
+    cmf_status st = cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), prompt, strlen(prompt), true, &ids, &n, err);
+    cortiq_generate_stats s;
+    if (!st) st = cortiq_generate(rt, ids, n, gp, print_piece, NULL, NULL, &s, err);
+    if (!st) print_stats(&s);
+    free(ids);
+    return st;
+}
+
+static cmf_status chat_loop(cortiq_runtime *rt, const char *system, const cortiq_generate_params *gp, cmf_err *err) {
+    json_t *msgs = json_array();
+    if (system) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
+    int tty = isatty(0);
+    char line[65536];
+    cmf_status st = CMF_OK;
+    if (tty) fprintf(stderr, "chat: type a message, /reset to start over, /exit or Ctrl-D to quit\n");
+    for (;;) {
+        if (tty) fprintf(stderr, "> ");
+        if (!fgets(line, sizeof line, stdin)) break;
+        size_t len = strlen(line);
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        if (!len) continue;
+        if (!strcmp(line, "/exit")) break;
+        if (!strcmp(line, "/reset")) {
+            json_array_clear(msgs);
+            if (system) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
+            continue;
+        }
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", line));
+        char *mj = json_dumps(msgs, JSON_COMPACT), *prompt = NULL, *reply = NULL;
+        st = cortiq_render_chat(rt, mj, true, &prompt, err);
+        free(mj);
+        int32_t *ids = NULL;
+        size_t n = 0;
+        if (!st) st = cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), prompt, strlen(prompt), false, &ids, &n, err);
+        cortiq_generate_stats s;
+        if (!st) st = cortiq_generate(rt, ids, n, gp, print_piece, NULL, &reply, &s, err);
+        free(prompt);
+        free(ids);
+        if (st) break;
+        print_stats(&s);
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "assistant", "content", reply));
+        free(reply);
+    }
+    json_decref(msgs);
+    return st;
+}
+
+int cmd_run(int argc, char **argv) {
+    const char *path = NULL, *prompt = NULL, *system = NULL;
+    int raw = 0;
+    cortiq_generate_params gp;
+    cortiq_generate_defaults(&gp);
+    cortiq_runtime_opts ro = {0};
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int more = i + 1 < argc;
+        double d;
+        uint64_t u;
+        if (cli_is_help(a)) return usage(), CLI_EXIT_OK;
+        else if (!strcmp(a, "--prompt") && more) prompt = argv[++i];
+        else if (!strcmp(a, "--system") && more) system = argv[++i];
+        else if (!strcmp(a, "--raw")) raw = 1;
+        else if (!strcmp(a, "--greedy")) gp.sampler.temperature = 0;
+        else if (!strcmp(a, "--max-tokens") && more && cli_parse_u64(argv[++i], &u) && u <= UINT32_MAX) gp.max_tokens = (uint32_t)u;
+        else if (!strcmp(a, "--temp") && more && cli_parse_double(argv[++i], &d) && d >= 0) gp.sampler.temperature = (float)d;
+        else if (!strcmp(a, "--top-k") && more && cli_parse_u64(argv[++i], &u) && u < (1u << 30)) gp.sampler.top_k = (int)u;
+        else if (!strcmp(a, "--top-p") && more && cli_parse_double(argv[++i], &d) && d > 0 && d <= 1) gp.sampler.top_p = (float)d;
+        else if (!strcmp(a, "--min-p") && more && cli_parse_double(argv[++i], &d) && d >= 0 && d < 1) gp.sampler.min_p = (float)d;
+        else if (!strcmp(a, "--repeat-penalty") && more && cli_parse_double(argv[++i], &d) && d > 0)
+            gp.sampler.repeat_penalty = (float)d;
+        else if (!strcmp(a, "--seed") && more && cli_parse_u64(argv[++i], &u)) gp.sampler.seed = u;
+        else if (!strcmp(a, "--ctx") && more && cli_parse_u64(argv[++i], &u) && u >= 16 && u <= (1u << 24)) ro.ctx = (uint32_t)u;
+        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && more && cli_parse_u64(argv[++i], &u) && u <= 64)
+            ro.threads = (unsigned)u;
+        else if (a[0] == '-') return cli_usage_error("run", "bad or incomplete option '%s'", a);
+        else if (!path) path = a;
+        else return cli_usage_error("run", "one MODEL only");
+    }
+    if (!path) return cli_usage_error("run", "missing MODEL.cmf");
+    cmf_err err;
+    cortiq_runtime *rt;
+    cmf_status st = cortiq_runtime_open(path, &ro, &rt, &err);
+    if (st) {
+        cli_error(&err);
+        return cli_exit_code(st);
+    }
+    if (prompt && raw) st = run_raw(rt, prompt, &gp, &err);
+    else if (prompt) {
+        cortiq_generate_stats s;
+        st = cortiq_chat_once(rt, system, prompt, &gp, print_piece, NULL, NULL, &s, &err);
+        if (!st) print_stats(&s);
+    } else st = chat_loop(rt, system, &gp, &err);
+    if (st) cli_error(&err);
+    cortiq_runtime_free(rt);
+    return cli_exit_code(st);
+}

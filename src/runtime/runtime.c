@@ -1,0 +1,233 @@
+/* runtime.c - model + tokenizer + chat template + sampler behind one handle: render a
+ * conversation, reuse the KV cache for the common prefix, generate and stream text. */
+#include "cortiq/runtime.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cortiq/chat_template.h"
+
+struct cortiq_runtime {
+    cortiq_model *model;
+    cortiq_session *session;
+    cmf_tokenizer *tok;
+    cmf_chat_template *tpl;
+    bool has_template;
+    char *special_json; /* {"bos_token": ..., "eos_token": ...} for the template */
+    int32_t *eos;
+    size_t n_eos;
+    int32_t *hist; /* tokens evaluated in the session, in order */
+    size_t n_hist;
+};
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+const char *cortiq_finish_name(cortiq_finish f) {
+    static const char *n[] = {"eos", "length", "context", "stopped"};
+    return (unsigned)f < 4 ? n[f] : "?";
+}
+
+void cortiq_generate_defaults(cortiq_generate_params *p) {
+    cortiq_sampler_defaults(&p->sampler);
+    p->max_tokens = 512;
+}
+
+/* A special token's text: the header's own string if present, else the tokenizer's token for id. */
+static void put_token(json_t *o, const char *key, const char *header_json, const cmf_tokenizer *tok, int64_t id) {
+    json_t *h = json_loads(header_json, 0, NULL);
+    json_t *v = json_object_get(json_object_get(h, "tokenizer_config"), key);
+    if (v && json_is_string(v)) json_object_set(o, key, v);
+    else if (id >= 0) {
+        size_t len;
+        const char *s = cmf_tokenizer_id_to_token(tok, (int32_t)id, &len);
+        if (s) json_object_set_new(o, key, json_stringn(s, len));
+    }
+    json_decref(h);
+}
+
+cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts, cortiq_runtime **out, cmf_err *err) {
+    *out = NULL;
+    cortiq_runtime *rt = calloc(1, sizeof *rt);
+    if (!rt) return cmf_err_set(err, CMF_E_NOMEM, path, "runtime");
+    cortiq_load_opts lo = {.threads = opts ? opts->threads : 0};
+    cmf_status st = cortiq_model_load(path, &lo, &rt->model, err);
+    const cmf_file *f = st ? NULL : cortiq_model_file(rt->model);
+    size_t vlen = 0;
+    const uint8_t *vocab = f ? cmf_file_vocab(f, &vlen) : NULL;
+    if (!st && !vocab)
+        st = cmf_err_set(err, CMF_E_NOT_FOUND, path, "no tokenizer section (spec §6): this file cannot take text");
+    if (!st) st = cmf_tokenizer_load((const char *)vocab, vlen, &rt->tok, err);
+    if (!st) {
+        const cmf_header *h = cmf_file_header(f);
+        const cmf_tokenizer_config *tc = &h->tokenizer_config;
+        rt->has_template = tc->present && tc->chat_template;
+        const char *src = rt->has_template ? tc->chat_template : CMF_CHAT_TEMPLATE_CHATML;
+        st = cmf_chat_template_compile(src, strlen(src), &rt->tpl, err);
+        if (!st) {
+            rt->eos = calloc(tc->n_eos + 1, sizeof *rt->eos);
+            if (!rt->eos) st = cmf_err_set(err, CMF_E_NOMEM, path, "runtime");
+            for (size_t i = 0; !st && i < tc->n_eos; i++) rt->eos[rt->n_eos++] = (int32_t)tc->eos_token_ids[i];
+            json_t *sp = json_object();
+            put_token(sp, "bos_token", h->json, rt->tok, tc->bos_token_id);
+            put_token(sp, "eos_token", h->json, rt->tok, tc->n_eos ? tc->eos_token_ids[0] : -1);
+            rt->special_json = json_dumps(sp, JSON_COMPACT);
+            json_decref(sp);
+        }
+    }
+    if (!st) {
+        uint32_t ctx = opts && opts->ctx ? opts->ctx : 4096;
+        uint32_t maxc = cortiq_model_max_context(rt->model);
+        if (maxc && ctx > maxc) ctx = maxc;
+        st = cortiq_session_create(rt->model, ctx, &rt->session, err);
+    }
+    if (!st && !(rt->hist = malloc((size_t)cortiq_session_ctx(rt->session) * sizeof *rt->hist)))
+        st = cmf_err_set(err, CMF_E_NOMEM, path, "runtime");
+    if (st) {
+        cortiq_runtime_free(rt);
+        return st;
+    }
+    *out = rt;
+    return CMF_OK;
+}
+
+void cortiq_runtime_free(cortiq_runtime *rt) {
+    if (!rt) return;
+    cortiq_session_free(rt->session);
+    cortiq_model_free(rt->model);
+    cmf_tokenizer_free(rt->tok);
+    cmf_chat_template_free(rt->tpl);
+    free(rt->special_json);
+    free(rt->eos);
+    free(rt->hist);
+    free(rt);
+}
+
+cortiq_model *cortiq_runtime_model(cortiq_runtime *rt) { return rt->model; }
+cortiq_session *cortiq_runtime_session(cortiq_runtime *rt) { return rt->session; }
+const cmf_tokenizer *cortiq_runtime_tokenizer(const cortiq_runtime *rt) { return rt->tok; }
+bool cortiq_runtime_has_template(const cortiq_runtime *rt) { return rt->has_template; }
+
+cmf_status cortiq_render_chat(cortiq_runtime *rt, const char *messages_json, bool add_generation_prompt, char **out,
+                              cmf_err *err) {
+    size_t len;
+    return cmf_chat_template_render(rt->tpl, messages_json, NULL, NULL, add_generation_prompt, rt->special_json, out,
+                                    &len, err);
+}
+
+static bool is_eos(const cortiq_runtime *rt, int32_t t) {
+    for (size_t i = 0; i < rt->n_eos; i++)
+        if (rt->eos[i] == t) return true;
+    return false;
+}
+
+cmf_status cortiq_generate(cortiq_runtime *rt, const int32_t *prompt, size_t n_prompt, const cortiq_generate_params *p,
+                           cortiq_text_fn on_text, void *user, char **reply, cortiq_generate_stats *stats,
+                           cmf_err *err) {
+    cortiq_generate_stats s;
+    memset(&s, 0, sizeof s);
+    uint32_t ctx = cortiq_session_ctx(rt->session), vocab = cortiq_model_vocab(rt->model);
+    if (n_prompt == 0) return cmf_err_set(err, CMF_E_INVALID_ARG, "generate", "empty prompt");
+    if (n_prompt >= ctx)
+        return cmf_err_set(err, CMF_E_LIMIT, "generate", "prompt of %zu tokens does not fit the context of %u", n_prompt, ctx);
+    /* reuse the cached prefix; always re-evaluate at least the last prompt token for its logits */
+    size_t k = 0;
+    while (k < rt->n_hist && k < n_prompt && rt->hist[k] == prompt[k]) k++;
+    if (k == n_prompt) k--;
+    cortiq_session_truncate(rt->session, (uint32_t)k);
+    rt->n_hist = k;
+    s.prompt_tokens = n_prompt;
+    s.cached_tokens = k;
+    double t0 = now_s();
+    cmf_status st = cortiq_session_eval(rt->session, prompt + k, n_prompt - k, NULL, err);
+    if (st) return st;
+    memcpy(rt->hist + k, prompt + k, (n_prompt - k) * sizeof *prompt);
+    rt->n_hist = n_prompt;
+    s.prefill_seconds = now_s() - t0;
+    cortiq_sampler *smp = NULL;
+    cmf_detok_stream *ds = NULL;
+    char *text = NULL;
+    size_t text_len = 0, text_cap = 0;
+    if ((st = cortiq_sampler_create(&p->sampler, vocab, &smp, err))) return st;
+    if ((st = cmf_detok_stream_create(rt->tok, true, &ds, err))) goto out;
+    t0 = now_s();
+    for (;;) {
+        if (p->max_tokens && s.generated_tokens >= p->max_tokens) {
+            s.finish = CORTIQ_FINISH_LENGTH;
+            break;
+        }
+        int32_t t = cortiq_sampler_sample(smp, cortiq_session_logits(rt->session), rt->hist, rt->n_hist);
+        if (is_eos(rt, t)) {
+            s.finish = CORTIQ_FINISH_EOS;
+            break;
+        }
+        s.generated_tokens++;
+        const char *piece;
+        size_t plen;
+        if ((st = cmf_detok_stream_push(ds, t, &piece, &plen, err))) break;
+        if (plen && reply) {
+            if (text_len + plen + 1 > text_cap) {
+                text_cap = (text_len + plen + 1) * 2;
+                char *nt = realloc(text, text_cap);
+                if (!nt) {
+                    st = cmf_err_set(err, CMF_E_NOMEM, "generate", "reply text");
+                    break;
+                }
+                text = nt;
+            }
+            memcpy(text + text_len, piece, plen);
+            text_len += plen;
+            text[text_len] = '\0';
+        }
+        if (plen && on_text && on_text(user, piece, plen)) {
+            s.finish = CORTIQ_FINISH_STOPPED;
+            break;
+        }
+        if (rt->n_hist + 1 >= ctx) {
+            s.finish = CORTIQ_FINISH_CONTEXT;
+            break;
+        }
+        if ((st = cortiq_session_eval(rt->session, &t, 1, NULL, err))) break;
+        rt->hist[rt->n_hist++] = t;
+    }
+    s.decode_seconds = now_s() - t0;
+out:
+    cmf_detok_stream_free(ds);
+    cortiq_sampler_free(smp);
+    if (stats) *stats = s;
+    if (reply && !st) {
+        *reply = text ? text : calloc(1, 1);
+        text = NULL;
+    }
+    free(text);
+    return st;
+}
+
+cmf_status cortiq_chat_once(cortiq_runtime *rt, const char *system, const char *user_text,
+                            const cortiq_generate_params *p, cortiq_text_fn on_text, void *user, char **reply,
+                            cortiq_generate_stats *stats, cmf_err *err) {
+    json_t *msgs = json_array();
+    if (system) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
+    json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", user_text));
+    char *mj = json_dumps(msgs, JSON_COMPACT);
+    json_decref(msgs);
+    if (!mj) return cmf_err_set(err, CMF_E_NOMEM, "chat", "messages");
+    char *prompt = NULL;
+    cmf_status st = cortiq_render_chat(rt, mj, true, &prompt, err);
+    free(mj);
+    if (st) return st;
+    int32_t *ids = NULL;
+    size_t n = 0;
+    /* the template already wrote BOS and other special tokens: encode without adding more
+     * (what transformers' apply_chat_template(tokenize=True) does) */
+    st = cmf_tokenizer_encode(rt->tok, prompt, strlen(prompt), false, &ids, &n, err);
+    free(prompt);
+    if (!st) st = cortiq_generate(rt, ids, n, p, on_text, user, reply, stats, err);
+    free(ids);
+    return st;
+}
