@@ -7,7 +7,9 @@ renders each chat prompt with the model's template (apply_chat_template, add_gen
 and records the prompt ids and the first 32 greedy tokens; it also computes the strided
 perplexity of tests/fixtures/real/ppl_text.txt. Output: tests/fixtures/real/<name>.json
 
-usage: make_chat_refs.py NAME GGUF_PATH   (NAME: smollm2 | gemma3)
+usage: make_chat_refs.py NAME GGUF_PATH [CHAT_TEMPLATE.jinja]   (NAME: smollm2 | gemma3)
+The template file is for GGUFs that carry none (Gemma 3 270M); `import-gguf --chat-template`
+gets the same file.
 """
 import json
 import math
@@ -40,6 +42,8 @@ def main():
     out = os.path.join(here, "..", "tests", "fixtures", "real", f"{name}.json")
     d, f = os.path.dirname(gguf), os.path.basename(gguf)
     tok = AutoTokenizer.from_pretrained(d, gguf_file=f)
+    if len(sys.argv) > 3:
+        tok.chat_template = open(sys.argv[3], encoding="utf-8").read()
     model = AutoModelForCausalLM.from_pretrained(d, gguf_file=f, dtype=torch.float32).eval()
     cases = []
     for p in PROMPTS:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A Qwen2.5-0.5B-shaped checkpoint with random weights (bf16 safetensors, ~1 GB), for the
+"""A Qwen2.5-0.5B-shaped checkpoint with random weights (bf16 safetensors, 1.26 GB: untied head), for the
 conversion and runtime benchmarks. Not a fixture: written to a cache dir outside git.
 
 usage: python3 tools/make_synthetic_qwen.py [OUT_DIR]   (default ~/.cache/cortiq/synthetic-qwen2.5-0.5b)
@@ -17,7 +17,7 @@ if os.path.exists(os.path.join(out, "model.safetensors")):
     sys.exit(0)
 cfg = tf.Qwen2Config(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
                      num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
-                     rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=True,
+                     rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
                      bos_token_id=151643, eos_token_id=151645)
 torch.manual_seed(0)
 with torch.device("cpu"):

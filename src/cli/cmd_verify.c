@@ -4,12 +4,14 @@
 
 #include "cli/cli.h"
 #include "cortiq/format.h"
+#include "cortiq/quant.h"
 
 static void usage(void) {
     printf("usage: cortiq verify [-t THREADS] [--quiet] FILE...\n"
            "  Validate each file's structure (everything open() checks), then its hash chain:\n"
            "  header and directory hashes, section_hashes (masks, vocab, index) and every tensor's\n"
-           "  hash64. Every problem is printed, not only the first. A shard name verifies the\n"
+           "  hash64, and every variable-length payload's internal counts and offsets (vbit, q1s,\n"
+           "  q1t). Every problem is printed, not only the first. A shard name verifies the\n"
            "  whole shard set; --single checks exactly the named file.\n"
            "  Exit status: 0 all files good, 1 any problem, 2 usage, 3 I/O error.\n");
 }
@@ -63,6 +65,16 @@ int cmd_verify(int argc, char **argv) {
         tally t = {0};
         cmf_verify_stats vs;
         st = cmf_verify(f, threads, on_problem, &t, &vs);
+        /* the format layer checks sizes; the payload's inside is the quant layer's to check */
+        for (size_t k = 0; k < cmf_file_tensor_count(f); k++) {
+            const cmf_tensor *x = cmf_file_tensor_at(f, k);
+            cmf_err perr;
+            cmf_status ps = cmf_quant_validate((cmf_dtype)x->dtype, x->ndim, x->shape, x->data, x->nbytes, x->name, &perr);
+            if (ps) {
+                on_problem(&t, cmf_file_shard_path(f, x->shard), ps, perr.msg);
+                if (!st) st = ps;
+            }
+        }
         if (!quiet)
             printf("%s: %s  (%zu shard%s, %llu tensors, %s hashed in %.3f s, %.2f GB/s, %lu problem%s)\n", argv[i],
                    st ? "FAILED" : "OK", cmf_file_shard_count(f), cmf_file_shard_count(f) == 1 ? "" : "s",

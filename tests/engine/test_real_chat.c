@@ -23,7 +23,7 @@ static int file_exists(const char *p) {
     return stat(p, &st) == 0 && st.st_size > 0;
 }
 
-static void run_model(const char *name, const char *gguf_name) {
+static void run_model(const char *name, const char *gguf_name, const char *template_file) {
     char cache[512], gguf[1024], cmf[256], cmd[2400], ref_path[512];
     cache_dir(cache, sizeof cache);
     snprintf(gguf, sizeof gguf, "%s/%s", cache, gguf_name);
@@ -34,7 +34,11 @@ static void run_model(const char *name, const char *gguf_name) {
     CHECK_MSG(file_exists(gguf), "%s missing", gguf);
     snprintf(cmf, sizeof cmf, "real_%s_f32.cmf", name);
     const char *bin = getenv("CORTIQ_BIN");
-    snprintf(cmd, sizeof cmd, "%s import-gguf %s --quant f32 -o %s -q", bin ? bin : "cortiq", gguf, cmf);
+    if (template_file) /* the GGUF carries no template: give it the one the reference used */
+        snprintf(cmd, sizeof cmd, "%s import-gguf %s --quant f32 -o %s -q --chat-template %s/tests/fixtures/real/%s",
+                 bin ? bin : "cortiq", gguf, cmf, CORTIQ_SOURCE_DIR, template_file);
+    else
+        snprintf(cmd, sizeof cmd, "%s import-gguf %s --quant f32 -o %s -q", bin ? bin : "cortiq", gguf, cmf);
     CHECK_MSG(system(cmd) == 0, "%s", cmd);
     snprintf(ref_path, sizeof ref_path, CORTIQ_SOURCE_DIR "/tests/fixtures/real/%s.json", name);
     json_t *ref = json_load_file(ref_path, 0, NULL);
@@ -102,9 +106,10 @@ static void run_model(const char *name, const char *gguf_name) {
 }
 
 int main(void) {
-    run_model("smollm2", "smollm2-135m-instruct-q4_1.gguf");
+    run_model("smollm2", "smollm2-135m-instruct-q4_1.gguf", NULL);
     char p[512];
     snprintf(p, sizeof p, CORTIQ_SOURCE_DIR "/tests/fixtures/real/gemma3.json");
-    if (file_exists(p)) run_model("gemma3", "gemma3-270m-q4_k_m.gguf");
+    CHECK_MSG(file_exists(p), "missing %s", p);
+    if (file_exists(p)) run_model("gemma3", "gemma3-270m-q4_k_m.gguf", "gemma3_chat_template.jinja");
     TEST_DONE();
 }

@@ -1,0 +1,140 @@
+/* bench_matvec.c - matrix-vector throughput of every matrix dtype against the machine's
+ * read bandwidth.
+ *
+ *   bench_matvec [--mb N] [--threads T] [--reps R] [--batch B] [dtype ...]
+ *
+ * Measures the read bandwidth (T threads summing a 1 GiB buffer with vector loads), then for
+ * each dtype builds a random valid payload of about N MiB (default 512, far beyond the
+ * caches), times the fastest of R full matvecs split over T threads (default 2) and prints
+ * the weight bytes streamed per second and that rate as a percentage of the bandwidth.
+ * With CMF_KF_INT8_ACT the same for the int8-activation paths, and a B-token matmul
+ * (default 8) for prefill, reported as its time relative to B separate matvecs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../tests/quant/kernel_gen.h"
+#include "common/cpu.h"
+#include "cortiq/kernels.h"
+#include "quant/kernel_bench.h"
+
+static const cmf_dtype k_default[] = {
+    CMF_DT_Q8_ROW, CMF_DT_Q4_TILED, CMF_DT_Q4TP,  CMF_DT_VBIT_RO, CMF_DT_F16,
+    CMF_DT_BF16,   CMF_DT_Q4_BLOCK, CMF_DT_Q8_2F, CMF_DT_VBIT,    CMF_DT_Q1,
+    CMF_DT_Q1S,    CMF_DT_Q1T,      CMF_DT_F32};
+
+static int has_i8_path(cmf_dtype dt) {
+    return dt == CMF_DT_Q8_ROW || dt == CMF_DT_Q4_TILED || dt == CMF_DT_Q4TP ||
+           dt == CMF_DT_Q4_BLOCK;
+}
+
+/* Approximate payload bytes per row of 4096 columns, to size the matrix. */
+static double row_bytes(cmf_dtype dt, uint64_t cols) {
+    switch (dt) {
+    case CMF_DT_F32:
+        return 4.0 * cols;
+    case CMF_DT_F16:
+    case CMF_DT_BF16:
+        return 2.0 * cols;
+    case CMF_DT_Q8_ROW:
+    case CMF_DT_Q8_2F:
+        return cols + 2.0;
+    case CMF_DT_Q1:
+    case CMF_DT_Q1S:
+        return cols / 32 * 6.0;
+    case CMF_DT_Q1T:
+        return cols / 32 * 9.0;
+    case CMF_DT_VBIT:
+    case CMF_DT_VBIT_RO:
+        return cols * 5.2 / 8 + cols / 16.0;
+    default:
+        return cols / 32 * 18.0;
+    }
+}
+
+int main(int argc, char **argv) {
+    uint64_t mb = 512, cols = 4096;
+    unsigned threads = 2, reps = 5, batch = 8;
+    cmf_dtype list[CMF_DT_COUNT];
+    size_t nlist = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--mb") && i + 1 < argc)
+            mb = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            threads = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
+            batch = (unsigned)atoi(argv[++i]);
+        else if (nlist < CMF_DT_COUNT && cmf_dtype_from_name(argv[i], &list[nlist]))
+            nlist++;
+        else {
+            fprintf(
+                stderr,
+                "usage: bench_matvec [--mb N] [--threads T] [--reps R] [--batch B] [dtype ...]\n");
+            return 2;
+        }
+    }
+    if (!nlist) {
+        nlist = sizeof k_default / sizeof k_default[0];
+        memcpy(list, k_default, sizeof k_default);
+    }
+    if (threads < 1 || reps < 1 || batch < 1 || mb < 1) return 2;
+    double bw_cpu = 0, bw = cq_bench_read_bw((size_t)1 << 30, threads, 3, &bw_cpu);
+    if (bw <= 0) {
+        fprintf(stderr, "bench_matvec: cannot measure bandwidth (out of memory?)\n");
+        return 3;
+    }
+    printf("tier %s, %u threads, read bandwidth %.1f GB/s, cpu %.1f GB/s (1 GiB buffer)\n",
+           cq_isa_name(cq_cpu_isa()), threads, bw, bw_cpu);
+    printf("(cpu: GB/s from the slowest thread's CPU time = the rate with a core per thread;\n"
+           " %%bw is of the wall bandwidth, [%%] of the cpu bandwidth)\n");
+    printf("%-9s %7s %9s %7s %5s %14s | %9s %5s %14s | %s\n", "dtype", "MiB", "matvec ms", "GB/s",
+           "%bw", "cpu [%cpu bw]", "int8 GB/s", "%bw", "cpu [%cpu bw]",
+           "matmul B tokens vs B matvecs");
+    kg_rng rng = {1};
+    kg_opts o = {0, 10};
+    for (size_t d = 0; d < nlist; d++) {
+        cmf_dtype dt = list[d];
+        uint64_t rows = (uint64_t)((double)mb * 1048576.0 / row_bytes(dt, cols));
+        if (rows < threads) rows = threads;
+        uint64_t nb;
+        uint8_t *p = kg_payload(dt, rows, cols, &rng, &o, &nb);
+        float *X = malloc(batch * cols * sizeof *X), *Y = malloc(batch * rows * sizeof *Y);
+        if (!p || !X || !Y) {
+            fprintf(stderr, "bench_matvec: out of memory\n");
+            return 3;
+        }
+        for (uint64_t i = 0; i < batch * cols; i++)
+            X[i] = kg_unif(&rng, -1, 1);
+        cmf_qmat m;
+        cmf_err err;
+        if (cmf_qmat_init(&m, dt, rows, cols, p, nb, cmf_dtype_name(dt), &err) != CMF_OK) {
+            fprintf(stderr, "%s\n", err.msg);
+            return 1;
+        }
+        double cpu, cpu8;
+        double t = cq_bench_matmul(&m, X, 1, Y, threads, reps, 0, &cpu);
+        double gbs = (double)nb / t / 1e9;
+        printf("%-9s %7.1f %9.2f %7.1f %4.0f%% %7.1f [%3.0f%%] |", cmf_dtype_name(dt),
+               nb / 1048576.0, t * 1e3, gbs, 100 * gbs / bw, (double)nb / cpu / 1e9,
+               100 * (double)nb / cpu / 1e9 / bw_cpu);
+        if (has_i8_path(dt)) {
+            double t8 = cq_bench_matmul(&m, X, 1, Y, threads, reps, CMF_KF_INT8_ACT, &cpu8);
+            double g8 = (double)nb / t8 / 1e9;
+            printf(" %9.1f %4.0f%% %7.1f [%3.0f%%] |", g8, 100 * g8 / bw, (double)nb / cpu8 / 1e9,
+                   100 * (double)nb / cpu8 / 1e9 / bw_cpu);
+        } else {
+            printf(" %9s %5s %7s %6s |", "-", "-", "-", "");
+        }
+        double tb = cq_bench_matmul(&m, X, batch, Y, threads, reps > 2 ? 2 : reps, 0, NULL);
+        printf(" %u tokens %.1f ms = %.2fx one matvec (%.1fx faster than %u matvecs)\n", batch,
+               tb * 1e3, tb / t, batch * t / tb, batch);
+        fflush(stdout);
+        cmf_qmat_free(&m);
+        free(p);
+        free(X);
+        free(Y);
+    }
+    return 0;
+}

@@ -1,0 +1,258 @@
+/* cmd_bench.c - `cortiq bench quant`: for every matrix dtype, on the same test matrices,
+ * the storage cost (bits per weight), the encode->dequant error (relative RMSE) and the
+ * matrix-vector throughput against the read bandwidth measured in the same run.
+ * argv[1] selects the benchmark; `quant` is the one there is. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "common/cpu.h"
+#include "cortiq/kernels.h"
+#include "cortiq/quant.h"
+#include "quant/kernel_bench.h"
+
+static void usage(void) {
+    printf(
+        "usage: cortiq bench quant [--rows R] [--cols C] [--mb N] [--threads T] [--reps N]\n"
+        "                          [--dtypes a,b,...] [--seed S] [--bw-mb N]\n"
+        "  Encodes two R x C float matrices (default 1024 x 4096) -- Gaussian, and heavy-tailed\n"
+        "  (Student-t, 3 d.o.f.) with 1%% outlier input channels x8 -- in every matrix dtype and "
+        "prints,\n"
+        "  as a Markdown table: bits per weight, relative RMSE of encode->dequant, and matvec\n"
+        "  throughput in GB/s of weight bytes on a copy tiled to N MiB (default 512, beyond the\n"
+        "  caches) with T threads (default 2), also as %% of the read bandwidth measured first\n"
+        "  (T threads summing 1 GiB). The int8 column is the CMF_KF_INT8_ACT path (q8_row, q4_*).\n"
+        "  --dtypes  comma-separated subset (default: all 13)   --reps  timed runs, best kept (3)\n"
+        "  --bw-mb   size of the bandwidth buffer in MiB (1024)  --seed  matrix seed (1)\n");
+}
+
+typedef struct bench_opts {
+    uint64_t rows, cols, mb, seed, bw_mb;
+    unsigned threads, reps;
+    cmf_dtype dtypes[CMF_DT_COUNT];
+    size_t ndtypes;
+} bench_opts;
+
+static const cmf_dtype k_all[] = {CMF_DT_F32,   CMF_DT_F16,      CMF_DT_BF16,     CMF_DT_Q8_ROW,
+                                  CMF_DT_Q8_2F, CMF_DT_Q4_BLOCK, CMF_DT_Q4_TILED, CMF_DT_Q4TP,
+                                  CMF_DT_VBIT,  CMF_DT_VBIT_RO,  CMF_DT_Q1,       CMF_DT_Q1S,
+                                  CMF_DT_Q1T};
+
+/* ---- test matrices ---- */
+
+static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static double rng_unit(uint64_t *s) {
+    return ((double)(rng_next(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+static double rng_gauss(uint64_t *s) {
+    return sqrt(-2.0 * log(rng_unit(s))) * cos(6.283185307179586 * rng_unit(s));
+}
+
+/* kind 0: N(0, 0.02^2); kind 1: Student-t(3) * 0.02 with 1% of input columns scaled x8. */
+static void make_matrix(int kind, uint64_t rows, uint64_t cols, uint64_t seed, float *w) {
+    uint64_t s = seed * 2 + (uint64_t)kind;
+    for (uint64_t i = 0; i < rows * cols; i++) {
+        double g = rng_gauss(&s);
+        if (kind == 1) {
+            double a = rng_gauss(&s), b = rng_gauss(&s), c = rng_gauss(&s);
+            g /= sqrt((a * a + b * b + c * c) / 3.0);
+            if ((i % cols) % 100 == 37) g *= 8.0;
+        }
+        w[i] = (float)(0.02 * g);
+    }
+}
+
+static bool has_i8(cmf_dtype dt) {
+    return dt == CMF_DT_Q8_ROW || dt == CMF_DT_Q4_TILED || dt == CMF_DT_Q4TP ||
+           dt == CMF_DT_Q4_BLOCK;
+}
+
+/* Relative RMSE of the dequantized rows of m against w. */
+static double rel_rmse(const cmf_qmat *m, const float *w, float *row) {
+    double num = 0, den = 0;
+    for (uint64_t r = 0; r < m->rows; r++) {
+        cmf_qmat_dequant_row(m, r, row);
+        for (uint64_t i = 0; i < m->cols; i++) {
+            double d = (double)row[i] - w[r * m->cols + i];
+            num += d * d;
+            den += (double)w[r * m->cols + i] * w[r * m->cols + i];
+        }
+    }
+    return den > 0 ? sqrt(num / den) : 0.0;
+}
+
+/* GB/s of weight bytes for one matvec over a tiled copy of m, or a negative value; *cpu_gbs
+ * the same from the slowest thread's CPU time (the rate with a core per thread). */
+static double throughput(const cmf_qmat *m, const bench_opts *o, unsigned flags, double *cpu_gbs,
+                         cmf_err *err) {
+    uint64_t per_row = m->nbytes / m->rows + 1, rows_out = o->mb * 1048576 / per_row;
+    if (rows_out < m->rows) rows_out = m->rows;
+    uint8_t *big;
+    uint64_t nb;
+    if (cq_qmat_tile_rows(m, rows_out, &big, &nb, err) != CMF_OK) return -1;
+    cmf_qmat t;
+    double gbs = -1;
+    if (cmf_qmat_init(&t, m->dtype, rows_out, m->cols, big, nb, "tiled", err) == CMF_OK) {
+        float *x = malloc(m->cols * sizeof *x), *y = malloc(rows_out * sizeof *y);
+        if (x && y) {
+            uint64_t s = 7;
+            for (uint64_t i = 0; i < m->cols; i++)
+                x[i] = (float)rng_gauss(&s);
+            double cpu = 0, sec = cq_bench_matmul(&t, x, 1, y, o->threads, o->reps, flags, &cpu);
+            if (sec > 0) gbs = (double)nb / sec / 1e9;
+            *cpu_gbs = cpu > 0 ? (double)nb / cpu / 1e9 : 0;
+        } else {
+            cmf_err_set(err, CMF_E_NOMEM, NULL, "no memory for the activations");
+        }
+        free(x);
+        free(y);
+        cmf_qmat_free(&t);
+    }
+    free(big);
+    return gbs;
+}
+
+static int run_quant(const bench_opts *o) {
+    double bwc = 0, bw = cq_bench_read_bw((size_t)o->bw_mb << 20, o->threads, 3, &bwc);
+    if (bw <= 0 || bwc <= 0) {
+        fprintf(stderr, "cortiq bench: cannot measure the read bandwidth (out of memory?)\n");
+        return CLI_EXIT_SYSTEM;
+    }
+    printf("## cortiq bench quant\n\n");
+    printf(
+        "%llu x %llu matrices; matvec on copies tiled to %llu MiB; %u threads; kernel tier %s%s.\n"
+        "Read bandwidth (%u threads summing %llu MiB): %.1f GB/s wall, %.1f GB/s cpu.\n\n",
+        (unsigned long long)o->rows, (unsigned long long)o->cols, (unsigned long long)o->mb,
+        o->threads, cq_isa_name(cq_cpu_isa()), cq_cpu_detect()->avx512vnni ? " (+VNNI)" : "",
+        o->threads, (unsigned long long)o->bw_mb, bw, bwc);
+    printf("wall: bytes / elapsed time. cpu: bytes / the slowest thread's CPU time, i.e. the rate\n"
+           "when every thread has a core to itself; robust when other processes compete for the\n"
+           "cores. Each %% is of the bandwidth measured the same way.\n\n");
+    printf("| matrix | dtype | bits/weight | rel. RMSE | wall GB/s | %% | cpu GB/s | %% |"
+           " int8-act wall | %% | int8-act cpu | %% |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    uint64_t n = o->rows * o->cols, shape[2] = {o->rows, o->cols};
+    float *w = malloc(n * sizeof *w), *row = malloc(o->cols * sizeof *row);
+    if (!w || !row) {
+        free(w);
+        free(row);
+        fprintf(stderr, "cortiq bench: out of memory\n");
+        return CLI_EXIT_SYSTEM;
+    }
+    int rc = CLI_EXIT_OK;
+    for (int kind = 0; kind < 2 && rc == CLI_EXIT_OK; kind++) {
+        make_matrix(kind, o->rows, o->cols, o->seed, w);
+        for (size_t d = 0; d < o->ndtypes && rc == CLI_EXIT_OK; d++) {
+            cmf_dtype dt = o->dtypes[d];
+            uint8_t *p = NULL;
+            size_t nb = 0;
+            cmf_err err;
+            cmf_qmat m;
+            if (cmf_quant_encode(dt, 2, shape, w, NULL, &p, &nb, &err) != CMF_OK ||
+                cmf_qmat_init(&m, dt, o->rows, o->cols, p, nb, cmf_dtype_name(dt), &err) !=
+                    CMF_OK) {
+                cli_error(&err);
+                free(p);
+                rc = cli_exit_code(err.code);
+                break;
+            }
+            double rmse = rel_rmse(&m, w, row);
+            double c = 0, c8 = 0, g = throughput(&m, o, 0, &c, &err);
+            double g8 = has_i8(dt) && g >= 0 ? throughput(&m, o, CMF_KF_INT8_ACT, &c8, &err) : 0;
+            if (g < 0 || g8 < 0) {
+                cli_error(&err);
+                rc = cli_exit_code(err.code);
+            } else {
+                printf("| %s | %s | %.3f | %.5f | %.1f | %.0f%% | %.1f | %.0f%% |",
+                       kind ? "heavy-tailed + outlier cols" : "Gaussian", cmf_dtype_name(dt),
+                       8.0 * (double)nb / (double)n, rmse, g, 100 * g / bw, c, 100 * c / bwc);
+                if (has_i8(dt))
+                    printf(" %.1f | %.0f%% | %.1f | %.0f%% |\n", g8, 100 * g8 / bw, c8,
+                           100 * c8 / bwc);
+                else
+                    printf(" - | - | - | - |\n");
+                fflush(stdout);
+            }
+            cmf_qmat_free(&m);
+            free(p);
+        }
+    }
+    free(w);
+    free(row);
+    return rc;
+}
+
+static bool parse_dtypes(char *list, bench_opts *o) {
+    o->ndtypes = 0;
+    for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+        cmf_dtype dt;
+        const cmf_dtype_traits *t;
+        if (!cmf_dtype_from_name(tok, &dt) || !(t = cmf_dtype_get(dt)) ||
+            o->ndtypes >= CMF_DT_COUNT)
+            return false;
+        o->dtypes[o->ndtypes++] = dt;
+    }
+    return o->ndtypes > 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+    if (argc < 2 || cli_is_help(argv[1])) {
+        usage();
+        return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+    }
+    if (strcmp(argv[1], "quant") != 0)
+        return cli_usage_error("bench", "unknown benchmark '%s' (try: quant)", argv[1]);
+    bench_opts o = {
+        .rows = 1024, .cols = 4096, .mb = 512, .seed = 1, .bw_mb = 1024, .threads = 2, .reps = 3};
+    memcpy(o.dtypes, k_all, sizeof k_all);
+    o.ndtypes = sizeof k_all / sizeof k_all[0];
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        uint64_t v;
+        if (cli_is_help(a)) {
+            usage();
+            return CLI_EXIT_OK;
+        }
+        if (i + 1 >= argc)
+            return cli_usage_error("bench", "option '%s' needs a value or is unknown", a);
+        const char *val = argv[++i];
+        if (!strcmp(a, "--dtypes")) {
+            char buf[512];
+            snprintf(buf, sizeof buf, "%s", val);
+            if (!parse_dtypes(buf, &o))
+                return cli_usage_error("bench", "bad --dtypes list '%s'", val);
+            continue;
+        }
+        if (!cli_parse_u64(val, &v) || v == 0)
+            return cli_usage_error("bench", "%s needs a positive integer", a);
+        if (!strcmp(a, "--rows"))
+            o.rows = v;
+        else if (!strcmp(a, "--cols"))
+            o.cols = v;
+        else if (!strcmp(a, "--mb"))
+            o.mb = v;
+        else if (!strcmp(a, "--seed"))
+            o.seed = v;
+        else if (!strcmp(a, "--bw-mb"))
+            o.bw_mb = v;
+        else if (!strcmp(a, "--threads") && v <= 64)
+            o.threads = (unsigned)v;
+        else if (!strcmp(a, "--reps") && v <= 1000)
+            o.reps = (unsigned)v;
+        else
+            return cli_usage_error("bench", "unknown option or bad value '%s %s'", a, val);
+    }
+    if (o.bw_mb > (1u << 20) || o.mb > (1u << 20))
+        return cli_usage_error("bench", "--mb and --bw-mb are at most 1048576 (1 TiB)");
+    if (o.cols % 32 || o.cols > 65535 || o.rows > (1u << 20))
+        return cli_usage_error(
+            "bench", "--cols must be a multiple of 32 up to 65504, --rows at most 1048576");
+    return run_quant(&o);
+}

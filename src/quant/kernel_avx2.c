@@ -1,0 +1,379 @@
+/* kernel_avx2.c - AVX2 + FMA + F16C tier of the matrix kernels (same structure as the
+ * AVX-512 tier: decode 8 or 32 weights into f32 lanes, apply them to up to 4 tokens).
+ * Tested against kernel_scalar.c. */
+#include <immintrin.h>
+
+#include "quant/kernel_impl.h"
+
+static inline float h16(const uint8_t *p) {
+    return _cvtsh_ss(ld_u16(p));
+}
+
+static inline float hsum8(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+#define ZERO _mm256_setzero_ps()
+
+/* ======== stream dtypes: f32, f16, bf16, q8_row, q8_2f (any cols) ======== */
+
+#define LD_F32(i) _mm256_loadu_ps((const float *)(const void *)(row + 4 * (i)))
+#define LD_F16(i) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * (i))))
+#define LD_BF16(i)                                                                                 \
+    _mm256_castsi256_ps(_mm256_slli_epi32(                                                         \
+        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 2 * (i)))), 16))
+#define LD_Q8(i)                                                                                   \
+    _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(row + (i)))))
+#define LD_Q8_2F(i)                                                                                \
+    _mm256_mul_ps(LD_Q8(i), _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(colf + 2 * (i)))))
+
+/* Scalar weight i, for the cols % 8 tail. */
+#define S_F32(i)   f32_from_bits(ld_u32(row + 4 * (i)))
+#define S_F16(i)   h16(row + 2 * (i))
+#define S_BF16(i)  bf16_to_f32(ld_u16(row + 2 * (i)))
+#define S_Q8(i)    ((float)(int8_t)row[i])
+#define S_Q8_2F(i) ((float)(int8_t)row[i] * h16(colf + 2 * (i)))
+
+#define STREAM_KERNEL(NAME, ES, SETUP, LOADW, LOADS)                                               \
+    static void NAME(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,            \
+                     size_t ldy, uint64_t r0, uint64_t r1, unsigned flags) {                       \
+        (void)flags;                                                                               \
+        const uint64_t C = m->cols, CF = C & ~(uint64_t)7;                                         \
+        for (uint64_t r = r0; r < r1; r++) {                                                       \
+            SETUP;                                                                                 \
+            size_t t = 0;                                                                          \
+            for (; t + 4 <= n; t += 4) {                                                           \
+                const float *x0 = X + t * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;     \
+                __m256 a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                                 \
+                for (uint64_t i = 0; i < CF; i += 8) {                                             \
+                    __m256 w = LOADW(i);                                                           \
+                    a0 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x0 + i), a0);                          \
+                    a1 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x1 + i), a1);                          \
+                    a2 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x2 + i), a2);                          \
+                    a3 = _mm256_fmadd_ps(w, _mm256_loadu_ps(x3 + i), a3);                          \
+                }                                                                                  \
+                float s0 = hsum8(a0), s1 = hsum8(a1), s2 = hsum8(a2), s3 = hsum8(a3);              \
+                for (uint64_t i = CF; i < C; i++) {                                                \
+                    float w = LOADS(i);                                                            \
+                    s0 += w * x0[i];                                                               \
+                    s1 += w * x1[i];                                                               \
+                    s2 += w * x2[i];                                                               \
+                    s3 += w * x3[i];                                                               \
+                }                                                                                  \
+                Y[(t + 0) * ldy + (r - r0)] = s0 * rs;                                             \
+                Y[(t + 1) * ldy + (r - r0)] = s1 * rs;                                             \
+                Y[(t + 2) * ldy + (r - r0)] = s2 * rs;                                             \
+                Y[(t + 3) * ldy + (r - r0)] = s3 * rs;                                             \
+            }                                                                                      \
+            for (; t < n; t++) {                                                                   \
+                const float *x0 = X + t * ldx;                                                     \
+                __m256 a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                                 \
+                uint64_t i = 0;                                                                    \
+                for (; i + 32 <= CF; i += 32) {                                                    \
+                    for (unsigned pf = 0; pf < ES; pf++)                                           \
+                        _mm_prefetch((const char *)row + ES * i + 32 * pf + CQ_PF_DIST,            \
+                                     _MM_HINT_T0);                                                 \
+                    a0 = _mm256_fmadd_ps(LOADW(i), _mm256_loadu_ps(x0 + i), a0);                   \
+                    a1 = _mm256_fmadd_ps(LOADW(i + 8), _mm256_loadu_ps(x0 + i + 8), a1);           \
+                    a2 = _mm256_fmadd_ps(LOADW(i + 16), _mm256_loadu_ps(x0 + i + 16), a2);         \
+                    a3 = _mm256_fmadd_ps(LOADW(i + 24), _mm256_loadu_ps(x0 + i + 24), a3);         \
+                }                                                                                  \
+                for (; i < CF; i += 8)                                                             \
+                    a0 = _mm256_fmadd_ps(LOADW(i), _mm256_loadu_ps(x0 + i), a0);                   \
+                float s0 = hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));     \
+                for (; i < C; i++)                                                                 \
+                    s0 += LOADS(i) * x0[i];                                                        \
+                Y[t * ldy + (r - r0)] = s0 * rs;                                                   \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+STREAM_KERNEL(mm_f32, 4, const uint8_t *row = m->data + 4 * r * C;
+              const float rs = 1.0f, LD_F32, S_F32)
+STREAM_KERNEL(mm_f16, 2, const uint8_t *row = m->data + 2 * r * C;
+              const float rs = 1.0f, LD_F16, S_F16)
+STREAM_KERNEL(mm_bf16, 2, const uint8_t *row = m->data + 2 * r * C;
+              const float rs = 1.0f, LD_BF16, S_BF16)
+STREAM_KERNEL(mm_q8_row, 1, const uint8_t *row = m->quants + r * C;
+              const float rs = h16(m->scales + 2 * r), LD_Q8, S_Q8)
+STREAM_KERNEL(mm_q8_2f, 1, const uint8_t *row = m->quants + r * C; const uint8_t *colf = m->extra;
+              const float rs = h16(m->scales + 2 * r), LD_Q8_2F, S_Q8_2F)
+
+/* ======== group dtypes: 32 weights per step, decoded into w[0..3] ======== */
+
+static inline void i8x16_to_ps(__m128i v, __m256 s, __m256 *lo, __m256 *hi) {
+    *lo = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(v)), s);
+    *hi = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(v, 8))), s);
+}
+
+/* 16 bytes of nibbles (element 2k low, 2k+1 high), values q - 8, times s. */
+static inline void dec_q4(const uint8_t *p, __m256 s, __m256 w[4]) {
+    const __m128i m4 = _mm_set1_epi8(15), eight = _mm_set1_epi8(8);
+    _mm_prefetch((const char *)p + CQ_PF_DIST, _MM_HINT_T0);
+    __m128i b = _mm_loadu_si128((const __m128i *)p);
+    __m128i lo = _mm_and_si128(b, m4), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m4);
+    i8x16_to_ps(_mm_sub_epi8(_mm_unpacklo_epi8(lo, hi), eight), s, &w[0], &w[1]);
+    i8x16_to_ps(_mm_sub_epi8(_mm_unpackhi_epi8(lo, hi), eight), s, &w[2], &w[3]);
+}
+
+/* q1: bit i selects +s (1) or -s (0). */
+static inline void dec_q1(const uint8_t *t, __m256 w[4]) {
+    const __m256i sel = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    __m256 s = _mm256_set1_ps(h16(t)), ns = _mm256_sub_ps(ZERO, s);
+    uint32_t bits = ld_u32(t + 2);
+    for (int k = 0; k < 4; k++) {
+        __m256i b = _mm256_and_si256(_mm256_set1_epi32((int)((bits >> (8 * k)) & 255u)), sel);
+        w[k] = _mm256_blendv_ps(ns, s, _mm256_castsi256_ps(_mm256_cmpeq_epi32(b, sel)));
+    }
+}
+
+/* q1t: see the AVX-512 tier; 8 digits per vector. */
+typedef struct {
+    __m256i idx[4];
+    __m256 inv[4];
+} q1t_tab;
+
+static void q1t_tab_init(q1t_tab *tb) {
+    static const float inv[5] = {1.0f, 1.0f / 3, 1.0f / 9, 1.0f / 27, 1.0f / 81};
+    for (int k = 0; k < 4; k++) {
+        int32_t idx[8];
+        float f[8];
+        for (int j = 0; j < 8; j++) {
+            idx[j] = (8 * k + j) / 5;
+            f[j] = inv[(8 * k + j) % 5];
+        }
+        tb->idx[k] = _mm256_loadu_si256((const __m256i *)idx);
+        tb->inv[k] = _mm256_loadu_ps(f);
+    }
+}
+
+static inline void dec_q1t(const uint8_t *t, const q1t_tab *tb, __m256 w[4]) {
+    const __m256 eps = _mm256_set1_ps(0.005f), third = _mm256_set1_ps(1.0f / 3.0f),
+                 three = _mm256_set1_ps(3.0f);
+    const __m256 c15 = _mm256_set1_ps(1.5f), c25 = _mm256_set1_ps(2.5f);
+    __m256 s = _mm256_set1_ps(h16(t));
+    /* 8 bytes at t + 2: the 7 code bytes and the next, which exists (row_ptr follows the tiles) */
+    __m256i bytes = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(t + 2)));
+    for (int k = 0; k < 4; k++) {
+        __m256 v = _mm256_cvtepi32_ps(_mm256_permutevar8x32_epi32(bytes, tb->idx[k]));
+        __m256 q = _mm256_floor_ps(_mm256_fmadd_ps(v, tb->inv[k], eps));
+        __m256 q3 = _mm256_floor_ps(_mm256_fmadd_ps(q, third, eps));
+        __m256 d = _mm256_fnmadd_ps(q3, three, q);
+        w[k] = _mm256_mul_ps(_mm256_mul_ps(d, _mm256_fnmadd_ps(c15, d, c25)), s);
+    }
+}
+
+/* vbit: lanes of 8 values; a shuffle forms each value's big-endian byte pair and a
+ * multiply-high by 2^(16 - shift) shifts it right (AVX2 has no 16-bit variable shift). */
+typedef struct {
+    __m256i shuf, mul, mask, bias;
+    unsigned b;
+} vbit_tab;
+
+static void vbit_tab_init(vbit_tab *tb, unsigned b) {
+    uint8_t shuf[32];
+    uint16_t mul[16];
+    for (unsigned j = 0; j < 16; j++) { /* lanes 0 and 1; lanes 2 and 3 repeat the pattern */
+        unsigned lane = j / 8, bit = j * b, k = bit >> 3, rel = k - lane * b;
+        shuf[2 * j] = (uint8_t)(rel + 1);
+        shuf[2 * j + 1] = (uint8_t)rel;
+        mul[j] = (uint16_t)(1u << ((bit & 7) + b)); /* (word * 2^(16-sr)) >> 16 = word >> sr */
+    }
+    tb->shuf = _mm256_loadu_si256((const __m256i *)shuf);
+    tb->mul = _mm256_loadu_si256((const __m256i *)mul);
+    tb->mask = _mm256_set1_epi16((short)((1 << b) - 1));
+    tb->bias = _mm256_set1_epi16((short)((1 << (b - 1)) - 1));
+    tb->b = b;
+}
+
+static inline void vbit_half(const uint8_t *p, const vbit_tab *tb, __m256 s, __m256 *w0,
+                             __m256 *w1) {
+    __m256i v = _mm256_loadu2_m128i((const __m128i *)(p + tb->b), (const __m128i *)p);
+    v = _mm256_shuffle_epi8(v, tb->shuf);
+    v = _mm256_and_si256(_mm256_mulhi_epu16(v, tb->mul), tb->mask);
+    v = _mm256_sub_epi16(v, tb->bias);
+    *w0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(v))), s);
+    *w1 =
+        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(v, 1))), s);
+}
+
+static inline void dec_vbit(const uint8_t *p, const vbit_tab *tb, __m256 s, __m256 w[4]) {
+    _mm_prefetch((const char *)p + CQ_PF_DIST, _MM_HINT_T0);
+    vbit_half(p, tb, s, &w[0], &w[1]);
+    vbit_half(p + 2 * tb->b, tb, s, &w[2], &w[3]); /* values 16..31 start at bit 16b = byte 2b */
+}
+
+/* 2^x for the q4tp ladder: Taylor series of 2^f, f in [-0.5, 0.5], times 2^n built as two
+ * exponent-field halves so that overflow gives inf and deep underflow gives 0. */
+static inline __m256 exp2_ps(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-252.0f)), _mm256_set1_ps(254.0f));
+    __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 f = _mm256_sub_ps(x, n);
+    __m256 p = _mm256_set1_ps(1.525273380405984e-05f);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.5403530393381606e-04f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146428443e-03f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.618129107628477e-03f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550410866482158e-02f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402265069591007e-01f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931471805599453e-01f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    __m256 n1 = _mm256_floor_ps(_mm256_mul_ps(n, _mm256_set1_ps(0.5f))), n2 = _mm256_sub_ps(n, n1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    __m256 e1 =
+        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n1), bias), 23));
+    __m256 e2 =
+        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n2), bias), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, e1), e2);
+}
+
+void cq_avx2_q4tp_ladder(const cmf_qmat *m, uint64_t r, float lad[32]) {
+    __m256 lo = _mm256_set1_ps(h16(m->scales + 4 * r)),
+           st = _mm256_set1_ps(h16(m->scales + 4 * r + 2));
+    __m256 c = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+    for (int k = 0; k < 4; k++) {
+        _mm256_storeu_ps(lad + 8 * k, exp2_ps(_mm256_fmadd_ps(c, st, lo)));
+        c = _mm256_add_ps(c, _mm256_set1_ps(8.0f));
+    }
+}
+
+#define FMA4(acc, w, x)                                                                            \
+    acc = _mm256_fmadd_ps(w[0], _mm256_loadu_ps((x)), acc);                                        \
+    acc = _mm256_fmadd_ps(w[1], _mm256_loadu_ps((x) + 8), acc);                                    \
+    acc = _mm256_fmadd_ps(w[2], _mm256_loadu_ps((x) + 16), acc);                                   \
+    acc = _mm256_fmadd_ps(w[3], _mm256_loadu_ps((x) + 24), acc)
+
+#define GROUP_KERNEL(NAME, PRE, SETUP, DECODE, POST)                                               \
+    static void NAME(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,            \
+                     size_t ldy, uint64_t r0, uint64_t r1, unsigned flags) {                       \
+        (void)flags;                                                                               \
+        const uint64_t G = m->groups;                                                              \
+        PRE;                                                                                       \
+        for (uint64_t r = r0; r < r1; r++) {                                                       \
+            SETUP;                                                                                 \
+            size_t t = 0;                                                                          \
+            for (; t + 4 <= n; t += 4) {                                                           \
+                const float *x0 = X + t * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;     \
+                __m256 a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                                 \
+                for (uint64_t g = 0; g < G; g++) {                                                 \
+                    __m256 w[4];                                                                   \
+                    DECODE;                                                                        \
+                    FMA4(a0, w, x0 + 32 * g);                                                      \
+                    FMA4(a1, w, x1 + 32 * g);                                                      \
+                    FMA4(a2, w, x2 + 32 * g);                                                      \
+                    FMA4(a3, w, x3 + 32 * g);                                                      \
+                }                                                                                  \
+                float res[4] = {hsum8(a0), hsum8(a1), hsum8(a2), hsum8(a3)};                       \
+                POST(res, 4, x0);                                                                  \
+                for (int k = 0; k < 4; k++)                                                        \
+                    Y[(t + k) * ldy + (r - r0)] = res[k];                                          \
+            }                                                                                      \
+            for (; t < n; t++) {                                                                   \
+                const float *x0 = X + t * ldx;                                                     \
+                __m256 a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                                 \
+                for (uint64_t g = 0; g < G; g++) {                                                 \
+                    __m256 w[4];                                                                   \
+                    DECODE;                                                                        \
+                    const float *xg = x0 + 32 * g;                                                 \
+                    a0 = _mm256_fmadd_ps(w[0], _mm256_loadu_ps(xg), a0);                           \
+                    a1 = _mm256_fmadd_ps(w[1], _mm256_loadu_ps(xg + 8), a1);                       \
+                    a2 = _mm256_fmadd_ps(w[2], _mm256_loadu_ps(xg + 16), a2);                      \
+                    a3 = _mm256_fmadd_ps(w[3], _mm256_loadu_ps(xg + 24), a3);                      \
+                }                                                                                  \
+                float res[1] = {                                                                   \
+                    hsum8(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)))};           \
+                POST(res, 1, x0);                                                                  \
+                Y[t * ldy + (r - r0)] = res[0];                                                    \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+#define NO_POST(res, nt, x) ((void)0)
+CQ_DEFINE_OVL_APPLY(ovl_apply, h16)
+#define OVL_POST(res, nt, x) ovl_apply(m, r, ovl_e, ovl_n, x, nt, ldx, res)
+
+GROUP_KERNEL(mm_q4_tiled, (void)0, const uint8_t *row = m->quants + r * G * CQ_Q4T_TILE,
+             dec_q4(row + g * CQ_Q4T_TILE + 2, _mm256_set1_ps(h16(row + g * CQ_Q4T_TILE)), w),
+             NO_POST)
+
+GROUP_KERNEL(mm_q4_block_g, (void)0, const uint8_t *nib = m->quants + r * G * 16;
+             const uint8_t *sc = m->scales + r * G * 2,
+             dec_q4(nib + 16 * g, _mm256_set1_ps(h16(sc + 2 * g)), w), NO_POST)
+
+GROUP_KERNEL(mm_q4tp, float lad[32], const uint8_t *nib = m->quants + r * G * 16;
+             cq_avx2_q4tp_ladder(m, r, lad),
+             dec_q4(nib + 16 * g, _mm256_set1_ps(lad[cq_q4tp_code(m, r, g)]), w), NO_POST)
+
+GROUP_KERNEL(mm_q1, (void)0, const uint8_t *row = m->quants + r * G * CQ_Q1_TILE,
+             dec_q1(row + g * CQ_Q1_TILE, w), NO_POST)
+GROUP_KERNEL(mm_q1s, uint64_t ovl_k = cq_ovl_seek(m, r0),
+             const uint8_t *row = m->quants + r * G * CQ_Q1_TILE;
+             const uint8_t *ovl_e; uint64_t ovl_n;
+             cq_ovl_next(m, r, &ovl_k, &ovl_e, &ovl_n), dec_q1(row + g * CQ_Q1_TILE, w), OVL_POST)
+GROUP_KERNEL(mm_q1t, q1t_tab tb; q1t_tab_init(&tb);
+             uint64_t ovl_k = 0, const uint8_t *row = m->quants + r * G * CQ_Q1T_TILE;
+             const uint8_t *ovl_e; uint64_t ovl_n; cq_ovl_next(m, r, &ovl_k, &ovl_e, &ovl_n),
+                                                   dec_q1t(row + g * CQ_Q1T_TILE, &tb, w), OVL_POST)
+
+static const vbit_tab *vbit_tabs(vbit_tab tabs[9]) {
+    static const unsigned widths[5] = {3, 4, 5, 6, 8};
+    for (int i = 0; i < 5; i++)
+        vbit_tab_init(&tabs[widths[i]], widths[i]);
+    return tabs;
+}
+/* The 16-byte lane loads read up to p + 3b + 16; near the payload's end use a copy. */
+static inline const uint8_t *vbit_src(const uint8_t *p, unsigned b, const uint8_t *end,
+                                      uint8_t *bounce) {
+    if (p + 3 * b + 16 <= end) return p;
+    memset(bounce, 0, 48);
+    memcpy(bounce, p, 4 * b);
+    return bounce;
+}
+GROUP_KERNEL(mm_vbit, vbit_tab tabs_[9]; const vbit_tab *tabs = vbit_tabs(tabs_);
+             uint8_t bounce[48];
+             const uint8_t *end = m->data + m->nbytes, const unsigned b = cq_vbit_bits(m, r);
+             const vbit_tab *tb = &tabs[b]; const uint8_t *row = cq_vbit_row(m, r);
+             const uint8_t *sc = m->scales + 2 * r * G,
+             dec_vbit(vbit_src(row + 4 * b * g, b, end, bounce), tb,
+                      _mm256_set1_ps(h16(sc + 2 * g)), w),
+             NO_POST)
+
+static void mm_q4_block(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                        size_t ldy, uint64_t r0, uint64_t r1, unsigned flags) {
+    if (m->cols % 32)
+        cq_ref_matmul(m, X, n, ldx, Y, ldy, r0, r1, flags); /* rows start mid-group */
+    else if (!(flags & CMF_KF_INT8_ACT) || !cq_avx2_i8_matmul(m, X, n, ldx, Y, ldy, r0, r1))
+        mm_q4_block_g(m, X, n, ldx, Y, ldy, r0, r1, flags);
+}
+
+/* The f32 kernel F, or the int8-activation path when the flag asks for it. */
+#define WITH_I8(NAME, F)                                                                           \
+    static void NAME(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,            \
+                     size_t ldy, uint64_t r0, uint64_t r1, unsigned flags) {                       \
+        if (!(flags & CMF_KF_INT8_ACT) || !cq_avx2_i8_matmul(m, X, n, ldx, Y, ldy, r0, r1))        \
+            F(m, X, n, ldx, Y, ldy, r0, r1, flags);                                                \
+    }
+WITH_I8(mm_q4_tiled_x, mm_q4_tiled)
+WITH_I8(mm_q4tp_x, mm_q4tp)
+WITH_I8(mm_q8_row_x, mm_q8_row)
+
+const cq_kernel_table cq_kernels_avx2 = {
+    .mm =
+        {
+            [CMF_DT_F32] = mm_f32,
+            [CMF_DT_F16] = mm_f16,
+            [CMF_DT_BF16] = mm_bf16,
+            [CMF_DT_Q8_ROW] = mm_q8_row_x,
+            [CMF_DT_Q4_BLOCK] = mm_q4_block,
+            [CMF_DT_VBIT] = mm_vbit,
+            [CMF_DT_Q8_2F] = mm_q8_2f,
+            [CMF_DT_VBIT_RO] = mm_vbit,
+            [CMF_DT_Q4_TILED] = mm_q4_tiled_x,
+            [CMF_DT_Q1] = mm_q1,
+            [CMF_DT_Q1S] = mm_q1s,
+            [CMF_DT_Q1T] = mm_q1t,
+            [CMF_DT_Q4TP] = mm_q4tp_x,
+        },
+};

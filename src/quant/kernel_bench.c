@@ -1,0 +1,143 @@
+/* kernel_bench.c - read bandwidth and threaded kernel timing (see kernel_bench.h). */
+#include "quant/kernel_bench.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/cpu.h"
+
+double cq_bench_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+#define MAX_THREADS 64
+
+typedef struct {
+    const uint8_t *p;
+    size_t n;
+    uint64_t sum;
+    double cpu;
+} sum_job;
+
+static double thread_cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t sum_scalar(const uint8_t *p, size_t n) {
+    uint64_t a[4] = {0, 0, 0, 0}, v;
+    for (size_t i = 0; i < n; i += 32)
+        for (int k = 0; k < 4; k++) {
+            memcpy(&v, p + i + 8 * k, 8);
+            a[k] += v;
+        }
+    return a[0] + a[1] + a[2] + a[3];
+}
+
+static void *sum_thread(void *arg) {
+    sum_job *j = arg;
+    double c0 = thread_cpu_now();
+    cq_isa isa = cq_cpu_isa();
+    j->sum = isa >= CQ_ISA_AVX512 ? cq_bench_sum_avx512(j->p, j->n)
+             : isa >= CQ_ISA_AVX2 ? cq_bench_sum_avx2(j->p, j->n)
+                                  : sum_scalar(j->p, j->n);
+    j->cpu = thread_cpu_now() - c0;
+    return NULL;
+}
+
+/* Run fn(jobs[k]) on nthreads threads (the calling thread takes the last share). */
+static int run_threads(void *(*fn)(void *), void *jobs, size_t job_size, unsigned nthreads) {
+    pthread_t th[MAX_THREADS];
+    unsigned started = 0;
+    int ok = 1;
+    for (unsigned k = 0; k + 1 < nthreads; k++, started++)
+        if (pthread_create(&th[k], NULL, fn, (char *)jobs + k * job_size)) {
+            ok = 0;
+            break;
+        }
+    if (ok) fn((char *)jobs + (nthreads - 1) * job_size);
+    for (unsigned k = 0; k < started; k++)
+        pthread_join(th[k], NULL);
+    return ok;
+}
+
+double cq_bench_read_bw(size_t bytes, unsigned nthreads, unsigned reps, double *cpu_gbs) {
+    if (nthreads < 1) nthreads = 1;
+    if (nthreads > MAX_THREADS) nthreads = MAX_THREADS;
+    size_t share = bytes / nthreads / 256 * 256;
+    if (share == 0) return -1;
+    uint8_t *buf = aligned_alloc(64, share * nthreads);
+    if (!buf) return -1;
+    memset(buf, 1, share * nthreads);
+    sum_job jobs[MAX_THREADS];
+    double best = 1e30, best_cpu = 1e30;
+    uint64_t check = 0;
+    for (unsigned r = 0; r < reps; r++) {
+        for (unsigned k = 0; k < nthreads; k++)
+            jobs[k] = (sum_job){buf + k * share, share, 0, 0};
+        double t0 = cq_bench_now();
+        if (!run_threads(sum_thread, jobs, sizeof jobs[0], nthreads)) {
+            free(buf);
+            return -1;
+        }
+        double dt = cq_bench_now() - t0;
+        if (dt < best) best = dt;
+        double cpu = 0;
+        for (unsigned k = 0; k < nthreads; k++) {
+            check += jobs[k].sum;
+            if (jobs[k].cpu > cpu) cpu = jobs[k].cpu;
+        }
+        if (cpu < best_cpu) best_cpu = cpu;
+    }
+    free(buf);
+    /* every byte is 1, so each 8-byte word adds 0x0101010101010101: a wrong sum means the
+     * loop did not read what it claims */
+    if (check != (uint64_t)reps * (share * nthreads / 8) * 0x0101010101010101ull) return -1;
+    if (cpu_gbs) *cpu_gbs = best_cpu > 0 ? (double)(share * nthreads) / best_cpu / 1e9 : 0;
+    return (double)(share * nthreads) / best / 1e9;
+}
+
+typedef struct {
+    const cmf_qmat *m;
+    const float *X;
+    size_t n;
+    float *Y;
+    uint64_t r0, r1;
+    unsigned flags;
+    double cpu;
+} mm_job;
+
+static void *mm_thread(void *arg) {
+    mm_job *j = arg;
+    double c0 = thread_cpu_now();
+    cmf_matmul_ex(j->m, j->X, j->n, j->m->cols, j->Y + j->r0, j->m->rows, j->r0, j->r1, j->flags);
+    j->cpu = thread_cpu_now() - c0;
+    return NULL;
+}
+
+double cq_bench_matmul(const cmf_qmat *m, const float *X, size_t n, float *Y, unsigned nthreads,
+                       unsigned reps, unsigned flags, double *cpu_s) {
+    if (nthreads < 1) nthreads = 1;
+    if (nthreads > MAX_THREADS) nthreads = MAX_THREADS;
+    mm_job jobs[MAX_THREADS];
+    for (unsigned k = 0; k < nthreads; k++)
+        jobs[k] =
+            (mm_job){m, X, n, Y, m->rows * k / nthreads, m->rows * (k + 1) / nthreads, flags, 0};
+    double best = 1e30, best_cpu = 1e30;
+    for (unsigned r = 0; r < reps; r++) {
+        double t0 = cq_bench_now();
+        if (!run_threads(mm_thread, jobs, sizeof jobs[0], nthreads)) return -1;
+        double dt = cq_bench_now() - t0, cpu = 0;
+        if (dt < best) best = dt;
+        for (unsigned k = 0; k < nthreads; k++)
+            if (jobs[k].cpu > cpu) cpu = jobs[k].cpu;
+        if (cpu < best_cpu) best_cpu = cpu;
+    }
+    if (cpu_s) *cpu_s = best_cpu;
+    return best;
+}

@@ -1,0 +1,41 @@
+/* kernel_bench.h - measuring the machine's read bandwidth and a kernel's throughput, for
+ * bench/bench_matvec.c and `cortiq bench quant`. Internal to the project (not installed). */
+#ifndef CORTIQ_QUANT_KERNEL_BENCH_H
+#define CORTIQ_QUANT_KERNEL_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cortiq/kernels.h"
+
+/* Monotonic clock in seconds. */
+double cq_bench_now(void);
+
+/* Read bandwidth in GB/s (1e9 bytes/s): nthreads threads each sum their share of a
+ * `bytes`-byte buffer with the widest vector loads the CPU has; the best of `reps` passes
+ * (the buffer is written once first so every page is resident). If cpu_gbs is not NULL it
+ * receives the rate computed from the slowest thread's CPU time instead of the wall time
+ * (see cq_bench_matmul). Returns a negative value when the buffer cannot be allocated or a
+ * thread cannot be started. */
+double cq_bench_read_bw(size_t bytes, unsigned nthreads, unsigned reps, double *cpu_gbs);
+
+/* Seconds of the fastest of `reps` calls of cmf_matmul_ex(m, X, n, cols, Y, rows, ...) with
+ * the rows split into nthreads contiguous ranges, one thread each. X holds n * cols floats,
+ * Y n * rows. If cpu_s is not NULL it receives the smallest, over the reps, of the largest
+ * per-thread CPU time: the wall time the call would take if every thread had a core to
+ * itself (robust against other processes competing for the cores). Returns a negative
+ * value if a thread cannot be started. */
+double cq_bench_matmul(const cmf_qmat *m, const float *X, size_t n, float *Y, unsigned nthreads,
+                       unsigned reps, unsigned flags, double *cpu_s);
+
+/* A payload of the same dtype and cols with rows_out rows, row r being row r % m->rows of m
+ * (*out malloc'd, *out_nbytes long). CMF_E_NOMEM, CMF_E_LIMIT when a u32 field of the
+ * layout would overflow, CMF_E_UNSUPPORTED for q4_block with cols % 32 != 0. */
+cmf_status cq_qmat_tile_rows(const cmf_qmat *m, uint64_t rows_out, uint8_t **out,
+                             uint64_t *out_nbytes, cmf_err *err);
+
+/* The vector sum loops behind cq_bench_read_bw (one per tier; n is a multiple of 256). */
+uint64_t cq_bench_sum_avx512(const uint8_t *p, size_t n);
+uint64_t cq_bench_sum_avx2(const uint8_t *p, size_t n);
+
+#endif

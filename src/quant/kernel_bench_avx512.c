@@ -1,0 +1,16 @@
+/* kernel_bench_avx512.c - the read-bandwidth loop with 64-byte loads. */
+#include <immintrin.h>
+
+#include "quant/kernel_bench.h"
+
+uint64_t cq_bench_sum_avx512(const uint8_t *p, size_t n) {
+    __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t i = 0; i < n; i += 256) {
+        a0 = _mm512_add_epi64(a0, _mm512_load_si512((const void *)(p + i)));
+        a1 = _mm512_add_epi64(a1, _mm512_load_si512((const void *)(p + i + 64)));
+        a2 = _mm512_add_epi64(a2, _mm512_load_si512((const void *)(p + i + 128)));
+        a3 = _mm512_add_epi64(a3, _mm512_load_si512((const void *)(p + i + 192)));
+    }
+    return (uint64_t)_mm512_reduce_add_epi64(
+        _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+}

@@ -1,0 +1,264 @@
+/* kernel_i8_avx512.c - int8-activation paths (CMF_KF_INT8_ACT) with AVX-512 VNNI for
+ * q4_tiled, q4_block, q4tp and q8_row (cols % 32 == 0).
+ *
+ * Activations are quantized per 32-group: dx = absmax/127, xq = round(x/dx) in [-127, 127].
+ * vpdpbusd then multiplies unsigned weight bytes by signed activation bytes, 4 per int32
+ * lane. For q4 two groups share one 64-byte vector laid out [g0 low nibbles, g1 low,
+ * g0 high, g1 high] (the nibbles straight out of the file), so the activations are stored
+ * in that order; the -8 nibble offset is removed per lane with a precomputed 8*sum(xq).
+ * For q8 the activations are stored +128 as unsigned bytes and the weights stay signed; the
+ * 128*sum(w) this adds is removed with a second vpdpbusd. */
+#include <immintrin.h>
+#include <stdlib.h>
+
+#include "quant/kernel_impl.h"
+
+/* Per token: xq (cols bytes), corr (int32 per lane = cols/4), dxl (float per lane). */
+typedef struct {
+    uint8_t *mem;
+    int8_t *xq;
+    int32_t *corr;
+    float *dxl;
+    uint64_t cols, lanes;
+} act8;
+
+static bool act8_alloc(act8 *a, size_t n, uint64_t cols) {
+    a->cols = cols;
+    a->lanes = cols / 4;
+    size_t per = cols + 8 * (cols / 4);
+    a->mem = aligned_alloc(64, (n * per + 63) / 64 * 64);
+    if (!a->mem) return false;
+    a->xq = (int8_t *)a->mem;
+    a->corr = (int32_t *)(void *)(a->mem + n * cols);
+    a->dxl = (float *)(void *)(a->mem + n * cols + 4 * n * a->lanes);
+    return true;
+}
+
+/* Quantize one group of 32 activations; returns dx, writes q[32] in natural order. */
+static float quant32(const float *x, int8_t *q) {
+    __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
+    float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+    float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    __m512i qa = _mm512_cvtps_epi32(_mm512_mul_ps(a, _mm512_set1_ps(inv)));
+    __m512i qb = _mm512_cvtps_epi32(_mm512_mul_ps(b, _mm512_set1_ps(inv)));
+    _mm_storeu_si128((__m128i *)q, _mm512_cvtsepi32_epi8(qa));
+    _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtsepi32_epi8(qb));
+    return amax / 127.0f;
+}
+
+/* q4 order: pairs [g0 even, g1 even, g0 odd, g1 odd], a lone last group [even, odd];
+ * corr = 8 * (sum of the lane's 4 values); dxl = the lane's group dx. */
+static void prep_q4(act8 *a, const float *X, size_t n, size_t ldx) {
+    uint64_t G = a->cols / 32;
+    int8_t q[64];
+    for (size_t t = 0; t < n; t++) {
+        int8_t *xq = a->xq + t * a->cols;
+        int32_t *corr = a->corr + t * a->lanes;
+        float *dxl = a->dxl + t * a->lanes;
+        for (uint64_t g = 0; g < G; g += 2) {
+            int pair = g + 1 < G;
+            int8_t *o = xq + 32 * g;
+            float d0 = quant32(X + t * ldx + 32 * g, q),
+                  d1 = pair ? quant32(X + t * ldx + 32 * g + 32, q + 32) : 0;
+            if (pair) {
+                for (int k = 0; k < 16; k++) {
+                    o[k] = q[2 * k];
+                    o[16 + k] = q[32 + 2 * k];
+                    o[32 + k] = q[2 * k + 1];
+                    o[48 + k] = q[32 + 2 * k + 1];
+                }
+            } else {
+                for (int k = 0; k < 16; k++) {
+                    o[k] = q[2 * k];
+                    o[16 + k] = q[2 * k + 1];
+                }
+            }
+            unsigned nl = pair ? 16 : 8;
+            for (unsigned l = 0; l < nl; l++) {
+                corr[8 * g + l] = 8 * (o[4 * l] + o[4 * l + 1] + o[4 * l + 2] + o[4 * l + 3]);
+                dxl[8 * g + l] = pair ? ((l / 4) % 2 ? d1 : d0) : d0;
+            }
+        }
+    }
+}
+
+/* q8 order: natural, stored +128 as unsigned; dxl = the lane's group dx. */
+static void prep_q8(act8 *a, const float *X, size_t n, size_t ldx) {
+    uint64_t G = a->cols / 32;
+    for (size_t t = 0; t < n; t++) {
+        int8_t *xq = a->xq + t * a->cols;
+        float *dxl = a->dxl + t * a->lanes;
+        for (uint64_t g = 0; g < G; g++) {
+            float d = quant32(X + t * ldx + 32 * g, xq + 32 * g);
+            for (int k = 0; k < 32; k++)
+                xq[32 * g + k] = (int8_t)(uint8_t)(xq[32 * g + k] + 128);
+            for (int l = 0; l < 8; l++)
+                dxl[8 * g + l] = d;
+        }
+    }
+}
+
+#define MAXT 4
+
+/* Weight scales of groups (g, g+1) spread over the 16 lanes [s0 x4, s1 x4, s0 x4, s1 x4]. */
+static inline __m512 lanes2(float s0, float s1) {
+    return _mm512_mask_blend_ps(0xF0F0, _mm512_set1_ps(s0), _mm512_set1_ps(s1));
+}
+
+static inline float h16(const uint8_t *p) {
+    return _cvtsh_ss(ld_u16(p));
+}
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Weight scales and nibbles of the pair of groups (g, g+1) of row r; for a lone last group
+ * both halves are group g. */
+ALWAYS_INLINE void q4_pair(const cmf_qmat *m, uint64_t r, uint64_t g, int pair, const float *lad,
+                           uint64_t *cw, const uint8_t **nb0, const uint8_t **nb1, float *s0,
+                           float *s1) {
+    const uint64_t G = m->groups, g1 = pair ? g + 1 : g;
+    if (m->dtype == CMF_DT_Q4_TILED) {
+        const uint8_t *tl = m->quants + (r * G + g) * CQ_Q4T_TILE,
+                      *t1 = tl + (pair ? CQ_Q4T_TILE : 0);
+        *nb0 = tl + 2;
+        *nb1 = t1 + 2;
+        *s0 = h16(tl);
+        *s1 = h16(t1);
+        return;
+    }
+    *nb0 = m->quants + (r * G + g) * 16;
+    *nb1 = *nb0 + (pair ? 16 : 0);
+    if (m->dtype == CMF_DT_Q4TP) { /* pairs start at even g: 8 codes per 5 bytes, LSB-first */
+        if ((g & 7) == 0) *cw = cq_q4tp_codes8(m, r, g);
+        *s0 = lad[*cw & 31];
+        *s1 = pair ? lad[(*cw >> 5) & 31] : *s0;
+        *cw >>= 10;
+    } else {
+        *s0 = h16(m->scales + 2 * (r * G + g));
+        *s1 = h16(m->scales + 2 * (r * G + g1));
+    }
+}
+
+/* Rows [r0, r1) for tokens [t0, t0 + NT); NT is a compile-time constant at each call so the
+ * accumulators stay in registers. */
+ALWAYS_INLINE void q4_block_nt(const cmf_qmat *m, const act8 *a, size_t t0, const size_t NT,
+                               float *Y, size_t ldy, uint64_t r0, uint64_t r1) {
+    const uint64_t G = m->groups, GP = G & ~(uint64_t)1;
+    const __m512i m4 = _mm512_set1_epi8(15);
+    const __m256i m4y = _mm256_set1_epi8(15);
+    float lad[32];
+    for (uint64_t r = r0; r < r1; r++) {
+        if (m->dtype == CMF_DT_Q4TP) cq_avx512_q4tp_ladder(m, r, lad);
+        __m512 acc[MAXT];
+        for (size_t k = 0; k < NT; k++)
+            acc[k] = _mm512_setzero_ps();
+        uint64_t cw = 0;
+        for (uint64_t g = 0; g < GP; g += 2) {
+            const uint8_t *nb0, *nb1;
+            float s0, s1;
+            q4_pair(m, r, g, 1, lad, &cw, &nb0, &nb1, &s0, &s1);
+            _mm_prefetch((const char *)nb0 + CQ_PF_DIST, _MM_HINT_T0);
+            __m256i b = _mm256_loadu2_m128i((const __m128i *)nb1, (const __m128i *)nb0);
+            __m512i v = _mm512_inserti64x4(_mm512_castsi256_si512(b), _mm256_srli_epi16(b, 4), 1);
+            v = _mm512_and_si512(v, m4);
+            __m512 sw = lanes2(s0, s1);
+            for (size_t k = 0; k < NT; k++) {
+                size_t t = t0 + k;
+                __m512i xq = _mm512_loadu_si512(a->xq + t * a->cols + 32 * g);
+                __m512i is = _mm512_dpbusd_epi32(_mm512_setzero_si512(), v, xq);
+                is = _mm512_sub_epi32(is, _mm512_loadu_si512(a->corr + t * a->lanes + 8 * g));
+                __m512 sc = _mm512_mul_ps(sw, _mm512_loadu_ps(a->dxl + t * a->lanes + 8 * g));
+                acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), sc, acc[k]);
+            }
+        }
+        if (GP < G) { /* a lone last group: [even, odd] in one 256-bit vector */
+            const uint8_t *nb0, *nb1;
+            float s0, s1;
+            q4_pair(m, r, GP, 0, lad, &cw, &nb0, &nb1, &s0, &s1);
+            __m128i b = _mm_loadu_si128((const __m128i *)nb0);
+            __m256i v = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), m4y);
+            for (size_t k = 0; k < NT; k++) {
+                size_t t = t0 + k;
+                __m256i xq = _mm256_loadu_si256((const __m256i *)(a->xq + t * a->cols + 32 * GP));
+                __m256i is = _mm256_dpbusd_epi32(_mm256_setzero_si256(), v, xq);
+                is = _mm256_sub_epi32(
+                    is, _mm256_loadu_si256((const __m256i *)(a->corr + t * a->lanes + 8 * GP)));
+                __m256 sc = _mm256_mul_ps(_mm256_set1_ps(s0),
+                                          _mm256_loadu_ps(a->dxl + t * a->lanes + 8 * GP));
+                __m256 f = _mm256_mul_ps(_mm256_cvtepi32_ps(is), sc);
+                acc[k] = _mm512_add_ps(acc[k], _mm512_insertf32x8(_mm512_setzero_ps(), f, 0));
+            }
+        }
+        for (size_t k = 0; k < NT; k++)
+            Y[(t0 + k) * ldy + (r - r0)] = _mm512_reduce_add_ps(acc[k]);
+    }
+}
+
+static void q4_rows(const cmf_qmat *m, const act8 *a, size_t n, float *Y, size_t ldy, uint64_t r0,
+                    uint64_t r1) {
+    size_t t = 0;
+    for (; t + 4 <= n; t += 4)
+        q4_block_nt(m, a, t, 4, Y, ldy, r0, r1);
+    for (; t + 2 <= n; t += 2)
+        q4_block_nt(m, a, t, 2, Y, ldy, r0, r1);
+    for (; t < n; t++)
+        q4_block_nt(m, a, t, 1, Y, ldy, r0, r1);
+}
+
+ALWAYS_INLINE void q8_block_nt(const cmf_qmat *m, const act8 *a, size_t t0, const size_t NT,
+                               float *Y, size_t ldy, uint64_t r0, uint64_t r1) {
+    const uint64_t C = m->cols, C64 = C & ~(uint64_t)63;
+    const __m512i c128 = _mm512_set1_epi8((char)128);
+    for (uint64_t r = r0; r < r1; r++) {
+        const uint8_t *w = m->quants + r * C;
+        float rs = h16(m->scales + 2 * r);
+        __m512 acc[MAXT];
+        for (size_t k = 0; k < NT; k++)
+            acc[k] = _mm512_setzero_ps();
+        for (uint64_t i = 0; i < C; i += 64) {
+            __mmask64 km = i < C64 ? ~(__mmask64)0 : (((__mmask64)1 << (C - i)) - 1);
+            __mmask16 kl = i < C64 ? 0xFFFF : 0x00FF; /* C % 64 is 0 or 32 */
+            _mm_prefetch((const char *)w + i + CQ_PF_DIST, _MM_HINT_T0);
+            __m512i wv = _mm512_maskz_loadu_epi8(km, w + i);
+            __m512i ws = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, wv);
+            for (size_t k = 0; k < NT; k++) {
+                size_t t = t0 + k;
+                __m512i xq = _mm512_maskz_loadu_epi8(km, a->xq + t * C + i);
+                __m512i is =
+                    _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), xq, wv), ws);
+                __m512 dx = _mm512_maskz_loadu_ps(kl, a->dxl + t * a->lanes + i / 4);
+                acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), dx, acc[k]);
+            }
+        }
+        for (size_t k = 0; k < NT; k++)
+            Y[(t0 + k) * ldy + (r - r0)] = _mm512_reduce_add_ps(acc[k]) * rs;
+    }
+}
+
+static void q8_rows(const cmf_qmat *m, const act8 *a, size_t n, float *Y, size_t ldy, uint64_t r0,
+                    uint64_t r1) {
+    size_t t = 0;
+    for (; t + 4 <= n; t += 4)
+        q8_block_nt(m, a, t, 4, Y, ldy, r0, r1);
+    for (; t + 2 <= n; t += 2)
+        q8_block_nt(m, a, t, 2, Y, ldy, r0, r1);
+    for (; t < n; t++)
+        q8_block_nt(m, a, t, 1, Y, ldy, r0, r1);
+}
+
+/* Returns false (nothing written) when the scratch cannot be allocated; callers then use
+ * the f32 path. */
+bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                         size_t ldy, uint64_t r0, uint64_t r1) {
+    act8 a;
+    if (m->cols % 32 || !act8_alloc(&a, n, m->cols)) return false;
+    if (m->dtype == CMF_DT_Q8_ROW) {
+        prep_q8(&a, X, n, ldx);
+        q8_rows(m, &a, n, Y, ldy, r0, r1);
+    } else {
+        prep_q4(&a, X, n, ldx);
+        q4_rows(m, &a, n, Y, ldy, r0, r1);
+    }
+    free(a.mem);
+    return true;
+}

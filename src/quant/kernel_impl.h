@@ -1,0 +1,172 @@
+/* kernel_impl.h - what the kernel tiers (scalar, AVX2, AVX-512) share: the per-tier
+ * function table, layout accessors of spec §3.2 and the scalar helpers the SIMD tiers
+ * reuse for tails and sparse overlays. Internal to src/quant. */
+#ifndef CORTIQ_QUANT_KERNEL_IMPL_H
+#define CORTIQ_QUANT_KERNEL_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/bytes.h"
+#include "common/f16.h"
+#include "cortiq/kernels.h"
+
+/* Y[t*ldy + (r - r0)] = W[r] . X[t*ldx ...] for t < n, r in [r0, r1). */
+typedef void (*cq_mm_fn)(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                         size_t ldy, uint64_t r0, uint64_t r1, unsigned flags);
+
+typedef struct cq_kernel_table {
+    cq_mm_fn mm[CMF_DT_COUNT]; /* NULL: use the next lower tier */
+} cq_kernel_table;
+
+extern const cq_kernel_table cq_kernels_scalar;
+extern const cq_kernel_table cq_kernels_avx2;
+extern const cq_kernel_table cq_kernels_avx512;
+
+/* Software prefetch distance, in bytes ahead of the weight stream. The hardware prefetchers
+ * alone leave a core's DRAM stream short of the bandwidth when there is work per byte;
+ * a prefetch ~4 KiB ahead recovers most of it (bench/bench_matvec, docs/KERNELS.md). */
+#ifndef CQ_PF_DIST
+#define CQ_PF_DIST 4096
+#endif
+
+/* Byte sizes of the fixed tiles. */
+#define CQ_Q4T_TILE 18 /* q4_tiled: f16 scale + 16 B nibbles */
+#define CQ_Q1_TILE  6  /* q1 / q1s: f16 scale + 4 B sign bits */
+#define CQ_Q1T_TILE 9  /* q1t: f16 scale + 7 B base-3 codes */
+
+/* ---- layout accessors (valid after cmf_qmat_init) ---- */
+
+/* vbit / vbit_ro: bit width of a row and the first byte of its packed bits. */
+static inline unsigned cq_vbit_bits(const cmf_qmat *m, uint64_t r) {
+    return m->extra[r];
+}
+static inline const uint8_t *cq_vbit_row(const cmf_qmat *m, uint64_t r) {
+    return m->quants + (m->row_off ? m->row_off[r] : ld_u32(m->row_off32 + 4 * r));
+}
+/* f16 scale of group g of row r (vbit, vbit_ro). */
+static inline float cq_vbit_scale(const cmf_qmat *m, uint64_t r, uint64_t g) {
+    return f16_to_f32(ld_u16(m->scales + 2 * (r * m->groups + g)));
+}
+/* q4tp: 5-bit code of group g of row r (LSB-first bit stream, row-aligned). */
+static inline unsigned cq_q4tp_code(const cmf_qmat *m, uint64_t r, uint64_t g) {
+    const uint8_t *c = m->extra + r * m->code_bytes;
+    uint64_t bit = g * 5;
+    unsigned v = c[bit >> 3];
+    if ((bit & 7) > 3) v |= (unsigned)c[(bit >> 3) + 1] << 8; /* spans two bytes */
+    return (v >> (bit & 7)) & 31u;
+}
+
+/* q4tp: codes of groups g .. g+7 (g % 8 == 0) as one integer, code g + i in bits 5i..5i+4;
+ * reads at most the 5 bytes that hold them, never past the row's codes. */
+static inline uint64_t cq_q4tp_codes8(const cmf_qmat *m, uint64_t r, uint64_t g) {
+    const uint8_t *p = m->extra + r * m->code_bytes + 5 * (g / 8);
+    uint64_t avail = m->code_bytes - 5 * (g / 8);
+    if (avail >= 5) return ld_u32(p) | (uint64_t)p[4] << 32;
+    uint64_t v = 0;
+    for (uint64_t i = 0; i < avail; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+/* ---- scalar reference pieces shared by every tier ---- */
+
+/* Decode columns [32g, min(32g + 32, cols)) of row r into out; returns how many.
+ * This is the executable definition of each layout (overlays excluded). */
+unsigned cq_ref_decode_group(const cmf_qmat *m, uint64_t r, uint64_t g, float *out);
+
+/* Sparse overlay (q1s, q1t) of row r: [*first, *first + *count) entries of
+ * *stride bytes each, sorted by column, one per column. Column / value accessors below. */
+void cq_ovl_row(const cmf_qmat *m, uint64_t r, const uint8_t **first, uint64_t *count,
+                unsigned *stride);
+static inline uint64_t cq_ovl_col(const cmf_qmat *m, uint64_t r, const uint8_t *e) {
+    return m->dtype == CMF_DT_Q1S ? ld_u32(e) - r * m->cols : ld_u16(e);
+}
+static inline float cq_ovl_val(const cmf_qmat *m, const uint8_t *e) {
+    return f16_to_f32(ld_u16(e + (m->dtype == CMF_DT_Q1S ? 4 : 2)));
+}
+
+/* Base-3 digit k (0..4, least significant first) of a q1t code byte, division-free
+ * (the multipliers are exact for every byte value). */
+static inline unsigned cq_trit(unsigned byte, unsigned k) {
+    static const uint32_t mul[5] = {65536, 21846, 7282, 2428, 810};
+    unsigned q = (byte * mul[k]) >> 16;
+    return q - 3 * ((q * 171) >> 9);
+}
+
+/* Index of the first q1s overlay entry at or after row r (binary search; 0 for q1t). Kernels
+ * call it once per call and then walk rows in order with cq_ovl_next. */
+uint64_t cq_ovl_seek(const cmf_qmat *m, uint64_t r);
+
+/* The overlay entries of row r (rows visited in ascending order from the cq_ovl_seek row):
+ * *e, *cnt; advances the cursor *k past them. */
+static inline void cq_ovl_next(const cmf_qmat *m, uint64_t r, uint64_t *k, const uint8_t **e,
+                               uint64_t *cnt) {
+    if (m->dtype == CMF_DT_Q1T) {
+        uint64_t a = ld_u32(m->ovl_ptr + 4 * r);
+        *e = m->ovl + 4 * a;
+        *cnt = ld_u32(m->ovl_ptr + 4 * (r + 1)) - a;
+        return;
+    }
+    uint64_t end = (r + 1) * m->cols, j = *k;
+    while (j < m->ovl_count && ld_u32(m->ovl + 6 * j) < end)
+        j++;
+    *e = m->ovl + 6 * *k;
+    *cnt = j - *k;
+    *k = j;
+}
+
+/* Defines `static inline void NAME(m, r, e, cnt, X, n, ldx, acc)` adding the correction
+ * sum (v - base(col)) * x[col] of overlay entries [e, e + cnt) of row r to acc[t], t < n,
+ * with H16(p) converting the f16 at p (so SIMD tiers can use F16C). */
+#define CQ_DEFINE_OVL_APPLY(NAME, H16)                                                             \
+    static inline void NAME(const cmf_qmat *m, uint64_t r, const uint8_t *e, uint64_t cnt,         \
+                            const float *X, size_t n, size_t ldx, float *acc) {                    \
+        const uint64_t G = m->groups;                                                              \
+        if (m->dtype == CMF_DT_Q1T) {                                                              \
+            const uint8_t *tiles = m->quants + r * G * CQ_Q1T_TILE;                                \
+            for (uint64_t k = 0; k < cnt; k++, e += 4) {                                           \
+                unsigned col = ld_u16(e), i = col & 31;                                            \
+                const uint8_t *t = tiles + (col >> 5) * CQ_Q1T_TILE;                               \
+                unsigned d = cq_trit(t[2 + i / 5], i % 5);                                         \
+                float s = H16(t),                                                                  \
+                      base = d == 0   ? 0.0f                                                       \
+                             : d == 1 ? s                                                          \
+                                      : -s,                                                        \
+                      diff = H16(e + 2) - base;                                                    \
+                for (size_t j = 0; j < n; j++)                                                     \
+                    acc[j] += diff * X[j * ldx + col];                                             \
+            }                                                                                      \
+        } else {                                                                                   \
+            const uint8_t *tiles = m->quants + r * G * CQ_Q1_TILE;                                 \
+            const uint64_t row0 = r * m->cols;                                                     \
+            for (uint64_t k = 0; k < cnt; k++, e += 6) {                                           \
+                uint64_t col = ld_u32(e) - row0;                                                   \
+                unsigned i = (unsigned)(col & 31);                                                 \
+                const uint8_t *t = tiles + (col >> 5) * CQ_Q1_TILE;                                \
+                float s = H16(t), base = ((t[2 + i / 8] >> (i % 8)) & 1) ? s : -s,                 \
+                      diff = H16(e + 4) - base;                                                    \
+                for (size_t j = 0; j < n; j++)                                                     \
+                    acc[j] += diff * X[j * ldx + col];                                             \
+            }                                                                                      \
+        }                                                                                          \
+    }
+
+/* Scalar matmul of any dtype (the reference tier), also the SIMD tiers' fallback. */
+void cq_ref_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
+                   uint64_t r0, uint64_t r1, unsigned flags);
+
+/* q4tp ladder of row r computed 16 rungs at a time (AVX-512; within ~2 ulp of exp2f). */
+void cq_avx512_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);
+
+/* CMF_KF_INT8_ACT paths of the AVX-512 tier (need AVX512_VNNI; cols % 32 == 0; q4_tiled,
+ * q4_block, q4tp, q8_row). Return false, writing nothing, when they cannot run. */
+bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                         size_t ldy, uint64_t r0, uint64_t r1);
+/* q4tp ladder of row r with AVX2 (as cq_avx512_q4tp_ladder). */
+void cq_avx2_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);
+bool cq_avx2_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                       size_t ldy, uint64_t r0, uint64_t r1);
+
+#endif

@@ -1,0 +1,19 @@
+#!/bin/bash
+# `cortiq bench quant` on tiny matrices: exit codes, one table row per (matrix, dtype), and the
+# storage cost column, which is exact for fixed-size dtypes.
+set -u
+bin=${CORTIQ_BIN:?}
+fail=0
+out=$("$bin" bench quant --rows 32 --cols 256 --mb 2 --bw-mb 16 --reps 1 --dtypes q4_tiled,q8_row,q4tp 2>&1)
+rc=$?
+[ $rc -eq 0 ] || { echo "bench quant exited $rc: $out"; fail=1; }
+rows=$(grep -c '^| \(Gaussian\|heavy\)' <<<"$out")
+[ "$rows" -eq 6 ] || { echo "expected 6 table rows, got $rows:"; echo "$out"; fail=1; }
+grep -q '^| Gaussian | q4_tiled | 4.500 |' <<<"$out" || { echo "q4_tiled must cost 4.500 bits/weight"; fail=1; }
+grep -q '^| Gaussian | q8_row | 8.062 |' <<<"$out" || { echo "q8_row at 256 cols must cost 8.062 bits/weight"; fail=1; }
+grep -q 'Read bandwidth .*: [0-9.]* GB/s wall, [0-9.]* GB/s cpu' <<<"$out" || { echo "no bandwidth line"; fail=1; }
+"$bin" bench nosuch >/dev/null 2>&1; [ $? -eq 2 ] || { echo "unknown benchmark must exit 2"; fail=1; }
+"$bin" bench quant --cols 100 >/dev/null 2>&1; [ $? -eq 2 ] || { echo "--cols 100 must exit 2"; fail=1; }
+"$bin" bench quant --dtypes q9 >/dev/null 2>&1; [ $? -eq 2 ] || { echo "bad --dtypes must exit 2"; fail=1; }
+"$bin" bench --help >/dev/null 2>&1; [ $? -eq 0 ] || { echo "--help must exit 0"; fail=1; }
+exit $fail
