@@ -71,7 +71,7 @@ def corpus(special):
     digits = [
         "1234567890", "3.14159265358979323846264338327950288419716939937510",
         "Year 2024, 1,000,000 and 0.001; phone +1-555-0100", "٠١٢٣٤٥٦٧٨٩ and ０１２３",
-        "0" * 41, "12 345 6789 00000000001",
+        "0" * 41, "12 345 6789 00000000001", "0" * 27 + "\n12 345 6789",
     ]
     misc = [
         "a", "A", "!", "'", "'s", "hello", "HELLO", "<", ">", "<>", "<|", "|>",
@@ -242,6 +242,45 @@ def synth_wordpiece_cased():
     return tok
 
 
+def synth_unigram():
+    """SentencePiece unigram: NFKC, Metaspace, Viterbi over scores, unk fusing, Metaspace decoder."""
+    tok = Tokenizer(models.Unigram())
+    tok.normalizer = normalizers.NFKC()
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="always", split=True)
+    tr = trainers.UnigramTrainer(vocab_size=600, show_progress=False, special_tokens=["<unk>", "<s>", "</s>"],
+                                 unk_token="<unk>")
+    tok.train_from_iterator(train_text(), trainer=tr)
+    tok.decoder = decoders.Metaspace(prepend_scheme="always")
+    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>",
+                                                       special_tokens=[("<s>", 1), ("</s>", 2)])
+    return tok
+
+
+def synth_unigram_bytes():
+    """Unigram with byte_fallback (byte pieces appended to a trained vocabulary), no pre-split."""
+    base = synth_unigram()
+    d = json.loads(base.to_str())
+    vocab = d["model"]["vocab"]
+    have = {p for p, _ in vocab}
+    vocab += [[f"<0x{b:02X}>", -20.0] for b in range(256) if f"<0x{b:02X}>" not in have]
+    d["model"]["byte_fallback"] = True
+    d["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": False}
+    d["decoder"] = {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+        {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]}
+    return Tokenizer.from_str(json.dumps(d))
+
+
+def synth_wordlevel():
+    """WordLevel: whole words from the vocabulary or [UNK]; Whitespace, Lowercase, Strip."""
+    tok = Tokenizer(models.WordLevel(unk_token="[UNK]"))
+    tok.normalizer = normalizers.Sequence([normalizers.Lowercase(), normalizers.Strip()])
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tr = trainers.WordLevelTrainer(vocab_size=300, min_frequency=1, show_progress=False, special_tokens=["[UNK]"])
+    tok.train_from_iterator(train_text(), trainer=tr)
+    return tok
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap = argparse.ArgumentParser()
@@ -281,6 +320,9 @@ def main():
         "synth_split_contig": lambda: synth_split("contiguous", True),
         "synth_wordpiece": synth_wordpiece,
         "synth_wordpiece_cased": synth_wordpiece_cased,
+        "synth_unigram": synth_unigram,
+        "synth_unigram_bytes": synth_unigram_bytes,
+        "synth_wordlevel": synth_wordlevel,
     }
     for name, fn in synth.items():
         if a.only and a.only != name:

@@ -1,15 +1,16 @@
 /* cortiq/tokenizer.h - a Hugging Face `tokenizer.json` tokenizer (spec §6: the tokenizer section
  * of a .cmf is those bytes verbatim), with ids identical to the Python `tokenizers` package.
  *
- * Supported: BPE models (byte-level as in GPT-2/Qwen/Llama 3, SentencePiece-style with
- * byte_fallback as in Gemma/Llama 2, ignore_merges, continuing_subword_prefix, end_of_word_suffix)
- * and WordPiece (BERT); normalizers NFC NFD NFKC NFKD Lowercase Replace Prepend Strip StripAccents
- * BertNormalizer Sequence; pre-tokenizers ByteLevel Split Metaspace Digits Punctuation Whitespace
- * WhitespaceSplit BertPreTokenizer Sequence; post-processors TemplateProcessing ByteLevel
- * RobertaProcessing BertProcessing Sequence; decoders ByteLevel ByteFallback Fuse Strip Replace
- * Metaspace BPEDecoder WordPiece Sequence; added tokens (special or not,
- * lstrip/rstrip/single_word/normalized). Anything else is refused at load with CMF_E_UNSUPPORTED
- * and a message naming the component (Unigram and WordLevel models among them).
+ * Supported models: BPE (byte-level as in GPT-2/Qwen/Llama 3, SentencePiece-style with
+ * byte_fallback as in Gemma/Llama 2, ignore_merges, continuing_subword_prefix, end_of_word_suffix),
+ * WordPiece (BERT), Unigram (SentencePiece unigram, byte_fallback) and WordLevel.
+ * Normalizers: NFC NFD NFKC NFKD Lowercase Replace Prepend Strip StripAccents BertNormalizer
+ * Sequence. Pre-tokenizers: ByteLevel Split Metaspace Digits Punctuation Whitespace WhitespaceSplit
+ * BertPreTokenizer Sequence. Post-processors: TemplateProcessing ByteLevel RobertaProcessing
+ * BertProcessing Sequence. Decoders: ByteLevel ByteFallback Fuse Strip Replace Metaspace
+ * BPEDecoder WordPiece Sequence. Added tokens: special or not, lstrip/rstrip/single_word/normalized.
+ * Anything else is refused at load with CMF_E_UNSUPPORTED and a message naming the component
+ * (e.g. the Precompiled normalizer, BPE dropout).
  *
  * A loaded tokenizer is immutable: encode/decode may run concurrently from many threads.
  * Text is UTF-8; invalid input bytes are first replaced by U+FFFD (one per maximal invalid

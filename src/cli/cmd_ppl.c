@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/fileio.h"
 #include "cortiq/runtime.h"
 
 static void usage(void) {
@@ -14,23 +15,6 @@ static void usage(void) {
            "  Perplexity of the text (tokenized with special tokens, as transformers' tokenizer(text)\n"
            "  does) with a strided sliding window: N tokens per window (default 1024, at most the\n"
            "  model's context), advancing S tokens (default N/2). Ends with `PPL = <value>`.\n");
-}
-
-static char *read_all(const char *path, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, fp) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    if (b) b[n] = '\0';
-    fclose(fp);
-    *len = (size_t)n;
-    return b;
 }
 
 int cmd_ppl(int argc, char **argv) {
@@ -49,7 +33,7 @@ int cmd_ppl(int argc, char **argv) {
     }
     if (!path || !text_path) return cli_usage_error("ppl", "need MODEL.cmf and TEXTFILE");
     size_t tlen;
-    char *text = read_all(text_path, &tlen);
+    char *text = cq_read_file(text_path, &tlen);
     if (!text) {
         fprintf(stderr, "%s: IO: cannot read\n", text_path);
         return CLI_EXIT_SYSTEM;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fileio.h"
 #include "convert/hf_header.h"
 #include "convert/masks_dir.h"
 #include "cortiq/convert.h"
@@ -140,22 +141,6 @@ static cmf_status check_shapes(const cmf_st *st, json_t *arch, const char *dir, 
     return CMF_OK;
 }
 
-static uint8_t *read_file(const char *path, size_t *len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    uint8_t *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, fp) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(fp);
-    *len = (size_t)n;
-    return b;
-}
-
 cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *masks_dir, const cmf_convert_opts *opts,
                           cmf_convert_stats *stats, cmf_err *err) {
     cmf_convert_opts d;
@@ -174,7 +159,7 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
     if ((s = check_shapes(st, arch, dir, err))) goto out;
     char tpath[4096];
     snprintf(tpath, sizeof tpath, "%s/tokenizer.json", dir);
-    vocab = read_file(tpath, &vocab_len);
+    vocab = (uint8_t *)cq_read_file(tpath, &vocab_len);
     if (!vocab) {
         s = cmf_err_set(err, CMF_E_NOT_FOUND, tpath, "missing: the tokenizer section is tokenizer.json verbatim");
         goto out;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fileio.h"
 #include "convert/hf_header.h"
 #include "cortiq/converter.h"
 
@@ -226,18 +227,11 @@ static json_t *build_tokenizer_config(const char *dir, json_t *cfg, cmf_err *err
     /* chat template: chat_template.jinja beside the model wins (newer transformers store it there) */
     char path[4096];
     snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
-    FILE *fp = fopen(path, "rb");
-    if (fp) {
-        fseek(fp, 0, SEEK_END);
-        long n = ftell(fp);
-        fseek(fp, 0, SEEK_SET);
-        char *s = malloc((size_t)n + 1);
-        if (s && fread(s, 1, (size_t)n, fp) == (size_t)n) {
-            s[n] = '\0';
-            json_object_set_new(tc, "chat_template", json_stringn(s, (size_t)n));
-        }
-        free(s);
-        fclose(fp);
+    size_t tlen;
+    char *tpl = cq_read_file(path, &tlen);
+    if (tpl) {
+        json_object_set_new(tc, "chat_template", json_stringn(tpl, tlen));
+        free(tpl);
     } else {
         json_t *ct = get(tcfg, "chat_template");
         if (ct && json_is_string(ct)) json_object_set(tc, "chat_template", ct);

@@ -9,6 +9,8 @@
 
 #define ULL(x) ((unsigned long long)(x))
 
+int cq_kernel_no_scratch;
+
 static bool vbit_width_ok(unsigned b) {
     return b == 3 || b == 4 || b == 5 || b == 6 || b == 8;
 }
@@ -295,10 +297,30 @@ static cq_mm_fn pick(cmf_dtype dt) {
     return cq_kernels_scalar.mm[dt];
 }
 
+/* Prefill blocking: the tier kernels walk rows and, per row, every token they are given, so
+ * those tokens' activations must stay in L1 and the rows' weights in L2. Split the call into
+ * tiles of ~256 KiB of weights and, within a tile, blocks of at most 4 tokens (2 when four
+ * f32 activation rows would not fit in 32 KiB); weights come from memory once per tile. */
+#define TILE_BYTES (256u << 10)
+
 void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
                    uint64_t row_begin, uint64_t row_end, unsigned flags) {
     if (n == 0 || row_begin >= row_end) return;
-    pick(m->dtype)(m, X, n, ldx, Y, ldy, row_begin, row_end, flags);
+    cq_mm_fn fn = pick(m->dtype);
+    if (n <= 2) {
+        fn(m, X, n, ldx, Y, ldy, row_begin, row_end, flags);
+        return;
+    }
+    uint64_t row_bytes = m->nbytes / m->rows + 1, tile = TILE_BYTES / row_bytes;
+    if (tile < 16) tile = 16;
+    size_t tb = (flags & CMF_KF_INT8_ACT) || cq_fits_l1(4, 4 * m->cols) ? 4 : 2;
+    for (uint64_t r = row_begin; r < row_end; r += tile) {
+        uint64_t re = row_end - r < tile ? row_end : r + tile;
+        for (size_t t = 0; t < n; t += tb) {
+            size_t nt = n - t < tb ? n - t : tb;
+            fn(m, X + t * ldx, nt, ldx, Y + t * ldy + (r - row_begin), ldy, r, re, flags);
+        }
+    }
 }
 
 void cmf_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t row_begin, uint64_t row_end) {

@@ -2,6 +2,7 @@
  * AVX-512 tier: decode 8 or 32 weights into f32 lanes, apply them to up to 4 tokens).
  * Tested against kernel_scalar.c. */
 #include <immintrin.h>
+#include <stdlib.h>
 
 #include "quant/kernel_impl.h"
 
@@ -45,7 +46,7 @@ static inline float hsum8(__m256 v) {
         for (uint64_t r = r0; r < r1; r++) {                                                       \
             SETUP;                                                                                 \
             size_t t = 0;                                                                          \
-            for (; t + 4 <= n; t += 4) {                                                           \
+            for (; t + 4 <= n && cq_fits_l1(4, 4 * m->cols); t += 4) {                             \
                 const float *x0 = X + t * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;     \
                 __m256 a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                                 \
                 for (uint64_t i = 0; i < CF; i += 8) {                                             \
@@ -101,6 +102,24 @@ STREAM_KERNEL(mm_q8_row, 1, const uint8_t *row = m->quants + r * C;
               const float rs = h16(m->scales + 2 * r), LD_Q8, S_Q8)
 STREAM_KERNEL(mm_q8_2f, 1, const uint8_t *row = m->quants + r * C; const uint8_t *colf = m->extra;
               const float rs = h16(m->scales + 2 * r), LD_Q8_2F, S_Q8_2F)
+
+/* q8_2f as q8_row on activations pre-multiplied by the column field (x'[i] = col[i] * x[i],
+ * once per call): w·x = scale[r] * sum q[i] * x'[i]. The quants and row scales sit where
+ * q8_row keeps them. Without scratch memory, the per-weight kernel above. */
+static void mm_q8_2f_scaled(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                            size_t ldy, uint64_t r0, uint64_t r1, unsigned flags) {
+    const uint64_t C = m->cols;
+    float *xs = cq_kernel_no_scratch ? NULL : malloc(n * C * sizeof *xs);
+    if (!xs) {
+        mm_q8_2f(m, X, n, ldx, Y, ldy, r0, r1, flags);
+        return;
+    }
+    for (size_t t = 0; t < n; t++)
+        for (uint64_t i = 0; i < C; i++)
+            xs[t * C + i] = h16(m->extra + 2 * i) * X[t * ldx + i];
+    mm_q8_row(m, xs, n, C, Y, ldy, r0, r1, 0);
+    free(xs);
+}
 
 /* ======== group dtypes: 32 weights per step, decoded into w[0..3] ======== */
 
@@ -254,7 +273,7 @@ void cq_avx2_q4tp_ladder(const cmf_qmat *m, uint64_t r, float lad[32]) {
         for (uint64_t r = r0; r < r1; r++) {                                                       \
             SETUP;                                                                                 \
             size_t t = 0;                                                                          \
-            for (; t + 4 <= n; t += 4) {                                                           \
+            for (; t + 4 <= n && cq_fits_l1(4, 4 * m->cols); t += 4) {                             \
                 const float *x0 = X + t * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;     \
                 __m256 a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                                 \
                 for (uint64_t g = 0; g < G; g++) {                                                 \
@@ -368,7 +387,7 @@ const cq_kernel_table cq_kernels_avx2 = {
             [CMF_DT_Q8_ROW] = mm_q8_row_x,
             [CMF_DT_Q4_BLOCK] = mm_q4_block,
             [CMF_DT_VBIT] = mm_vbit,
-            [CMF_DT_Q8_2F] = mm_q8_2f,
+            [CMF_DT_Q8_2F] = mm_q8_2f_scaled,
             [CMF_DT_VBIT_RO] = mm_vbit,
             [CMF_DT_Q4_TILED] = mm_q4_tiled_x,
             [CMF_DT_Q1] = mm_q1,

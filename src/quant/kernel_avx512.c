@@ -37,7 +37,7 @@ static inline float h16(const uint8_t *p) {
         for (uint64_t r = r0; r < r1; r++) {                                                       \
             SETUP;                                                                                 \
             size_t t = 0;                                                                          \
-            for (; t + 4 <= n; t += 4) {                                                           \
+            for (; t + 4 <= n && cq_fits_l1(4, 4 * m->cols); t += 4) {                             \
                 const float *x0 = X + t * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;     \
                 __m512 a0 = ZERO, a1 = ZERO, a2 = ZERO, a3 = ZERO;                                 \
                 __m512 b0 = ZERO, b1 = ZERO, b2 = ZERO, b3 = ZERO;                                 \
@@ -97,6 +97,24 @@ STREAM_KERNEL(mm_q8_row_f32, 1, const uint8_t *row = m->quants + r * C;
               const float rs = h16(m->scales + 2 * r), LD_Q8)
 STREAM_KERNEL(mm_q8_2f, 1, const uint8_t *row = m->quants + r * C; const uint8_t *colf = m->extra;
               const float rs = h16(m->scales + 2 * r), LD_Q8_2F)
+
+/* q8_2f as q8_row on activations pre-multiplied by the column field (x'[i] = col[i] * x[i],
+ * once per call): w·x = scale[r] * sum q[i] * x'[i]. The quants and row scales sit where
+ * q8_row keeps them. Without scratch memory, the per-weight kernel above. */
+static void mm_q8_2f_scaled(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                            size_t ldy, uint64_t r0, uint64_t r1, unsigned flags) {
+    const uint64_t C = m->cols;
+    float *xs = cq_kernel_no_scratch ? NULL : malloc(n * C * sizeof *xs);
+    if (!xs) {
+        mm_q8_2f(m, X, n, ldx, Y, ldy, r0, r1, flags);
+        return;
+    }
+    for (size_t t = 0; t < n; t++)
+        for (uint64_t i = 0; i < C; i++)
+            xs[t * C + i] = h16(m->extra + 2 * i) * X[t * ldx + i];
+    mm_q8_row_f32(m, xs, n, C, Y, ldy, r0, r1, 0);
+    free(xs);
+}
 
 /* ======== group dtypes: 32 weights per step, decoded into (w0, w1) ======== */
 
@@ -240,7 +258,7 @@ void cq_avx512_q4tp_ladder(const cmf_qmat *m, uint64_t r, float lad[32]) {
         for (uint64_t r = r0; r < r1; r++) {                                                       \
             SETUP;                                                                                 \
             size_t t = 0;                                                                          \
-            for (; t + 4 <= n; t += 4) {                                                           \
+            for (; t + 4 <= n && cq_fits_l1(4, 4 * m->cols); t += 4) {                             \
                 const float *x0 = X + t * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;     \
                 __m512 a0 = ZERO, b0 = ZERO, a1 = ZERO, b1 = ZERO, a2 = ZERO, b2 = ZERO,           \
                        a3 = ZERO, b3 = ZERO;                                                       \
@@ -430,7 +448,8 @@ ALWAYS_INLINE void q4_lut_nt(const cmf_qmat *m, const float *xd, size_t t0, cons
 /* A copy of the n token rows of X (stride ldx) with every 32-group reordered to
  * [x0 x2 .. x30 | x1 x3 .. x31]; NULL when out of memory. cols % 32 == 0. */
 static float *deinterleave(const float *X, size_t n, size_t ldx, uint64_t C) {
-    float *xd = aligned_alloc(64, (n * C * sizeof *xd + 63) / 64 * 64);
+    float *xd =
+        cq_kernel_no_scratch ? NULL : aligned_alloc(64, (n * C * sizeof *xd + 63) / 64 * 64);
     if (!xd) return NULL;
     const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
@@ -446,6 +465,16 @@ static float *deinterleave(const float *X, size_t n, size_t ldx, uint64_t C) {
 /* ---- vbit rows by width: 4 bits by table lookup on de-interleaved activations (the high
  * nibble is the even element: MSB-first), 8 bits by plain widening, others generic ---- */
 
+/* A 4-bit vbit group: the high nibble is the even element (MSB-first), value u - 7. */
+ALWAYS_INLINE void vbit4_group(const uint8_t *row, const uint8_t *sc, uint64_t g, __m512 base4,
+                               __m512 *we, __m512 *wo) {
+    _mm_prefetch((const char *)row + 16 * g + CQ_PF_DIST, _MM_HINT_T0);
+    __m512i bd = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + 16 * g)));
+    __m512 lut = _mm512_mul_ps(base4, _mm512_set1_ps(h16(sc + 2 * g)));
+    *we = _mm512_permutexvar_ps(_mm512_srli_epi32(bd, 4), lut);
+    *wo = _mm512_permutexvar_ps(bd, lut);
+}
+
 ALWAYS_INLINE void vbit_nt(const cmf_qmat *m, const float *X, size_t ldx, const float *xd,
                            const vbit_tab *tabs, size_t t0, const size_t NT, float *Y, size_t ldy,
                            uint64_t r0, uint64_t r1) {
@@ -460,17 +489,38 @@ ALWAYS_INLINE void vbit_nt(const cmf_qmat *m, const float *X, size_t ldx, const 
         for (size_t k = 0; k < NT; k++)
             a0[k] = a1[k] = ZERO;
         if (b == 4) {
-            for (uint64_t g = 0; g < G; g++) {
-                _mm_prefetch((const char *)row + 16 * g + CQ_PF_DIST, _MM_HINT_T0);
-                __m512i bd = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(row + 16 * g)));
-                __m512 lut = _mm512_mul_ps(base4, _mm512_set1_ps(h16(sc + 2 * g)));
-                __m512 we = _mm512_permutexvar_ps(_mm512_srli_epi32(bd, 4), lut),
-                       wo = _mm512_permutexvar_ps(bd, lut);
+            /* groups g (into a0/a1) and g + 1 (into c0/c1): four FMA chains per token */
+            __m512 c0[4], c1[4];
+            for (size_t k = 0; k < NT; k++)
+                c0[k] = c1[k] = ZERO;
+            uint64_t g = 0;
+            for (; g + 2 <= G; g += 2) {
+                __m512 we, wo;
+                vbit4_group(row, sc, g, base4, &we, &wo);
                 for (size_t k = 0; k < NT; k++) {
                     const float *x = xd + (t0 + k) * C + 32 * g;
                     a0[k] = _mm512_fmadd_ps(we, _mm512_loadu_ps(x), a0[k]);
                     a1[k] = _mm512_fmadd_ps(wo, _mm512_loadu_ps(x + 16), a1[k]);
                 }
+                vbit4_group(row, sc, g + 1, base4, &we, &wo);
+                for (size_t k = 0; k < NT; k++) {
+                    const float *x = xd + (t0 + k) * C + 32 * g + 32;
+                    c0[k] = _mm512_fmadd_ps(we, _mm512_loadu_ps(x), c0[k]);
+                    c1[k] = _mm512_fmadd_ps(wo, _mm512_loadu_ps(x + 16), c1[k]);
+                }
+            }
+            if (g < G) {
+                __m512 we, wo;
+                vbit4_group(row, sc, g, base4, &we, &wo);
+                for (size_t k = 0; k < NT; k++) {
+                    const float *x = xd + (t0 + k) * C + 32 * g;
+                    a0[k] = _mm512_fmadd_ps(we, _mm512_loadu_ps(x), a0[k]);
+                    a1[k] = _mm512_fmadd_ps(wo, _mm512_loadu_ps(x + 16), a1[k]);
+                }
+            }
+            for (size_t k = 0; k < NT; k++) {
+                a0[k] = _mm512_add_ps(a0[k], c0[k]);
+                a1[k] = _mm512_add_ps(a1[k], c1[k]);
             }
         } else {
             const vbit_tab *tb = &tabs[b];
@@ -508,9 +558,9 @@ static bool vbit_by_width(const cmf_qmat *m, const float *X, size_t n, size_t ld
     vbit_tab tabs_[9];
     const vbit_tab *tabs = vbit_tabs(tabs_);
     size_t t = 0;
-    for (; t + 4 <= n; t += 4)
+    for (; t + 4 <= n && cq_fits_l1(4, 4 * m->cols); t += 4)
         vbit_nt(m, X, ldx, xd, tabs, t, 4, Y, ldy, r0, r1);
-    for (; t + 2 <= n; t += 2)
+    for (; t + 2 <= n && cq_fits_l1(2, 4 * m->cols); t += 2)
         vbit_nt(m, X, ldx, xd, tabs, t, 2, Y, ldy, r0, r1);
     for (; t < n; t++)
         vbit_nt(m, X, ldx, xd, tabs, t, 1, Y, ldy, r0, r1);
@@ -524,9 +574,9 @@ static bool q4_lut(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
     float *xd = deinterleave(X, n, ldx, m->cols);
     if (!xd) return false;
     size_t t = 0;
-    for (; t + 4 <= n; t += 4)
+    for (; t + 4 <= n && cq_fits_l1(4, 4 * m->cols); t += 4)
         q4_lut_nt(m, xd, t, 4, Y, ldy, r0, r1);
-    for (; t + 2 <= n; t += 2)
+    for (; t + 2 <= n && cq_fits_l1(2, 4 * m->cols); t += 2)
         q4_lut_nt(m, xd, t, 2, Y, ldy, r0, r1);
     for (; t < n; t++)
         q4_lut_nt(m, xd, t, 1, Y, ldy, r0, r1);
@@ -579,7 +629,7 @@ const cq_kernel_table cq_kernels_avx512 = {
             [CMF_DT_Q8_ROW] = mm_q8_row,
             [CMF_DT_Q4_BLOCK] = mm_q4_block,
             [CMF_DT_VBIT] = mm_vbit,
-            [CMF_DT_Q8_2F] = mm_q8_2f,
+            [CMF_DT_Q8_2F] = mm_q8_2f_scaled,
             [CMF_DT_VBIT_RO] = mm_vbit,
             [CMF_DT_Q4_TILED] = mm_q4_tiled,
             [CMF_DT_Q1] = mm_q1,

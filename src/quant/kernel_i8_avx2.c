@@ -27,7 +27,9 @@ typedef struct {
 
 static bool act8_alloc(act8 *a, size_t n, uint64_t cols) {
     a->cols = cols;
-    a->mem = aligned_alloc(32, (n * (cols + cols + cols / 8) + 31) / 32 * 32);
+    a->mem = cq_kernel_no_scratch
+                 ? NULL
+                 : aligned_alloc(32, (n * (cols + cols + cols / 8) + 31) / 32 * 32);
     if (!a->mem) return false;
     a->xq = (int8_t *)a->mem;
     a->corr = (int32_t *)(void *)(a->mem + n * cols);

@@ -26,7 +26,7 @@ static bool act8_alloc(act8 *a, size_t n, uint64_t cols) {
     a->cols = cols;
     a->lanes = cols / 4;
     size_t per = cols + 8 * (cols / 4);
-    a->mem = aligned_alloc(64, (n * per + 63) / 64 * 64);
+    a->mem = cq_kernel_no_scratch ? NULL : aligned_alloc(64, (n * per + 63) / 64 * 64);
     if (!a->mem) return false;
     a->xq = (int8_t *)a->mem;
     a->corr = (int32_t *)(void *)(a->mem + n * cols);

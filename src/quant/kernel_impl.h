@@ -31,6 +31,18 @@ extern const cq_kernel_table cq_kernels_avx512;
 #define CQ_PF_DIST 4096
 #endif
 
+/* Tests set this nonzero to make every per-call scratch allocation fail, which sends the
+ * kernels down their allocation-free fallback paths (so those are tested too). */
+extern int cq_kernel_no_scratch;
+
+/* True when nt tokens' activations of `bytes_per_token` bytes fit in L1 with room to spare
+ * (32 KiB). Prefill kernels share one decoded weight group among up to 4 tokens only while
+ * those tokens' activations stay in L1; beyond that re-reading them from L2 costs more than
+ * decoding the weights again, so they take fewer tokens per pass. */
+static inline bool cq_fits_l1(unsigned nt, uint64_t bytes_per_token) {
+    return nt * bytes_per_token <= 32768;
+}
+
 /* Byte sizes of the fixed tiles. */
 #define CQ_Q4T_TILE 18 /* q4_tiled: f16 scale + 16 B nibbles */
 #define CQ_Q1_TILE  6  /* q1 / q1s: f16 scale + 4 B sign bits */

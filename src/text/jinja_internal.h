@@ -198,7 +198,7 @@ struct jmacro {
 struct jloop {
     jlist *items;
     size_t idx;
-    jlist *cycle_last; /* unused placeholder for changed(): last args */
+    jlist *cycle_last; /* arguments of the previous loop.changed() call */
     bool has_changed;
 };
 enum { FN_RANGE, FN_NAMESPACE, FN_DICT, FN_RAISE, FN_STRFTIME, FN_METHOD, FN_LOOP_CYCLE, FN_LOOP_CHANGED, FN_UNSUPPORTED };

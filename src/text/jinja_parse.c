@@ -864,8 +864,54 @@ static jnode **parse_body(parser *P, const char *const *ends, size_t nends, size
     return body.v;
 }
 
+/* jinja2 rejects an unknown filter or test when it compiles the template, unless the use sits
+ * inside an {% if %} body or a conditional expression (then only reaching it fails). */
+static const char *const k_jinja_filters[] = {
+    "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape",
+    "filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent", "int", "items", "join",
+    "last", "length", "list", "lower", "map", "max", "min", "pprint", "random", "reject", "rejectattr",
+    "replace", "reverse", "round", "safe", "select", "selectattr", "slice", "sort", "string", "striptags",
+    "sum", "title", "tojson", "trim", "truncate", "unique", "upper", "urlencode", "urlize", "wordcount",
+    "wordwrap", "xmlattr", NULL};
+static const char *const k_jinja_tests[] = {
+    "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped", "even", "false", "filter",
+    "float", "ge", "greaterthan", "gt", "in", "integer", "iterable", "le", "lessthan", "lower", "lt",
+    "mapping", "ne", "none", "number", "odd", "sameas", "sequence", "string", "test", "true", "undefined",
+    "upper", "==", "!=", "<", "<=", ">", ">=", NULL};
+
+static bool known_name(const char *const *tab, const char *name) {
+    for (; *tab; tab++)
+        if (!strcmp(*tab, name)) return true;
+    return false;
+}
+
+static void check_names(parser *P, const jnode *n, bool in_cond, int depth);
+static void check_list(parser *P, jnode *const *v, size_t k, bool in_cond, int depth) {
+    for (size_t i = 0; i < k; i++)
+        if (v[i]) check_names(P, v[i], in_cond, depth);
+}
+static void check_names(parser *P, const jnode *n, bool in_cond, int depth) {
+    if (depth > 4 * MAX_NEST) return; /* the parser already bounds nesting */
+    if (!in_cond && n->kind == N_FILTER && !known_name(k_jinja_filters, n->name))
+        jx_fail(P->c, CMF_E_PARSE, n->line, "no filter named '%s'", n->name);
+    if (!in_cond && n->kind == N_TEST && !known_name(k_jinja_tests, n->name))
+        jx_fail(P->c, CMF_E_PARSE, n->line, "no test named '%s'", n->name);
+    bool inner = in_cond || n->kind == N_COND;
+    if (n->a) check_names(P, n->a, inner, depth + 1);
+    if (n->b) check_names(P, n->b, inner, depth + 1);
+    if (n->c) check_names(P, n->c, inner, depth + 1);
+    check_list(P, n->args, n->nargs, inner, depth + 1);
+    if (n->kind == N_DICT || n->kind == N_WITH) check_list(P, n->vals, n->nargs, inner, depth + 1);
+    else check_list(P, n->vals, n->nkw, inner, depth + 1);
+    bool body_cond = inner || n->kind == N_IF;
+    check_list(P, n->body, n->nbody, body_cond, depth + 1);
+    check_list(P, n->ebody, n->nebody, body_cond, depth + 1);
+}
+
 jnode **jx_parse(jx_ctx *c, jtok *toks, size_t ntok, size_t *nbody) {
     parser P = {.c = c, .t = toks, .n = ntok};
     const char *which;
-    return parse_body(&P, NULL, 0, nbody, &which);
+    jnode **body = parse_body(&P, NULL, 0, nbody, &which);
+    check_list(&P, body, *nbody, false, 0);
+    return body;
 }

@@ -30,6 +30,12 @@ static bool encode_plain(enc_ctx *x, const char *s, size_t len, bool at_origin) 
     }
     for (size_t i = 0; i < res->n; i++) {
         const char *w = res->text.p + res->v[i].off;
+        if (tok->wordlevel) { /* the whole word or unk */
+            int32_t id = tok_strtab_get(&tok->vocab, w, res->v[i].len);
+            if (id < 0) id = tok->unk_id;
+            if (id >= 0 && !tok_ids_push(&x->out, id)) return false;
+            continue;
+        }
         bool ok = tok->wordpiece ? tok_wordpiece_encode(tok, &x->wp, w, res->v[i].len, &x->out)
                   : tok->unigram ? tok_unigram_encode(tok, &x->wp, w, res->v[i].len, &x->out)
                                  : tok_bpe_encode(tok, x->bpe, w, res->v[i].len, &x->out);

@@ -208,6 +208,7 @@ struct cmf_tokenizer {
     bool byte_fallback, fuse_unk, ignore_merges;
     bool wordpiece;         /* WordPiece model instead of BPE (cont_prefix, unk_id, max_word_chars) */
     size_t max_word_chars;
+    bool wordlevel;         /* WordLevel model: the whole word from the vocabulary, else unk */
     bool unigram;           /* Unigram model instead of BPE (unk_id, byte_fallback, the fields below) */
     double *uni_score;      /* per vocabulary index */
     double uni_min;         /* lowest score */

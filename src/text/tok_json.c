@@ -2,6 +2,7 @@
  * lone surrogate escapes are refused as serde_json refuses them). */
 #include "text/tok_json.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,65 @@ static bool parse_string(parser *p, uint32_t *off, uint32_t *slen) {
     return true;
 }
 
+/* Powers of ten as correctly rounded doubles (the table serde_json multiplies/divides by). */
+static double pow10_table[309];
+static pthread_once_t pow10_once = PTHREAD_ONCE_INIT;
+static void pow10_init(void) {
+    for (int i = 0; i < 309; i++) {
+        char b[16];
+        snprintf(b, sizeof b, "1e%d", i);
+        pow10_table[i] = strtod(b, NULL);
+    }
+}
+
+/* A decimal the way serde_json (HF's JSON reader, without float_roundtrip) turns it into a double:
+ * the digits as a u64, converted to double, then one multiply or divide by 10^|exp|. That can be
+ * one ulp away from strtod, and Unigram scores must be bit-identical for ties to break the same
+ * way. Returns false when the significand overflows u64 (the caller then uses strtod). */
+static bool serde_f64(const char *s, size_t n, double *out) {
+    size_t i = 0;
+    bool neg = false, frac = false;
+    uint64_t sig = 0;
+    long exp10 = 0;
+    if (i < n && s[i] == '-') {
+        neg = true;
+        i++;
+    }
+    for (; i < n && s[i] != 'e' && s[i] != 'E'; i++) {
+        if (s[i] == '.') {
+            frac = true;
+            continue;
+        }
+        uint64_t d = (uint64_t)(s[i] - '0');
+        if (sig > (UINT64_MAX - d) / 10) return false;
+        sig = sig * 10 + d;
+        if (frac) exp10--;
+    }
+    if (i < n) { /* exponent */
+        i++;
+        bool eneg = false;
+        if (i < n && (s[i] == '+' || s[i] == '-')) eneg = s[i++] == '-';
+        long e = 0;
+        for (; i < n; i++) e = e < 100000 ? e * 10 + (s[i] - '0') : e;
+        exp10 += eneg ? -e : e;
+    }
+    pthread_once(&pow10_once, pow10_init);
+    double f = (double)sig;
+    for (;;) {
+        long a = exp10 < 0 ? -exp10 : exp10;
+        if (a <= 308) {
+            f = exp10 >= 0 ? f * pow10_table[a] : f / pow10_table[a];
+            break;
+        }
+        if (f == 0.0) break;
+        if (exp10 >= 0) return false; /* overflow: let strtod give inf */
+        f /= 1e308;
+        exp10 += 308;
+    }
+    *out = neg ? -f : f;
+    return true;
+}
+
 static bool parse_number(parser *p, tj_node *n) {
     size_t b = p->pos, i = b;
     const char *s = p->s;
@@ -155,7 +215,7 @@ static bool parse_number(parser *p, tj_node *n) {
     if (is_int && k <= 18) {
         n->is_int = 1;
         n->v.i = strtoll(tmp, NULL, 10);
-    } else {
+    } else if (!serde_f64(tmp, k, &n->v.d)) {
         n->v.d = strtod(tmp, NULL);
     }
     return true;

@@ -318,15 +318,28 @@ static cmf_status load_unigram(cmf_tokenizer *tok, tjv m, int64_t *max_id, cmf_e
     return CMF_OK;
 }
 
+/* WordLevel: "vocab" {word: id} and "unk_token" (used when present in the vocabulary). */
+static cmf_status load_wordlevel(cmf_tokenizer *tok, tjv m, int64_t *max_id, cmf_err *err) {
+    tok->wordlevel = true;
+    cmf_status st = load_vocab(tok, tj_get(m, "vocab"), max_id, err);
+    if (st) return st;
+    size_t ul;
+    const char *unk = tj_str(tj_get(m, "unk_token"), &ul);
+    tok->unk_id = unk ? tok_strtab_get(&tok->vocab, unk, ul) : -1;
+    build_fast_paths(tok);
+    return CMF_OK;
+}
+
 static cmf_status load_model(cmf_tokenizer *tok, tjv m, int64_t *max_id, cmf_err *err) {
     if (!tj_is(m, TJ_OBJ)) return cmf_err_set(err, CMF_E_PARSE, CTX, "\"model\" must be an object");
     size_t tl;
     const char *t = tj_str(tj_get(m, "type"), &tl);
     if (t && tj_streq(tj_get(m, "type"), "WordPiece")) return load_wordpiece(tok, m, max_id, err);
     if (t && tj_streq(tj_get(m, "type"), "Unigram")) return load_unigram(tok, m, max_id, err);
+    if (t && tj_streq(tj_get(m, "type"), "WordLevel")) return load_wordlevel(tok, m, max_id, err);
     if (t && !tj_streq(tj_get(m, "type"), "BPE"))
         return cmf_err_set(err, CMF_E_UNSUPPORTED, CTX,
-                           "model type \"%.*s\" is not supported (BPE, WordPiece and Unigram are)",
+                           "model type \"%.*s\" is not supported (BPE, WordPiece, Unigram, WordLevel are)",
                            (int)(tl > 64 ? 64 : tl), t);
     if (!t && !tj_get(m, "merges").d)
         return cmf_err_set(err, CMF_E_UNSUPPORTED, CTX, "model without \"type\" and without merges: only BPE is supported");

@@ -8,6 +8,11 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cmake --install "$build" --prefix "$tmp/prefix" >/dev/null
 export PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig"
+# a sanitizer build's library needs the sanitizer runtimes at link time too
+san=""
+grep -q '^CORTIQ_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" && san="-fsanitize=address,undefined"
+grep -q '^CORTIQ_FUZZ:BOOL=ON' "$build/CMakeCache.txt" && san="-fsanitize=address,undefined,fuzzer-no-link"
+cc() { command "${CC:-cc}" $san "$@"; }
 pkg-config --exists cortiq
 cc -std=c17 -Wall -Werror "$src/examples/read_row.c" $(pkg-config --cflags --libs cortiq) -o "$tmp/rr_shared"
 cc -std=c17 -Wall -Werror "$src/examples/read_row.c" $(pkg-config --cflags cortiq) \

@@ -387,7 +387,49 @@ static void test_tile_rows(void) {
     }
 }
 
+/* The allocation-free fallbacks (taken when a call's scratch cannot be allocated). */
+static void test_fallbacks(void) {
+    static const cmf_dtype dts[] = {CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP, CMF_DT_VBIT,
+                                    CMF_DT_VBIT_RO,  CMF_DT_Q8_ROW,   CMF_DT_Q8_2F};
+    kg_rng rng = {77};
+    cq_kernel_no_scratch = 1;
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        kg_opts o = {0, 3};
+        uint64_t nb;
+        uint8_t *p = kg_payload(dts[d], 9, 160, &rng, &o, &nb);
+        cmf_qmat m;
+        CHECK(cmf_qmat_init(&m, dts[d], 9, 160, p, nb, "t", NULL) == CMF_OK);
+        for (int isa = CQ_ISA_SCALAR; isa <= CQ_ISA_AVX512; isa++) {
+            int bad = check_tier(&m, (cq_isa)isa, &rng) + check_int8(&m, (cq_isa)isa, &rng);
+            CHECK_MSG(bad == 0, "fallback %s tier %s: %d mismatches", cmf_dtype_name(dts[d]),
+                      cq_isa_name((cq_isa)isa), bad);
+        }
+        cmf_qmat_free(&m);
+        free(p);
+    }
+    cq_kernel_no_scratch = 0;
+}
+
+/* Enough rows that cmf_matmul_ex splits a prefill call into several row tiles. */
+static void test_row_tiles(void) {
+    static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_Q4_TILED, CMF_DT_Q1S, CMF_DT_VBIT_RO};
+    kg_rng rng = {91};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
+        kg_opts o = {0, 3};
+        uint64_t nb;
+        uint8_t *p = kg_payload(dts[d], 300, 2048, &rng, &o, &nb);
+        cmf_qmat m;
+        CHECK(cmf_qmat_init(&m, dts[d], 300, 2048, p, nb, "t", NULL) == CMF_OK);
+        int bad = check_tier(&m, cq_cpu_detect()->avx512bw ? CQ_ISA_AVX512 : CQ_ISA_AVX2, &rng);
+        CHECK_MSG(bad == 0, "row tiles %s: %d mismatches", cmf_dtype_name(dts[d]), bad);
+        cmf_qmat_free(&m);
+        free(p);
+    }
+}
+
 int main(void) {
+    test_row_tiles();
+    test_fallbacks();
     test_tile_rows();
     test_force();
     test_layout_spots();

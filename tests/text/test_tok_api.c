@@ -107,8 +107,9 @@ static void expect_refusal(const char *json, cmf_status want, const char *needle
 }
 
 static void test_refusals(void) {
-    expect_refusal("{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}", CMF_E_UNSUPPORTED, "Unigram");
-    expect_refusal("{\"model\":{\"type\":\"WordLevel\",\"vocab\":{}}}", CMF_E_UNSUPPORTED, "WordLevel");
+    expect_refusal("{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}", CMF_E_PARSE, "Unigram");
+    expect_refusal("{\"model\":{\"type\":\"Unigram\",\"unk_id\":5,\"vocab\":[[\"a\",-1.0]]}}", CMF_E_PARSE, "unk_id");
+    expect_refusal("{\"model\":{\"type\":\"Hypothetical\",\"vocab\":{}}}", CMF_E_UNSUPPORTED, "Hypothetical");
     expect_refusal("{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}}}", CMF_E_PARSE, "[UNK]");
     expect_refusal("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},"
                    "\"normalizer\":{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"\"}}",

@@ -45,7 +45,7 @@ check "missing text is a usage error" 2 $?
 check "bad id is a usage error" 2 $?
 "$CORTIQ_BIN" tokenize "$tmp/missing.json" x > /dev/null 2>&1
 check "missing file is a system error" 3 $?
-echo '{"model":{"type":"Unigram"}}' > "$tmp/uni.json"
+echo '{"model":{"type":"Hypothetical","vocab":{}}}' > "$tmp/uni.json"
 "$CORTIQ_BIN" tokenize "$tmp/uni.json" x > /dev/null 2>&1
 check "unsupported model is invalid input" 1 $?
 "$CORTIQ_BIN" tokenize --help | grep -q "usage: cortiq tokenize" || { echo "FAIL help"; fail=1; }
