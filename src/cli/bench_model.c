@@ -31,8 +31,6 @@ static void usage(void) {
            "  cortiq bench quant   the quantization report (see cortiq bench quant --help)\n");
 }
 
-int bench_model_main(int argc, char **argv);
-
 int bench_model_main(int argc, char **argv) {
     const char *path = NULL;
     uint64_t p = 512, n = 128, t = 0, r = 5;

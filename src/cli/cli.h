@@ -19,6 +19,9 @@ enum {
 #include "cli/commands.def"
 #undef CMD
 
+/* `cortiq bench MODEL.cmf ...` (src/cli/bench_model.c); cmd_bench dispatches to it. */
+int bench_model_main(int argc, char **argv);
+
 /* Print an error (already prefixed with the file name by the library) to stderr. */
 void cli_error(const cmf_err *err);
 /* Print "cortiq <cmd>: <message>" to stderr, return CLI_EXIT_USAGE. */

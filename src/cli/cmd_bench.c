@@ -1,7 +1,7 @@
 /* cmd_bench.c - `cortiq bench quant`: for every matrix dtype, on the same test matrices,
  * the storage cost (bits per weight), the encode->dequant error (relative RMSE) and the
  * matrix-vector throughput against the read bandwidth measured in the same run.
- * argv[1] selects the benchmark; `quant` is the one there is. */
+ * argv[1] selects the benchmark: `quant`, or a model file (src/cli/bench_model.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +25,10 @@ static void usage(void) {
         "  caches) with T threads (default 2), also as %% of the read bandwidth measured first\n"
         "  (T threads summing 1 GiB). The int8 column is the CMF_KF_INT8_ACT path (q8_row, q4_*).\n"
         "  --dtypes  comma-separated subset (default: all 13)   --reps  timed runs, best kept (3)\n"
-        "  --bw-mb   size of the bandwidth buffer in MiB (1024)  --seed  matrix seed (1)\n");
+        "  --bw-mb   size of the bandwidth buffer in MiB (1024)  --seed  matrix seed (1)\n"
+        "\n"
+        "usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t N] [-r 5] [--json]\n"
+        "  Prefill and decode throughput of a model (cortiq bench MODEL.cmf --help).\n");
 }
 
 typedef struct bench_opts {
@@ -207,8 +210,7 @@ int cmd_bench(int argc, char **argv) {
         usage();
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
-    if (strcmp(argv[1], "quant") != 0)
-        return cli_usage_error("bench", "unknown benchmark '%s' (try: quant)", argv[1]);
+    if (strcmp(argv[1], "quant") != 0) return bench_model_main(argc, argv); /* cortiq bench MODEL.cmf */
     bench_opts o = {
         .rows = 1024, .cols = 4096, .mb = 512, .seed = 1, .bw_mb = 1024, .threads = 2, .reps = 3};
     memcpy(o.dtypes, k_all, sizeof k_all);

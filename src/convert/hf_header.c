@@ -1,6 +1,7 @@
 /* hf_header.c - a Hugging Face config.json (+ tokenizer files) into the CMF header (spec §2,
  * §2.1, §2.2, §6.1): arch, tokenizer_config, quant_type, provenance. */
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,30 @@ static const char *const k_supported[] = {"llama",     "mistral",   "qwen2",    
                                           "gemma3_text", "qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5",
                                           "qwen3_5_moe"};
 
+/* After a JSON_DECODE_INT_AS_REAL parse: turn integral reals that fit back into integers. */
+static json_t *ints_back(json_t *v) {
+    if (json_is_real(v)) {
+        double d = json_real_value(v);
+        if (d == floor(d) && fabs(d) < 9007199254740992.0) return json_integer((json_int_t)d);
+        return json_incref(v);
+    }
+    if (json_is_array(v)) {
+        json_t *a = json_array();
+        size_t i;
+        json_t *e;
+        json_array_foreach(v, i, e) json_array_append_new(a, ints_back(e));
+        return a;
+    }
+    if (json_is_object(v)) {
+        json_t *o = json_object();
+        const char *k;
+        json_t *e;
+        json_object_foreach(v, k, e) json_object_set_new(o, k, ints_back(e));
+        return o;
+    }
+    return json_incref(v);
+}
+
 json_t *hf_load_json(const char *dir, const char *file, cmf_err *err, int required) {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", dir, file);
@@ -24,6 +49,15 @@ json_t *hf_load_json(const char *dir, const char *file, cmf_err *err, int requir
     fclose(fp);
     json_error_t je;
     json_t *j = json_load_file(path, JSON_DECODE_ANY, &je);
+    if (!j) {
+        /* transformers writes integers beyond 64 bits (model_max_length = 1e30): read every
+         * number as a double, then restore the integers that fit */
+        json_t *r = json_load_file(path, JSON_DECODE_ANY | JSON_DECODE_INT_AS_REAL, NULL);
+        if (r) {
+            j = ints_back(r);
+            json_decref(r);
+        }
+    }
     if (!j) cmf_err_set(err, CMF_E_PARSE, path, "invalid JSON at line %d: %s", je.line, je.text);
     return j;
 }

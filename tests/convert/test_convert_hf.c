@@ -157,6 +157,10 @@ static void test_bad_input(void) {
     unlink("bad_tok/tokenizer.json");
     CHECK(cmf_convert_hf("bad_tok", "bad.cmf", NULL, &o, NULL, &err) == CMF_E_NOT_FOUND);
     CHECK(!exists("bad.cmf"));
+    /* transformers writes model_max_length = 1e30 as an integer: still converts */
+    copy_dir(TINY "llama", "big_int");
+    CHECK(system("sed -i 's/^{/{\"model_max_length\": 1000000000000000019884624838656,/' big_int/tokenizer_config.json") == 0);
+    CHECK_MSG(cmf_convert_hf("big_int", "big_int.cmf", NULL, &o, NULL, &err) == CMF_OK, "%s", err.msg);
     /* q1 needs an explicit opt-in */
     o.quant = CMF_DT_Q1;
     CHECK(cmf_convert_hf(TINY "llama", "bad.cmf", NULL, &o, NULL, &err) == CMF_E_INVALID_ARG);
