@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "common/fileio.h"
 #include "convert/hf_header.h"
@@ -39,7 +41,14 @@ typedef struct st_src {
 static cmf_status read_st(void *user, const cmf_convert_source *src, float *dst, cmf_err *err) {
     (void)src;
     st_src *s = user;
-    return cmf_st_rows_f32(s->st, s->t, 0, s->t->nrows, dst, err);
+    cmf_status st = cmf_st_rows_f32(s->st, s->t, 0, s->t->nrows, dst, err);
+    /* each source byte is read once: drop its pages from our resident set (the page cache
+     * keeps them), so peak RSS tracks the tensors in flight, not the whole checkpoint */
+    long page = sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)s->t->data + (uintptr_t)page - 1) & ~(uintptr_t)(page - 1);
+    uintptr_t e = ((uintptr_t)s->t->data + s->t->nbytes) & ~(uintptr_t)(page - 1);
+    if (e > a) madvise((void *)a, e - a, MADV_DONTNEED);
+    return st;
 }
 
 /* Canonical order: embeddings, the layers in numeric order, the rest (norm, head), each group

@@ -31,7 +31,7 @@ uint64_t hash64_fold_avx2(const uint8_t *p, size_t n, uint64_t first) {
     const __m256i step = _mm256_set1_epi64x((long long)(8 * HASH64_SALT));
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        _mm_prefetch((const char *)(p + 8 * i + 2048), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + 8 * i + 4096), _MM_HINT_T0); /* see hash64_avx512.c */
         __m256i w0 = _mm256_loadu_si256((const __m256i *)(p + 8 * i));
         __m256i w1 = _mm256_loadu_si256((const __m256i *)(p + 8 * i + 32));
         acc0 = _mm256_xor_si256(acc0, fmix4(w0, c1, c2));

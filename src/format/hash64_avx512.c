@@ -3,6 +3,10 @@
 
 #include "format/hash64_impl.h"
 
+#ifndef PF_DIST
+#define PF_DIST 4096
+#endif
+
 static inline __m512i fmix8(__m512i k, __m512i c1, __m512i c2) {
     k = _mm512_xor_si512(k, _mm512_srli_epi64(k, 33));
     k = _mm512_mullo_epi64(k, c1);
@@ -23,9 +27,10 @@ uint64_t hash64_fold_avx512(const uint8_t *p, size_t n, uint64_t first) {
     const __m512i step = _mm512_set1_epi64((long long)(16 * HASH64_SALT));
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
-        /* streaming from DRAM: ask for the lines ~2 KiB ahead so the multiplies overlap the loads */
-        _mm_prefetch((const char *)(p + 8 * i + 2048), _MM_HINT_T0);
-        _mm_prefetch((const char *)(p + 8 * i + 2112), _MM_HINT_T0);
+        /* streaming from DRAM: ask for the lines 4 KiB ahead so the multiplies overlap the loads
+         * (measured best of 1-8 KiB on a 2-core Xeon) */
+        _mm_prefetch((const char *)(p + 8 * i + PF_DIST), _MM_HINT_T0);
+        _mm_prefetch((const char *)(p + 8 * i + PF_DIST + 64), _MM_HINT_T0);
         __m512i w0 = _mm512_loadu_si512((const void *)(p + 8 * i));
         __m512i w1 = _mm512_loadu_si512((const void *)(p + 8 * i + 64));
         acc0 = _mm512_xor_si512(acc0, fmix8(w0, c1, c2));
