@@ -12,7 +12,9 @@ rows=$(grep -c '^| \(Gaussian\|heavy\)' <<<"$out")
 grep -q '^| Gaussian | q4_tiled | 4.500 |' <<<"$out" || { echo "q4_tiled must cost 4.500 bits/weight"; fail=1; }
 grep -q '^| Gaussian | q8_row | 8.062 |' <<<"$out" || { echo "q8_row at 256 cols must cost 8.062 bits/weight"; fail=1; }
 grep -q 'Read bandwidth .*: [0-9.]* GB/s wall, [0-9.]* GB/s cpu' <<<"$out" || { echo "no bandwidth line"; fail=1; }
-"$bin" bench nosuch >/dev/null 2>&1; [ $? -eq 2 ] || { echo "unknown benchmark must exit 2"; fail=1; }
+# anything but `quant` is a model file: a missing one is an I/O error (exit 3)
+"$bin" bench no_such_model.cmf >/dev/null 2>&1; [ $? -eq 3 ] || { echo "a missing model file must exit 3"; fail=1; }
+"$bin" bench >/dev/null 2>&1; [ $? -eq 2 ] || { echo "no argument must exit 2"; fail=1; }
 "$bin" bench quant --cols 100 >/dev/null 2>&1; [ $? -eq 2 ] || { echo "--cols 100 must exit 2"; fail=1; }
 "$bin" bench quant --dtypes q9 >/dev/null 2>&1; [ $? -eq 2 ] || { echo "bad --dtypes must exit 2"; fail=1; }
 "$bin" bench --help >/dev/null 2>&1; [ $? -eq 0 ] || { echo "--help must exit 0"; fail=1; }
