@@ -31,6 +31,14 @@ BASE = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_
 
 FAMILIES = {
     "llama": (tf.LlamaConfig, tf.LlamaForCausalLM, dict(rope_theta=10000.0), torch.float32),
+    # rope scaling variants (the 64-token sequence runs past original_max_position_embeddings)
+    "llama_yarn": (tf.LlamaConfig, tf.LlamaForCausalLM,
+                   dict(rope_scaling={"rope_type": "yarn", "factor": 8.0, "original_max_position_embeddings": 32,
+                                      "rope_theta": 10000.0}), torch.float32),
+    "llama_rope3": (tf.LlamaConfig, tf.LlamaForCausalLM,
+                    dict(rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                       "high_freq_factor": 4.0, "original_max_position_embeddings": 32,
+                                       "rope_theta": 10000.0}), torch.float32),
     "mistral": (tf.MistralConfig, tf.MistralForCausalLM, dict(rope_theta=10000.0, sliding_window=16),
                 torch.float32),
     "qwen2": (tf.Qwen2Config, tf.Qwen2ForCausalLM, dict(rope_theta=1000000.0), torch.float32),

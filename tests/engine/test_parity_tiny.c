@@ -79,7 +79,7 @@ static void run_family(const char *fam, const char *quant, double tol) {
 }
 
 int main(void) {
-    const char *fams[] = {"llama", "mistral", "qwen2", "qwen3", "gemma3_text"};
+    const char *fams[] = {"llama", "llama_yarn", "llama_rope3", "mistral", "qwen2", "qwen3", "gemma3_text"};
     const char *quants[] = {"f32", "f16", "bf16"};
     for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++)
         for (size_t q = 0; q < 3; q++) run_family(fams[i], quants[q], 1e-4);
