@@ -288,12 +288,18 @@ def main():
     ap.add_argument("--out", default=os.path.join(here, "..", "tests", "fixtures", "tokenizer"))
     ap.add_argument("--no-json", action="store_true", help="write only the case files")
     ap.add_argument("--only", help="make only this tokenizer's files")
+    ap.add_argument("--real", action="append", default=[], metavar="NAME=PATH",
+                    help="a real model's tokenizer.json, e.g. smollm2=/tmp/hf_smollm2/tokenizer.json "
+                         "(the one transformers makes from the SmolLM2 GGUF: tools/gguf_to_hf.py)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    for name in ("qwen3", "llama3_1", "gemma3"):
+    real = {name: os.path.join(a.shared, name, "tokenizer.json") for name in ("qwen3", "llama3_1", "gemma3")}
+    for spec in a.real:
+        name, path = spec.split("=", 1)
+        real[name] = path
+    for name, p in real.items():
         if a.only and a.only != name:
             continue
-        p = os.path.join(a.shared, name, "tokenizer.json")
         if not os.path.exists(p):
             print(f"{name}: {p} absent, skipped", file=sys.stderr)
             continue

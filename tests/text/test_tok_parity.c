@@ -14,7 +14,7 @@
 #include "cortiq/tokenizer.h"
 
 static const char *const NAMES[] = {
-    "qwen3", "llama3_1", "gemma3", "synth_gpt2", "synth_sentencepiece", "synth_components",
+    "qwen3", "llama3_1", "gemma3", "smollm2", "synth_gpt2", "synth_sentencepiece", "synth_components",
     "synth_whitespace", "synth_nfc_metaspace_never", "synth_split_removed", "synth_split_isolated_inv",
     "synth_split_prev", "synth_split_next", "synth_split_contig", "synth_wordpiece", "synth_wordpiece_cased",
     "synth_unigram", "synth_unigram_bytes", "synth_wordlevel",
