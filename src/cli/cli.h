@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cortiq/format.h"
 #include "cortiq/status.h"
 
 /* Exit codes of every command (documented in README "Exit codes"). */
@@ -21,6 +22,10 @@ enum {
 
 /* `cortiq bench MODEL.cmf ...` (src/cli/bench_model.c); cmd_bench dispatches to it. */
 int bench_model_main(int argc, char **argv);
+
+/* Open a model (a shard name opens the whole set); on failure print the error and return the
+ * exit code, else 0. */
+int cli_open_model(const char *path, cmf_file **out);
 
 /* Print an error (already prefixed with the file name by the library) to stderr. */
 void cli_error(const cmf_err *err);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cortiq/format.h"
 
 void cli_error(const cmf_err *err) { fprintf(stderr, "%s\n", err->msg[0] ? err->msg : cmf_status_name(err->code)); }
 
@@ -77,4 +78,11 @@ void cli_json_string(const char *s) {
         }
     }
     putchar('"');
+}
+
+int cli_open_model(const char *path, cmf_file **out) {
+    cmf_err err;
+    cmf_status st = cmf_open_model(path, 0, out, &err);
+    if (st) cli_error(&err);
+    return cli_exit_code(st);
 }

@@ -203,12 +203,8 @@ int cmd_info(int argc, char **argv) {
     }
     if (!path) return cli_usage_error("info", "missing FILE");
     cmf_file *f;
-    cmf_err err;
-    cmf_status st = cmf_open_model(path, 0, &f, &err);
-    if (st) {
-        cli_error(&err);
-        return cli_exit_code(st);
-    }
+    int rc = cli_open_model(path, &f);
+    if (rc) return rc;
     if (json) print_json(f);
     else print_text(f);
     cmf_close(f);

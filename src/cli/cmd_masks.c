@@ -25,12 +25,8 @@ int cmd_masks(int argc, char **argv) {
     }
     if (!path) return cli_usage_error("masks", "missing FILE");
     cmf_file *f;
-    cmf_err err;
-    cmf_status st = cmf_open_model(path, 0, &f, &err);
-    if (st) {
-        cli_error(&err);
-        return cli_exit_code(st);
-    }
+    int rc = cli_open_model(path, &f);
+    if (rc) return rc;
     const cmf_masks *m = cmf_file_masks(f);
     if (!m) {
         if (json) printf("{\"masks\": []}\n");

@@ -37,12 +37,8 @@ int cmd_tensors(int argc, char **argv) {
     }
     if (!path) return cli_usage_error("tensors", "missing FILE");
     cmf_file *f;
-    cmf_err err;
-    cmf_status st = cmf_open_model(path, 0, &f, &err);
-    if (st) {
-        cli_error(&err);
-        return cli_exit_code(st);
-    }
+    int rc = cli_open_model(path, &f);
+    if (rc) return rc;
     size_t first = 0, count = cmf_file_tensor_count(f);
     if (prefix) cmf_file_prefix(f, prefix, &first, &count);
     if (json) printf("[");
