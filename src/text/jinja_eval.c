@@ -62,7 +62,7 @@ static jv lookup(jrt *rt, jscope *sc, const char *name) {
         int k;
     } builtins[] = {{"range", FN_RANGE}, {"namespace", FN_NAMESPACE}, {"dict", FN_DICT},
                     {"raise_exception", FN_RAISE}, {"strftime_now", FN_STRFTIME},
-                    /* jinja2 globals that exist (so `is defined` holds) but are not implemented */
+                    /* jinja2 globals that exist (so `is defined` holds); calling one is refused with an error */
                     {"lipsum", FN_UNSUPPORTED}, {"cycler", FN_UNSUPPORTED}, {"joiner", FN_UNSUPPORTED}};
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
         if (!strcmp(name, builtins[i].n)) return mkfunc(rt, builtins[i].k, builtins[i].n, jv_none());
