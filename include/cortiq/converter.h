@@ -78,6 +78,11 @@ cmf_status cmf_convert_hf(const char *model_dir, const char *out_path, const cha
  * supported ones. */
 cmf_status cmf_convert_hf_header(const char *model_dir, const cmf_convert_opts *opts, char **out, cmf_err *err);
 
+/* Put sources in the canonical file order: embeddings, layers in numeric order (a layer's MoE
+ * experts role-contiguously: every gate_proj, then up_proj, then down_proj, spec §2.2), other
+ * tensors, lm_head last. */
+void cmf_convert_sort_canonical(cmf_convert_source *src, size_t n);
+
 /* Natural order of tensor names ("layers.2" before "layers.10"); strcmp-like. */
 int cmf_convert_name_cmp(const char *a, const char *b);
 

@@ -205,6 +205,7 @@ int cmd_import_gguf(int argc, char **argv) {
         n++;
     }
     cmf_convert_stats s;
+    cmf_convert_sort_canonical(src, n);
     st = cmf_convert_run(a.out, header, src, n, (const uint8_t *)vocab, vocab_len, NULL, 0, &a.o, &s, &err);
     if (!st && a.o.progress)
         fprintf(stderr, "import-gguf: %zu tensors (%zu skipped, %zu fallbacks), %.1f MB GGUF -> %.1f MB, %.2f s\n", s.tensors,

@@ -51,38 +51,6 @@ static cmf_status read_st(void *user, const cmf_convert_source *src, float *dst,
     return st;
 }
 
-/* Canonical order: embeddings, the layers in numeric order, the rest (norm, head), each group
- * in natural name order. */
-static int group_of(const char *name) {
-    if (strstr(name, "embed_tokens")) return 0;
-    if (!strncmp(name, "model.layers.", 13)) return 1;
-    if (!strcmp(name, "lm_head.weight")) return 3;
-    return 2;
-}
-
-/* Sort key: a layer's experts role-contiguously (spec §2.2 SHOULD: every gate_proj of experts
- * 0..N-1, then every up_proj, then every down_proj), everything else by name. */
-static void sort_key(const char *name, char *key, size_t cap) {
-    const char *e = strstr(name, ".mlp.experts.");
-    snprintf(key, cap, "%s", name);
-    if (!e) return;
-    const char *num = e + 13, *dot = strchr(num, '.');
-    if (!dot || num == dot) return;
-    const char *role = dot + 1;
-    int rank = !strncmp(role, "gate_proj", 9) ? 0 : !strncmp(role, "up_proj", 7) ? 1 : !strncmp(role, "down_proj", 9) ? 2 : 3;
-    snprintf(key, cap, "%.*s.mlp.experts.%d.%.*s.%s", (int)(e - name), name, rank, (int)(dot - num), num, role);
-}
-
-static int cmp_canonical(const void *a, const void *b) {
-    const cmf_convert_source *x = a, *y = b;
-    int gx = group_of(x->name), gy = group_of(y->name);
-    if (gx != gy) return gx - gy;
-    char kx[512], ky[512];
-    sort_key(x->name, kx, sizeof kx);
-    sort_key(y->name, ky, sizeof ky);
-    return cmf_convert_name_cmp(kx, ky);
-}
-
 static int64_t cfg_int(json_t *o, const char *k, int64_t d) {
     json_t *v = json_object_get(o, k);
     return v && json_is_integer(v) ? json_integer_value(v) : d;
@@ -195,7 +163,7 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
         src[i].user = &ss[i];
         src[i].source_bytes = t->nbytes;
     }
-    qsort(src, n, sizeof *src, cmp_canonical);
+    cmf_convert_sort_canonical(src, n);
     hjson = json_dumps(hdr, JSON_COMPACT);
     if (!hjson) {
         s = cmf_err_set(err, CMF_E_NOMEM, dir, "header");
