@@ -26,15 +26,15 @@ extern "C" {
 bool cmf_convert_quant_from_name(const char *name, cmf_dtype *out);
 
 typedef struct cmf_convert_opts {
-    cmf_dtype quant;         /* dtype of weight matrices */
-    cmf_dtype embed_quant;   /* model.embed_tokens.weight (default: quant) */
-    cmf_dtype head_quant;    /* lm_head.weight (default: quant) */
+    cmf_dtype quant;       /* dtype of weight matrices */
+    cmf_dtype embed_quant; /* model.embed_tokens.weight (default: quant) */
+    cmf_dtype head_quant;  /* lm_head.weight (default: quant) */
     bool has_embed_quant, has_head_quant;
-    bool allow_q1;           /* q1 is for 1-bit-trained models: explicit opt-in */
-    double vbit_mean_bits;   /* default 4.25 */
-    uint64_t shard_max_bytes;/* 0 = single file */
-    unsigned threads;        /* encoder threads; 0 = online CPUs */
-    int progress;            /* 0 silent, 1 progress on stderr (a bar on a terminal, lines otherwise) */
+    bool allow_q1;            /* q1 is for 1-bit-trained models: explicit opt-in */
+    double vbit_mean_bits;    /* default 4.25 */
+    uint64_t shard_max_bytes; /* 0 = single file */
+    unsigned threads;         /* encoder threads; 0 = online CPUs */
+    int progress; /* 0 silent, 1 progress on stderr (a bar on a terminal, lines otherwise) */
 } cmf_convert_opts;
 
 void cmf_convert_opts_default(cmf_convert_opts *o);
@@ -42,15 +42,16 @@ void cmf_convert_opts_default(cmf_convert_opts *o);
 /* The dtype a tensor gets: 1-D, < 32 elements and norm vectors f16; the embedding and the
  * head their own choice; a shape the chosen dtype cannot hold falls back to q8_row (2-D) or
  * f16, and *fell_back says so. */
-cmf_dtype cmf_convert_pick_dtype(const cmf_convert_opts *o, const char *name, unsigned ndim, const uint64_t *shape,
-                                 bool *fell_back);
+cmf_dtype cmf_convert_pick_dtype(const cmf_convert_opts *o, const char *name, unsigned ndim,
+                                 const uint64_t *shape, bool *fell_back);
 
 /* One input tensor. read_f32 fills dst with all numel values (row-major, shape order). */
 typedef struct cmf_convert_source {
     const char *name;
     unsigned ndim;
     uint64_t shape[6];
-    cmf_status (*read_f32)(void *user, const struct cmf_convert_source *src, float *dst, cmf_err *err);
+    cmf_status (*read_f32)(void *user, const struct cmf_convert_source *src, float *dst,
+                           cmf_err *err);
     void *user;
     uint64_t source_bytes; /* bytes of the source payload, for throughput figures */
 } cmf_convert_source;
@@ -63,8 +64,9 @@ typedef struct cmf_convert_stats {
 
 /* Write out_path from header JSON (object), the sources (in file order) and optional
  * vocab (tokenizer.json bytes) and masks section bytes. */
-cmf_status cmf_convert_run(const char *out_path, const char *header_json, const cmf_convert_source *src, size_t n,
-                           const uint8_t *vocab, size_t vocab_len, const uint8_t *masks, size_t masks_len,
+cmf_status cmf_convert_run(const char *out_path, const char *header_json,
+                           const cmf_convert_source *src, size_t n, const uint8_t *vocab,
+                           size_t vocab_len, const uint8_t *masks, size_t masks_len,
                            const cmf_convert_opts *opts, cmf_convert_stats *stats, cmf_err *err);
 
 /* `cortiq convert`: a Hugging Face checkpoint directory (config.json, *.safetensors or an
@@ -76,7 +78,8 @@ cmf_status cmf_convert_hf(const char *model_dir, const char *out_path, const cha
 /* The header JSON (arch, tokenizer_config, quant_type, provenance) cmf_convert_hf would write
  * for model_dir, malloc'd. Fails CMF_E_UNSUPPORTED for an unknown model_type, listing the
  * supported ones. */
-cmf_status cmf_convert_hf_header(const char *model_dir, const cmf_convert_opts *opts, char **out, cmf_err *err);
+cmf_status cmf_convert_hf_header(const char *model_dir, const cmf_convert_opts *opts, char **out,
+                                 cmf_err *err);
 
 /* Put sources in the canonical file order: embeddings, layers in numeric order (a layer's MoE
  * experts role-contiguously: every gate_proj, then up_proj, then down_proj, spec §2.2), other

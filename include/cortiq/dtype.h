@@ -36,14 +36,14 @@ typedef enum cmf_dtype {
 #define CMF_MAX_DIMS 6
 
 typedef enum cmf_dtype_kind {
-    CMF_DTK_UNKNOWN = 0,  /* id never assigned */
-    CMF_DTK_RESERVED,     /* assigned but not live in v2: reading it is an error */
-    CMF_DTK_FIXED,        /* nbytes is a function of the shape */
-    CMF_DTK_VARIABLE,     /* nbytes is stored only in the directory (vbit, q1s, q1t...) */
+    CMF_DTK_UNKNOWN = 0, /* id never assigned */
+    CMF_DTK_RESERVED,    /* assigned but not live in v2: reading it is an error */
+    CMF_DTK_FIXED,       /* nbytes is a function of the shape */
+    CMF_DTK_VARIABLE,    /* nbytes is stored only in the directory (vbit, q1s, q1t...) */
 } cmf_dtype_kind;
 
 typedef struct cmf_dtype_traits {
-    const char *name;     /* spec name: "q8_row" */
+    const char *name; /* spec name: "q8_row" */
     cmf_dtype_kind kind;
     bool matrix_only;     /* 2-D only */
     bool needs_in_mult32; /* 2-D with in % 32 == 0 */

@@ -25,11 +25,11 @@
 extern "C" {
 #endif
 
-#define CMF_MAGIC "CMF\x01"
-#define CMF_VERSION 2
-#define CMF_ENVELOPE_SIZE 128
-#define CMF_DATA_ALIGN 4096
-#define CMF_TENSOR_ALIGN 64
+#define CMF_MAGIC           "CMF\x01"
+#define CMF_VERSION         2
+#define CMF_ENVELOPE_SIZE   128
+#define CMF_DATA_ALIGN      4096
+#define CMF_TENSOR_ALIGN    64
 #define CMF_DIR_RECORD_SIZE 56
 
 /* required_features bits (spec §1.1). */
@@ -43,7 +43,8 @@ enum {
     CMF_FEAT_SKILL_FILE = 1u << 6,
 };
 /* Bits this reader accepts. */
-#define CMF_FEAT_KNOWN (CMF_FEAT_TENSOR_DIR | CMF_FEAT_BINARY_MASKS | CMF_FEAT_QUANT_2F | CMF_FEAT_SKILL_FILE)
+#define CMF_FEAT_KNOWN                                                                             \
+    (CMF_FEAT_TENSOR_DIR | CMF_FEAT_BINARY_MASKS | CMF_FEAT_QUANT_2F | CMF_FEAT_SKILL_FILE)
 
 /* Name of feature bit `bit` (0..31): "TENSOR_DIR", ... or NULL if never assigned. */
 const char *cmf_feature_name(unsigned bit);
@@ -61,8 +62,8 @@ typedef struct cmf_envelope {
 } cmf_envelope;
 
 /* Parse the 128-byte envelope (no bounds against a file size; see cmf_open). */
-cmf_status cmf_envelope_parse(const uint8_t bytes[CMF_ENVELOPE_SIZE], cmf_envelope *out, const char *ctx,
-                              cmf_err *err);
+cmf_status cmf_envelope_parse(const uint8_t bytes[CMF_ENVELOPE_SIZE], cmf_envelope *out,
+                              const char *ctx, cmf_err *err);
 /* Serialize an envelope (magic and version written from the constants). */
 void cmf_envelope_write(const cmf_envelope *env, uint8_t out[CMF_ENVELOPE_SIZE]);
 
@@ -75,9 +76,9 @@ typedef struct cmf_tensor {
     uint64_t shape[CMF_MAX_DIMS]; /* shape[0] = rows (out) for 2-D */
     uint64_t off;                 /* relative to data_off of its shard */
     uint64_t nbytes;
-    uint64_t hash;         /* stored hash64 of the payload */
-    uint32_t shard;        /* 0-based shard index (runtime only, never on disk) */
-    const uint8_t *data;   /* payload in the mmap: nbytes bytes, 64-byte aligned */
+    uint64_t hash;       /* stored hash64 of the payload */
+    uint32_t shard;      /* 0-based shard index (runtime only, never on disk) */
+    const uint8_t *data; /* payload in the mmap: nbytes bytes, 64-byte aligned */
 } cmf_tensor;
 
 /* ---- header JSON (spec §2) ---- */
@@ -137,8 +138,8 @@ typedef struct cmf_arch {
     const char **layer_type_names;
     size_t n_heads_per_layer; /* 0 when absent */
     int64_t *attention_heads_per_layer;
-    int64_t linear_conv_kernel_dim, linear_num_key_heads, linear_num_value_heads, linear_key_head_dim,
-        linear_value_head_dim;
+    int64_t linear_conv_kernel_dim, linear_num_key_heads, linear_num_value_heads,
+        linear_key_head_dim, linear_value_head_dim;
     /* Fields beyond the spec's example that real families need; ignored by other readers. */
     const char *hidden_act; /* e.g. "silu", "gelu_pytorch_tanh"; NULL if absent */
     double query_pre_attn_scalar, final_logit_softcapping, attn_logit_softcapping;
@@ -149,7 +150,7 @@ typedef struct cmf_arch {
 } cmf_arch;
 
 typedef struct cmf_tokenizer_config {
-    bool present;             /* false when absent or null */
+    bool present;              /* false when absent or null */
     const char *chat_template; /* NULL if absent */
     size_t n_eos;
     int64_t *eos_token_ids;
@@ -158,11 +159,11 @@ typedef struct cmf_tokenizer_config {
 
 typedef struct cmf_skill {
     const char *id;
-    const char *name;             /* NULL if absent */
-    size_t n_layers;              /* integer entries of "layers" (other entries are informative) */
+    const char *name; /* NULL if absent */
+    size_t n_layers;  /* integer entries of "layers" (other entries are informative) */
     int64_t *layers;
-    const char *input_mask_task;  /* NULL if absent/null */
-    bool has_base_dir_hash;       /* §9.1 standalone skill key */
+    const char *input_mask_task; /* NULL if absent/null */
+    bool has_base_dir_hash;      /* §9.1 standalone skill key */
     uint64_t base_dir_hash;
     const char *base_arch, *task; /* NULL if absent */
     const char *selection_json;   /* raw JSON text or NULL */
@@ -189,7 +190,8 @@ typedef struct cmf_header {
 
 /* Parse and validate header JSON text (len bytes, need not be NUL-terminated).
  * On success *out owns its strings; release with cmf_header_free(). */
-cmf_status cmf_header_parse(const char *json, size_t len, cmf_header *out, const char *ctx, cmf_err *err);
+cmf_status cmf_header_parse(const char *json, size_t len, cmf_header *out, const char *ctx,
+                            cmf_err *err);
 void cmf_header_free(cmf_header *h);
 
 /* ---- masks section (spec §5) ---- */
@@ -220,12 +222,15 @@ typedef struct cmf_masks {
 } cmf_masks;
 
 /* Bit i of a bitfield (LSB-first), and set-bit counts of one row. */
-static inline bool cmf_bit(const uint8_t *bits, uint32_t i) { return (bits[i >> 3] >> (i & 7)) & 1; }
+static inline bool cmf_bit(const uint8_t *bits, uint32_t i) {
+    return (bits[i >> 3] >> (i & 7)) & 1;
+}
 uint32_t cmf_popcount(const uint8_t *bits, uint32_t nbits);
 uint32_t cmf_mask_ffn_active(const cmf_masks *m, const cmf_mask *mask, uint32_t layer);
 uint32_t cmf_mask_heads_active(const cmf_masks *m, const cmf_mask *mask, uint32_t layer);
 uint32_t cmf_mask_layers_active(const cmf_masks *m, const cmf_mask *mask);
-uint32_t cmf_mask_experts_active(const cmf_masks *m, const cmf_mask *mask, uint32_t layer); /* n_experts if no area */
+uint32_t cmf_mask_experts_active(const cmf_masks *m, const cmf_mask *mask,
+                                 uint32_t layer); /* n_experts if no area */
 const cmf_mask *cmf_masks_find(const cmf_masks *m, const char *name);
 
 /* ---- sparse index (spec §7; parsed for display only) ---- */
@@ -244,9 +249,9 @@ typedef struct cmf_sparse_index {
 typedef struct cmf_file cmf_file;
 
 enum {
-    CMF_OPEN_SKIP_META_HASH = 1u << 0,  /* do not check header/dir hashes at open */
-    CMF_OPEN_VERIFY_TENSORS = 1u << 1,  /* check every tensor hash at open (reads all pages) */
-    CMF_OPEN_NO_SHARDS = 1u << 2,       /* cmf_open_model: open exactly this file */
+    CMF_OPEN_SKIP_META_HASH = 1u << 0, /* do not check header/dir hashes at open */
+    CMF_OPEN_VERIFY_TENSORS = 1u << 1, /* check every tensor hash at open (reads all pages) */
+    CMF_OPEN_NO_SHARDS = 1u << 2,      /* cmf_open_model: open exactly this file */
 };
 
 /* Open exactly one file (a shard opens as a standalone file). */
@@ -255,8 +260,8 @@ cmf_status cmf_open(const char *path, unsigned flags, cmf_file **out, cmf_err *e
  * and all siblings and merge their directories (spec §10). A plain file opens as itself. */
 cmf_status cmf_open_model(const char *path, unsigned flags, cmf_file **out, cmf_err *err);
 /* Validate a file image in memory; buf must outlive the handle. name is used in messages. */
-cmf_status cmf_open_memory(const void *buf, size_t len, const char *name, unsigned flags, cmf_file **out,
-                           cmf_err *err);
+cmf_status cmf_open_memory(const void *buf, size_t len, const char *name, unsigned flags,
+                           cmf_file **out, cmf_err *err);
 void cmf_close(cmf_file *f); /* NULL allowed */
 
 const char *cmf_file_path(const cmf_file *f);
@@ -264,7 +269,8 @@ const cmf_envelope *cmf_file_envelope(const cmf_file *f); /* shard 1 / the file 
 const cmf_header *cmf_file_header(const cmf_file *f);
 
 size_t cmf_file_tensor_count(const cmf_file *f);
-const cmf_tensor *cmf_file_tensor_at(const cmf_file *f, size_t i); /* directory order, shard by shard */
+const cmf_tensor *cmf_file_tensor_at(const cmf_file *f,
+                                     size_t i); /* directory order, shard by shard */
 const cmf_tensor *cmf_file_find(const cmf_file *f, const char *name); /* O(1); NULL if absent */
 /* Tensors whose name starts with prefix, in byte-wise name order: fills first and count so that
  * cmf_file_sorted_at(f, *first .. *first + *count - 1) are the matches. */
@@ -283,7 +289,8 @@ const cmf_header *cmf_file_shard_header(const cmf_file *f, size_t shard);
 const uint8_t *cmf_file_shard_bytes(const cmf_file *f, size_t shard, size_t *len);
 
 /* ---- verification (spec §8, §8.1) ---- */
-typedef void (*cmf_problem_fn)(void *user, const char *shard_path, cmf_status code, const char *msg);
+typedef void (*cmf_problem_fn)(void *user, const char *shard_path, cmf_status code,
+                               const char *msg);
 
 typedef struct cmf_verify_stats {
     uint64_t tensors_checked, tensors_bad;

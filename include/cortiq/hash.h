@@ -23,9 +23,9 @@ uint64_t cmf_hash64(const void *data, size_t len);
 
 /* Streaming form for data that arrives in pieces (the writer's producers). */
 typedef struct cmf_hash64_state {
-    uint64_t acc;     /* XOR fold of finished words */
-    uint64_t nbytes;  /* bytes absorbed */
-    uint8_t tail[8];  /* partial word */
+    uint64_t acc;    /* XOR fold of finished words */
+    uint64_t nbytes; /* bytes absorbed */
+    uint8_t tail[8]; /* partial word */
 } cmf_hash64_state;
 
 void cmf_hash64_init(cmf_hash64_state *st);

@@ -32,7 +32,8 @@ typedef struct cortiq_runtime_opts {
     uint32_t ctx;     /* context length; 0 = min(4096, max_position_embeddings) */
 } cortiq_runtime_opts;
 
-cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts, cortiq_runtime **out, cmf_err *err);
+cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts,
+                               cortiq_runtime **out, cmf_err *err);
 void cortiq_runtime_free(cortiq_runtime *rt); /* NULL allowed */
 
 cortiq_model *cortiq_runtime_model(cortiq_runtime *rt);
@@ -48,10 +49,10 @@ typedef struct cortiq_generate_params {
 void cortiq_generate_defaults(cortiq_generate_params *p);
 
 typedef enum cortiq_finish {
-    CORTIQ_FINISH_EOS = 0,    /* a token of tokenizer_config.eos_token_ids */
-    CORTIQ_FINISH_LENGTH = 1, /* max_tokens reached */
-    CORTIQ_FINISH_CONTEXT = 2,/* the context is full */
-    CORTIQ_FINISH_STOPPED = 3,/* the callback asked to stop */
+    CORTIQ_FINISH_EOS = 0,     /* a token of tokenizer_config.eos_token_ids */
+    CORTIQ_FINISH_LENGTH = 1,  /* max_tokens reached */
+    CORTIQ_FINISH_CONTEXT = 2, /* the context is full */
+    CORTIQ_FINISH_STOPPED = 3, /* the callback asked to stop */
 } cortiq_finish;
 
 const char *cortiq_finish_name(cortiq_finish f);
@@ -67,20 +68,20 @@ typedef int (*cortiq_text_fn)(void *user, const char *text, size_t len);
 
 /* Render messages (a JSON array of {"role", "content"} objects) with the file's chat template
  * and add_generation_prompt; *out malloc'd. */
-cmf_status cortiq_render_chat(cortiq_runtime *rt, const char *messages_json, bool add_generation_prompt, char **out,
-                              cmf_err *err);
+cmf_status cortiq_render_chat(cortiq_runtime *rt, const char *messages_json,
+                              bool add_generation_prompt, char **out, cmf_err *err);
 
 /* Generate after `prompt` token ids. The session's KV cache is reused for the longest prefix
  * it already holds (multi-turn chat re-renders the whole conversation cheaply). *reply gets the
  * generated text (malloc'd) when reply is non-NULL. */
-cmf_status cortiq_generate(cortiq_runtime *rt, const int32_t *prompt, size_t n_prompt, const cortiq_generate_params *p,
-                           cortiq_text_fn on_text, void *user, char **reply, cortiq_generate_stats *stats,
-                           cmf_err *err);
+cmf_status cortiq_generate(cortiq_runtime *rt, const int32_t *prompt, size_t n_prompt,
+                           const cortiq_generate_params *p, cortiq_text_fn on_text, void *user,
+                           char **reply, cortiq_generate_stats *stats, cmf_err *err);
 
 /* One chat turn from scratch: [system,] user -> rendered -> generated. */
 cmf_status cortiq_chat_once(cortiq_runtime *rt, const char *system, const char *user_text,
-                            const cortiq_generate_params *p, cortiq_text_fn on_text, void *user, char **reply,
-                            cortiq_generate_stats *stats, cmf_err *err);
+                            const cortiq_generate_params *p, cortiq_text_fn on_text, void *user,
+                            char **reply, cortiq_generate_stats *stats, cmf_err *err);
 
 #ifdef __cplusplus
 }

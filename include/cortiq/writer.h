@@ -39,8 +39,10 @@ typedef struct cmf_writer_opts {
     void *progress_user;
 } cmf_writer_opts;
 
-/* path: the target file, or for a sharded write the base ("model.cmf" -> "model-00001-of-00003.cmf"). */
-cmf_status cmf_writer_create(const char *path, const cmf_writer_opts *opts, cmf_writer **out, cmf_err *err);
+/* path: the target file, or for a sharded write the base ("model.cmf" ->
+ * "model-00001-of-00003.cmf"). */
+cmf_status cmf_writer_create(const char *path, const cmf_writer_opts *opts, cmf_writer **out,
+                             cmf_err *err);
 
 /* Header JSON object (spec §2). The writer fills "section_hashes" and, for shards, "shard";
  * required_features are derived from the content (masks -> BINARY_MASKS, vbit/q8_2f ->
@@ -49,15 +51,17 @@ cmf_status cmf_writer_set_header(cmf_writer *w, const char *json, size_t len, cm
 
 /* Add a tensor whose payload is given now (copied). */
 cmf_status cmf_writer_add_tensor(cmf_writer *w, const char *name, cmf_dtype dtype, unsigned ndim,
-                                 const uint64_t *shape, const void *data, size_t nbytes, cmf_err *err);
+                                 const uint64_t *shape, const void *data, size_t nbytes,
+                                 cmf_err *err);
 /* Same, but data is borrowed and must stay valid until cmf_writer_finish() returns. */
-cmf_status cmf_writer_add_tensor_ref(cmf_writer *w, const char *name, cmf_dtype dtype, unsigned ndim,
-                                     const uint64_t *shape, const void *data, size_t nbytes, cmf_err *err);
+cmf_status cmf_writer_add_tensor_ref(cmf_writer *w, const char *name, cmf_dtype dtype,
+                                     unsigned ndim, const uint64_t *shape, const void *data,
+                                     size_t nbytes, cmf_err *err);
 /* Payload produced at finish time by producer(user, sink). Its length is whatever it writes;
  * it must be valid for dtype and shape (checked when the file is re-opened). */
-cmf_status cmf_writer_add_tensor_stream(cmf_writer *w, const char *name, cmf_dtype dtype, unsigned ndim,
-                                        const uint64_t *shape, cmf_tensor_producer producer, void *user,
-                                        cmf_err *err);
+cmf_status cmf_writer_add_tensor_stream(cmf_writer *w, const char *name, cmf_dtype dtype,
+                                        unsigned ndim, const uint64_t *shape,
+                                        cmf_tensor_producer producer, void *user, cmf_err *err);
 
 /* Optional sections, raw bytes (copied). Masks: see cmf_masks_builder below. The sparse index
  * is deprecation-pending (spec §7): only for tools that must carry one through. */
@@ -97,8 +101,8 @@ typedef struct cmf_appender cmf_appender;
 cmf_status cmf_append_begin(const char *path, cmf_appender **out, cmf_err *err);
 /* replace != 0 lets the new tensor take over an existing name (the old bytes become dead). */
 cmf_status cmf_append_add_tensor(cmf_appender *a, const char *name, cmf_dtype dtype, unsigned ndim,
-                                 const uint64_t *shape, const void *data, size_t nbytes, int replace,
-                                 cmf_err *err);
+                                 const uint64_t *shape, const void *data, size_t nbytes,
+                                 int replace, cmf_err *err);
 /* Replace the header JSON (e.g. to register a skill); default keeps the current one. */
 cmf_status cmf_append_set_header(cmf_appender *a, const char *json, size_t len, cmf_err *err);
 /* Replace the masks section (written at the tail); default keeps the current one. */

@@ -8,7 +8,9 @@
 #include "cli/cli.h"
 #include "cortiq/format.h"
 
-void cli_error(const cmf_err *err) { fprintf(stderr, "%s\n", err->msg[0] ? err->msg : cmf_status_name(err->code)); }
+void cli_error(const cmf_err *err) {
+    fprintf(stderr, "%s\n", err->msg[0] ? err->msg : cmf_status_name(err->code));
+}
 
 int cli_usage_error(const char *cmd, const char *fmt, ...) {
     va_list ap;
@@ -22,15 +24,21 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) {
 
 int cli_exit_code(cmf_status s) {
     switch (s) {
-    case CMF_OK: return CLI_EXIT_OK;
+    case CMF_OK:
+        return CLI_EXIT_OK;
     case CMF_E_IO:
-    case CMF_E_NOMEM: return CLI_EXIT_SYSTEM;
-    case CMF_E_INVALID_ARG: return CLI_EXIT_USAGE;
-    default: return CLI_EXIT_INVALID;
+    case CMF_E_NOMEM:
+        return CLI_EXIT_SYSTEM;
+    case CMF_E_INVALID_ARG:
+        return CLI_EXIT_USAGE;
+    default:
+        return CLI_EXIT_INVALID;
     }
 }
 
-bool cli_is_help(const char *arg) { return !strcmp(arg, "-h") || !strcmp(arg, "--help"); }
+bool cli_is_help(const char *arg) {
+    return !strcmp(arg, "-h") || !strcmp(arg, "--help");
+}
 
 bool cli_parse_u64(const char *s, uint64_t *out) {
     if (!s || !*s || *s == '-') return false;
@@ -56,10 +64,14 @@ const char *cli_bytes(uint64_t n) {
     static char bufs[4][32];
     static int k;
     char *b = bufs[k++ & 3];
-    if (n < 1024) snprintf(b, 32, "%llu B", (unsigned long long)n);
-    else if (n < (1ull << 20)) snprintf(b, 32, "%.2f KiB", n / 1024.0);
-    else if (n < (1ull << 30)) snprintf(b, 32, "%.2f MiB", n / 1048576.0);
-    else snprintf(b, 32, "%.2f GiB", n / 1073741824.0);
+    if (n < 1024)
+        snprintf(b, 32, "%llu B", (unsigned long long)n);
+    else if (n < (1ull << 20))
+        snprintf(b, 32, "%.2f KiB", n / 1024.0);
+    else if (n < (1ull << 30))
+        snprintf(b, 32, "%.2f MiB", n / 1048576.0);
+    else
+        snprintf(b, 32, "%.2f GiB", n / 1073741824.0);
     return b;
 }
 
@@ -67,14 +79,26 @@ void cli_json_string(const char *s) {
     putchar('"');
     for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
         switch (*p) {
-        case '"': fputs("\\\"", stdout); break;
-        case '\\': fputs("\\\\", stdout); break;
-        case '\n': fputs("\\n", stdout); break;
-        case '\r': fputs("\\r", stdout); break;
-        case '\t': fputs("\\t", stdout); break;
+        case '"':
+            fputs("\\\"", stdout);
+            break;
+        case '\\':
+            fputs("\\\\", stdout);
+            break;
+        case '\n':
+            fputs("\\n", stdout);
+            break;
+        case '\r':
+            fputs("\\r", stdout);
+            break;
+        case '\t':
+            fputs("\\t", stdout);
+            break;
         default:
-            if (*p < 0x20) printf("\\u%04x", *p);
-            else putchar(*p);
+            if (*p < 0x20)
+                printf("\\u%04x", *p);
+            else
+                putchar(*p);
         }
     }
     putchar('"');

@@ -6,25 +6,31 @@
 #include "cortiq/converter.h"
 
 static void usage(void) {
-    printf("usage: cortiq convert --model DIR --quant Q --output OUT.cmf [options]\n"
-           "  DIR: a Hugging Face checkpoint (config.json, model.safetensors or an index with shards,\n"
-           "  tokenizer.json, tokenizer_config.json / chat_template.jinja / generation_config.json).\n"
-           "  Supported model_type: llama mistral qwen2 qwen3 gemma3 gemma3_text qwen2_moe qwen3_moe qwen3_next.\n"
-           "  --quant Q          f32 f16 bf16 q8 q8_2f q4 q4t q4tp vbit q1s q1t (q1: needs --allow-q1)\n"
-           "  --embed-quant Q    dtype of model.embed_tokens.weight (default: --quant)\n"
-           "  --head-quant Q     dtype of lm_head.weight (default: --quant)\n"
-           "  --mean-bits B      vbit target mean bits per weight (default 4.25)\n"
-           "  --masks DIR        per-task keep-sets, one <task>.json each (docs/CONVERT.md)\n"
-           "  --shard-max-gb G   split into {base}-NNNNN-of-MMMMM.cmf shards of about G GB (f32 size)\n"
-           "  -t, --threads N    encoder threads (default: all cores)\n"
-           "  --allow-q1         permit q1 (for 1-bit-trained models only)\n"
-           "  -q, --quiet        no progress display\n"
-           "  1-D tensors, norms and tensors under 32 elements are always f16; a shape the chosen\n"
-           "  dtype cannot hold falls back to q8 (2-D) or f16, and the converter says so.\n");
+    printf(
+        "usage: cortiq convert --model DIR --quant Q --output OUT.cmf [options]\n"
+        "  DIR: a Hugging Face checkpoint (config.json, model.safetensors or an index with "
+        "shards,\n"
+        "  tokenizer.json, tokenizer_config.json / chat_template.jinja / generation_config.json).\n"
+        "  Supported model_type: llama mistral qwen2 qwen3 gemma3 gemma3_text qwen2_moe qwen3_moe "
+        "qwen3_next.\n"
+        "  --quant Q          f32 f16 bf16 q8 q8_2f q4 q4t q4tp vbit q1s q1t (q1: needs "
+        "--allow-q1)\n"
+        "  --embed-quant Q    dtype of model.embed_tokens.weight (default: --quant)\n"
+        "  --head-quant Q     dtype of lm_head.weight (default: --quant)\n"
+        "  --mean-bits B      vbit target mean bits per weight (default 4.25)\n"
+        "  --masks DIR        per-task keep-sets, one <task>.json each (docs/CONVERT.md)\n"
+        "  --shard-max-gb G   split into {base}-NNNNN-of-MMMMM.cmf shards of about G GB (f32 "
+        "size)\n"
+        "  -t, --threads N    encoder threads (default: all cores)\n"
+        "  --allow-q1         permit q1 (for 1-bit-trained models only)\n"
+        "  -q, --quiet        no progress display\n"
+        "  1-D tensors, norms and tensors under 32 elements are always f16; a shape the chosen\n"
+        "  dtype cannot hold falls back to q8 (2-D) or f16, and the converter says so.\n");
 }
 
 static int parse_quant(const char *s, cmf_dtype *dt) {
-    if (!cmf_convert_quant_from_name(s, dt)) return cli_usage_error("convert", "unknown quant '%s'", s);
+    if (!cmf_convert_quant_from_name(s, dt))
+        return cli_usage_error("convert", "unknown quant '%s'", s);
     return 0;
 }
 
@@ -39,10 +45,14 @@ int cmd_convert(int argc, char **argv) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         double dv;
         uint64_t uv;
-        if (cli_is_help(a)) return usage(), CLI_EXIT_OK;
-        else if (!strcmp(a, "--model") && v) model = argv[++i];
-        else if ((!strcmp(a, "--output") || !strcmp(a, "-o")) && v) out = argv[++i];
-        else if (!strcmp(a, "--masks") && v) masks = argv[++i];
+        if (cli_is_help(a))
+            return usage(), CLI_EXIT_OK;
+        else if (!strcmp(a, "--model") && v)
+            model = argv[++i];
+        else if ((!strcmp(a, "--output") || !strcmp(a, "-o")) && v)
+            out = argv[++i];
+        else if (!strcmp(a, "--masks") && v)
+            masks = argv[++i];
         else if (!strcmp(a, "--quant") && v) {
             if (parse_quant(argv[++i], &o.quant)) return CLI_EXIT_USAGE;
             have_quant = 1;
@@ -52,17 +62,23 @@ int cmd_convert(int argc, char **argv) {
         } else if (!strcmp(a, "--head-quant") && v) {
             if (parse_quant(argv[++i], &o.head_quant)) return CLI_EXIT_USAGE;
             o.has_head_quant = true;
-        } else if (!strcmp(a, "--mean-bits") && v && cli_parse_double(argv[++i], &dv) && dv >= 3 && dv <= 8)
+        } else if (!strcmp(a, "--mean-bits") && v && cli_parse_double(argv[++i], &dv) && dv >= 3 &&
+                   dv <= 8)
             o.vbit_mean_bits = dv;
         else if (!strcmp(a, "--shard-max-gb") && v && cli_parse_double(argv[++i], &dv) && dv > 0)
             o.shard_max_bytes = (uint64_t)(dv * 1e9);
-        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && v && cli_parse_u64(argv[++i], &uv) && uv <= 64)
+        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && v &&
+                 cli_parse_u64(argv[++i], &uv) && uv <= 64)
             o.threads = (unsigned)uv;
-        else if (!strcmp(a, "--allow-q1")) o.allow_q1 = true;
-        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet")) o.progress = 0;
-        else return cli_usage_error("convert", "bad or incomplete option '%s'", a);
+        else if (!strcmp(a, "--allow-q1"))
+            o.allow_q1 = true;
+        else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
+            o.progress = 0;
+        else
+            return cli_usage_error("convert", "bad or incomplete option '%s'", a);
     }
-    if (!model || !out || !have_quant) return cli_usage_error("convert", "need --model DIR, --quant Q and --output OUT.cmf");
+    if (!model || !out || !have_quant)
+        return cli_usage_error("convert", "need --model DIR, --quant Q and --output OUT.cmf");
     cmf_err err;
     cmf_convert_stats s;
     cmf_status st = cmf_convert_hf(model, out, masks, &o, &s, &err);
@@ -71,8 +87,10 @@ int cmd_convert(int argc, char **argv) {
         return cli_exit_code(st);
     }
     if (o.progress)
-        fprintf(stderr, "convert: %zu tensors (%zu fallbacks), %.1f MB source -> %.1f MB, %.2f s, %.0f MB/s\n",
-                s.tensors, s.fallbacks, s.source_bytes / 1e6, s.output_bytes / 1e6, s.seconds,
-                s.seconds > 0 ? s.source_bytes / 1e6 / s.seconds : 0.0);
+        fprintf(
+            stderr,
+            "convert: %zu tensors (%zu fallbacks), %.1f MB source -> %.1f MB, %.2f s, %.0f MB/s\n",
+            s.tensors, s.fallbacks, s.source_bytes / 1e6, s.output_bytes / 1e6, s.seconds,
+            s.seconds > 0 ? s.source_bytes / 1e6 / s.seconds : 0.0);
     return CLI_EXIT_OK;
 }

@@ -1,4 +1,5 @@
-/* cmd_masks.c - `cortiq masks FILE [--json]`: each task mask, per layer active neurons/heads/experts. */
+/* cmd_masks.c - `cortiq masks FILE [--json]`: each task mask, per layer active
+ * neurons/heads/experts. */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,8 +8,10 @@
 
 static void usage(void) {
     printf("usage: cortiq masks FILE [--json]\n"
-           "  Every task mask of the masks section (spec 5): name, sparsity, quality contract, and per\n"
-           "  layer the active FFN neurons, attention heads, layer gate and (MoE) routable experts.\n");
+           "  Every task mask of the masks section (spec 5): name, sparsity, quality contract, and "
+           "per\n"
+           "  layer the active FFN neurons, attention heads, layer gate and (MoE) routable "
+           "experts.\n");
 }
 
 int cmd_masks(int argc, char **argv) {
@@ -18,10 +21,14 @@ int cmd_masks(int argc, char **argv) {
         if (cli_is_help(argv[i])) {
             usage();
             return CLI_EXIT_OK;
-        } else if (!strcmp(argv[i], "--json")) json = 1;
-        else if (argv[i][0] == '-') return cli_usage_error("masks", "unknown option '%s'", argv[i]);
-        else if (!path) path = argv[i];
-        else return cli_usage_error("masks", "one FILE only");
+        } else if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (argv[i][0] == '-')
+            return cli_usage_error("masks", "unknown option '%s'", argv[i]);
+        else if (!path)
+            path = argv[i];
+        else
+            return cli_usage_error("masks", "one FILE only");
     }
     if (!path) return cli_usage_error("masks", "missing FILE");
     cmf_file *f;
@@ -29,20 +36,25 @@ int cmd_masks(int argc, char **argv) {
     if (rc) return rc;
     const cmf_masks *m = cmf_file_masks(f);
     if (!m) {
-        if (json) printf("{\"masks\": []}\n");
-        else printf("%s: no masks section\n", path);
+        if (json)
+            printf("{\"masks\": []}\n");
+        else
+            printf("%s: no masks section\n", path);
         cmf_close(f);
         return CLI_EXIT_OK;
     }
     if (json) {
         printf("{\"default_task\": ");
-        if (m->default_task) cli_json_string(m->default_task);
-        else printf("null");
-        printf(", \"n_layers\": %u, \"intermediate\": %u, \"n_heads\": %u, \"n_experts\": %u, \"masks\": [", m->n_layers,
-               m->intermediate, m->n_heads, m->n_experts);
+        if (m->default_task)
+            cli_json_string(m->default_task);
+        else
+            printf("null");
+        printf(", \"n_layers\": %u, \"intermediate\": %u, \"n_heads\": %u, \"n_experts\": %u, "
+               "\"masks\": [",
+               m->n_layers, m->intermediate, m->n_heads, m->n_experts);
     } else {
-        printf("%zu mask(s); dims: %u layers, %u FFN neurons, %u heads%s", m->n_masks, m->n_layers, m->intermediate,
-               m->n_heads, m->n_experts ? "" : "\n");
+        printf("%zu mask(s); dims: %u layers, %u FFN neurons, %u heads%s", m->n_masks, m->n_layers,
+               m->intermediate, m->n_heads, m->n_experts ? "" : "\n");
         if (m->n_experts) printf(", %u experts\n", m->n_experts);
     }
     for (size_t i = 0; i < m->n_masks; i++) {
@@ -51,26 +63,30 @@ int cmd_masks(int argc, char **argv) {
             printf("%s\n {\"task_id\": %u, \"name\": ", i ? "," : "", k->task_id);
             cli_json_string(k->name);
             printf(", \"sparsity\": ");
-            if (k->has_sparsity) printf("%g", k->sparsity);
-            else printf("null");
-            printf(", \"quality\": %s, \"layers_active\": %u, \"layers\": [", k->quality_json ? k->quality_json : "null",
-                   cmf_mask_layers_active(m, k));
+            if (k->has_sparsity)
+                printf("%g", k->sparsity);
+            else
+                printf("null");
+            printf(", \"quality\": %s, \"layers_active\": %u, \"layers\": [",
+                   k->quality_json ? k->quality_json : "null", cmf_mask_layers_active(m, k));
             for (uint32_t l = 0; l < m->n_layers; l++)
-                printf("%s{\"gate\": %d, \"ffn\": %u, \"heads\": %u, \"experts\": %u}", l ? ", " : "",
-                       cmf_bit(k->gates, l), cmf_mask_ffn_active(m, k, l), cmf_mask_heads_active(m, k, l),
-                       cmf_mask_experts_active(m, k, l));
+                printf("%s{\"gate\": %d, \"ffn\": %u, \"heads\": %u, \"experts\": %u}",
+                       l ? ", " : "", cmf_bit(k->gates, l), cmf_mask_ffn_active(m, k, l),
+                       cmf_mask_heads_active(m, k, l), cmf_mask_experts_active(m, k, l));
             printf("]}");
             continue;
         }
-        printf("\n[%u] %s%s%s\n", k->task_id, k->name, m->default_task && !strcmp(m->default_task, k->name) ? " (default)" : "",
+        printf("\n[%u] %s%s%s\n", k->task_id, k->name,
+               m->default_task && !strcmp(m->default_task, k->name) ? " (default)" : "",
                k->description ? "" : "");
         if (k->description) printf("    %s\n", k->description);
         if (k->has_sparsity) printf("    sparsity %.4f\n", k->sparsity);
         printf("    quality  %s\n", k->quality_json ? k->quality_json : "null (not measured)");
-        printf("    layer  gate  ffn_active  heads_active%s\n", k->experts ? "  experts_routable" : "");
+        printf("    layer  gate  ffn_active  heads_active%s\n",
+               k->experts ? "  experts_routable" : "");
         for (uint32_t l = 0; l < m->n_layers; l++) {
-            printf("    %5u  %4s  %10u  %12u", l, cmf_bit(k->gates, l) ? "on" : "off", cmf_mask_ffn_active(m, k, l),
-                   cmf_mask_heads_active(m, k, l));
+            printf("    %5u  %4s  %10u  %12u", l, cmf_bit(k->gates, l) ? "on" : "off",
+                   cmf_mask_ffn_active(m, k, l), cmf_mask_heads_active(m, k, l));
             if (k->experts) printf("  %16u", cmf_mask_experts_active(m, k, l));
             printf("\n");
         }

@@ -12,7 +12,8 @@
 
 static void usage(void) {
     printf("usage: cortiq ppl MODEL.cmf TEXTFILE [--ctx N] [--stride S] [-t N]\n"
-           "  Perplexity of the text (tokenized with special tokens, as transformers' tokenizer(text)\n"
+           "  Perplexity of the text (tokenized with special tokens, as transformers' "
+           "tokenizer(text)\n"
            "  does) with a strided sliding window: N tokens per window (default 1024, at most the\n"
            "  model's context), advancing S tokens (default N/2). Ends with `PPL = <value>`.\n");
 }
@@ -21,15 +22,25 @@ int cmd_ppl(int argc, char **argv) {
     const char *path = NULL, *text_path = NULL;
     uint64_t ctx = 1024, stride = 0, threads = 0;
     for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i])) return usage(), CLI_EXIT_OK;
-        else if (!strcmp(argv[i], "--ctx") && i + 1 < argc && cli_parse_u64(argv[++i], &ctx) && ctx >= 2 && ctx <= (1u << 20));
-        else if (!strcmp(argv[i], "--stride") && i + 1 < argc && cli_parse_u64(argv[++i], &stride) && stride >= 1);
+        if (cli_is_help(argv[i]))
+            return usage(), CLI_EXIT_OK;
+        else if (!strcmp(argv[i], "--ctx") && i + 1 < argc && cli_parse_u64(argv[++i], &ctx) &&
+                 ctx >= 2 && ctx <= (1u << 20))
+            ;
+        else if (!strcmp(argv[i], "--stride") && i + 1 < argc &&
+                 cli_parse_u64(argv[++i], &stride) && stride >= 1)
+            ;
         else if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) && i + 1 < argc &&
-                 cli_parse_u64(argv[++i], &threads) && threads <= 64);
-        else if (argv[i][0] == '-') return cli_usage_error("ppl", "bad or incomplete option '%s'", argv[i]);
-        else if (!path) path = argv[i];
-        else if (!text_path) text_path = argv[i];
-        else return cli_usage_error("ppl", "too many arguments");
+                 cli_parse_u64(argv[++i], &threads) && threads <= 64)
+            ;
+        else if (argv[i][0] == '-')
+            return cli_usage_error("ppl", "bad or incomplete option '%s'", argv[i]);
+        else if (!path)
+            path = argv[i];
+        else if (!text_path)
+            text_path = argv[i];
+        else
+            return cli_usage_error("ppl", "too many arguments");
     }
     if (!path || !text_path) return cli_usage_error("ppl", "need MODEL.cmf and TEXTFILE");
     size_t tlen;
@@ -44,7 +55,8 @@ int cmd_ppl(int argc, char **argv) {
     cmf_status st = cortiq_runtime_open(path, &ro, &rt, &err);
     int32_t *ids = NULL;
     size_t n = 0;
-    if (!st) st = cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), text, tlen, true, &ids, &n, &err);
+    if (!st)
+        st = cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), text, tlen, true, &ids, &n, &err);
     free(text);
     if (st) {
         cli_error(&err);
@@ -68,9 +80,11 @@ int cmd_ppl(int argc, char **argv) {
         for (size_t t = first_label ? first_label - 1 : 0; !st && t + 1 < end - begin; t++) {
             const float *l = logits + t * V;
             float mx = l[0];
-            for (uint32_t v = 1; v < V; v++) mx = l[v] > mx ? l[v] : mx;
+            for (uint32_t v = 1; v < V; v++)
+                mx = l[v] > mx ? l[v] : mx;
             double sum = 0;
-            for (uint32_t v = 0; v < V; v++) sum += exp((double)l[v] - mx);
+            for (uint32_t v = 0; v < V; v++)
+                sum += exp((double)l[v] - mx);
             nll += log(sum) + mx - l[ids[begin + t + 1]];
             scored++;
         }
@@ -88,7 +102,8 @@ int cmd_ppl(int argc, char **argv) {
         fprintf(stderr, "%s: text too short to score\n", text_path);
         return CLI_EXIT_INVALID;
     }
-    printf("tokens %zu, scored %zu, window %u, stride %llu\n", n, scored, win, (unsigned long long)stride);
+    printf("tokens %zu, scored %zu, window %u, stride %llu\n", n, scored, win,
+           (unsigned long long)stride);
     printf("PPL = %.4f\n", exp(nll / (double)scored));
     return CLI_EXIT_OK;
 }

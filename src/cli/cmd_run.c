@@ -10,16 +10,19 @@
 
 static void usage(void) {
     printf("usage: cortiq run MODEL.cmf [--prompt TEXT] [options]\n"
-           "  With --prompt: answer once and exit. Without: interactive chat (history kept; /reset, /exit).\n"
+           "  With --prompt: answer once and exit. Without: interactive chat (history kept; "
+           "/reset, /exit).\n"
            "  The file's chat template renders the conversation (ChatML when the file has none).\n"
            "  --system TEXT        system message\n"
-           "  --raw                no template: the prompt text is tokenized as is (BOS added per tokenizer)\n"
+           "  --raw                no template: the prompt text is tokenized as is (BOS added per "
+           "tokenizer)\n"
            "  --max-tokens N       stop after N generated tokens (default 512)\n"
            "  --greedy             always the most likely token (same as --temp 0)\n"
            "  --temp T  --top-k K  --top-p P  --min-p P  --repeat-penalty R  --seed S\n"
            "  --ctx N              context length (default min(4096, model max))\n"
            "  -t, --threads N      compute threads (default: all cores)\n"
-           "  Generation stops on any of the file's eos_token_ids. A stats line ends each answer on stderr.\n");
+           "  Generation stops on any of the file's eos_token_ids. A stats line ends each answer "
+           "on stderr.\n");
 }
 
 static int print_piece(void *user, const char *text, size_t len) {
@@ -31,16 +34,21 @@ static int print_piece(void *user, const char *text, size_t len) {
 
 static void print_stats(const cortiq_generate_stats *s) {
     size_t pre = s->prompt_tokens - s->cached_tokens;
-    fprintf(stderr, "\n[prompt %zu tokens (%zu cached), prefill %.1f tok/s | generated %zu tokens, decode %.1f tok/s | finish %s]\n",
-            s->prompt_tokens, s->cached_tokens, s->prefill_seconds > 0 ? pre / s->prefill_seconds : 0.0,
-            s->generated_tokens, s->decode_seconds > 0 ? s->generated_tokens / s->decode_seconds : 0.0,
+    fprintf(stderr,
+            "\n[prompt %zu tokens (%zu cached), prefill %.1f tok/s | generated %zu tokens, decode "
+            "%.1f tok/s | finish %s]\n",
+            s->prompt_tokens, s->cached_tokens,
+            s->prefill_seconds > 0 ? pre / s->prefill_seconds : 0.0, s->generated_tokens,
+            s->decode_seconds > 0 ? s->generated_tokens / s->decode_seconds : 0.0,
             cortiq_finish_name(s->finish));
 }
 
-static cmf_status run_raw(cortiq_runtime *rt, const char *prompt, const cortiq_generate_params *gp, cmf_err *err) {
+static cmf_status run_raw(cortiq_runtime *rt, const char *prompt, const cortiq_generate_params *gp,
+                          cmf_err *err) {
     int32_t *ids = NULL;
     size_t n = 0;
-    cmf_status st = cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), prompt, strlen(prompt), true, &ids, &n, err);
+    cmf_status st = cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), prompt, strlen(prompt), true,
+                                         &ids, &n, err);
     cortiq_generate_stats s;
     if (!st) st = cortiq_generate(rt, ids, n, gp, print_piece, NULL, NULL, &s, err);
     if (!st) print_stats(&s);
@@ -48,23 +56,29 @@ static cmf_status run_raw(cortiq_runtime *rt, const char *prompt, const cortiq_g
     return st;
 }
 
-static cmf_status chat_loop(cortiq_runtime *rt, const char *system, const cortiq_generate_params *gp, cmf_err *err) {
+static cmf_status chat_loop(cortiq_runtime *rt, const char *system,
+                            const cortiq_generate_params *gp, cmf_err *err) {
     json_t *msgs = json_array();
-    if (system) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
+    if (system)
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
     int tty = isatty(0);
     char line[65536];
     cmf_status st = CMF_OK;
-    if (tty) fprintf(stderr, "chat: type a message, /reset to start over, /exit or Ctrl-D to quit\n");
+    if (tty)
+        fprintf(stderr, "chat: type a message, /reset to start over, /exit or Ctrl-D to quit\n");
     for (;;) {
         if (tty) fprintf(stderr, "> ");
         if (!fgets(line, sizeof line, stdin)) break;
         size_t len = strlen(line);
-        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = '\0';
+        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            line[--len] = '\0';
         if (!len) continue;
         if (!strcmp(line, "/exit")) break;
         if (!strcmp(line, "/reset")) {
             json_array_clear(msgs);
-            if (system) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
+            if (system)
+                json_array_append_new(msgs,
+                                      json_pack("{s:s,s:s}", "role", "system", "content", system));
             continue;
         }
         json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", line));
@@ -73,7 +87,9 @@ static cmf_status chat_loop(cortiq_runtime *rt, const char *system, const cortiq
         free(mj);
         int32_t *ids = NULL;
         size_t n = 0;
-        if (!st) st = cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), prompt, strlen(prompt), false, &ids, &n, err);
+        if (!st)
+            st = cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), prompt, strlen(prompt), false,
+                                      &ids, &n, err);
         cortiq_generate_stats s;
         if (!st) st = cortiq_generate(rt, ids, n, gp, print_piece, NULL, &reply, &s, err);
         free(prompt);
@@ -98,25 +114,45 @@ int cmd_run(int argc, char **argv) {
         int more = i + 1 < argc;
         double d;
         uint64_t u;
-        if (cli_is_help(a)) return usage(), CLI_EXIT_OK;
-        else if (!strcmp(a, "--prompt") && more) prompt = argv[++i];
-        else if (!strcmp(a, "--system") && more) system = argv[++i];
-        else if (!strcmp(a, "--raw")) raw = 1;
-        else if (!strcmp(a, "--greedy")) gp.sampler.temperature = 0;
-        else if (!strcmp(a, "--max-tokens") && more && cli_parse_u64(argv[++i], &u) && u <= UINT32_MAX) gp.max_tokens = (uint32_t)u;
-        else if (!strcmp(a, "--temp") && more && cli_parse_double(argv[++i], &d) && d >= 0) gp.sampler.temperature = (float)d;
-        else if (!strcmp(a, "--top-k") && more && cli_parse_u64(argv[++i], &u) && u < (1u << 30)) gp.sampler.top_k = (int)u;
-        else if (!strcmp(a, "--top-p") && more && cli_parse_double(argv[++i], &d) && d > 0 && d <= 1) gp.sampler.top_p = (float)d;
-        else if (!strcmp(a, "--min-p") && more && cli_parse_double(argv[++i], &d) && d >= 0 && d < 1) gp.sampler.min_p = (float)d;
+        if (cli_is_help(a))
+            return usage(), CLI_EXIT_OK;
+        else if (!strcmp(a, "--prompt") && more)
+            prompt = argv[++i];
+        else if (!strcmp(a, "--system") && more)
+            system = argv[++i];
+        else if (!strcmp(a, "--raw"))
+            raw = 1;
+        else if (!strcmp(a, "--greedy"))
+            gp.sampler.temperature = 0;
+        else if (!strcmp(a, "--max-tokens") && more && cli_parse_u64(argv[++i], &u) &&
+                 u <= UINT32_MAX)
+            gp.max_tokens = (uint32_t)u;
+        else if (!strcmp(a, "--temp") && more && cli_parse_double(argv[++i], &d) && d >= 0)
+            gp.sampler.temperature = (float)d;
+        else if (!strcmp(a, "--top-k") && more && cli_parse_u64(argv[++i], &u) && u < (1u << 30))
+            gp.sampler.top_k = (int)u;
+        else if (!strcmp(a, "--top-p") && more && cli_parse_double(argv[++i], &d) && d > 0 &&
+                 d <= 1)
+            gp.sampler.top_p = (float)d;
+        else if (!strcmp(a, "--min-p") && more && cli_parse_double(argv[++i], &d) && d >= 0 &&
+                 d < 1)
+            gp.sampler.min_p = (float)d;
         else if (!strcmp(a, "--repeat-penalty") && more && cli_parse_double(argv[++i], &d) && d > 0)
             gp.sampler.repeat_penalty = (float)d;
-        else if (!strcmp(a, "--seed") && more && cli_parse_u64(argv[++i], &u)) gp.sampler.seed = u;
-        else if (!strcmp(a, "--ctx") && more && cli_parse_u64(argv[++i], &u) && u >= 16 && u <= (1u << 24)) ro.ctx = (uint32_t)u;
-        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && more && cli_parse_u64(argv[++i], &u) && u <= 64)
+        else if (!strcmp(a, "--seed") && more && cli_parse_u64(argv[++i], &u))
+            gp.sampler.seed = u;
+        else if (!strcmp(a, "--ctx") && more && cli_parse_u64(argv[++i], &u) && u >= 16 &&
+                 u <= (1u << 24))
+            ro.ctx = (uint32_t)u;
+        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && more &&
+                 cli_parse_u64(argv[++i], &u) && u <= 64)
             ro.threads = (unsigned)u;
-        else if (a[0] == '-') return cli_usage_error("run", "bad or incomplete option '%s'", a);
-        else if (!path) path = a;
-        else return cli_usage_error("run", "one MODEL only");
+        else if (a[0] == '-')
+            return cli_usage_error("run", "bad or incomplete option '%s'", a);
+        else if (!path)
+            path = a;
+        else
+            return cli_usage_error("run", "one MODEL only");
     }
     if (!path) return cli_usage_error("run", "missing MODEL.cmf");
     cmf_err err;
@@ -126,12 +162,14 @@ int cmd_run(int argc, char **argv) {
         cli_error(&err);
         return cli_exit_code(st);
     }
-    if (prompt && raw) st = run_raw(rt, prompt, &gp, &err);
+    if (prompt && raw)
+        st = run_raw(rt, prompt, &gp, &err);
     else if (prompt) {
         cortiq_generate_stats s;
         st = cortiq_chat_once(rt, system, prompt, &gp, print_piece, NULL, NULL, &s, &err);
         if (!st) print_stats(&s);
-    } else st = chat_loop(rt, system, &gp, &err);
+    } else
+        st = chat_loop(rt, system, &gp, &err);
     if (st) cli_error(&err);
     cortiq_runtime_free(rt);
     return cli_exit_code(st);

@@ -17,7 +17,8 @@ static void usage(void) {
 static void print_shape(const cmf_tensor *t, char *buf, size_t cap) {
     size_t n = (size_t)snprintf(buf, cap, "[");
     for (unsigned i = 0; i < t->ndim && n < cap; i++)
-        n += (size_t)snprintf(buf + n, cap - n, "%s%llu", i ? ", " : "", (unsigned long long)t->shape[i]);
+        n += (size_t)snprintf(buf + n, cap - n, "%s%llu", i ? ", " : "",
+                              (unsigned long long)t->shape[i]);
     if (n < cap) snprintf(buf + n, cap - n, "]");
 }
 
@@ -28,12 +29,18 @@ int cmd_tensors(int argc, char **argv) {
         if (cli_is_help(argv[i])) {
             usage();
             return CLI_EXIT_OK;
-        } else if (!strcmp(argv[i], "--json")) json = 1;
-        else if (!strcmp(argv[i], "--sorted")) sorted = 1;
-        else if (!strcmp(argv[i], "--prefix") && i + 1 < argc) prefix = argv[++i];
-        else if (argv[i][0] == '-') return cli_usage_error("tensors", "unknown option '%s'", argv[i]);
-        else if (!path) path = argv[i];
-        else return cli_usage_error("tensors", "one FILE only");
+        } else if (!strcmp(argv[i], "--json"))
+            json = 1;
+        else if (!strcmp(argv[i], "--sorted"))
+            sorted = 1;
+        else if (!strcmp(argv[i], "--prefix") && i + 1 < argc)
+            prefix = argv[++i];
+        else if (argv[i][0] == '-')
+            return cli_usage_error("tensors", "unknown option '%s'", argv[i]);
+        else if (!path)
+            path = argv[i];
+        else
+            return cli_usage_error("tensors", "one FILE only");
     }
     if (!path) return cli_usage_error("tensors", "missing FILE");
     cmf_file *f;
@@ -41,20 +48,25 @@ int cmd_tensors(int argc, char **argv) {
     if (rc) return rc;
     size_t first = 0, count = cmf_file_tensor_count(f);
     if (prefix) cmf_file_prefix(f, prefix, &first, &count);
-    if (json) printf("[");
-    else printf("%-60s %-9s %-22s %12s %12s %s\n", "name", "dtype", "shape", "offset", "bytes", "hash64");
+    if (json)
+        printf("[");
+    else
+        printf("%-60s %-9s %-22s %12s %12s %s\n", "name", "dtype", "shape", "offset", "bytes",
+               "hash64");
     for (size_t k = 0; k < count; k++) {
-        const cmf_tensor *t = (prefix || sorted) ? cmf_file_sorted_at(f, first + k) : cmf_file_tensor_at(f, k);
+        const cmf_tensor *t =
+            (prefix || sorted) ? cmf_file_sorted_at(f, first + k) : cmf_file_tensor_at(f, k);
         char shape[160], hex[17];
         print_shape(t, shape, sizeof shape);
         cmf_hash64_to_hex(t->hash, hex);
         if (json) {
             printf("%s\n {\"name\": ", k ? "," : "");
             cli_json_string(t->name);
-            printf(", \"dtype\": \"%s\", \"shape\": %s, \"offset\": %llu, \"nbytes\": %llu, \"hash64\": \"%s\", "
+            printf(", \"dtype\": \"%s\", \"shape\": %s, \"offset\": %llu, \"nbytes\": %llu, "
+                   "\"hash64\": \"%s\", "
                    "\"shard\": %u}",
-                   cmf_dtype_name(t->dtype), shape, (unsigned long long)t->off, (unsigned long long)t->nbytes, hex,
-                   t->shard + 1);
+                   cmf_dtype_name(t->dtype), shape, (unsigned long long)t->off,
+                   (unsigned long long)t->nbytes, hex, t->shard + 1);
         } else {
             printf("%-60s %-9s %-22s %12llu %12llu %s\n", t->name, cmf_dtype_name(t->dtype), shape,
                    (unsigned long long)t->off, (unsigned long long)t->nbytes, hex);

@@ -21,7 +21,8 @@ static void usage(FILE *out) {
                  "commands:\n");
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)
         fprintf(out, "  %-14s %s\n", k_commands[i].name, k_commands[i].summary);
-    fprintf(out, "\nexit codes: 0 ok, 1 invalid input or failed check, 2 usage error, 3 system error\n");
+    fprintf(out,
+            "\nexit codes: 0 ok, 1 invalid input or failed check, 2 usage error, 3 system error\n");
 }
 
 int main(int argc, char **argv) {

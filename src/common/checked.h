@@ -24,6 +24,8 @@ static inline bool ck_span_within(uint64_t off, uint64_t len, uint64_t limit) {
     uint64_t end;
     return ck_add_u64(off, len, &end) && end <= limit;
 }
-static inline uint64_t ck_align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+static inline uint64_t ck_align_up(uint64_t v, uint64_t a) {
+    return (v + a - 1) / a * a;
+}
 
 #endif

@@ -58,9 +58,12 @@ cq_isa cq_cpu_isa(void) {
     const char *env = getenv("CORTIQ_CPU");
     if (env) {
         cq_isa want = isa;
-        if (!strcmp(env, "scalar")) want = CQ_ISA_SCALAR;
-        else if (!strcmp(env, "avx2")) want = CQ_ISA_AVX2;
-        else if (!strcmp(env, "avx512")) want = CQ_ISA_AVX512;
+        if (!strcmp(env, "scalar"))
+            want = CQ_ISA_SCALAR;
+        else if (!strcmp(env, "avx2"))
+            want = CQ_ISA_AVX2;
+        else if (!strcmp(env, "avx512"))
+            want = CQ_ISA_AVX512;
         if (want < isa) isa = want;
     }
     g_isa = (int)isa;
@@ -74,9 +77,12 @@ void cq_cpu_force(cq_isa isa) {
 
 const char *cq_isa_name(cq_isa isa) {
     switch (isa) {
-    case CQ_ISA_SCALAR: return "scalar";
-    case CQ_ISA_AVX2: return "avx2";
-    case CQ_ISA_AVX512: return "avx512";
+    case CQ_ISA_SCALAR:
+        return "scalar";
+    case CQ_ISA_AVX2:
+        return "avx2";
+    case CQ_ISA_AVX512:
+        return "avx512";
     }
     return "?";
 }

@@ -7,8 +7,8 @@
 
 typedef enum cq_isa {
     CQ_ISA_SCALAR = 0,
-    CQ_ISA_AVX2 = 1,    /* AVX2 + FMA + F16C */
-    CQ_ISA_AVX512 = 2,  /* F, BW, VL, DQ (+ VNNI / BF16 reported separately) */
+    CQ_ISA_AVX2 = 1,   /* AVX2 + FMA + F16C */
+    CQ_ISA_AVX512 = 2, /* F, BW, VL, DQ (+ VNNI / BF16 reported separately) */
 } cq_isa;
 
 typedef struct cq_cpu_features {

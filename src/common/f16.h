@@ -51,7 +51,9 @@ static inline uint16_t f32_to_f16(float f) {
     return (uint16_t)(sign | half);
 }
 
-static inline float bf16_to_f32(uint16_t b) { return f32_from_bits((uint32_t)b << 16); }
+static inline float bf16_to_f32(uint16_t b) {
+    return f32_from_bits((uint32_t)b << 16);
+}
 
 static inline uint16_t f32_to_bf16(float f) {
     uint32_t x = f32_bits(f);

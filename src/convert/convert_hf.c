@@ -14,15 +14,17 @@
 #include "cortiq/converter.h"
 
 static const char *quant_label(const cmf_convert_opts *o) {
-    static const char *names[] = {[CMF_DT_F32] = "f32",   [CMF_DT_F16] = "f16",       [CMF_DT_BF16] = "bf16",
-                                  [CMF_DT_Q8_ROW] = "q8", [CMF_DT_Q4_BLOCK] = "q4",   [CMF_DT_VBIT] = "vbit",
-                                  [CMF_DT_Q8_2F] = "q8_2f", [CMF_DT_VBIT_RO] = "vbit", [CMF_DT_Q4_TILED] = "q4t",
-                                  [CMF_DT_Q1] = "q1",     [CMF_DT_Q1S] = "q1s",       [CMF_DT_Q1T] = "q1t",
-                                  [CMF_DT_Q4TP] = "q4tp"};
+    static const char *names[] = {
+        [CMF_DT_F32] = "f32",     [CMF_DT_F16] = "f16",      [CMF_DT_BF16] = "bf16",
+        [CMF_DT_Q8_ROW] = "q8",   [CMF_DT_Q4_BLOCK] = "q4",  [CMF_DT_VBIT] = "vbit",
+        [CMF_DT_Q8_2F] = "q8_2f", [CMF_DT_VBIT_RO] = "vbit", [CMF_DT_Q4_TILED] = "q4t",
+        [CMF_DT_Q1] = "q1",       [CMF_DT_Q1S] = "q1s",      [CMF_DT_Q1T] = "q1t",
+        [CMF_DT_Q4TP] = "q4tp"};
     return (unsigned)o->quant < CMF_DT_COUNT && names[o->quant] ? names[o->quant] : "?";
 }
 
-cmf_status cmf_convert_hf_header(const char *model_dir, const cmf_convert_opts *opts, char **out, cmf_err *err) {
+cmf_status cmf_convert_hf_header(const char *model_dir, const cmf_convert_opts *opts, char **out,
+                                 cmf_err *err) {
     cmf_convert_opts d;
     if (!opts) cmf_convert_opts_default(&d), opts = &d;
     json_t *h;
@@ -63,23 +65,29 @@ typedef struct shape_rule {
 } shape_rule;
 
 static cmf_status check_shapes(const cmf_st *st, json_t *arch, const char *dir, cmf_err *err) {
-    int64_t hidden = cfg_int(arch, "hidden_size", -1), heads = cfg_int(arch, "num_attention_heads", -1);
+    int64_t hidden = cfg_int(arch, "hidden_size", -1),
+            heads = cfg_int(arch, "num_attention_heads", -1);
     int64_t kv = cfg_int(arch, "num_kv_heads", heads), hd = cfg_int(arch, "head_dim", -1);
     int64_t vocab = cfg_int(arch, "vocab_size", -1), inter = cfg_int(arch, "intermediate_size", -1);
     int64_t layers = cfg_int(arch, "num_layers", -1);
     json_t *lt = json_object_get(arch, "layer_types");
     int tied = json_is_true(json_object_get(arch, "tie_word_embeddings"));
     const cmf_st_tensor *emb = cmf_st_find(st, "model.embed_tokens.weight");
-    if (!emb) return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor 'model.embed_tokens.weight'");
-    if (emb->ndim != 2 || (int64_t)emb->shape[1] != hidden || (vocab > 0 && (int64_t)emb->shape[0] != vocab))
+    if (!emb)
+        return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor 'model.embed_tokens.weight'");
+    if (emb->ndim != 2 || (int64_t)emb->shape[1] != hidden ||
+        (vocab > 0 && (int64_t)emb->shape[0] != vocab))
         return cmf_err_set(err, CMF_E_PARSE, dir,
-                           "tensor 'model.embed_tokens.weight' shape [%llu, %llu] contradicts config vocab_size=%lld "
+                           "tensor 'model.embed_tokens.weight' shape [%llu, %llu] contradicts "
+                           "config vocab_size=%lld "
                            "hidden_size=%lld",
-                           (unsigned long long)emb->shape[0], (unsigned long long)emb->shape[1], (long long)vocab,
-                           (long long)hidden);
+                           (unsigned long long)emb->shape[0], (unsigned long long)emb->shape[1],
+                           (long long)vocab, (long long)hidden);
     if (!tied && !cmf_st_find(st, "lm_head.weight"))
-        return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor 'lm_head.weight' (tie_word_embeddings is false)");
-    if (!cmf_st_find(st, "model.norm.weight")) return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor 'model.norm.weight'");
+        return cmf_err_set(err, CMF_E_NOT_FOUND, dir,
+                           "missing tensor 'lm_head.weight' (tie_word_embeddings is false)");
+    if (!cmf_st_find(st, "model.norm.weight"))
+        return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor 'model.norm.weight'");
     for (int64_t l = 0; l < layers; l++) {
         const char *tag = json_string_value(json_array_get(lt, (size_t)l));
         int attn = !tag || strcmp(tag, "LinearAttention") != 0;
@@ -88,7 +96,8 @@ static cmf_status check_shapes(const cmf_st *st, json_t *arch, const char *dir, 
         const cmf_st_tensor *t = cmf_st_find(st, name);
         if (!t) return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor '%s'", name);
         if (t->nelem != (uint64_t)hidden)
-            return cmf_err_set(err, CMF_E_PARSE, dir, "tensor '%s' has %llu elements, config hidden_size=%lld", name,
+            return cmf_err_set(err, CMF_E_PARSE, dir,
+                               "tensor '%s' has %llu elements, config hidden_size=%lld", name,
                                (unsigned long long)t->nelem, (long long)hidden);
         shape_rule rules[] = {
             {"self_attn.q_proj.weight", heads * hd, hidden, 2 * heads * hd},
@@ -104,22 +113,27 @@ static cmf_status check_shapes(const cmf_st *st, json_t *arch, const char *dir, 
             snprintf(name, sizeof name, "model.layers.%lld.%s", (long long)l, rules[r].suffix);
             t = cmf_st_find(st, name);
             if (!t) {
-                if (is_attn && attn) return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor '%s'", name);
+                if (is_attn && attn)
+                    return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor '%s'", name);
                 continue; /* MoE layers have experts instead of mlp.*_proj */
             }
             if (t->ndim != 2 ||
-                ((int64_t)t->shape[0] != rules[r].rows && (int64_t)t->shape[0] != rules[r].alt_rows) ||
+                ((int64_t)t->shape[0] != rules[r].rows &&
+                 (int64_t)t->shape[0] != rules[r].alt_rows) ||
                 (int64_t)t->shape[1] != rules[r].cols)
-                return cmf_err_set(err, CMF_E_PARSE, dir, "tensor '%s' shape [%llu, %llu] contradicts config (want [%lld, %lld])",
-                                   name, (unsigned long long)t->shape[0], (unsigned long long)(t->ndim > 1 ? t->shape[1] : 0),
-                                   (long long)rules[r].rows, (long long)rules[r].cols);
+                return cmf_err_set(
+                    err, CMF_E_PARSE, dir,
+                    "tensor '%s' shape [%llu, %llu] contradicts config (want [%lld, %lld])", name,
+                    (unsigned long long)t->shape[0],
+                    (unsigned long long)(t->ndim > 1 ? t->shape[1] : 0), (long long)rules[r].rows,
+                    (long long)rules[r].cols);
         }
     }
     return CMF_OK;
 }
 
-cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *masks_dir, const cmf_convert_opts *opts,
-                          cmf_convert_stats *stats, cmf_err *err) {
+cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *masks_dir,
+                          const cmf_convert_opts *opts, cmf_convert_stats *stats, cmf_err *err) {
     cmf_convert_opts d;
     if (!opts) cmf_convert_opts_default(&d), opts = &d;
     json_t *hdr = NULL, *cfg = NULL;
@@ -138,7 +152,8 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
     snprintf(tpath, sizeof tpath, "%s/tokenizer.json", dir);
     vocab = (uint8_t *)cq_read_file(tpath, &vocab_len);
     if (!vocab) {
-        s = cmf_err_set(err, CMF_E_NOT_FOUND, tpath, "missing: the tokenizer section is tokenizer.json verbatim");
+        s = cmf_err_set(err, CMF_E_NOT_FOUND, tpath,
+                        "missing: the tokenizer section is tokenizer.json verbatim");
         goto out;
     }
     if (masks_dir && (s = cmf_masks_from_dir(masks_dir, arch, &masks, &masks_len, err))) goto out;
@@ -152,13 +167,15 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
     for (size_t i = 0; i < n; i++) {
         const cmf_st_tensor *t = cmf_st_tensor_at(st, i);
         if (t->ndim > 6) {
-            s = cmf_err_set(err, CMF_E_UNSUPPORTED, dir, "tensor '%s' has %u dims (CMF holds 6)", t->name, t->ndim);
+            s = cmf_err_set(err, CMF_E_UNSUPPORTED, dir, "tensor '%s' has %u dims (CMF holds 6)",
+                            t->name, t->ndim);
             goto out;
         }
         ss[i] = (st_src){st, t};
         src[i].name = t->name;
         src[i].ndim = t->ndim;
-        for (unsigned k = 0; k < t->ndim; k++) src[i].shape[k] = t->shape[k];
+        for (unsigned k = 0; k < t->ndim; k++)
+            src[i].shape[k] = t->shape[k];
         src[i].read_f32 = read_st;
         src[i].user = &ss[i];
         src[i].source_bytes = t->nbytes;
@@ -169,7 +186,8 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
         s = cmf_err_set(err, CMF_E_NOMEM, dir, "header");
         goto out;
     }
-    s = cmf_convert_run(out_path, hjson, src, n, vocab, vocab_len, masks, masks_len, opts, stats, err);
+    s = cmf_convert_run(out_path, hjson, src, n, vocab, vocab_len, masks, masks_len, opts, stats,
+                        err);
 out:
     free(hjson);
     free(src);

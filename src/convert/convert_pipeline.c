@@ -15,9 +15,10 @@ static const struct {
     const char *name;
     cmf_dtype dt;
 } k_quant_names[] = {
-    {"f32", CMF_DT_F32},   {"f16", CMF_DT_F16},      {"bf16", CMF_DT_BF16}, {"q8", CMF_DT_Q8_ROW},
-    {"q8_2f", CMF_DT_Q8_2F}, {"q4", CMF_DT_Q4_BLOCK}, {"q4t", CMF_DT_Q4_TILED}, {"q4tp", CMF_DT_Q4TP},
-    {"vbit", CMF_DT_VBIT_RO}, {"q1s", CMF_DT_Q1S},    {"q1t", CMF_DT_Q1T},   {"q1", CMF_DT_Q1},
+    {"f32", CMF_DT_F32},      {"f16", CMF_DT_F16},     {"bf16", CMF_DT_BF16},
+    {"q8", CMF_DT_Q8_ROW},    {"q8_2f", CMF_DT_Q8_2F}, {"q4", CMF_DT_Q4_BLOCK},
+    {"q4t", CMF_DT_Q4_TILED}, {"q4tp", CMF_DT_Q4TP},   {"vbit", CMF_DT_VBIT_RO},
+    {"q1s", CMF_DT_Q1S},      {"q1t", CMF_DT_Q1T},     {"q1", CMF_DT_Q1},
 };
 
 bool cmf_convert_quant_from_name(const char *name, cmf_dtype *out) {
@@ -39,16 +40,19 @@ static bool is_embedding(const char *name) {
     return n >= strlen(suf) && !strcmp(name + n - strlen(suf), suf);
 }
 
-static bool is_head(const char *name) { return !strcmp(name, "lm_head.weight"); }
+static bool is_head(const char *name) {
+    return !strcmp(name, "lm_head.weight");
+}
 
-cmf_dtype cmf_convert_pick_dtype(const cmf_convert_opts *o, const char *name, unsigned ndim, const uint64_t *shape,
-                                 bool *fell_back) {
+cmf_dtype cmf_convert_pick_dtype(const cmf_convert_opts *o, const char *name, unsigned ndim,
+                                 const uint64_t *shape, bool *fell_back) {
     *fell_back = false;
     cmf_dtype want = o->quant;
     if (is_embedding(name) && o->has_embed_quant) want = o->embed_quant;
     if (is_head(name) && o->has_head_quant) want = o->head_quant;
     uint64_t numel = 1;
-    for (unsigned i = 0; i < ndim; i++) numel *= shape[i];
+    for (unsigned i = 0; i < ndim; i++)
+        numel *= shape[i];
     if (ndim <= 1 || numel < 32) return CMF_DT_F16; /* spec §3.2: 1-D and tiny tensors */
     const cmf_dtype_traits *t = cmf_dtype_get(want);
     bool ok = t != NULL;
@@ -102,7 +106,8 @@ static double now_s(void) {
 static void encode_one(pipeline *p, size_t k, slot *s) {
     const cmf_convert_source *src = &p->src[k];
     uint64_t numel = 1;
-    for (unsigned i = 0; i < src->ndim; i++) numel *= src->shape[i];
+    for (unsigned i = 0; i < src->ndim; i++)
+        numel *= src->shape[i];
     cmf_err err;
     cmf_err_clear(&err);
     float *f = malloc((numel ? numel : 1) * sizeof *f);
@@ -111,7 +116,8 @@ static void encode_one(pipeline *p, size_t k, slot *s) {
     } else {
         s->st = src->read_f32(src->user, src, f, &err);
         if (!s->st)
-            s->st = cmf_quant_encode(p->dtypes[k], src->ndim, src->shape, f, &p->qopts, &s->buf, &s->len, &err);
+            s->st = cmf_quant_encode(p->dtypes[k], src->ndim, src->shape, f, &p->qopts, &s->buf,
+                                     &s->len, &err);
         free(f);
     }
     if (s->st) snprintf(s->msg, sizeof s->msg, "%s", err.msg);
@@ -121,7 +127,8 @@ static void *worker(void *arg) {
     pipeline *p = arg;
     pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->abort && p->next < p->n && p->next >= p->written + p->window) pthread_cond_wait(&p->cv, &p->mu);
+        while (!p->abort && p->next < p->n && p->next >= p->written + p->window)
+            pthread_cond_wait(&p->cv, &p->mu);
         if (p->abort || p->next >= p->n) break;
         size_t k = p->next++;
         pthread_mutex_unlock(&p->mu);
@@ -142,19 +149,21 @@ static void show_progress(pipeline *p, size_t done, int final) {
     double t = now_s(), el = t - p->t0;
     if (!final && t - p->last_print < (p->tty ? 0.2 : 5.0)) return;
     p->last_print = t;
-    double frac = p->source_total ? (double)p->source_done / (double)p->source_total : (double)done / (double)p->n;
+    double frac = p->source_total ? (double)p->source_done / (double)p->source_total
+                                  : (double)done / (double)p->n;
     double rate = el > 0 ? p->source_done / el / 1e6 : 0;
     double eta = frac > 0 ? el * (1 - frac) / frac : 0;
     if (p->tty) {
         char bar[31];
         int fill = (int)(frac * 30);
-        for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+        for (int i = 0; i < 30; i++)
+            bar[i] = i < fill ? '#' : '.';
         bar[30] = '\0';
-        fprintf(stderr, "\r[%s] %3.0f%%  %zu/%zu tensors  %.0f MB/s  ETA %.0fs   %s", bar, frac * 100, done, p->n,
-                rate, eta, final ? "\n" : "");
+        fprintf(stderr, "\r[%s] %3.0f%%  %zu/%zu tensors  %.0f MB/s  ETA %.0fs   %s", bar,
+                frac * 100, done, p->n, rate, eta, final ? "\n" : "");
     } else {
-        fprintf(stderr, "convert: %3.0f%% %zu/%zu tensors, %.0f MB/s, elapsed %.1fs, ETA %.0fs\n", frac * 100, done,
-                p->n, rate, el, eta);
+        fprintf(stderr, "convert: %3.0f%% %zu/%zu tensors, %.0f MB/s, elapsed %.1fs, ETA %.0fs\n",
+                frac * 100, done, p->n, rate, el, eta);
     }
 }
 
@@ -162,7 +171,8 @@ static cmf_status produce(void *user, cmf_sink *sink, cmf_err *err) {
     producer_arg *a = user;
     pipeline *p = a->p;
     pthread_mutex_lock(&p->mu);
-    while (!p->slots[a->k].done) pthread_cond_wait(&p->cv, &p->mu);
+    while (!p->slots[a->k].done)
+        pthread_cond_wait(&p->cv, &p->mu);
     slot s = p->slots[a->k];
     p->slots[a->k].buf = NULL;
     pthread_mutex_unlock(&p->mu);
@@ -186,8 +196,9 @@ static cmf_status produce(void *user, cmf_sink *sink, cmf_err *err) {
     return st;
 }
 
-cmf_status cmf_convert_run(const char *out_path, const char *header_json, const cmf_convert_source *src, size_t n,
-                           const uint8_t *vocab, size_t vocab_len, const uint8_t *masks, size_t masks_len,
+cmf_status cmf_convert_run(const char *out_path, const char *header_json,
+                           const cmf_convert_source *src, size_t n, const uint8_t *vocab,
+                           size_t vocab_len, const uint8_t *masks, size_t masks_len,
                            const cmf_convert_opts *opts, cmf_convert_stats *stats, cmf_err *err) {
     cmf_convert_opts dflt;
     if (!opts) {
@@ -196,7 +207,8 @@ cmf_status cmf_convert_run(const char *out_path, const char *header_json, const 
     }
     if (opts->quant == CMF_DT_Q1 && !opts->allow_q1)
         return cmf_err_set(err, CMF_E_INVALID_ARG, out_path,
-                           "q1 is only for 1-bit-trained models: it destroys a normal checkpoint; opt in explicitly");
+                           "q1 is only for 1-bit-trained models: it destroys a normal checkpoint; "
+                           "opt in explicitly");
     pipeline p;
     memset(&p, 0, sizeof p);
     p.src = src;
@@ -215,7 +227,9 @@ cmf_status cmf_convert_run(const char *out_path, const char *header_json, const 
     cmf_dtype *dtypes = calloc(n ? n : 1, sizeof *dtypes);
     p.slots = calloc(n ? n : 1, sizeof *p.slots);
     producer_arg *args = calloc(n ? n : 1, sizeof *args);
-    cmf_status st = (!dtypes || !p.slots || !args) ? cmf_err_set(err, CMF_E_NOMEM, out_path, "converter") : CMF_OK;
+    cmf_status st = (!dtypes || !p.slots || !args)
+                        ? cmf_err_set(err, CMF_E_NOMEM, out_path, "converter")
+                        : CMF_OK;
     size_t fallbacks = 0;
     for (size_t i = 0; i < n && !st; i++) {
         bool fb;
@@ -237,7 +251,8 @@ cmf_status cmf_convert_run(const char *out_path, const char *header_json, const 
     if (!st) st = cmf_writer_set_header(w, header_json, strlen(header_json), err);
     for (size_t i = 0; i < n && !st; i++) {
         args[i] = (producer_arg){&p, i};
-        st = cmf_writer_add_tensor_stream(w, src[i].name, dtypes[i], src[i].ndim, src[i].shape, produce, &args[i], err);
+        st = cmf_writer_add_tensor_stream(w, src[i].name, dtypes[i], src[i].ndim, src[i].shape,
+                                          produce, &args[i], err);
     }
     if (!st && vocab) st = cmf_writer_set_vocab(w, vocab, vocab_len, err);
     if (!st && masks) st = cmf_writer_set_masks(w, masks, masks_len, err);
@@ -254,7 +269,8 @@ cmf_status cmf_convert_run(const char *out_path, const char *header_json, const 
     p.abort = 1;
     pthread_cond_broadcast(&p.cv);
     pthread_mutex_unlock(&p.mu);
-    for (unsigned t = 0; t < started; t++) pthread_join(tids[t], NULL);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
     if (st && p.progress && p.tty) fputc('\n', stderr);
     if (stats) {
         stats->tensors = n;
@@ -263,7 +279,8 @@ cmf_status cmf_convert_run(const char *out_path, const char *header_json, const 
         stats->output_bytes = p.out_bytes;
         stats->seconds = now_s() - p.t0;
     }
-    for (size_t i = 0; p.slots && i < n; i++) free(p.slots[i].buf);
+    for (size_t i = 0; p.slots && i < n; i++)
+        free(p.slots[i].buf);
     cmf_writer_free(w);
     pthread_mutex_destroy(&p.mu);
     pthread_cond_destroy(&p.cv);
@@ -291,8 +308,12 @@ static void sort_key(const char *name, char *key, size_t cap) {
     const char *num = e + 13, *dot = strchr(num, '.');
     if (!dot || num == dot) return;
     const char *role = dot + 1;
-    int rank = !strncmp(role, "gate_proj", 9) ? 0 : !strncmp(role, "up_proj", 7) ? 1 : !strncmp(role, "down_proj", 9) ? 2 : 3;
-    snprintf(key, cap, "%.*s.mlp.experts.%d.%.*s.%s", (int)(e - name), name, rank, (int)(dot - num), num, role);
+    int rank = !strncmp(role, "gate_proj", 9)   ? 0
+               : !strncmp(role, "up_proj", 7)   ? 1
+               : !strncmp(role, "down_proj", 9) ? 2
+                                                : 3;
+    snprintf(key, cap, "%.*s.mlp.experts.%d.%.*s.%s", (int)(e - name), name, rank, (int)(dot - num),
+             num, role);
 }
 
 static int cmp_canonical(const void *a, const void *b) {
@@ -313,11 +334,15 @@ int cmf_convert_name_cmp(const char *a, const char *b) {
     while (*a && *b) {
         if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
             const char *x = a, *y = b;
-            while (*x == '0') x++;
-            while (*y == '0') y++;
+            while (*x == '0')
+                x++;
+            while (*y == '0')
+                y++;
             size_t lx = 0, ly = 0;
-            while (x[lx] >= '0' && x[lx] <= '9') lx++;
-            while (y[ly] >= '0' && y[ly] <= '9') ly++;
+            while (x[lx] >= '0' && x[lx] <= '9')
+                lx++;
+            while (y[ly] >= '0' && y[ly] <= '9')
+                ly++;
             if (lx != ly) return lx < ly ? -1 : 1;
             int c = strncmp(x, y, lx);
             if (c) return c;

@@ -10,9 +10,9 @@
 #include "convert/hf_header.h"
 #include "cortiq/converter.h"
 
-static const char *const k_supported[] = {"llama",     "mistral",   "qwen2",       "qwen3",    "gemma3",
-                                          "gemma3_text", "qwen2_moe", "qwen3_moe", "qwen3_next", "qwen3_5",
-                                          "qwen3_5_moe"};
+static const char *const k_supported[] = {"llama",      "mistral",     "qwen2",      "qwen3",
+                                          "gemma3",     "gemma3_text", "qwen2_moe",  "qwen3_moe",
+                                          "qwen3_next", "qwen3_5",     "qwen3_5_moe"};
 
 /* After a JSON_DECODE_INT_AS_REAL parse: turn integral reals that fit back into integers. */
 static json_t *ints_back(json_t *v) {
@@ -104,7 +104,8 @@ static void add_yarn_or_scaling(json_t *arch, json_t *cfg) {
     if (!strcmp(t, "yarn")) {
         json_t *y = json_object();
         copy_num(y, "factor", rs, "factor");
-        if (!copy_num(y, "original_max_position_embeddings", rs, "original_max_position_embeddings"))
+        if (!copy_num(y, "original_max_position_embeddings", rs,
+                      "original_max_position_embeddings"))
             copy_num(y, "original_max_position_embeddings", cfg, "max_position_embeddings");
         copy_num(y, "beta_fast", rs, "beta_fast");
         copy_num(y, "beta_slow", rs, "beta_slow");
@@ -139,25 +140,30 @@ static json_t *layer_types(json_t *cfg, const char *mt, int64_t n_layers) {
     int64_t max_window_layers = int_of(cfg, "max_window_layers", n_layers);
     for (int64_t i = 0; i < n_layers; i++) {
         const char *tag = "FullAttention";
-        if (!strncmp(mt, "gemma3", 6)) tag = ((i + 1) % (pattern ? pattern : 6)) ? "SlidingAttention" : "FullAttention";
+        if (!strncmp(mt, "gemma3", 6))
+            tag = ((i + 1) % (pattern ? pattern : 6)) ? "SlidingAttention" : "FullAttention";
         else if (!strncmp(mt, "qwen3_next", 10) || !strncmp(mt, "qwen3_5", 7))
             tag = ((i + 1) % (interval ? interval : 4)) ? "LinearAttention" : "FullAttention";
-        else if (!strcmp(mt, "mistral") && json_is_integer(get(cfg, "sliding_window"))) tag = "SlidingAttention";
-        else if (sliding && get(cfg, "sliding_window") && i >= max_window_layers) tag = "SlidingAttention";
+        else if (!strcmp(mt, "mistral") && json_is_integer(get(cfg, "sliding_window")))
+            tag = "SlidingAttention";
+        else if (sliding && get(cfg, "sliding_window") && i >= max_window_layers)
+            tag = "SlidingAttention";
         json_array_append_new(out, json_string(tag));
     }
     return out;
 }
 
-static cmf_status build_arch(json_t *cfg, const char *mt, json_t **out, const char *ctx, cmf_err *err) {
+static cmf_status build_arch(json_t *cfg, const char *mt, json_t **out, const char *ctx,
+                             cmf_err *err) {
     json_t *a = json_object();
     json_object_set_new(a, "arch_name", json_string(mt));
     int64_t hidden = int_of(cfg, "hidden_size", -1), heads = int_of(cfg, "num_attention_heads", -1);
     int64_t layers = int_of(cfg, "num_hidden_layers", -1);
     if (hidden <= 0 || heads <= 0 || layers <= 0) {
         json_decref(a);
-        return cmf_err_set(err, CMF_E_PARSE, ctx,
-                           "config.json needs positive hidden_size, num_attention_heads, num_hidden_layers");
+        return cmf_err_set(
+            err, CMF_E_PARSE, ctx,
+            "config.json needs positive hidden_size, num_attention_heads, num_hidden_layers");
     }
     json_object_set_new(a, "hidden_size", json_integer(hidden));
     if (get(cfg, "intermediate_size")) copy_num(a, "intermediate_size", cfg, "intermediate_size");
@@ -171,15 +177,19 @@ static cmf_status build_arch(json_t *cfg, const char *mt, json_t **out, const ch
     int gemma = !strncmp(mt, "gemma", 5);
     json_object_set_new(a, "norm_style", json_string(gemma ? "gemma" : "qwen"));
     json_t *rp = rope_params(cfg);
-    if (!copy_num(a, "rope_theta", cfg, "rope_theta") && rp) copy_num(a, "rope_theta", rp, "rope_theta");
-    if (!get(a, "rope_theta")) json_object_set_new(a, "rope_theta", json_real(gemma ? 1000000.0 : 10000.0));
+    if (!copy_num(a, "rope_theta", cfg, "rope_theta") && rp)
+        copy_num(a, "rope_theta", rp, "rope_theta");
+    if (!get(a, "rope_theta"))
+        json_object_set_new(a, "rope_theta", json_real(gemma ? 1000000.0 : 10000.0));
     copy_num(a, "partial_rotary_factor", cfg, "partial_rotary_factor");
-    if (rp && !get(a, "partial_rotary_factor")) copy_num(a, "partial_rotary_factor", rp, "partial_rotary_factor");
+    if (rp && !get(a, "partial_rotary_factor"))
+        copy_num(a, "partial_rotary_factor", rp, "partial_rotary_factor");
     add_yarn_or_scaling(a, cfg);
     json_object_set_new(a, "layer_types", layer_types(cfg, mt, layers));
     json_t *sw = get(cfg, "sliding_window");
     /* Mistral applies its window to every layer; Qwen2 only with use_sliding_window */
-    if (sw && json_is_integer(sw) && (gemma || !strcmp(mt, "mistral") || json_is_true(get(cfg, "use_sliding_window"))))
+    if (sw && json_is_integer(sw) &&
+        (gemma || !strcmp(mt, "mistral") || json_is_true(get(cfg, "use_sliding_window"))))
         json_object_set(a, "sliding_window", sw);
     if (gemma) {
         json_t *local = get(get(cfg, "rope_parameters"), "sliding_attention");
@@ -201,7 +211,8 @@ static cmf_status build_arch(json_t *cfg, const char *mt, json_t **out, const ch
     copy_num(a, "linear_num_value_heads", cfg, "linear_num_value_heads");
     copy_num(a, "linear_key_head_dim", cfg, "linear_key_head_dim");
     copy_num(a, "linear_value_head_dim", cfg, "linear_value_head_dim");
-    /* the expert count is "num_experts" (qwen2_moe, qwen3_next) or "num_local_experts" (qwen3_moe in v5) */
+    /* the expert count is "num_experts" (qwen2_moe, qwen3_next) or "num_local_experts" (qwen3_moe
+     * in v5) */
     const char *ne_key = int_of(cfg, "num_experts", 0) > 0 ? "num_experts" : "num_local_experts";
     if (int_of(cfg, ne_key, 0) > 0) {
         json_t *m = json_object();
@@ -258,7 +269,8 @@ static json_t *build_tokenizer_config(const char *dir, json_t *cfg, cmf_err *err
     json_t *tcfg = hf_load_json(dir, "tokenizer_config.json", err, 0);
     json_t *gen = hf_load_json(dir, "generation_config.json", err, 0);
     json_t *tok = hf_load_json(dir, "tokenizer.json", err, 0);
-    /* chat template: chat_template.jinja beside the model wins (newer transformers store it there) */
+    /* chat template: chat_template.jinja beside the model wins (newer transformers store it there)
+     */
     char path[4096];
     snprintf(path, sizeof path, "%s/chat_template.jinja", dir);
     size_t tlen;
@@ -268,7 +280,8 @@ static json_t *build_tokenizer_config(const char *dir, json_t *cfg, cmf_err *err
         free(tpl);
     } else {
         json_t *ct = get(tcfg, "chat_template");
-        if (ct && json_is_string(ct)) json_object_set(tc, "chat_template", ct);
+        if (ct && json_is_string(ct))
+            json_object_set(tc, "chat_template", ct);
         else if (ct && json_is_array(ct)) { /* [{name, template}]: the "default" one */
             size_t i;
             json_t *e;
@@ -313,7 +326,8 @@ static json_t *build_tokenizer_config(const char *dir, json_t *cfg, cmf_err *err
     return tc;
 }
 
-cmf_status hf_build_header(const char *dir, const char *quant_name, json_t **out, json_t **config, cmf_err *err) {
+cmf_status hf_build_header(const char *dir, const char *quant_name, json_t **out, json_t **config,
+                           cmf_err *err) {
     json_t *cfg = hf_load_json(dir, "config.json", err, 1);
     if (!cfg) return err ? err->code : CMF_E_NOT_FOUND;
     /* multimodal wrappers (gemma3) keep the text model's settings in text_config */
@@ -325,7 +339,8 @@ cmf_status hf_build_header(const char *dir, const char *quant_name, json_t **out
         json_t *eos = get(cfg, "eos_token_id");
         if (eos && !get(merged, "eos_token_id")) json_object_set(merged, "eos_token_id", eos);
         json_t *tie = get(cfg, "tie_word_embeddings");
-        if (tie && !get(merged, "tie_word_embeddings")) json_object_set(merged, "tie_word_embeddings", tie);
+        if (tie && !get(merged, "tie_word_embeddings"))
+            json_object_set(merged, "tie_word_embeddings", tie);
         if (tmt) json_object_set(merged, "model_type", tmt);
         json_decref(cfg);
         cfg = merged;
@@ -334,12 +349,15 @@ cmf_status hf_build_header(const char *dir, const char *quant_name, json_t **out
     char ctx[4200];
     snprintf(ctx, sizeof ctx, "%s/config.json", dir);
     int known = 0;
-    for (size_t i = 0; mt && i < sizeof k_supported / sizeof k_supported[0]; i++) known |= !strcmp(mt, k_supported[i]);
+    for (size_t i = 0; mt && i < sizeof k_supported / sizeof k_supported[0]; i++)
+        known |= !strcmp(mt, k_supported[i]);
     if (!known) {
         char list[512] = "";
         for (size_t i = 0; i < sizeof k_supported / sizeof k_supported[0]; i++)
-            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", k_supported[i]);
-        cmf_status st = cmf_err_set(err, CMF_E_UNSUPPORTED, ctx, "model_type \"%s\" is not supported (supported: %s)",
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                     k_supported[i]);
+        cmf_status st = cmf_err_set(err, CMF_E_UNSUPPORTED, ctx,
+                                    "model_type \"%s\" is not supported (supported: %s)",
                                     mt ? mt : "(missing)", list);
         json_decref(cfg);
         return st;
@@ -372,7 +390,9 @@ cmf_status hf_build_header(const char *dir, const char *quant_name, json_t **out
     json_object_set_new(prov, "quant", json_string(quant_name));
     json_object_set_new(h, "provenance", prov);
     *out = h;
-    if (config) *config = cfg;
-    else json_decref(cfg);
+    if (config)
+        *config = cfg;
+    else
+        json_decref(cfg);
     return CMF_OK;
 }

@@ -9,6 +9,7 @@
 /* Load dir/file as JSON; NULL when absent (an error only if required) or invalid (Parse). */
 json_t *hf_load_json(const char *dir, const char *file, cmf_err *err, int required);
 /* The header object and, if config is non-NULL, the (text) config it came from. */
-cmf_status hf_build_header(const char *dir, const char *quant_name, json_t **out, json_t **config, cmf_err *err);
+cmf_status hf_build_header(const char *dir, const char *quant_name, json_t **out, json_t **config,
+                           cmf_err *err);
 
 #endif

@@ -10,6 +10,7 @@
 #include "cortiq/status.h"
 
 /* arch: the header's arch object (num_layers, intermediate_size, num_attention_heads, moe). */
-cmf_status cmf_masks_from_dir(const char *dir, json_t *arch, uint8_t **out, size_t *len, cmf_err *err);
+cmf_status cmf_masks_from_dir(const char *dir, json_t *arch, uint8_t **out, size_t *len,
+                              cmf_err *err);
 
 #endif

@@ -49,7 +49,8 @@ cmf_status cmf_append_begin(const char *path, cmf_appender **out, cmf_err *err) 
     const cmf_header *h = cmf_file_header(a->f);
     if (h->has_shard && h->shard_count > 1) {
         cmf_append_free(a);
-        return cmf_err_set(err, CMF_E_UNSUPPORTED, path, "appending to one shard of a sharded model is not supported");
+        return cmf_err_set(err, CMF_E_UNSUPPORTED, path,
+                           "appending to one shard of a sharded model is not supported");
     }
     if ((st = layout_parse_header_template(h->json, h->json_len, &a->header, path, err))) {
         cmf_append_free(a);
@@ -78,21 +79,24 @@ cmf_status cmf_append_begin(const char *path, cmf_appender **out, cmf_err *err) 
 }
 
 cmf_status cmf_append_add_tensor(cmf_appender *a, const char *name, cmf_dtype dtype, unsigned ndim,
-                                 const uint64_t *shape, const void *data, size_t nbytes, int replace, cmf_err *err) {
+                                 const uint64_t *shape, const void *data, size_t nbytes,
+                                 int replace, cmf_err *err) {
     cmf_status st = layout_check_tensor(a->path, name, dtype, ndim, shape, err);
     if (st) return st;
     uint64_t lo, hi;
     if ((st = cmf_dtype_nbytes(dtype, ndim, shape, &lo, &hi, a->path, err))) return st;
     if (nbytes < lo || nbytes > hi)
-        return cmf_err_set(err, CMF_E_INVALID_ARG, a->path, "tensor '%s': %zu bytes, %s of this shape needs [%llu, %llu]",
-                           name, nbytes, cmf_dtype_name(dtype), (unsigned long long)lo, (unsigned long long)hi);
+        return cmf_err_set(err, CMF_E_INVALID_ARG, a->path,
+                           "tensor '%s': %zu bytes, %s of this shape needs [%llu, %llu]", name,
+                           nbytes, cmf_dtype_name(dtype), (unsigned long long)lo,
+                           (unsigned long long)hi);
     for (size_t i = 0; i < a->n_add; i++)
         if (!strcmp(a->add[i].d.name, name))
             return cmf_err_set(err, CMF_E_INVALID_ARG, a->path, "tensor '%s' appended twice", name);
     const cmf_tensor *old = cmf_file_find(a->f, name);
     if (old && !replace)
-        return cmf_err_set(err, CMF_E_INVALID_ARG, a->path, "tensor '%s' already exists (pass replace to supersede it)",
-                           name);
+        return cmf_err_set(err, CMF_E_INVALID_ARG, a->path,
+                           "tensor '%s' already exists (pass replace to supersede it)", name);
     if (a->n_add == a->cap_add) {
         size_t cap = a->cap_add ? 2 * a->cap_add : 16;
         a_tensor *na = realloc(a->add, cap * sizeof *na);
@@ -112,7 +116,8 @@ cmf_status cmf_append_add_tensor(cmf_appender *a, const char *name, cmf_dtype dt
     memcpy(t->data, data, nbytes);
     t->d.dtype = (uint8_t)dtype;
     t->d.ndim = (uint8_t)ndim;
-    for (unsigned i = 0; i < ndim; i++) t->d.shape[i] = shape[i];
+    for (unsigned i = 0; i < ndim; i++)
+        t->d.shape[i] = shape[i];
     t->d.nbytes = nbytes;
     t->d.hash = cmf_hash64(data, nbytes);
     if (old) a->replaced[old - cmf_file_tensor_at(a->f, 0)] = 1;
@@ -156,7 +161,8 @@ cmf_status cmf_append_commit(cmf_appender *a, cmf_err *err) {
     if (old->masks_off) masks = img + old->masks_off;
 
     int fd = open(a->path, O_RDWR | O_CLOEXEC);
-    if (fd < 0) return cmf_err_set(err, CMF_E_IO, a->path, "cannot open for append: %s", strerror(errno));
+    if (fd < 0)
+        return cmf_err_set(err, CMF_E_IO, a->path, "cannot open for append: %s", strerror(errno));
     cmf_status st = CMF_OK;
     /* the real end of file may be past the envelope's view (an earlier append that crashed) */
     struct stat sb;
@@ -175,7 +181,8 @@ cmf_status cmf_append_commit(cmf_appender *a, cmf_err *err) {
     for (size_t i = 0; i < a->n_add; i++) {
         a_tensor *t = &a->add[i];
         uint64_t at = ck_align_up(pos, CMF_TENSOR_ALIGN);
-        if (at > pos && (st = io_pwrite_all(fd, k_zeros, (size_t)(at - pos), pos, a->path, err))) goto out;
+        if (at > pos && (st = io_pwrite_all(fd, k_zeros, (size_t)(at - pos), pos, a->path, err)))
+            goto out;
         if ((st = io_pwrite_all(fd, t->data, t->d.nbytes, at, a->path, err))) goto out;
         t->d.off = at - e.data_off;
         d[n++] = t->d;
@@ -233,8 +240,9 @@ cmf_status cmf_append_commit(cmf_appender *a, cmf_err *err) {
             io_pwrite_all(fd, old_env, sizeof old_env, 0, a->path, NULL);
             fsync(fd);
             cmf__io_fail_after = saved;
-            st = cmf_err_set(err, cerr.code, a->path, "appended file failed validation, old envelope restored: %s",
-                             cerr.msg);
+            st =
+                cmf_err_set(err, cerr.code, a->path,
+                            "appended file failed validation, old envelope restored: %s", cerr.msg);
         }
         cmf_close(check);
     }

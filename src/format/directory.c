@@ -15,19 +15,23 @@ cmf_status cmf__parse_directory(cmf_file *f, cmf_shard *sh, size_t shard_idx, cm
     const uint8_t *d = sh->base + e->dir_off;
     uint64_t dlen = e->dir_len;
     if (dlen < 16)
-        return cmf_err_set(err, CMF_E_BOUNDS, ctx, "dir_len=%llu is smaller than the 16-byte directory head",
+        return cmf_err_set(err, CMF_E_BOUNDS, ctx,
+                           "dir_len=%llu is smaller than the 16-byte directory head",
                            (unsigned long long)dlen);
     uint64_t count = ld_u64(d), pool_off = ld_u64(d + 8);
     uint64_t records_end;
     if (count > (dlen - 16) / CMF_DIR_RECORD_SIZE)
-        return cmf_err_set(err, CMF_E_BOUNDS, ctx, "directory count=%llu needs more than dir_len=%llu bytes",
+        return cmf_err_set(err, CMF_E_BOUNDS, ctx,
+                           "directory count=%llu needs more than dir_len=%llu bytes",
                            (unsigned long long)count, (unsigned long long)dlen);
     if (count > CMF_MAX_TENSORS)
-        return cmf_err_set(err, CMF_E_LIMIT, ctx, "directory count=%llu exceeds the cap of %llu tensors",
+        return cmf_err_set(err, CMF_E_LIMIT, ctx,
+                           "directory count=%llu exceeds the cap of %llu tensors",
                            (unsigned long long)count, (unsigned long long)CMF_MAX_TENSORS);
     records_end = 16 + count * CMF_DIR_RECORD_SIZE;
     if (pool_off < records_end || pool_off > dlen)
-        return cmf_err_set(err, CMF_E_BOUNDS, ctx, "directory pool_off=%llu outside [%llu, dir_len=%llu]",
+        return cmf_err_set(err, CMF_E_BOUNDS, ctx,
+                           "directory pool_off=%llu outside [%llu, dir_len=%llu]",
                            (unsigned long long)pool_off, (unsigned long long)records_end,
                            (unsigned long long)dlen);
     uint64_t pool_len = dlen - pool_off;
@@ -41,9 +45,10 @@ cmf_status cmf__parse_directory(cmf_file *f, cmf_shard *sh, size_t shard_idx, cm
         uint32_t name_off = ld_u32(r);
         uint16_t name_len = ld_u16(r + 4);
         if (!ck_span_within(name_off, name_len, pool_len))
-            return cmf_err_set(err, CMF_E_BOUNDS, ctx,
-                               "tensor #%llu name_off=%u + name_len=%u exceeds name pool of %llu bytes",
-                               (unsigned long long)i, name_off, name_len, (unsigned long long)pool_len);
+            return cmf_err_set(
+                err, CMF_E_BOUNDS, ctx,
+                "tensor #%llu name_off=%u + name_len=%u exceeds name pool of %llu bytes",
+                (unsigned long long)i, name_off, name_len, (unsigned long long)pool_len);
         arena += (uint64_t)name_len + 1;
     }
     size_t base_idx = f->n_tensors;
@@ -52,7 +57,8 @@ cmf_status cmf__parse_directory(cmf_file *f, cmf_shard *sh, size_t shard_idx, cm
     if (!nt || !names) {
         if (nt) f->tensors = nt;
         free(names);
-        return cmf_err_set(err, CMF_E_NOMEM, ctx, "directory of %llu tensors", (unsigned long long)count);
+        return cmf_err_set(err, CMF_E_NOMEM, ctx, "directory of %llu tensors",
+                           (unsigned long long)count);
     }
     f->tensors = nt;
     f->name_blocks[shard_idx] = names;
@@ -66,9 +72,11 @@ cmf_status cmf__parse_directory(cmf_file *f, cmf_shard *sh, size_t shard_idx, cm
         uint32_t name_off = ld_u32(r);
         uint16_t name_len = ld_u16(r + 4);
         if (name_len == 0)
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "tensor #%llu has an empty name", (unsigned long long)i);
+            return cmf_err_set(err, CMF_E_PARSE, ctx, "tensor #%llu has an empty name",
+                               (unsigned long long)i);
         if (!utf8_valid_no_nul(pool + name_off, name_len))
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "tensor #%llu name is not valid UTF-8 (or holds NUL)",
+            return cmf_err_set(err, CMF_E_PARSE, ctx,
+                               "tensor #%llu name is not valid UTF-8 (or holds NUL)",
                                (unsigned long long)i);
         memcpy(names + name_pos, pool + name_off, name_len);
         names[name_pos + name_len] = '\0';
@@ -85,17 +93,21 @@ cmf_status cmf__parse_directory(cmf_file *f, cmf_shard *sh, size_t shard_idx, cm
         t->shard = (uint32_t)shard_idx;
         const cmf_dtype_traits *tr = cmf_dtype_get(t->dtype);
         if (!tr || tr->kind == CMF_DTK_UNKNOWN)
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "tensor '%s': unknown dtype id %u", t->name, t->dtype);
+            return cmf_err_set(err, CMF_E_PARSE, ctx, "tensor '%s': unknown dtype id %u", t->name,
+                               t->dtype);
         if (tr->kind == CMF_DTK_RESERVED)
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "tensor '%s': dtype %u (%s) is reserved, not readable in v2",
+            return cmf_err_set(err, CMF_E_PARSE, ctx,
+                               "tensor '%s': dtype %u (%s) is reserved, not readable in v2",
                                t->name, t->dtype, tr->name);
         if (t->ndim > CMF_MAX_DIMS)
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "tensor '%s': ndim=%u > %d", t->name, t->ndim, CMF_MAX_DIMS);
+            return cmf_err_set(err, CMF_E_PARSE, ctx, "tensor '%s': ndim=%u > %d", t->name, t->ndim,
+                               CMF_MAX_DIMS);
         for (unsigned k = 0; k < CMF_MAX_DIMS; k++) {
             uint32_t dim = ld_u32(r + 8 + 4 * k);
             if (k >= t->ndim && dim != 0)
-                return cmf_err_set(err, CMF_E_PARSE, ctx, "tensor '%s': shape[%u]=%u past ndim=%u must be 0",
-                                   t->name, k, dim, t->ndim);
+                return cmf_err_set(err, CMF_E_PARSE, ctx,
+                                   "tensor '%s': shape[%u]=%u past ndim=%u must be 0", t->name, k,
+                                   dim, t->ndim);
             t->shape[k] = dim;
         }
         char what[96];
@@ -105,17 +117,22 @@ cmf_status cmf__parse_directory(cmf_file *f, cmf_shard *sh, size_t shard_idx, cm
         if (st) return st;
         if (t->nbytes < lo || t->nbytes > hi) {
             if (lo == hi)
-                return cmf_err_set(err, CMF_E_PARSE, ctx, "tensor '%s': nbytes=%llu but %s of this shape is %llu bytes",
-                                   t->name, (unsigned long long)t->nbytes, tr->name, (unsigned long long)lo);
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "tensor '%s': nbytes=%llu outside [%llu, %llu] for %s of this shape",
+                return cmf_err_set(err, CMF_E_PARSE, ctx,
+                                   "tensor '%s': nbytes=%llu but %s of this shape is %llu bytes",
+                                   t->name, (unsigned long long)t->nbytes, tr->name,
+                                   (unsigned long long)lo);
+            return cmf_err_set(err, CMF_E_PARSE, ctx,
+                               "tensor '%s': nbytes=%llu outside [%llu, %llu] for %s of this shape",
                                t->name, (unsigned long long)t->nbytes, (unsigned long long)lo,
                                (unsigned long long)hi, tr->name);
         }
         if (t->off % CMF_TENSOR_ALIGN)
-            return cmf_err_set(err, CMF_E_BOUNDS, ctx, "tensor '%s': off=%llu is not a multiple of %d", t->name,
+            return cmf_err_set(err, CMF_E_BOUNDS, ctx,
+                               "tensor '%s': off=%llu is not a multiple of %d", t->name,
                                (unsigned long long)t->off, CMF_TENSOR_ALIGN);
         if (!ck_span_within(t->off, t->nbytes, data_len))
-            return cmf_err_set(err, CMF_E_BOUNDS, ctx, "tensor '%s': off+nbytes=%llu+%llu > data_len=%llu", t->name,
+            return cmf_err_set(err, CMF_E_BOUNDS, ctx,
+                               "tensor '%s': off+nbytes=%llu+%llu > data_len=%llu", t->name,
                                (unsigned long long)t->off, (unsigned long long)t->nbytes,
                                (unsigned long long)data_len);
         t->data = sh->base + e->data_off + t->off;
@@ -125,7 +142,9 @@ cmf_status cmf__parse_directory(cmf_file *f, cmf_shard *sh, size_t shard_idx, cm
     return CMF_OK;
 }
 
-static uint64_t name_hash(const char *s, size_t n) { return cmf_hash64(s, n); }
+static uint64_t name_hash(const char *s, size_t n) {
+    return cmf_hash64(s, n);
+}
 
 static int cmp_names(const void *a, const void *b, void *ctx) {
     const cmf_tensor *t = ctx;
@@ -135,7 +154,8 @@ static int cmp_names(const void *a, const void *b, void *ctx) {
 
 cmf_status cmf__index_names(cmf_file *f, cmf_err *err) {
     size_t cap = 16;
-    while (cap < f->n_tensors * 2) cap *= 2;
+    while (cap < f->n_tensors * 2)
+        cap *= 2;
     f->table = calloc(cap, sizeof *f->table);
     f->sorted = malloc((f->n_tensors ? f->n_tensors : 1) * sizeof *f->sorted);
     if (!f->table || !f->sorted) return cmf_err_set(err, CMF_E_NOMEM, f->path, "name index");
@@ -174,11 +194,14 @@ void cmf_file_prefix(const cmf_file *f, const char *prefix, size_t *first, size_
     size_t lo = 0, hi = f->n_tensors;
     while (lo < hi) { /* first name >= prefix */
         size_t mid = (lo + hi) / 2;
-        if (strcmp(f->tensors[f->sorted[mid]].name, prefix) < 0) lo = mid + 1;
-        else hi = mid;
+        if (strcmp(f->tensors[f->sorted[mid]].name, prefix) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     size_t end = lo;
-    while (end < f->n_tensors && !strncmp(f->tensors[f->sorted[end]].name, prefix, plen)) end++;
+    while (end < f->n_tensors && !strncmp(f->tensors[f->sorted[end]].name, prefix, plen))
+        end++;
     *first = lo;
     *count = end - lo;
 }

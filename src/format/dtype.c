@@ -71,35 +71,51 @@ cmf_status cmf_dtype_nbytes(unsigned id, unsigned ndim, const uint64_t *shape, u
     if (!t || t->kind == CMF_DTK_UNKNOWN)
         return cmf_err_set(err, CMF_E_PARSE, ctx, "unknown dtype id %u", id);
     if (t->kind == CMF_DTK_RESERVED)
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "dtype %u (%s) is reserved in CMF v2", id, t->name);
+        return cmf_err_set(err, CMF_E_PARSE, ctx, "dtype %u (%s) is reserved in CMF v2", id,
+                           t->name);
     uint64_t n;
     if (!cmf_shape_numel(ndim, shape, &n))
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "shape has a zero dimension or its element count overflows");
+        return cmf_err_set(err, CMF_E_PARSE, ctx,
+                           "shape has a zero dimension or its element count overflows");
     uint64_t rows = 0, in = 0, gpr = 0;
     if (t->matrix_only) {
         if (ndim != 2)
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "dtype %s needs a 2-D shape, got ndim=%u", t->name, ndim);
+            return cmf_err_set(err, CMF_E_PARSE, ctx, "dtype %s needs a 2-D shape, got ndim=%u",
+                               t->name, ndim);
         rows = shape[0];
         in = shape[1];
         if (t->needs_in_mult32 && in % 32 != 0)
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "dtype %s needs in %% 32 == 0, got in=%llu", t->name,
-                               (unsigned long long)in);
+            return cmf_err_set(err, CMF_E_PARSE, ctx, "dtype %s needs in %% 32 == 0, got in=%llu",
+                               t->name, (unsigned long long)in);
         gpr = in / 32;
     }
     acc_t lo = {0, true}, hi = {0, true};
     switch ((cmf_dtype)id) {
-    case CMF_DT_F32: acc_add(&lo, n, 4); break;
+    case CMF_DT_F32:
+        acc_add(&lo, n, 4);
+        break;
     case CMF_DT_F16:
-    case CMF_DT_BF16: acc_add(&lo, n, 2); break;
-    case CMF_DT_Q8_ROW: acc_add(&lo, rows, in); acc_add(&lo, rows, 2); break;
-    case CMF_DT_Q4_BLOCK: acc_add(&lo, (n + 31) / 32, 18); break;
+    case CMF_DT_BF16:
+        acc_add(&lo, n, 2);
+        break;
+    case CMF_DT_Q8_ROW:
+        acc_add(&lo, rows, in);
+        acc_add(&lo, rows, 2);
+        break;
+    case CMF_DT_Q4_BLOCK:
+        acc_add(&lo, (n + 31) / 32, 18);
+        break;
     case CMF_DT_Q8_2F:
         acc_add(&lo, rows, in);
         acc_add(&lo, rows, 2);
         acc_add(&lo, in, 2);
         break;
-    case CMF_DT_Q4_TILED: acc_add(&lo, rows * gpr, 18); break;
-    case CMF_DT_Q1: acc_add(&lo, rows * gpr, 6); break;
+    case CMF_DT_Q4_TILED:
+        acc_add(&lo, rows * gpr, 18);
+        break;
+    case CMF_DT_Q1:
+        acc_add(&lo, rows * gpr, 6);
+        break;
     case CMF_DT_Q4TP:
         acc_add(&lo, rows * gpr, 16);
         acc_add(&lo, rows, 4);
@@ -129,7 +145,8 @@ cmf_status cmf_dtype_nbytes(unsigned id, unsigned ndim, const uint64_t *shape, u
         hi = lo;
         acc_add(&hi, n, 4);
         break;
-    default: return cmf_err_set(err, CMF_E_PARSE, ctx, "dtype %u has no size rule", id);
+    default:
+        return cmf_err_set(err, CMF_E_PARSE, ctx, "dtype %u has no size rule", id);
     }
     if (t->kind == CMF_DTK_FIXED) hi = lo;
     if (!lo.ok || !hi.ok) return cmf_err_set(err, CMF_E_PARSE, ctx, "byte size of shape overflows");

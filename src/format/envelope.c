@@ -5,7 +5,8 @@
 #include "cortiq/format.h"
 
 static const char *const k_feature_names[] = {
-    "TENSOR_DIR", "BINARY_MASKS", "QUANT_2F", "DELTA_MASKS", "HOT_PACKS", "LOOP_MASKS", "SKILL_FILE",
+    "TENSOR_DIR", "BINARY_MASKS", "QUANT_2F",   "DELTA_MASKS",
+    "HOT_PACKS",  "LOOP_MASKS",   "SKILL_FILE",
 };
 
 const char *cmf_feature_name(unsigned bit) {
@@ -16,8 +17,8 @@ cmf_status cmf_envelope_parse(const uint8_t b[CMF_ENVELOPE_SIZE], cmf_envelope *
                               cmf_err *err) {
     if (memcmp(b, CMF_MAGIC, 4) != 0)
         return cmf_err_set(err, CMF_E_INVALID_MAGIC, ctx,
-                           "magic is %02x %02x %02x %02x, want 43 4d 46 01 (\"CMF\\x01\")", b[0], b[1], b[2],
-                           b[3]);
+                           "magic is %02x %02x %02x %02x, want 43 4d 46 01 (\"CMF\\x01\")", b[0],
+                           b[1], b[2], b[3]);
     e->version = ld_u32(b + 0x04);
     e->flags = ld_u32(b + 0x08);
     e->required_features = ld_u32(b + 0x0C);
@@ -36,22 +37,24 @@ cmf_status cmf_envelope_parse(const uint8_t b[CMF_ENVELOPE_SIZE], cmf_envelope *
     e->header_hash = ld_u64(b + 0x70);
     e->dir_hash = ld_u64(b + 0x78);
     if (e->version != CMF_VERSION)
-        return cmf_err_set(err, CMF_E_UNSUPPORTED_VERSION, ctx, "version %u, this reader knows only %d",
-                           e->version, CMF_VERSION);
+        return cmf_err_set(err, CMF_E_UNSUPPORTED_VERSION, ctx,
+                           "version %u, this reader knows only %d", e->version, CMF_VERSION);
     uint32_t unknown = e->required_features & ~(uint32_t)CMF_FEAT_KNOWN;
     if (unknown) {
         unsigned bit = (unsigned)__builtin_ctz(unknown);
         const char *name = cmf_feature_name(bit);
-        return cmf_err_set(err, CMF_E_UNSUPPORTED_FEATURE, ctx,
-                           "required_features bit %u (%s) is set; this reader does not implement it", bit,
-                           name ? name : "unassigned");
+        return cmf_err_set(
+            err, CMF_E_UNSUPPORTED_FEATURE, ctx,
+            "required_features bit %u (%s) is set; this reader does not implement it", bit,
+            name ? name : "unassigned");
     }
     if (!(e->required_features & CMF_FEAT_TENSOR_DIR))
         return cmf_err_set(err, CMF_E_PARSE, ctx,
                            "required_features=0x%x lacks TENSOR_DIR (bit 0), which v2 always sets",
                            e->required_features);
     if (e->flags != 0)
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "envelope flags=0x%x, reserved and must be 0", e->flags);
+        return cmf_err_set(err, CMF_E_PARSE, ctx, "envelope flags=0x%x, reserved and must be 0",
+                           e->flags);
     return CMF_OK;
 }
 

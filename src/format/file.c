@@ -20,7 +20,8 @@ cmf_status cmf__map_file(const char *path, const uint8_t **base, size_t *size, c
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         int e = errno;
         close(fd);
-        return cmf_err_set(err, CMF_E_IO, path, "not a regular file%s%s", e ? ": " : "", e ? strerror(e) : "");
+        return cmf_err_set(err, CMF_E_IO, path, "not a regular file%s%s", e ? ": " : "",
+                           e ? strerror(e) : "");
     }
     *size = (size_t)st.st_size;
     *base = NULL;
@@ -29,8 +30,8 @@ cmf_status cmf__map_file(const char *path, const uint8_t **base, size_t *size, c
         if (p == MAP_FAILED) {
             int e = errno;
             close(fd);
-            return cmf_err_set(err, CMF_E_IO, path, "mmap of %lld bytes failed: %s", (long long)st.st_size,
-                               strerror(e));
+            return cmf_err_set(err, CMF_E_IO, path, "mmap of %lld bytes failed: %s",
+                               (long long)st.st_size, strerror(e));
         }
         *base = p;
     }
@@ -65,8 +66,10 @@ static cmf_status check_sections(const cmf_shard *sh, section *s, size_t *ns, cm
     const cmf_envelope *e = &sh->env;
     const char *ctx = sh->path;
     section all[] = {
-        {"header", e->header_off, e->header_len, true}, {"directory", e->dir_off, e->dir_len, true},
-        {"data", e->data_off, e->data_len, true},       {"masks", e->masks_off, e->masks_len, e->masks_off != 0},
+        {"header", e->header_off, e->header_len, true},
+        {"directory", e->dir_off, e->dir_len, true},
+        {"data", e->data_off, e->data_len, true},
+        {"masks", e->masks_off, e->masks_len, e->masks_off != 0},
         {"vocab", e->vocab_off, e->vocab_len, e->vocab_off != 0},
         {"index", e->index_off, e->index_len, e->index_off != 0},
     };
@@ -75,23 +78,27 @@ static cmf_status check_sections(const cmf_shard *sh, section *s, size_t *ns, cm
         section *x = &all[i];
         if (!x->present) {
             if (x->len != 0)
-                return cmf_err_set(err, CMF_E_BOUNDS, ctx, "%s_off=0 (absent) but %s_len=%llu", x->name, x->name,
-                                   (unsigned long long)x->len);
+                return cmf_err_set(err, CMF_E_BOUNDS, ctx, "%s_off=0 (absent) but %s_len=%llu",
+                                   x->name, x->name, (unsigned long long)x->len);
             continue;
         }
         if (x->off < CMF_ENVELOPE_SIZE && !(i == 2 && x->len == 0 && x->off == 0))
-            return cmf_err_set(err, CMF_E_BOUNDS, ctx, "%s section at offset %llu overlaps the 128-byte envelope",
-                               x->name, (unsigned long long)x->off);
+            return cmf_err_set(err, CMF_E_BOUNDS, ctx,
+                               "%s section at offset %llu overlaps the 128-byte envelope", x->name,
+                               (unsigned long long)x->off);
         if (!ck_span_within(x->off, x->len, sh->size))
-            return cmf_err_set(err, CMF_E_BOUNDS, ctx, "%s section [%llu, +%llu) extends past EOF (file is %zu bytes)",
-                               x->name, (unsigned long long)x->off, (unsigned long long)x->len, sh->size);
+            return cmf_err_set(err, CMF_E_BOUNDS, ctx,
+                               "%s section [%llu, +%llu) extends past EOF (file is %zu bytes)",
+                               x->name, (unsigned long long)x->off, (unsigned long long)x->len,
+                               sh->size);
     }
     if (e->data_off % CMF_DATA_ALIGN)
         return cmf_err_set(err, CMF_E_BOUNDS, ctx, "data_off=%llu is not a multiple of %d",
                            (unsigned long long)e->data_off, CMF_DATA_ALIGN);
     if (e->header_len > CMF_MAX_HEADER_LEN)
         return cmf_err_set(err, CMF_E_LIMIT, ctx, "header_len=%llu exceeds the cap of %llu bytes",
-                           (unsigned long long)e->header_len, (unsigned long long)CMF_MAX_HEADER_LEN);
+                           (unsigned long long)e->header_len,
+                           (unsigned long long)CMF_MAX_HEADER_LEN);
     /* Live sections never share bytes, except that masks/vocab/index may sit inside the data
      * range after append-only growth (spec §9); those are checked against tensor spans later. */
     for (size_t i = 0; i < n; i++) {
@@ -100,9 +107,10 @@ static cmf_status check_sections(const cmf_shard *sh, section *s, size_t *ns, cm
             if (i == 2 && j >= 3) continue;
             uint64_t a0 = all[i].off, a1 = a0 + all[i].len, b0 = all[j].off, b1 = b0 + all[j].len;
             if (a0 < b1 && b0 < a1)
-                return cmf_err_set(err, CMF_E_BOUNDS, ctx, "%s section [%llu, %llu) overlaps %s section [%llu, %llu)",
-                                   all[i].name, (unsigned long long)a0, (unsigned long long)a1, all[j].name,
-                                   (unsigned long long)b0, (unsigned long long)b1);
+                return cmf_err_set(err, CMF_E_BOUNDS, ctx,
+                                   "%s section [%llu, %llu) overlaps %s section [%llu, %llu)",
+                                   all[i].name, (unsigned long long)a0, (unsigned long long)a1,
+                                   all[j].name, (unsigned long long)b0, (unsigned long long)b1);
         }
     }
     memcpy(s, all, sizeof all);
@@ -110,22 +118,23 @@ static cmf_status check_sections(const cmf_shard *sh, section *s, size_t *ns, cm
     return CMF_OK;
 }
 
-static cmf_status check_hash(const char *ctx, const char *what, const uint8_t *p, uint64_t len, uint64_t want,
-                             cmf_err *err) {
+static cmf_status check_hash(const char *ctx, const char *what, const uint8_t *p, uint64_t len,
+                             uint64_t want, cmf_err *err) {
     if (!want) return CMF_OK;
     uint64_t got = cmf_hash64(p, len);
     if (got != want) {
         char a[17], b[17];
         cmf_hash64_to_hex(want, a);
         cmf_hash64_to_hex(got, b);
-        return cmf_err_set(err, CMF_E_HASH, ctx, "%s hash64 mismatch: stored %s, bytes hash to %s", what, a, b);
+        return cmf_err_set(err, CMF_E_HASH, ctx, "%s hash64 mismatch: stored %s, bytes hash to %s",
+                           what, a, b);
     }
     return CMF_OK;
 }
 
 /* masks/vocab/index inside the data range must not overlap any tensor of this shard. */
-static cmf_status check_sections_vs_tensors(const cmf_file *f, const cmf_shard *sh, const section *s, size_t ns,
-                                            cmf_err *err) {
+static cmf_status check_sections_vs_tensors(const cmf_file *f, const cmf_shard *sh,
+                                            const section *s, size_t ns, cmf_err *err) {
     const cmf_envelope *e = &sh->env;
     for (size_t i = 3; i < ns; i++) {
         if (!s[i].present || !s[i].len) continue;
@@ -135,8 +144,9 @@ static cmf_status check_sections_vs_tensors(const cmf_file *f, const cmf_shard *
             const cmf_tensor *t = &f->tensors[sh->first_tensor + k];
             uint64_t t0 = e->data_off + t->off, t1 = t0 + t->nbytes;
             if (t0 < hi && lo < t1)
-                return cmf_err_set(err, CMF_E_BOUNDS, sh->path, "%s section [%llu, %llu) overlaps tensor '%s'",
-                                   s[i].name, (unsigned long long)lo, (unsigned long long)hi, t->name);
+                return cmf_err_set(err, CMF_E_BOUNDS, sh->path,
+                                   "%s section [%llu, %llu) overlaps tensor '%s'", s[i].name,
+                                   (unsigned long long)lo, (unsigned long long)hi, t->name);
         }
     }
     return CMF_OK;
@@ -148,19 +158,23 @@ static cmf_status check_features(const cmf_file *f, const cmf_shard *sh, cmf_err
     bool has_masks = sh->env.masks_off != 0;
     if (has_masks != !!(feat & CMF_FEAT_BINARY_MASKS))
         return cmf_err_set(err, CMF_E_PARSE, ctx, "masks section %s but BINARY_MASKS (bit 1) is %s",
-                           has_masks ? "present" : "absent", (feat & CMF_FEAT_BINARY_MASKS) ? "set" : "clear");
+                           has_masks ? "present" : "absent",
+                           (feat & CMF_FEAT_BINARY_MASKS) ? "set" : "clear");
     if (!(feat & CMF_FEAT_QUANT_2F)) {
         for (size_t k = 0; k < sh->n_tensors; k++) {
             const cmf_tensor *t = &f->tensors[sh->first_tensor + k];
             if (cmf_dtype_get(t->dtype)->quant_2f)
-                return cmf_err_set(err, CMF_E_PARSE, ctx, "tensor '%s' is %s but QUANT_2F (bit 2) is clear", t->name,
+                return cmf_err_set(err, CMF_E_PARSE, ctx,
+                                   "tensor '%s' is %s but QUANT_2F (bit 2) is clear", t->name,
                                    cmf_dtype_name(t->dtype));
         }
     }
     bool keyed = false;
-    for (size_t i = 0; i < sh->header.n_skills; i++) keyed |= sh->header.skills[i].has_base_dir_hash;
+    for (size_t i = 0; i < sh->header.n_skills; i++)
+        keyed |= sh->header.skills[i].has_base_dir_hash;
     if (keyed != !!(feat & CMF_FEAT_SKILL_FILE))
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "%s skill record with base_dir_hash but SKILL_FILE (bit 6) is %s",
+        return cmf_err_set(err, CMF_E_PARSE, ctx,
+                           "%s skill record with base_dir_hash but SKILL_FILE (bit 6) is %s",
                            keyed ? "a" : "no", (feat & CMF_FEAT_SKILL_FILE) ? "set" : "clear");
     return CMF_OK;
 }
@@ -171,17 +185,23 @@ cmf_status cmf__load_shard(cmf_file *f, cmf_shard *sh, unsigned flags, cmf_err *
     if (sh->size >= 4 && memcmp(sh->base, CMF_MAGIC, 4) != 0)
         return cmf_envelope_parse(sh->base, &sh->env, ctx, err); /* reports InvalidMagic */
     if (sh->size < CMF_ENVELOPE_SIZE)
-        return cmf_err_set(err, CMF_E_BOUNDS, ctx, "file is %zu bytes, smaller than the 128-byte envelope", sh->size);
+        return cmf_err_set(err, CMF_E_BOUNDS, ctx,
+                           "file is %zu bytes, smaller than the 128-byte envelope", sh->size);
     if ((st = cmf_envelope_parse(sh->base, &sh->env, ctx, err))) return st;
     section secs[6];
     size_t ns;
     if ((st = check_sections(sh, secs, &ns, err))) return st;
     const cmf_envelope *e = &sh->env;
     if (!(flags & CMF_OPEN_SKIP_META_HASH)) {
-        if ((st = check_hash(ctx, "header", sh->base + e->header_off, e->header_len, e->header_hash, err))) return st;
-        if ((st = check_hash(ctx, "directory", sh->base + e->dir_off, e->dir_len, e->dir_hash, err))) return st;
+        if ((st = check_hash(ctx, "header", sh->base + e->header_off, e->header_len, e->header_hash,
+                             err)))
+            return st;
+        if ((st =
+                 check_hash(ctx, "directory", sh->base + e->dir_off, e->dir_len, e->dir_hash, err)))
+            return st;
     }
-    if ((st = cmf_header_parse((const char *)sh->base + e->header_off, e->header_len, &sh->header, ctx, err)))
+    if ((st = cmf_header_parse((const char *)sh->base + e->header_off, e->header_len, &sh->header,
+                               ctx, err)))
         return st;
     const cmf_header *h = &sh->header;
     struct {
@@ -195,12 +215,14 @@ cmf_status cmf__load_shard(cmf_file *f, cmf_shard *sh, unsigned flags, cmf_err *
     };
     for (size_t i = 0; i < 3; i++) {
         if (opt[i].has && !opt[i].off)
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "section_hashes.%s is set but the %s section is absent",
-                               opt[i].name, opt[i].name);
+            return cmf_err_set(err, CMF_E_PARSE, ctx,
+                               "section_hashes.%s is set but the %s section is absent", opt[i].name,
+                               opt[i].name);
         if (!(flags & CMF_OPEN_SKIP_META_HASH) && opt[i].off && opt[i].has) {
             char what[32];
             snprintf(what, sizeof what, "%s section", opt[i].name);
-            if ((st = check_hash(ctx, what, sh->base + opt[i].off, opt[i].len, opt[i].hash, err))) return st;
+            if ((st = check_hash(ctx, what, sh->base + opt[i].off, opt[i].len, opt[i].hash, err)))
+                return st;
         }
     }
     if ((st = cmf__parse_directory(f, sh, (size_t)(sh - f->shards), err))) return st;
@@ -214,22 +236,24 @@ static cmf_status finish_open(cmf_file *f, unsigned flags, cmf_err *err) {
     if ((st = cmf__index_names(f, err))) return st;
     const cmf_shard *s0 = &f->shards[0];
     if (s0->env.masks_off && (st = cmf__parse_masks(s0, &f->masks, err))) return st;
-    if (s0->env.index_off && (st = cmf__parse_sparse_index(s0, f->masks, &f->index, err))) return st;
+    if (s0->env.index_off && (st = cmf__parse_sparse_index(s0, f->masks, &f->index, err)))
+        return st;
     if (flags & CMF_OPEN_VERIFY_TENSORS) {
         for (size_t i = 0; i < f->n_tensors; i++) {
             const cmf_tensor *t = &f->tensors[i];
             if (cmf_hash64(t->data, t->nbytes) != t->hash)
-                return cmf_err_set(err, CMF_E_HASH, f->shards[t->shard].path, "tensor '%s' hash64 mismatch", t->name);
+                return cmf_err_set(err, CMF_E_HASH, f->shards[t->shard].path,
+                                   "tensor '%s' hash64 mismatch", t->name);
         }
     }
     return CMF_OK;
 }
 
-cmf_status cmf__open_paths(const char *display, char **paths, size_t n, unsigned flags, cmf_file **out,
-                           cmf_err *err);
+cmf_status cmf__open_paths(const char *display, char **paths, size_t n, unsigned flags,
+                           cmf_file **out, cmf_err *err);
 
-cmf_status cmf__open_paths(const char *display, char **paths, size_t n, unsigned flags, cmf_file **out,
-                           cmf_err *err) {
+cmf_status cmf__open_paths(const char *display, char **paths, size_t n, unsigned flags,
+                           cmf_file **out, cmf_err *err) {
     *out = NULL;
     cmf_file *f = cmf__file_new(display, n);
     if (!f) return cmf_err_set(err, CMF_E_NOMEM, display, "opening");
@@ -249,9 +273,11 @@ cmf_status cmf__open_paths(const char *display, char **paths, size_t n, unsigned
         for (size_t i = 0; i < n && !st; i++) {
             const cmf_header *h = &f->shards[i].header;
             if (!h->has_shard || h->shard_no != (int64_t)i + 1 || h->shard_count != (int64_t)n)
-                st = cmf_err_set(err, CMF_E_SHARD, f->shards[i].path,
-                                 "expected shard block {no=%zu, count=%zu}, header has %s{no=%lld, count=%lld}", i + 1,
-                                 n, h->has_shard ? "" : "none ", (long long)h->shard_no, (long long)h->shard_count);
+                st = cmf_err_set(
+                    err, CMF_E_SHARD, f->shards[i].path,
+                    "expected shard block {no=%zu, count=%zu}, header has %s{no=%lld, count=%lld}",
+                    i + 1, n, h->has_shard ? "" : "none ", (long long)h->shard_no,
+                    (long long)h->shard_count);
         }
     }
     if (!st) st = finish_open(f, flags, err);
@@ -268,8 +294,8 @@ cmf_status cmf_open(const char *path, unsigned flags, cmf_file **out, cmf_err *e
     return cmf__open_paths(path, paths, 1, flags, out, err);
 }
 
-cmf_status cmf_open_memory(const void *buf, size_t len, const char *name, unsigned flags, cmf_file **out,
-                           cmf_err *err) {
+cmf_status cmf_open_memory(const void *buf, size_t len, const char *name, unsigned flags,
+                           cmf_file **out, cmf_err *err) {
     *out = NULL;
     if (!name) name = "<memory>";
     cmf_file *f = cmf__file_new(name, 1);
@@ -278,7 +304,8 @@ cmf_status cmf_open_memory(const void *buf, size_t len, const char *name, unsign
     sh->path = strdup(name);
     sh->base = buf;
     sh->size = len;
-    cmf_status st = sh->path ? cmf__load_shard(f, sh, flags, err) : cmf_err_set(err, CMF_E_NOMEM, name, "opening");
+    cmf_status st = sh->path ? cmf__load_shard(f, sh, flags, err)
+                             : cmf_err_set(err, CMF_E_NOMEM, name, "opening");
     if (!st) st = finish_open(f, flags, err);
     if (st) {
         cmf_close(f);
@@ -308,13 +335,27 @@ void cmf_close(cmf_file *f) {
     free(f);
 }
 
-const char *cmf_file_path(const cmf_file *f) { return f->path; }
-const cmf_envelope *cmf_file_envelope(const cmf_file *f) { return &f->shards[0].env; }
-const cmf_header *cmf_file_header(const cmf_file *f) { return &f->shards[0].header; }
-size_t cmf_file_tensor_count(const cmf_file *f) { return f->n_tensors; }
-const cmf_tensor *cmf_file_tensor_at(const cmf_file *f, size_t i) { return i < f->n_tensors ? &f->tensors[i] : NULL; }
-const cmf_masks *cmf_file_masks(const cmf_file *f) { return f->masks; }
-const cmf_sparse_index *cmf_file_sparse_index(const cmf_file *f) { return f->index; }
+const char *cmf_file_path(const cmf_file *f) {
+    return f->path;
+}
+const cmf_envelope *cmf_file_envelope(const cmf_file *f) {
+    return &f->shards[0].env;
+}
+const cmf_header *cmf_file_header(const cmf_file *f) {
+    return &f->shards[0].header;
+}
+size_t cmf_file_tensor_count(const cmf_file *f) {
+    return f->n_tensors;
+}
+const cmf_tensor *cmf_file_tensor_at(const cmf_file *f, size_t i) {
+    return i < f->n_tensors ? &f->tensors[i] : NULL;
+}
+const cmf_masks *cmf_file_masks(const cmf_file *f) {
+    return f->masks;
+}
+const cmf_sparse_index *cmf_file_sparse_index(const cmf_file *f) {
+    return f->index;
+}
 
 const uint8_t *cmf_file_vocab(const cmf_file *f, size_t *len) {
     const cmf_shard *s = &f->shards[0];
@@ -326,8 +367,12 @@ const uint8_t *cmf_file_vocab(const cmf_file *f, size_t *len) {
     return s->base + s->env.vocab_off;
 }
 
-size_t cmf_file_shard_count(const cmf_file *f) { return f->n_shards; }
-const char *cmf_file_shard_path(const cmf_file *f, size_t i) { return i < f->n_shards ? f->shards[i].path : NULL; }
+size_t cmf_file_shard_count(const cmf_file *f) {
+    return f->n_shards;
+}
+const char *cmf_file_shard_path(const cmf_file *f, size_t i) {
+    return i < f->n_shards ? f->shards[i].path : NULL;
+}
 const cmf_envelope *cmf_file_shard_envelope(const cmf_file *f, size_t i) {
     return i < f->n_shards ? &f->shards[i].env : NULL;
 }

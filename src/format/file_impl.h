@@ -6,14 +6,14 @@
 
 /* Caps on values an attacker controls, checked before anything is allocated. */
 #define CMF_MAX_HEADER_LEN (UINT64_C(64) << 20)
-#define CMF_MAX_TENSORS UINT64_C(4000000)
+#define CMF_MAX_TENSORS    UINT64_C(4000000)
 #define CMF_MAX_MASKS_META (UINT64_C(16) << 20)
 
 typedef struct cmf_shard {
     char *path;
     const uint8_t *base; /* the whole file image */
     size_t size;
-    int mapped;          /* munmap on close */
+    int mapped; /* munmap on close */
     cmf_envelope env;
     cmf_header header;
     size_t first_tensor, n_tensors; /* range in cmf_file.tensors */
@@ -28,7 +28,7 @@ struct cmf_file {
     char **name_blocks; /* one NUL-terminated name arena per shard */
     uint32_t *table;    /* open addressing: tensor index + 1, 0 = empty */
     size_t table_mask;
-    uint32_t *sorted;   /* tensor indices in byte-wise name order */
+    uint32_t *sorted; /* tensor indices in byte-wise name order */
     cmf_masks *masks;
     cmf_sparse_index *index;
 };
@@ -41,8 +41,8 @@ cmf_status cmf__parse_directory(cmf_file *f, cmf_shard *sh, size_t shard_idx, cm
 cmf_status cmf__index_names(cmf_file *f, cmf_err *err);
 cmf_status cmf__parse_masks(const cmf_shard *sh, cmf_masks **out, cmf_err *err);
 void cmf__free_masks(cmf_masks *m);
-cmf_status cmf__parse_sparse_index(const cmf_shard *sh, const cmf_masks *masks, cmf_sparse_index **out,
-                                   cmf_err *err);
+cmf_status cmf__parse_sparse_index(const cmf_shard *sh, const cmf_masks *masks,
+                                   cmf_sparse_index **out, cmf_err *err);
 void cmf__free_sparse_index(cmf_sparse_index *ix);
 /* Map a file read-only. */
 cmf_status cmf__map_file(const char *path, const uint8_t **base, size_t *size, cmf_err *err);

@@ -9,19 +9,25 @@
 
 uint64_t hash64_fold_scalar(const uint8_t *p, size_t n, uint64_t first) {
     uint64_t acc = 0, salt = first * HASH64_SALT;
-    for (size_t i = 0; i < n; i++, salt += HASH64_SALT) acc ^= hash64_fmix(ld_u64(p + 8 * i)) ^ salt;
+    for (size_t i = 0; i < n; i++, salt += HASH64_SALT)
+        acc ^= hash64_fmix(ld_u64(p + 8 * i)) ^ salt;
     return acc;
 }
 
 uint64_t cmf_hash64_fold_words(const uint8_t *words, size_t nwords, uint64_t first_word) {
     switch (cq_cpu_isa()) {
-    case CQ_ISA_AVX512: return hash64_fold_avx512(words, nwords, first_word);
-    case CQ_ISA_AVX2: return hash64_fold_avx2(words, nwords, first_word);
-    default: return hash64_fold_scalar(words, nwords, first_word);
+    case CQ_ISA_AVX512:
+        return hash64_fold_avx512(words, nwords, first_word);
+    case CQ_ISA_AVX2:
+        return hash64_fold_avx2(words, nwords, first_word);
+    default:
+        return hash64_fold_scalar(words, nwords, first_word);
     }
 }
 
-uint64_t cmf_hash64_finish(uint64_t fold, uint64_t len) { return hash64_fmix(fold ^ len); }
+uint64_t cmf_hash64_finish(uint64_t fold, uint64_t len) {
+    return hash64_fmix(fold ^ len);
+}
 
 uint64_t cmf_hash64(const void *data, size_t len) {
     const uint8_t *p = data;
@@ -35,7 +41,9 @@ uint64_t cmf_hash64(const void *data, size_t len) {
     return cmf_hash64_finish(acc, len);
 }
 
-void cmf_hash64_init(cmf_hash64_state *st) { memset(st, 0, sizeof *st); }
+void cmf_hash64_init(cmf_hash64_state *st) {
+    memset(st, 0, sizeof *st);
+}
 
 void cmf_hash64_update(cmf_hash64_state *st, const void *data, size_t len) {
     const uint8_t *p = data;
@@ -69,7 +77,8 @@ uint64_t cmf_hash64_final(const cmf_hash64_state *st) {
 
 void cmf_hash64_to_hex(uint64_t h, char out[17]) {
     static const char hex[] = "0123456789abcdef";
-    for (int i = 15; i >= 0; i--, h >>= 4) out[i] = hex[h & 15];
+    for (int i = 15; i >= 0; i--, h >>= 4)
+        out[i] = hex[h & 15];
     out[16] = '\0';
 }
 
@@ -79,10 +88,14 @@ bool cmf_hash64_from_hex(const char *s, uint64_t *out) {
     for (; s[n]; n++) {
         char c = s[n];
         unsigned d;
-        if (c >= '0' && c <= '9') d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f') d = (unsigned)(c - 'a' + 10);
-        else if (c >= 'A' && c <= 'F') d = (unsigned)(c - 'A' + 10);
-        else return false;
+        if (c >= '0' && c <= '9')
+            d = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            d = (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            d = (unsigned)(c - 'A' + 10);
+        else
+            return false;
         if (n >= 16) return false;
         v = (v << 4) | d;
     }

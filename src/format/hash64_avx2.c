@@ -25,8 +25,9 @@ uint64_t hash64_fold_avx2(const uint8_t *p, size_t n, uint64_t first) {
     __m256i acc0 = _mm256_setzero_si256(), acc1 = _mm256_setzero_si256();
     /* salts (first+j)*SALT per lane, advanced by addition */
     const uint64_t f = first * HASH64_SALT;
-    __m256i s0 = _mm256_set_epi64x((long long)(f + 3 * HASH64_SALT), (long long)(f + 2 * HASH64_SALT),
-                                   (long long)(f + HASH64_SALT), (long long)f);
+    __m256i s0 =
+        _mm256_set_epi64x((long long)(f + 3 * HASH64_SALT), (long long)(f + 2 * HASH64_SALT),
+                          (long long)(f + HASH64_SALT), (long long)f);
     __m256i s1 = _mm256_add_epi64(s0, _mm256_set1_epi64x((long long)(4 * HASH64_SALT)));
     const __m256i step = _mm256_set1_epi64x((long long)(8 * HASH64_SALT));
     size_t i = 0;

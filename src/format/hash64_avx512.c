@@ -43,6 +43,7 @@ uint64_t hash64_fold_avx512(const uint8_t *p, size_t n, uint64_t first) {
     uint64_t lanes[8];
     _mm512_storeu_si512((void *)lanes, _mm512_xor_si512(acc0, acc1));
     uint64_t acc = 0;
-    for (int l = 0; l < 8; l++) acc ^= lanes[l];
+    for (int l = 0; l < 8; l++)
+        acc ^= lanes[l];
     return acc ^ hash64_fold_scalar(p + 8 * i, n - i, first + i);
 }

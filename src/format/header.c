@@ -23,16 +23,17 @@ static cmf_status parse_layer_types(json_t *arr, cmf_arch *a, jsonu_ctx *c) {
     if (n && (!a->layer_types || !a->layer_type_names)) return jsonu_nomem(c);
     for (size_t i = 0; i < n; i++) {
         json_t *v = json_array_get(arr, i);
-        if (!json_is_string(v))
-            return jsonu_fail(c, "arch.layer_types[%zu] must be a string", i);
+        if (!json_is_string(v)) return jsonu_fail(c, "arch.layer_types[%zu] must be a string", i);
         const char *s = json_string_value(v);
         a->layer_type_names[i] = s;
-        if (!strcmp(s, "FullAttention") || !strcmp(s, "full_attention")) a->layer_types[i] = CMF_LAYER_FULL_ATTENTION;
+        if (!strcmp(s, "FullAttention") || !strcmp(s, "full_attention"))
+            a->layer_types[i] = CMF_LAYER_FULL_ATTENTION;
         else if (!strcmp(s, "SlidingAttention") || !strcmp(s, "sliding_attention"))
             a->layer_types[i] = CMF_LAYER_SLIDING_ATTENTION;
         else if (!strcmp(s, "LinearAttention") || !strcmp(s, "linear_attention"))
             a->layer_types[i] = CMF_LAYER_LINEAR_ATTENTION;
-        else a->layer_types[i] = CMF_LAYER_OTHER;
+        else
+            a->layer_types[i] = CMF_LAYER_OTHER;
     }
     a->n_layer_types = n;
     return CMF_OK;
@@ -68,16 +69,22 @@ static cmf_status parse_arch(json_t *o, cmf_arch *a, jsonu_ctx *c) {
     }
     if ((st = jsonu_opt_string(c, o, "arch", "arch_name", &a->arch_name))) return st;
     if ((st = jsonu_opt_string(c, o, "arch", "hidden_act", &a->hidden_act))) return st;
-    if ((st = jsonu_opt_number(c, o, "arch", "rms_norm_eps", &a->rms_norm_eps, &a->has_rms_norm_eps))) return st;
-    if ((st = jsonu_opt_number(c, o, "arch", "rope_theta", &a->rope_theta, &a->has_rope_theta))) return st;
+    if ((st = jsonu_opt_number(c, o, "arch", "rms_norm_eps", &a->rms_norm_eps,
+                               &a->has_rms_norm_eps)))
+        return st;
+    if ((st = jsonu_opt_number(c, o, "arch", "rope_theta", &a->rope_theta, &a->has_rope_theta)))
+        return st;
     if ((st = jsonu_opt_number(c, o, "arch", "rope_local_base_freq", &a->rope_local_base_freq,
                                &a->has_rope_local_base_freq)))
         return st;
     bool has;
     a->partial_rotary_factor = 1.0;
-    if ((st = jsonu_opt_number(c, o, "arch", "partial_rotary_factor", &a->partial_rotary_factor, &has))) return st;
+    if ((st = jsonu_opt_number(c, o, "arch", "partial_rotary_factor", &a->partial_rotary_factor,
+                               &has)))
+        return st;
     a->local_partial_rotary_factor = 1.0;
-    if ((st = jsonu_opt_number(c, o, "arch", "local_partial_rotary_factor", &a->local_partial_rotary_factor, &has)))
+    if ((st = jsonu_opt_number(c, o, "arch", "local_partial_rotary_factor",
+                               &a->local_partial_rotary_factor, &has)))
         return st;
     if ((st = jsonu_opt_number(c, o, "arch", "query_pre_attn_scalar", &a->query_pre_attn_scalar,
                                &a->has_query_pre_attn_scalar)))
@@ -88,14 +95,18 @@ static cmf_status parse_arch(json_t *o, cmf_arch *a, jsonu_ctx *c) {
     if ((st = jsonu_opt_number(c, o, "arch", "attn_logit_softcapping", &a->attn_logit_softcapping,
                                &a->has_attn_logit_softcapping)))
         return st;
-    if ((st = jsonu_opt_bool(c, o, "arch", "tie_word_embeddings", &a->tie_word_embeddings))) return st;
+    if ((st = jsonu_opt_bool(c, o, "arch", "tie_word_embeddings", &a->tie_word_embeddings)))
+        return st;
 
     const char *ns = NULL;
     if ((st = jsonu_opt_string(c, o, "arch", "norm_style", &ns))) return st;
     if (ns) {
-        if (!strcmp(ns, "qwen")) a->norm_style = CMF_NORM_QWEN;
-        else if (!strcmp(ns, "gemma")) a->norm_style = CMF_NORM_GEMMA;
-        else return jsonu_fail(c, "arch.norm_style=\"%s\" is neither \"qwen\" nor \"gemma\"", ns);
+        if (!strcmp(ns, "qwen"))
+            a->norm_style = CMF_NORM_QWEN;
+        else if (!strcmp(ns, "gemma"))
+            a->norm_style = CMF_NORM_GEMMA;
+        else
+            return jsonu_fail(c, "arch.norm_style=\"%s\" is neither \"qwen\" nor \"gemma\"", ns);
     }
 
     json_t *v = json_object_get(o, "layer_types");
@@ -103,16 +114,17 @@ static cmf_status parse_arch(json_t *o, cmf_arch *a, jsonu_ctx *c) {
         if (!json_is_array(v)) return jsonu_fail(c, "arch.layer_types must be an array");
         if ((st = parse_layer_types(v, a, c))) return st;
         if (a->num_layers >= 0 && (int64_t)a->n_layer_types != a->num_layers)
-            return jsonu_fail(c, "arch.layer_types has %zu entries but num_layers=%lld", a->n_layer_types,
-                              (long long)a->num_layers);
+            return jsonu_fail(c, "arch.layer_types has %zu entries but num_layers=%lld",
+                              a->n_layer_types, (long long)a->num_layers);
     }
     v = json_object_get(o, "attention_heads_per_layer");
     if (v && !json_is_null(v)) {
-        if ((st = jsonu_int_array(c, v, "arch.attention_heads_per_layer", true, &a->attention_heads_per_layer,
-                                  &a->n_heads_per_layer)))
+        if ((st = jsonu_int_array(c, v, "arch.attention_heads_per_layer", true,
+                                  &a->attention_heads_per_layer, &a->n_heads_per_layer)))
             return st;
         if (a->num_layers >= 0 && (int64_t)a->n_heads_per_layer != a->num_layers)
-            return jsonu_fail(c, "arch.attention_heads_per_layer has %zu entries but num_layers=%lld",
+            return jsonu_fail(c,
+                              "arch.attention_heads_per_layer has %zu entries but num_layers=%lld",
                               a->n_heads_per_layer, (long long)a->num_layers);
     }
 
@@ -131,7 +143,8 @@ static cmf_status parse_arch(json_t *o, cmf_arch *a, jsonu_ctx *c) {
         if ((st = jsonu_opt_number(c, v, "arch.yarn", "attention_factor", &y->attention_factor,
                                    &y->has_attention_factor)))
             return st;
-        if (!h1 || !h2) return jsonu_fail(c, "arch.yarn needs factor and original_max_position_embeddings");
+        if (!h1 || !h2)
+            return jsonu_fail(c, "arch.yarn needs factor and original_max_position_embeddings");
         if (!h3) y->beta_fast = 32.0;
         if (!h4) y->beta_slow = 1.0;
         if (!(y->factor > 0)) return jsonu_fail(c, "arch.yarn.factor=%g must be > 0", y->factor);
@@ -143,8 +156,10 @@ static cmf_status parse_arch(json_t *o, cmf_arch *a, jsonu_ctx *c) {
         a->mtp.present = true;
         a->mtp.num_layers = -1;
         if ((st = jsonu_opt_pos_int(c, v, "arch.mtp", "num_layers", &a->mtp.num_layers))) return st;
-        if (a->mtp.num_layers < 1) return jsonu_fail(c, "arch.mtp.num_layers must be present and >= 1");
-        if ((st = jsonu_opt_bool(c, v, "arch.mtp", "share_lm_head", &a->mtp.share_lm_head))) return st;
+        if (a->mtp.num_layers < 1)
+            return jsonu_fail(c, "arch.mtp.num_layers must be present and >= 1");
+        if ((st = jsonu_opt_bool(c, v, "arch.mtp", "share_lm_head", &a->mtp.share_lm_head)))
+            return st;
         if ((st = jsonu_opt_bool(c, v, "arch.mtp", "share_embed", &a->mtp.share_embed))) return st;
     }
 
@@ -153,24 +168,30 @@ static cmf_status parse_arch(json_t *o, cmf_arch *a, jsonu_ctx *c) {
         if (!json_is_object(v)) return jsonu_fail(c, "arch.moe must be an object");
         cmf_moe *m = &a->moe;
         m->present = true;
-        m->num_experts = m->top_k = m->moe_intermediate_size = m->shared_expert_intermediate_size = -1;
+        m->num_experts = m->top_k = m->moe_intermediate_size = m->shared_expert_intermediate_size =
+            -1;
         if ((st = jsonu_opt_pos_int(c, v, "arch.moe", "num_experts", &m->num_experts))) return st;
         if ((st = jsonu_opt_pos_int(c, v, "arch.moe", "top_k", &m->top_k))) return st;
-        if ((st = jsonu_opt_pos_int(c, v, "arch.moe", "moe_intermediate_size", &m->moe_intermediate_size))) return st;
+        if ((st = jsonu_opt_pos_int(c, v, "arch.moe", "moe_intermediate_size",
+                                    &m->moe_intermediate_size)))
+            return st;
         if ((st = jsonu_opt_pos_int(c, v, "arch.moe", "shared_expert_intermediate_size",
                                     &m->shared_expert_intermediate_size)))
             return st;
         m->has_shared_expert = m->shared_expert_intermediate_size > 0;
-        if ((st = jsonu_opt_bool(c, v, "arch.moe", "norm_topk_prob", &m->norm_topk_prob))) return st;
-        if ((st = jsonu_opt_bool(c, v, "arch.moe", "router_sigmoid", &m->router_sigmoid))) return st;
+        if ((st = jsonu_opt_bool(c, v, "arch.moe", "norm_topk_prob", &m->norm_topk_prob)))
+            return st;
+        if ((st = jsonu_opt_bool(c, v, "arch.moe", "router_sigmoid", &m->router_sigmoid)))
+            return st;
         m->routed_scaling_factor = 1.0;
-        if ((st = jsonu_opt_number(c, v, "arch.moe", "routed_scaling_factor", &m->routed_scaling_factor, &has)))
+        if ((st = jsonu_opt_number(c, v, "arch.moe", "routed_scaling_factor",
+                                   &m->routed_scaling_factor, &has)))
             return st;
         if (m->num_experts < 1 || m->top_k < 1)
             return jsonu_fail(c, "arch.moe needs num_experts >= 1 and top_k >= 1");
         if (m->top_k > m->num_experts)
-            return jsonu_fail(c, "arch.moe.top_k=%lld exceeds num_experts=%lld", (long long)m->top_k,
-                              (long long)m->num_experts);
+            return jsonu_fail(c, "arch.moe.top_k=%lld exceeds num_experts=%lld",
+                              (long long)m->top_k, (long long)m->num_experts);
     }
     return CMF_OK;
 }
@@ -188,7 +209,8 @@ static cmf_status parse_token_id(jsonu_ctx *c, json_t *o, const char *key, int64
 static cmf_status parse_tokenizer_config(json_t *o, cmf_tokenizer_config *t, jsonu_ctx *c) {
     cmf_status st;
     t->present = true;
-    if ((st = jsonu_opt_string(c, o, "tokenizer_config", "chat_template", &t->chat_template))) return st;
+    if ((st = jsonu_opt_string(c, o, "tokenizer_config", "chat_template", &t->chat_template)))
+        return st;
     json_t *v = json_object_get(o, "eos_token_ids");
     if (v && !json_is_null(v)) {
         if (json_is_integer(v)) {
@@ -197,9 +219,10 @@ static cmf_status parse_tokenizer_config(json_t *o, cmf_tokenizer_config *t, jso
             if (!t->eos_token_ids) return jsonu_nomem(c);
             t->eos_token_ids[0] = json_integer_value(v);
             t->n_eos = 1;
-            if (t->eos_token_ids[0] < 0) return jsonu_fail(c, "tokenizer_config.eos_token_ids is negative");
-        } else if ((st = jsonu_int_array(c, v, "tokenizer_config.eos_token_ids", false, &t->eos_token_ids,
-                                         &t->n_eos))) {
+            if (t->eos_token_ids[0] < 0)
+                return jsonu_fail(c, "tokenizer_config.eos_token_ids is negative");
+        } else if ((st = jsonu_int_array(c, v, "tokenizer_config.eos_token_ids", false,
+                                         &t->eos_token_ids, &t->n_eos))) {
             return st;
         }
     }
@@ -228,7 +251,8 @@ static cmf_status parse_skill(json_t *o, size_t idx, cmf_skill *s, jsonu_ctx *c)
         for (size_t i = 0; i < n; i++) {
             json_t *e = json_array_get(v, i);
             if (json_is_integer(e)) {
-                if (json_integer_value(e) < 0) return jsonu_fail(c, "%s.layers[%zu] is negative", where, i);
+                if (json_integer_value(e) < 0)
+                    return jsonu_fail(c, "%s.layers[%zu] is negative", where, i);
                 s->layers[k++] = json_integer_value(e);
             } else if (!json_is_string(e)) { /* "..." style placeholders are informative */
                 return jsonu_fail(c, "%s.layers[%zu] must be an integer", where, i);
@@ -249,7 +273,8 @@ static cmf_status parse_skill(json_t *o, size_t idx, cmf_skill *s, jsonu_ctx *c)
     return CMF_OK;
 }
 
-static cmf_status parse_hash_field(jsonu_ctx *c, json_t *o, const char *key, bool *has, uint64_t *out) {
+static cmf_status parse_hash_field(jsonu_ctx *c, json_t *o, const char *key, bool *has,
+                                   uint64_t *out) {
     const char *h = NULL;
     cmf_status st = jsonu_opt_string(c, o, "section_hashes", key, &h);
     if (st) return st;
@@ -293,7 +318,8 @@ static cmf_status parse_root(json_t *root, cmf_header *h, jsonu_ctx *c) {
             if ((st = parse_skill(json_array_get(v, i), i, &h->skills[i], c))) return st;
             for (size_t j = 0; j < i; j++)
                 if (!strcmp(h->skills[j].id, h->skills[i].id))
-                    return jsonu_fail(c, "skills[%zu].id \"%s\" duplicates skills[%zu]", i, h->skills[i].id, j);
+                    return jsonu_fail(c, "skills[%zu].id \"%s\" duplicates skills[%zu]", i,
+                                      h->skills[i].id, j);
         }
         h->n_skills = n;
     }
@@ -303,7 +329,8 @@ static cmf_status parse_root(json_t *root, cmf_header *h, jsonu_ctx *c) {
         h->shard_no = h->shard_count = -1;
         if ((st = jsonu_opt_pos_int(c, v, "shard", "no", &h->shard_no))) return st;
         if ((st = jsonu_opt_pos_int(c, v, "shard", "count", &h->shard_count))) return st;
-        if (h->shard_no < 1 || h->shard_count < 1 || h->shard_no > h->shard_count || h->shard_count > 99999)
+        if (h->shard_no < 1 || h->shard_count < 1 || h->shard_no > h->shard_count ||
+            h->shard_count > 99999)
             return jsonu_fail(c, "shard {no=%lld, count=%lld} needs 1 <= no <= count <= 99999",
                               (long long)h->shard_no, (long long)h->shard_count);
         h->has_shard = true;
@@ -318,7 +345,8 @@ static cmf_status parse_root(json_t *root, cmf_header *h, jsonu_ctx *c) {
     return jsonu_opt_raw(c, root, "provenance", &h->provenance_json);
 }
 
-cmf_status cmf_header_parse(const char *json, size_t len, cmf_header *h, const char *ctx, cmf_err *err) {
+cmf_status cmf_header_parse(const char *json, size_t len, cmf_header *h, const char *ctx,
+                            cmf_err *err) {
     memset(h, 0, sizeof *h);
     h->tokenizer_config.bos_token_id = h->tokenizer_config.pad_token_id = -1;
     header_store *hs = calloc(1, sizeof *hs);
@@ -337,8 +365,8 @@ cmf_status cmf_header_parse(const char *json, size_t len, cmf_header *h, const c
     hs->root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
     if (!hs->root) {
         cmf_header_free(h);
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "header JSON invalid at line %d col %d: %s", jerr.line,
-                           jerr.column, jerr.text);
+        return cmf_err_set(err, CMF_E_PARSE, ctx, "header JSON invalid at line %d col %d: %s",
+                           jerr.line, jerr.column, jerr.text);
     }
     jsonu_ctx c = {&hs->pool, ctx, err};
     cmf_status st = parse_root(hs->root, h, &c);

@@ -11,10 +11,12 @@
 
 long cmf__io_fail_after = -1;
 
-cmf_status io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off, const char *path, cmf_err *err) {
+cmf_status io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off, const char *path,
+                         cmf_err *err) {
     if (cmf__io_fail_after >= 0) {
-        if (cmf__io_fail_after == 0) return cmf_err_set(err, CMF_E_IO, path, "simulated crash before write at %llu",
-                                                        (unsigned long long)off);
+        if (cmf__io_fail_after == 0)
+            return cmf_err_set(err, CMF_E_IO, path, "simulated crash before write at %llu",
+                               (unsigned long long)off);
         cmf__io_fail_after--;
     }
     const uint8_t *p = buf;
@@ -22,8 +24,8 @@ cmf_status io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off, cons
         ssize_t n = pwrite(fd, p, len, (off_t)off);
         if (n < 0) {
             if (errno == EINTR) continue;
-            return cmf_err_set(err, CMF_E_IO, path, "write of %zu bytes at offset %llu failed: %s", len,
-                               (unsigned long long)off, strerror(errno));
+            return cmf_err_set(err, CMF_E_IO, path, "write of %zu bytes at offset %llu failed: %s",
+                               len, (unsigned long long)off, strerror(errno));
         }
         p += n;
         len -= (size_t)n;
@@ -60,7 +62,8 @@ cmf_status io_create_temp(const char *target, int *fd, char **tmp_path, cmf_err 
     free(d);
     int f = mkostemp(tmp, O_CLOEXEC);
     if (f < 0) {
-        cmf_status st = cmf_err_set(err, CMF_E_IO, target, "cannot create a temporary file beside it: %s", strerror(errno));
+        cmf_status st = cmf_err_set(
+            err, CMF_E_IO, target, "cannot create a temporary file beside it: %s", strerror(errno));
         free(tmp);
         return st;
     }
@@ -71,13 +74,15 @@ cmf_status io_create_temp(const char *target, int *fd, char **tmp_path, cmf_err 
 }
 
 cmf_status io_fsync(int fd, const char *path, cmf_err *err) {
-    if (fsync(fd) != 0) return cmf_err_set(err, CMF_E_IO, path, "fsync failed: %s", strerror(errno));
+    if (fsync(fd) != 0)
+        return cmf_err_set(err, CMF_E_IO, path, "fsync failed: %s", strerror(errno));
     return CMF_OK;
 }
 
 cmf_status io_commit_rename(const char *tmp, const char *target, cmf_err *err) {
     if (rename(tmp, target) != 0)
-        return cmf_err_set(err, CMF_E_IO, target, "rename from %s failed: %s", tmp, strerror(errno));
+        return cmf_err_set(err, CMF_E_IO, target, "rename from %s failed: %s", tmp,
+                           strerror(errno));
     char *d = dir_of(target);
     if (d) {
         int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -12,7 +12,8 @@
 extern long cmf__io_fail_after;
 
 /* Write all of buf at offset off (one logical write; a "write boundary"). */
-cmf_status io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off, const char *path, cmf_err *err);
+cmf_status io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off, const char *path,
+                         cmf_err *err);
 /* Create "<dir>/.<base>.tmp.XXXXXX" beside target; returns fd, fills tmp_path (malloc'd). */
 cmf_status io_create_temp(const char *target, int *fd, char **tmp_path, cmf_err *err);
 cmf_status io_fsync(int fd, const char *path, cmf_err *err);

@@ -28,12 +28,15 @@ void *jsonu_alloc(jsonu_ctx *c, size_t n) {
 }
 
 void jsonu_pool_free(jsonu_pool *p) {
-    for (size_t i = 0; i < p->n; i++) free(p->ptrs[i]);
+    for (size_t i = 0; i < p->n; i++)
+        free(p->ptrs[i]);
     free(p->ptrs);
     memset(p, 0, sizeof *p);
 }
 
-cmf_status jsonu_nomem(jsonu_ctx *c) { return cmf_err_set(c->err, CMF_E_NOMEM, c->ctx, "parsing header JSON"); }
+cmf_status jsonu_nomem(jsonu_ctx *c) {
+    return cmf_err_set(c->err, CMF_E_NOMEM, c->ctx, "parsing header JSON");
+}
 
 cmf_status jsonu_fail(jsonu_ctx *c, const char *fmt, ...) {
     char buf[400];
@@ -44,7 +47,8 @@ cmf_status jsonu_fail(jsonu_ctx *c, const char *fmt, ...) {
     return cmf_err_set(c->err, CMF_E_PARSE, c->ctx, "%s", buf);
 }
 
-cmf_status jsonu_opt_pos_int(jsonu_ctx *c, json_t *o, const char *where, const char *key, int64_t *out) {
+cmf_status jsonu_opt_pos_int(jsonu_ctx *c, json_t *o, const char *where, const char *key,
+                             int64_t *out) {
     json_t *v = json_object_get(o, key);
     if (!v || json_is_null(v)) return CMF_OK;
     if (json_is_real(v)) {
@@ -60,7 +64,8 @@ cmf_status jsonu_opt_pos_int(jsonu_ctx *c, json_t *o, const char *where, const c
     return CMF_OK;
 }
 
-cmf_status jsonu_opt_string(jsonu_ctx *c, json_t *o, const char *where, const char *key, const char **out) {
+cmf_status jsonu_opt_string(jsonu_ctx *c, json_t *o, const char *where, const char *key,
+                            const char **out) {
     json_t *v = json_object_get(o, key);
     if (!v || json_is_null(v)) return CMF_OK;
     if (!json_is_string(v)) return jsonu_fail(c, "%s.%s must be a string", where, key);
@@ -70,7 +75,8 @@ cmf_status jsonu_opt_string(jsonu_ctx *c, json_t *o, const char *where, const ch
     return CMF_OK;
 }
 
-cmf_status jsonu_opt_number(jsonu_ctx *c, json_t *o, const char *where, const char *key, double *out, bool *has) {
+cmf_status jsonu_opt_number(jsonu_ctx *c, json_t *o, const char *where, const char *key,
+                            double *out, bool *has) {
     json_t *v = json_object_get(o, key);
     *has = false;
     if (!v || json_is_null(v)) return CMF_OK;
@@ -102,7 +108,8 @@ cmf_status jsonu_opt_raw(jsonu_ctx *c, json_t *o, const char *key, const char **
     return CMF_OK;
 }
 
-cmf_status jsonu_int_array(jsonu_ctx *c, json_t *v, const char *where, bool positive, int64_t **out, size_t *n) {
+cmf_status jsonu_int_array(jsonu_ctx *c, json_t *v, const char *where, bool positive, int64_t **out,
+                           size_t *n) {
     if (!json_is_array(v)) return jsonu_fail(c, "%s must be an array of integers", where);
     size_t len = json_array_size(v);
     int64_t *a = jsonu_alloc(c, (len ? len : 1) * sizeof *a);
@@ -110,7 +117,8 @@ cmf_status jsonu_int_array(jsonu_ctx *c, json_t *v, const char *where, bool posi
     for (size_t i = 0; i < len; i++) {
         json_t *e = json_array_get(v, i);
         if (!json_is_integer(e) || json_integer_value(e) < (positive ? 1 : 0))
-            return jsonu_fail(c, "%s[%zu] must be a %s integer", where, i, positive ? "positive" : "non-negative");
+            return jsonu_fail(c, "%s[%zu] must be a %s integer", where, i,
+                              positive ? "positive" : "non-negative");
         a[i] = json_integer_value(e);
     }
     *out = a;

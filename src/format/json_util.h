@@ -27,13 +27,17 @@ cmf_status jsonu_fail(jsonu_ctx *c, const char *fmt, ...) __attribute__((format(
 
 /* Each: absent or null leaves the output at its "absent" value and returns CMF_OK;
  * a value of the wrong type or range is CMF_E_PARSE naming where.key. */
-cmf_status jsonu_opt_pos_int(jsonu_ctx *c, json_t *o, const char *where, const char *key, int64_t *out);
-cmf_status jsonu_opt_string(jsonu_ctx *c, json_t *o, const char *where, const char *key, const char **out);
-cmf_status jsonu_opt_number(jsonu_ctx *c, json_t *o, const char *where, const char *key, double *out, bool *has);
+cmf_status jsonu_opt_pos_int(jsonu_ctx *c, json_t *o, const char *where, const char *key,
+                             int64_t *out);
+cmf_status jsonu_opt_string(jsonu_ctx *c, json_t *o, const char *where, const char *key,
+                            const char **out);
+cmf_status jsonu_opt_number(jsonu_ctx *c, json_t *o, const char *where, const char *key,
+                            double *out, bool *has);
 cmf_status jsonu_opt_bool(jsonu_ctx *c, json_t *o, const char *where, const char *key, bool *out);
 /* Any JSON value re-serialized compactly (NULL when absent or null). */
 cmf_status jsonu_opt_raw(jsonu_ctx *c, json_t *o, const char *key, const char **out);
 /* Array of non-negative (positive if `positive`) integers. */
-cmf_status jsonu_int_array(jsonu_ctx *c, json_t *v, const char *where, bool positive, int64_t **out, size_t *n);
+cmf_status jsonu_int_array(jsonu_ctx *c, json_t *v, const char *where, bool positive, int64_t **out,
+                           size_t *n);
 
 #endif

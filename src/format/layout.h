@@ -32,11 +32,12 @@ typedef struct header_plan {
 } header_plan;
 
 /* Serialize the final header from a template object (not modified). *out malloc'd. */
-cmf_status layout_header_json(json_t *tmpl, const header_plan *plan, char **out, size_t *len, const char *ctx,
-                              cmf_err *err);
+cmf_status layout_header_json(json_t *tmpl, const header_plan *plan, char **out, size_t *len,
+                              const char *ctx, cmf_err *err);
 /* required_features for a shard holding these tensors, masks (or not) and this header. */
 uint32_t layout_features(const dir_entry *e, size_t n, bool has_masks, json_t *header);
 /* Parse a caller's header JSON text; must be an object. */
-cmf_status layout_parse_header_template(const char *json, size_t len, json_t **out, const char *ctx, cmf_err *err);
+cmf_status layout_parse_header_template(const char *json, size_t len, json_t **out, const char *ctx,
+                                        cmf_err *err);
 
 #endif

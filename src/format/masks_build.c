@@ -23,11 +23,12 @@ struct cmf_masks_builder {
     char *default_task;
 };
 
-cmf_status cmf_masks_builder_create(uint32_t n_layers, uint32_t intermediate, uint32_t n_heads, uint32_t n_experts,
-                                    cmf_masks_builder **out, cmf_err *err) {
+cmf_status cmf_masks_builder_create(uint32_t n_layers, uint32_t intermediate, uint32_t n_heads,
+                                    uint32_t n_experts, cmf_masks_builder **out, cmf_err *err) {
     *out = NULL;
     if (!n_layers || !intermediate || !n_heads)
-        return cmf_err_set(err, CMF_E_INVALID_ARG, "masks", "n_layers, intermediate and n_heads must be >= 1");
+        return cmf_err_set(err, CMF_E_INVALID_ARG, "masks",
+                           "n_layers, intermediate and n_heads must be >= 1");
     cmf_masks_builder *b = calloc(1, sizeof *b);
     if (!b) return cmf_err_set(err, CMF_E_NOMEM, "masks", "builder");
     b->n_layers = n_layers;
@@ -50,26 +51,35 @@ static int tail_clear(const uint8_t *p, size_t rows, size_t bytes, uint32_t dim)
     return 1;
 }
 
-static char *dup_or_null(const char *s) { return s ? strdup(s) : NULL; }
+static char *dup_or_null(const char *s) {
+    return s ? strdup(s) : NULL;
+}
 
-cmf_status cmf_masks_builder_add(cmf_masks_builder *b, const char *name, const char *description, const uint8_t *ffn,
-                                 const uint8_t *heads, const uint8_t *gates, const uint8_t *experts,
-                                 const char *quality_json, cmf_err *err) {
+cmf_status cmf_masks_builder_add(cmf_masks_builder *b, const char *name, const char *description,
+                                 const uint8_t *ffn, const uint8_t *heads, const uint8_t *gates,
+                                 const uint8_t *experts, const char *quality_json, cmf_err *err) {
     if (!name || !*name || !ffn || !heads || !gates)
-        return cmf_err_set(err, CMF_E_INVALID_ARG, "masks", "a mask needs a name, ffn, heads and gates");
+        return cmf_err_set(err, CMF_E_INVALID_ARG, "masks",
+                           "a mask needs a name, ffn, heads and gates");
     for (size_t i = 0; i < b->n; i++)
-        if (!strcmp(b->m[i].name, name)) return cmf_err_set(err, CMF_E_INVALID_ARG, "masks", "mask '%s' added twice", name);
+        if (!strcmp(b->m[i].name, name))
+            return cmf_err_set(err, CMF_E_INVALID_ARG, "masks", "mask '%s' added twice", name);
     if (experts && !b->n_experts)
-        return cmf_err_set(err, CMF_E_INVALID_ARG, "masks", "mask '%s' has expert bits but n_experts=0", name);
+        return cmf_err_set(err, CMF_E_INVALID_ARG, "masks",
+                           "mask '%s' has expert bits but n_experts=0", name);
     if (!tail_clear(ffn, b->n_layers, b->ffn_bytes, b->intermediate) ||
-        !tail_clear(heads, b->n_layers, b->head_bytes, b->n_heads) || !tail_clear(gates, 1, b->gates_bytes, b->n_layers) ||
+        !tail_clear(heads, b->n_layers, b->head_bytes, b->n_heads) ||
+        !tail_clear(gates, 1, b->gates_bytes, b->n_layers) ||
         (experts && !tail_clear(experts, b->n_layers, b->expert_bytes, b->n_experts)))
-        return cmf_err_set(err, CMF_E_INVALID_ARG, "masks", "mask '%s' has bits set past a dimension", name);
+        return cmf_err_set(err, CMF_E_INVALID_ARG, "masks",
+                           "mask '%s' has bits set past a dimension", name);
     if (quality_json) {
         json_t *q = json_loads(quality_json, JSON_DECODE_ANY, NULL);
         int ok = q && (json_is_object(q) || json_is_null(q));
         json_decref(q);
-        if (!ok) return cmf_err_set(err, CMF_E_INVALID_ARG, "masks", "mask '%s' quality must be a JSON object", name);
+        if (!ok)
+            return cmf_err_set(err, CMF_E_INVALID_ARG, "masks",
+                               "mask '%s' quality must be a JSON object", name);
     }
     if (b->n == b->cap) {
         size_t cap = b->cap ? 2 * b->cap : 8;
@@ -81,7 +91,8 @@ cmf_status cmf_masks_builder_add(cmf_masks_builder *b, const char *name, const c
     mb_mask *m = &b->m[b->n];
     memset(m, 0, sizeof *m);
     size_t L = b->n_layers;
-    m->blob_len = L * b->ffn_bytes + L * b->head_bytes + b->gates_bytes + (experts ? L * b->expert_bytes : 0);
+    m->blob_len =
+        L * b->ffn_bytes + L * b->head_bytes + b->gates_bytes + (experts ? L * b->expert_bytes : 0);
     m->blob = malloc(m->blob_len);
     m->name = strdup(name);
     m->description = dup_or_null(description);
@@ -104,7 +115,8 @@ cmf_status cmf_masks_builder_add(cmf_masks_builder *b, const char *name, const c
     m->has_experts = experts != NULL;
     /* sparsity = fraction of FFN neurons masked out, over all layers */
     uint64_t on = 0;
-    for (size_t i = 0; i < L * b->ffn_bytes; i++) on += (uint64_t)__builtin_popcount(ffn[i]);
+    for (size_t i = 0; i < L * b->ffn_bytes; i++)
+        on += (uint64_t)__builtin_popcount(ffn[i]);
     m->sparsity = 1.0 - (double)on / ((double)L * b->intermediate);
     b->n++;
     return CMF_OK;
@@ -131,16 +143,18 @@ cmf_status cmf_masks_builder_build(cmf_masks_builder *b, uint8_t **out, size_t *
         meta = json_object();
         json_t *arr = json_array();
         if (!meta || !arr) break;
-        if (b->default_task) json_object_set_new(meta, "default_task", json_string(b->default_task));
+        if (b->default_task)
+            json_object_set_new(meta, "default_task", json_string(b->default_task));
         size_t off = (8 + prev + 7) / 8 * 8;
         for (size_t i = 0; i < b->n; i++) {
             mb_mask *m = &b->m[i];
             json_t *q = m->quality ? json_loads(m->quality, JSON_DECODE_ANY, NULL) : json_null();
-            json_t *o = json_pack("{s:I,s:s,s:o,s:f,s:o,s:n,s:s,s:b,s:I,s:I,s:b}", "task_id", (json_int_t)i, "name",
-                                  m->name, "description", m->description ? json_string(m->description) : json_null(),
-                                  "sparsity", m->sparsity, "quality", q ? q : json_null(), "parent", "priority",
-                                  "Fallback", "has_hot_pack", 0, "blob_off", (json_int_t)off, "blob_len",
-                                  (json_int_t)m->blob_len, "has_expert_fields", m->has_experts);
+            json_t *o = json_pack(
+                "{s:I,s:s,s:o,s:f,s:o,s:n,s:s,s:b,s:I,s:I,s:b}", "task_id", (json_int_t)i, "name",
+                m->name, "description", m->description ? json_string(m->description) : json_null(),
+                "sparsity", m->sparsity, "quality", q ? q : json_null(), "parent", "priority",
+                "Fallback", "has_hot_pack", 0, "blob_off", (json_int_t)off, "blob_len",
+                (json_int_t)m->blob_len, "has_expert_fields", m->has_experts);
             if (!o) break;
             json_array_append_new(arr, o);
             off = (off + m->blob_len + 7) / 8 * 8;
@@ -156,7 +170,8 @@ cmf_status cmf_masks_builder_build(cmf_masks_builder *b, uint8_t **out, size_t *
         return cmf_err_set(err, CMF_E_NOMEM, "masks", "serializing meta");
     }
     size_t total = (8 + meta_len + 7) / 8 * 8;
-    for (size_t i = 0; i < b->n; i++) total = (total + b->m[i].blob_len + 7) / 8 * 8;
+    for (size_t i = 0; i < b->n; i++)
+        total = (total + b->m[i].blob_len + 7) / 8 * 8;
     uint8_t *buf = calloc(1, total);
     if (!buf) {
         free(text);

@@ -6,8 +6,8 @@
 
 #include "format/file_impl.h"
 
-cmf_status cmf__open_paths(const char *display, char **paths, size_t n, unsigned flags, cmf_file **out,
-                           cmf_err *err);
+cmf_status cmf__open_paths(const char *display, char **paths, size_t n, unsigned flags,
+                           cmf_file **out, cmf_err *err);
 
 int cmf_shard_name(char *out, size_t cap, const char *base, unsigned no, unsigned count) {
     return snprintf(out, cap, "%s-%05u-of-%05u.cmf", base, no, count);
@@ -47,11 +47,13 @@ cmf_status cmf_open_model(const char *path, unsigned flags, cmf_file **out, cmf_
         if (st) return st;
         const cmf_header *h = cmf_file_header(*out);
         if (h->has_shard && h->shard_count > 1 && !(flags & CMF_OPEN_NO_SHARDS)) {
-            st = cmf_err_set(err, CMF_E_SHARD, path,
-                             "file is shard %lld of %lld but its name does not follow {base}-NNNNN-of-MMMMM.cmf, so "
-                             "its siblings cannot be found%s",
-                             (long long)h->shard_no, (long long)h->shard_count,
-                             h->shard_no != 1 ? " (and a non-first shard cannot be opened as a model)" : "");
+            st = cmf_err_set(
+                err, CMF_E_SHARD, path,
+                "file is shard %lld of %lld but its name does not follow "
+                "{base}-NNNNN-of-MMMMM.cmf, so "
+                "its siblings cannot be found%s",
+                (long long)h->shard_no, (long long)h->shard_count,
+                h->shard_no != 1 ? " (and a non-first shard cannot be opened as a model)" : "");
             cmf_close(*out);
             *out = NULL;
         }
@@ -68,18 +70,21 @@ cmf_status cmf_open_model(const char *path, unsigned flags, cmf_file **out, cmf_
         }
         cmf_shard_name(paths[i], cap, base, i + 1, count);
         if (access(paths[i], F_OK) != 0)
-            st = cmf_err_set(err, CMF_E_SHARD, path, "sibling shard %u of %u is missing: %s", i + 1, count, paths[i]);
+            st = cmf_err_set(err, CMF_E_SHARD, path, "sibling shard %u of %u is missing: %s", i + 1,
+                             count, paths[i]);
     }
     if (!st) {
         char *display = malloc(plen + 1);
-        if (!display) st = cmf_err_set(err, CMF_E_NOMEM, path, "opening");
+        if (!display)
+            st = cmf_err_set(err, CMF_E_NOMEM, path, "opening");
         else {
             cmf_shard_name(display, plen + 1, base, 1, count);
             st = cmf__open_paths(display, paths, count, flags, out, err);
             free(display);
         }
     }
-    for (unsigned i = 0; paths && i < count; i++) free(paths[i]);
+    for (unsigned i = 0; paths && i < count; i++)
+        free(paths[i]);
     free(paths);
     free(base);
     return st;

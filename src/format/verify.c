@@ -51,15 +51,16 @@ static void *worker(void *arg) {
         work_item *w = &j->items[i];
         const cmf_tensor *t = &j->f->tensors[w->tensor];
         prefault(t->data + 8 * w->first_word, (size_t)(8 * w->n_words));
-        w->fold = cmf_hash64_fold_words(t->data + 8 * w->first_word, (size_t)w->n_words, w->first_word);
+        w->fold =
+            cmf_hash64_fold_words(t->data + 8 * w->first_word, (size_t)w->n_words, w->first_word);
     }
     return NULL;
 }
 
-static void report(cmf_problem_fn fn, void *user, cmf_verify_stats *s, const char *path, cmf_status code,
-                   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static void report(cmf_problem_fn fn, void *user, cmf_verify_stats *s, const char *path, cmf_status code,
-                   const char *fmt, ...) {
+static void report(cmf_problem_fn fn, void *user, cmf_verify_stats *s, const char *path,
+                   cmf_status code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void report(cmf_problem_fn fn, void *user, cmf_verify_stats *s, const char *path,
+                   cmf_status code, const char *fmt, ...) {
     char msg[512];
     va_list ap;
     va_start(ap, fmt);
@@ -69,7 +70,8 @@ static void report(cmf_problem_fn fn, void *user, cmf_verify_stats *s, const cha
     if (fn) fn(user, path, code, msg);
 }
 
-static void check_meta(const cmf_shard *sh, cmf_problem_fn fn, void *user, cmf_verify_stats *s, cmf_status *first) {
+static void check_meta(const cmf_shard *sh, cmf_problem_fn fn, void *user, cmf_verify_stats *s,
+                       cmf_status *first) {
     const cmf_envelope *e = &sh->env;
     const cmf_header *h = &sh->header;
     struct {
@@ -79,14 +81,18 @@ static void check_meta(const cmf_shard *sh, cmf_problem_fn fn, void *user, cmf_v
     } items[] = {
         {"header", e->header_off, e->header_len, e->header_hash, 1},
         {"directory", e->dir_off, e->dir_len, e->dir_hash, 1},
-        {"masks section", e->masks_off, e->masks_len, h->has_masks_hash ? h->masks_hash : 0, e->masks_off != 0},
-        {"vocab section", e->vocab_off, e->vocab_len, h->has_vocab_hash ? h->vocab_hash : 0, e->vocab_off != 0},
-        {"index section", e->index_off, e->index_len, h->has_index_hash ? h->index_hash : 0, e->index_off != 0},
+        {"masks section", e->masks_off, e->masks_len, h->has_masks_hash ? h->masks_hash : 0,
+         e->masks_off != 0},
+        {"vocab section", e->vocab_off, e->vocab_len, h->has_vocab_hash ? h->vocab_hash : 0,
+         e->vocab_off != 0},
+        {"index section", e->index_off, e->index_len, h->has_index_hash ? h->index_hash : 0,
+         e->index_off != 0},
     };
     for (size_t i = 0; i < sizeof items / sizeof items[0]; i++) {
         if (!items[i].present) continue;
         if (!items[i].want) {
-            /* zero = absent (spec §8.1): older files pass, but say so for the two envelope hashes */
+            /* zero = absent (spec §8.1): older files pass, but say so for the two envelope hashes
+             */
             continue;
         }
         uint64_t got = cmf_hash64(sh->base + items[i].off, (size_t)items[i].len);
@@ -95,26 +101,30 @@ static void check_meta(const cmf_shard *sh, cmf_problem_fn fn, void *user, cmf_v
             char a[17], b[17];
             cmf_hash64_to_hex(items[i].want, a);
             cmf_hash64_to_hex(got, b);
-            report(fn, user, s, sh->path, CMF_E_HASH, "%s hash64 mismatch: stored %s, bytes hash to %s", items[i].what,
-                   a, b);
+            report(fn, user, s, sh->path, CMF_E_HASH,
+                   "%s hash64 mismatch: stored %s, bytes hash to %s", items[i].what, a, b);
             if (!*first) *first = CMF_E_HASH;
         }
     }
 }
 
-cmf_status cmf_verify(const cmf_file *f, unsigned threads, cmf_problem_fn fn, void *user, cmf_verify_stats *stats) {
+cmf_status cmf_verify(const cmf_file *f, unsigned threads, cmf_problem_fn fn, void *user,
+                      cmf_verify_stats *stats) {
     cmf_verify_stats s;
     memset(&s, 0, sizeof s);
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     cmf_status first = CMF_OK;
-    for (size_t i = 0; i < f->n_shards; i++) check_meta(&f->shards[i], fn, user, &s, &first);
+    for (size_t i = 0; i < f->n_shards; i++)
+        check_meta(&f->shards[i], fn, user, &s, &first);
 
     size_t n_items = 0;
-    for (size_t i = 0; i < f->n_tensors; i++) n_items += (size_t)(f->tensors[i].nbytes / 8 / CHUNK_WORDS) + 1;
+    for (size_t i = 0; i < f->n_tensors; i++)
+        n_items += (size_t)(f->tensors[i].nbytes / 8 / CHUNK_WORDS) + 1;
     verify_job job = {.f = f, .items = calloc(n_items ? n_items : 1, sizeof(work_item))};
     if (!job.items) {
-        report(fn, user, &s, f->path, CMF_E_NOMEM, "out of memory planning %zu hash chunks", n_items);
+        report(fn, user, &s, f->path, CMF_E_NOMEM, "out of memory planning %zu hash chunks",
+               n_items);
         if (stats) *stats = s;
         return CMF_E_NOMEM;
     }
@@ -137,14 +147,16 @@ cmf_status cmf_verify(const cmf_file *f, unsigned threads, cmf_problem_fn fn, vo
     for (unsigned t = 1; t < threads; t++)
         if (pthread_create(&tids[started], NULL, worker, &job) == 0) started++;
     worker(&job);
-    for (unsigned t = 0; t < started; t++) pthread_join(tids[t], NULL);
+    for (unsigned t = 0; t < started; t++)
+        pthread_join(tids[t], NULL);
 
     /* combine: items of one tensor are consecutive */
     for (size_t k = 0; k < job.n_items;) {
         uint32_t ti = job.items[k].tensor;
         const cmf_tensor *t = &f->tensors[ti];
         uint64_t fold = 0;
-        for (; k < job.n_items && job.items[k].tensor == ti; k++) fold ^= job.items[k].fold;
+        for (; k < job.n_items && job.items[k].tensor == ti; k++)
+            fold ^= job.items[k].fold;
         uint64_t words = t->nbytes / 8;
         if (t->nbytes % 8) {
             uint8_t last[8] = {0};

@@ -16,7 +16,7 @@
 typedef enum { SRC_COPY, SRC_REF, SRC_STREAM } src_kind;
 
 typedef struct w_tensor {
-    dir_entry d;     /* name owned */
+    dir_entry d; /* name owned */
     src_kind kind;
     const void *data;
     size_t nbytes;
@@ -51,7 +51,8 @@ struct cmf_writer {
     unsigned n_tmp;
 };
 
-cmf_status cmf_writer_create(const char *path, const cmf_writer_opts *opts, cmf_writer **out, cmf_err *err) {
+cmf_status cmf_writer_create(const char *path, const cmf_writer_opts *opts, cmf_writer **out,
+                             cmf_err *err) {
     *out = NULL;
     cmf_writer *w = calloc(1, sizeof *w);
     if (!w || !(w->path = strdup(path)) || !(w->header = json_object())) {
@@ -73,9 +74,9 @@ cmf_status cmf_writer_set_header(cmf_writer *w, const char *json, size_t len, cm
     return CMF_OK;
 }
 
-static cmf_status add(cmf_writer *w, const char *name, cmf_dtype dtype, unsigned ndim, const uint64_t *shape,
-                      src_kind kind, const void *data, size_t nbytes, cmf_tensor_producer prod, void *user,
-                      cmf_err *err) {
+static cmf_status add(cmf_writer *w, const char *name, cmf_dtype dtype, unsigned ndim,
+                      const uint64_t *shape, src_kind kind, const void *data, size_t nbytes,
+                      cmf_tensor_producer prod, void *user, cmf_err *err) {
     cmf_status st = layout_check_tensor(w->path, name, dtype, ndim, shape, err);
     if (st) return st;
     for (size_t i = 0; i < w->n; i++)
@@ -94,7 +95,8 @@ static cmf_status add(cmf_writer *w, const char *name, cmf_dtype dtype, unsigned
     if (!t->d.name) return cmf_err_set(err, CMF_E_NOMEM, w->path, "tensor name");
     t->d.dtype = (uint8_t)dtype;
     t->d.ndim = (uint8_t)ndim;
-    for (unsigned i = 0; i < ndim; i++) t->d.shape[i] = shape[i];
+    for (unsigned i = 0; i < ndim; i++)
+        t->d.shape[i] = shape[i];
     t->kind = kind;
     t->nbytes = nbytes;
     t->producer = prod;
@@ -103,7 +105,8 @@ static cmf_status add(cmf_writer *w, const char *name, cmf_dtype dtype, unsigned
         void *copy = malloc(nbytes ? nbytes : 1);
         if (!copy) {
             free((char *)t->d.name);
-            return cmf_err_set(err, CMF_E_NOMEM, w->path, "copy of tensor '%s' (%zu bytes)", name, nbytes);
+            return cmf_err_set(err, CMF_E_NOMEM, w->path, "copy of tensor '%s' (%zu bytes)", name,
+                               nbytes);
         }
         memcpy(copy, data, nbytes);
         t->data = copy;
@@ -115,22 +118,25 @@ static cmf_status add(cmf_writer *w, const char *name, cmf_dtype dtype, unsigned
 }
 
 cmf_status cmf_writer_add_tensor(cmf_writer *w, const char *name, cmf_dtype dtype, unsigned ndim,
-                                 const uint64_t *shape, const void *data, size_t nbytes, cmf_err *err) {
+                                 const uint64_t *shape, const void *data, size_t nbytes,
+                                 cmf_err *err) {
     return add(w, name, dtype, ndim, shape, SRC_COPY, data, nbytes, NULL, NULL, err);
 }
-cmf_status cmf_writer_add_tensor_ref(cmf_writer *w, const char *name, cmf_dtype dtype, unsigned ndim,
-                                     const uint64_t *shape, const void *data, size_t nbytes, cmf_err *err) {
+cmf_status cmf_writer_add_tensor_ref(cmf_writer *w, const char *name, cmf_dtype dtype,
+                                     unsigned ndim, const uint64_t *shape, const void *data,
+                                     size_t nbytes, cmf_err *err) {
     return add(w, name, dtype, ndim, shape, SRC_REF, data, nbytes, NULL, NULL, err);
 }
-cmf_status cmf_writer_add_tensor_stream(cmf_writer *w, const char *name, cmf_dtype dtype, unsigned ndim,
-                                        const uint64_t *shape, cmf_tensor_producer producer, void *user,
-                                        cmf_err *err) {
-    if (!producer) return cmf_err_set(err, CMF_E_INVALID_ARG, w->path, "tensor '%s': NULL producer", name);
+cmf_status cmf_writer_add_tensor_stream(cmf_writer *w, const char *name, cmf_dtype dtype,
+                                        unsigned ndim, const uint64_t *shape,
+                                        cmf_tensor_producer producer, void *user, cmf_err *err) {
+    if (!producer)
+        return cmf_err_set(err, CMF_E_INVALID_ARG, w->path, "tensor '%s': NULL producer", name);
     return add(w, name, dtype, ndim, shape, SRC_STREAM, NULL, 0, producer, user, err);
 }
 
-static cmf_status set_blob(cmf_writer *w, uint8_t **dst, size_t *dlen, int *has, const void *b, size_t len,
-                           cmf_err *err) {
+static cmf_status set_blob(cmf_writer *w, uint8_t **dst, size_t *dlen, int *has, const void *b,
+                           size_t len, cmf_err *err) {
     uint8_t *c = malloc(len ? len : 1);
     if (!c) return cmf_err_set(err, CMF_E_NOMEM, w->path, "section of %zu bytes", len);
     if (len) memcpy(c, b, len);
@@ -182,7 +188,8 @@ cmf_status cmf_sink_write(cmf_sink *s, const void *data, size_t len, cmf_err *er
 /* ---- finish ---- */
 static uint64_t rough_size(const dir_entry *d) {
     uint64_t n = 1;
-    for (unsigned i = 0; i < d->ndim; i++) n *= d->shape[i];
+    for (unsigned i = 0; i < d->ndim; i++)
+        n *= d->shape[i];
     return n * 4;
 }
 
@@ -214,8 +221,8 @@ static cmf_status pad_to(cmf_sink *s, uint64_t target, cmf_err *err) {
     return CMF_OK;
 }
 
-static cmf_status write_shard(cmf_writer *w, unsigned shard, unsigned count, const char *path, int fd,
-                              size_t *done, cmf_err *err) {
+static cmf_status write_shard(cmf_writer *w, unsigned shard, unsigned count, const char *path,
+                              int fd, size_t *done, cmf_err *err) {
     cmf_status st;
     size_t first = 0, n = 0;
     for (size_t i = 0; i < w->n; i++) {
@@ -244,7 +251,8 @@ static cmf_status write_shard(cmf_writer *w, unsigned shard, unsigned count, con
         free(hjson);
         return cmf_err_set(err, CMF_E_NOMEM, path, "directory");
     }
-    for (size_t k = 0; k < n; k++) d[k] = w->t[first + k].d;
+    for (size_t k = 0; k < n; k++)
+        d[k] = w->t[first + k].d;
     cmf_envelope e;
     memset(&e, 0, sizeof e);
     e.header_off = CMF_ENVELOPE_SIZE;
@@ -269,8 +277,10 @@ static cmf_status write_shard(cmf_writer *w, unsigned shard, unsigned count, con
         if ((st = pad_to(&s, e.data_off + rel, err))) goto out;
         cmf_hash64_init(&s.h);
         s.written = 0;
-        if (t->kind == SRC_STREAM) st = t->producer(t->user, &s, err);
-        else st = cmf_sink_write(&s, t->data, t->nbytes, err);
+        if (t->kind == SRC_STREAM)
+            st = t->producer(t->user, &s, err);
+        else
+            st = cmf_sink_write(&s, t->data, t->nbytes, err);
         if (st) goto out;
         d[k].off = rel;
         d[k].nbytes = s.written;
@@ -309,8 +319,8 @@ static cmf_status write_shard(cmf_writer *w, unsigned shard, unsigned count, con
     }
     layout_write_directory(d, n, dirbuf);
     if ((st = io_pwrite_all(fd, dirbuf, e.dir_len, e.dir_off, path, err))) goto out;
-    if ((st = io_pwrite_all(fd, k_zeros, (size_t)(e.data_off - e.dir_off - e.dir_len), e.dir_off + e.dir_len, path,
-                            err)))
+    if ((st = io_pwrite_all(fd, k_zeros, (size_t)(e.data_off - e.dir_off - e.dir_len),
+                            e.dir_off + e.dir_len, path, err)))
         goto out;
     e.required_features = layout_features(d, n, has_masks, first_shard ? w->header : NULL);
     e.header_hash = cmf_hash64(hjson, hlen);
@@ -318,7 +328,8 @@ static cmf_status write_shard(cmf_writer *w, unsigned shard, unsigned count, con
     uint8_t env[CMF_ENVELOPE_SIZE];
     cmf_envelope_write(&e, env);
     if ((st = io_pwrite_all(fd, env, sizeof env, 0, path, err))) goto out;
-    if (ftruncate(fd, (off_t)pos) != 0) st = cmf_err_set(err, CMF_E_IO, path, "cannot set file size");
+    if (ftruncate(fd, (off_t)pos) != 0)
+        st = cmf_err_set(err, CMF_E_IO, path, "cannot set file size");
     if (!st) st = io_fsync(fd, path, err);
 out:
     free(dirbuf);
@@ -355,7 +366,8 @@ cmf_status cmf_writer_finish(cmf_writer *w, cmf_err *err) {
         return cmf_err_set(err, CMF_E_NOMEM, w->path, "writer");
     }
     w->n_tmp = count;
-    for (unsigned i = 0; i < count; i++) w->fds[i] = -1;
+    for (unsigned i = 0; i < count; i++)
+        w->fds[i] = -1;
     cmf_status st = CMF_OK;
     /* base name for shards: "model.cmf" -> "model" */
     size_t plen = strlen(w->path);
@@ -386,7 +398,8 @@ cmf_status cmf_writer_finish(cmf_writer *w, cmf_err *err) {
         if (st && err) {
             char msg[CMF_ERR_MSG_MAX];
             snprintf(msg, sizeof msg, "%s", err->msg);
-            cmf_err_set(err, st, targets[i], "written file failed validation (nothing kept): %s", msg);
+            cmf_err_set(err, st, targets[i], "written file failed validation (nothing kept): %s",
+                        msg);
         }
         cmf_close(f);
     }
@@ -398,7 +411,8 @@ cmf_status cmf_writer_finish(cmf_writer *w, cmf_err *err) {
         w->tmp[i] = NULL;
     }
     drop_temps(w);
-    for (unsigned i = 0; i < count; i++) free(targets[i]);
+    for (unsigned i = 0; i < count; i++)
+        free(targets[i]);
     free(targets);
     if (!st) w->finished = 1;
     return st;

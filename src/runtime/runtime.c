@@ -39,10 +39,12 @@ void cortiq_generate_defaults(cortiq_generate_params *p) {
 }
 
 /* A special token's text: the header's own string if present, else the tokenizer's token for id. */
-static void put_token(json_t *o, const char *key, const char *header_json, const cmf_tokenizer *tok, int64_t id) {
+static void put_token(json_t *o, const char *key, const char *header_json, const cmf_tokenizer *tok,
+                      int64_t id) {
     json_t *h = json_loads(header_json, 0, NULL);
     json_t *v = json_object_get(json_object_get(h, "tokenizer_config"), key);
-    if (v && json_is_string(v)) json_object_set(o, key, v);
+    if (v && json_is_string(v))
+        json_object_set(o, key, v);
     else if (id >= 0) {
         size_t len;
         const char *s = cmf_tokenizer_id_to_token(tok, (int32_t)id, &len);
@@ -51,7 +53,8 @@ static void put_token(json_t *o, const char *key, const char *header_json, const
     json_decref(h);
 }
 
-cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts, cortiq_runtime **out, cmf_err *err) {
+cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts,
+                               cortiq_runtime **out, cmf_err *err) {
     *out = NULL;
     cortiq_runtime *rt = calloc(1, sizeof *rt);
     if (!rt) return cmf_err_set(err, CMF_E_NOMEM, path, "runtime");
@@ -61,7 +64,8 @@ cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts
     size_t vlen = 0;
     const uint8_t *vocab = f ? cmf_file_vocab(f, &vlen) : NULL;
     if (!st && !vocab)
-        st = cmf_err_set(err, CMF_E_NOT_FOUND, path, "no tokenizer section (spec §6): this file cannot take text");
+        st = cmf_err_set(err, CMF_E_NOT_FOUND, path,
+                         "no tokenizer section (spec §6): this file cannot take text");
     if (!st) st = cmf_tokenizer_load((const char *)vocab, vlen, &rt->tok, err);
     if (!st) {
         const cmf_header *h = cmf_file_header(f);
@@ -72,7 +76,8 @@ cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts
         if (!st) {
             rt->eos = calloc(tc->n_eos + 1, sizeof *rt->eos);
             if (!rt->eos) st = cmf_err_set(err, CMF_E_NOMEM, path, "runtime");
-            for (size_t i = 0; !st && i < tc->n_eos; i++) rt->eos[rt->n_eos++] = (int32_t)tc->eos_token_ids[i];
+            for (size_t i = 0; !st && i < tc->n_eos; i++)
+                rt->eos[rt->n_eos++] = (int32_t)tc->eos_token_ids[i];
             json_t *sp = json_object();
             put_token(sp, "bos_token", h->json, rt->tok, tc->bos_token_id);
             put_token(sp, "eos_token", h->json, rt->tok, tc->n_eos ? tc->eos_token_ids[0] : -1);
@@ -108,16 +113,24 @@ void cortiq_runtime_free(cortiq_runtime *rt) {
     free(rt);
 }
 
-cortiq_model *cortiq_runtime_model(cortiq_runtime *rt) { return rt->model; }
-cortiq_session *cortiq_runtime_session(cortiq_runtime *rt) { return rt->session; }
-const cmf_tokenizer *cortiq_runtime_tokenizer(const cortiq_runtime *rt) { return rt->tok; }
-bool cortiq_runtime_has_template(const cortiq_runtime *rt) { return rt->has_template; }
+cortiq_model *cortiq_runtime_model(cortiq_runtime *rt) {
+    return rt->model;
+}
+cortiq_session *cortiq_runtime_session(cortiq_runtime *rt) {
+    return rt->session;
+}
+const cmf_tokenizer *cortiq_runtime_tokenizer(const cortiq_runtime *rt) {
+    return rt->tok;
+}
+bool cortiq_runtime_has_template(const cortiq_runtime *rt) {
+    return rt->has_template;
+}
 
-cmf_status cortiq_render_chat(cortiq_runtime *rt, const char *messages_json, bool add_generation_prompt, char **out,
-                              cmf_err *err) {
+cmf_status cortiq_render_chat(cortiq_runtime *rt, const char *messages_json,
+                              bool add_generation_prompt, char **out, cmf_err *err) {
     size_t len;
-    return cmf_chat_template_render(rt->tpl, messages_json, NULL, NULL, add_generation_prompt, rt->special_json, out,
-                                    &len, err);
+    return cmf_chat_template_render(rt->tpl, messages_json, NULL, NULL, add_generation_prompt,
+                                    rt->special_json, out, &len, err);
 }
 
 static bool is_eos(const cortiq_runtime *rt, int32_t t) {
@@ -126,18 +139,20 @@ static bool is_eos(const cortiq_runtime *rt, int32_t t) {
     return false;
 }
 
-cmf_status cortiq_generate(cortiq_runtime *rt, const int32_t *prompt, size_t n_prompt, const cortiq_generate_params *p,
-                           cortiq_text_fn on_text, void *user, char **reply, cortiq_generate_stats *stats,
-                           cmf_err *err) {
+cmf_status cortiq_generate(cortiq_runtime *rt, const int32_t *prompt, size_t n_prompt,
+                           const cortiq_generate_params *p, cortiq_text_fn on_text, void *user,
+                           char **reply, cortiq_generate_stats *stats, cmf_err *err) {
     cortiq_generate_stats s;
     memset(&s, 0, sizeof s);
     uint32_t ctx = cortiq_session_ctx(rt->session), vocab = cortiq_model_vocab(rt->model);
     if (n_prompt == 0) return cmf_err_set(err, CMF_E_INVALID_ARG, "generate", "empty prompt");
     if (n_prompt >= ctx)
-        return cmf_err_set(err, CMF_E_LIMIT, "generate", "prompt of %zu tokens does not fit the context of %u", n_prompt, ctx);
+        return cmf_err_set(err, CMF_E_LIMIT, "generate",
+                           "prompt of %zu tokens does not fit the context of %u", n_prompt, ctx);
     /* reuse the cached prefix; always re-evaluate at least the last prompt token for its logits */
     size_t k = 0;
-    while (k < rt->n_hist && k < n_prompt && rt->hist[k] == prompt[k]) k++;
+    while (k < rt->n_hist && k < n_prompt && rt->hist[k] == prompt[k])
+        k++;
     if (k == n_prompt) k--;
     cortiq_session_truncate(rt->session, (uint32_t)k);
     rt->n_hist = k;
@@ -161,7 +176,8 @@ cmf_status cortiq_generate(cortiq_runtime *rt, const int32_t *prompt, size_t n_p
             s.finish = CORTIQ_FINISH_LENGTH;
             break;
         }
-        int32_t t = cortiq_sampler_sample(smp, cortiq_session_logits(rt->session), rt->hist, rt->n_hist);
+        int32_t t =
+            cortiq_sampler_sample(smp, cortiq_session_logits(rt->session), rt->hist, rt->n_hist);
         if (is_eos(rt, t)) {
             s.finish = CORTIQ_FINISH_EOS;
             break;
@@ -209,10 +225,11 @@ out:
 }
 
 cmf_status cortiq_chat_once(cortiq_runtime *rt, const char *system, const char *user_text,
-                            const cortiq_generate_params *p, cortiq_text_fn on_text, void *user, char **reply,
-                            cortiq_generate_stats *stats, cmf_err *err) {
+                            const cortiq_generate_params *p, cortiq_text_fn on_text, void *user,
+                            char **reply, cortiq_generate_stats *stats, cmf_err *err) {
     json_t *msgs = json_array();
-    if (system) json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
+    if (system)
+        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
     json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", user_text));
     char *mj = json_dumps(msgs, JSON_COMPACT);
     json_decref(msgs);

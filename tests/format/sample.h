@@ -13,21 +13,25 @@
 
 #define SAMPLE_LAYERS 2
 #define SAMPLE_HIDDEN 64
-#define SAMPLE_INTER 40 /* not a multiple of 8: exercises tail bits */
-#define SAMPLE_HEADS 4
+#define SAMPLE_INTER  40 /* not a multiple of 8: exercises tail bits */
+#define SAMPLE_HEADS  4
 
 static inline const char *sample_header_json(void) {
-    return "{\"arch\": {\"arch_name\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 40, \"num_layers\": 2,"
+    return "{\"arch\": {\"arch_name\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 40, "
+           "\"num_layers\": 2,"
            " \"num_attention_heads\": 4, \"num_kv_heads\": 2, \"head_dim\": 16, \"vocab_size\": 32,"
            " \"layer_types\": [\"FullAttention\", \"SlidingAttention\"], \"rms_norm_eps\": 1e-6,"
            " \"norm_style\": \"qwen\", \"rope_theta\": 10000.0, \"sliding_window\": 128,"
            " \"yarn\": {\"factor\": 4.0, \"original_max_position_embeddings\": 4096},"
-           " \"moe\": {\"num_experts\": 4, \"top_k\": 2, \"moe_intermediate_size\": 16, \"norm_topk_prob\": true},"
+           " \"moe\": {\"num_experts\": 4, \"top_k\": 2, \"moe_intermediate_size\": 16, "
+           "\"norm_topk_prob\": true},"
            " \"tie_word_embeddings\": true, \"future_field\": {\"ignored\": [1, 2]}},"
            " \"quant_type\": \"Q8_ROW\","
-           " \"tokenizer_config\": {\"chat_template\": \"{{ bos_token }}\", \"eos_token_ids\": [2, 3],"
+           " \"tokenizer_config\": {\"chat_template\": \"{{ bos_token }}\", \"eos_token_ids\": [2, "
+           "3],"
            " \"bos_token_id\": 1, \"pad_token_id\": null},"
-           " \"skills\": [{\"id\": \"sql\", \"name\": \"SQL\", \"layers\": [0, \"...\", 1], \"quality\": null}],"
+           " \"skills\": [{\"id\": \"sql\", \"name\": \"SQL\", \"layers\": [0, \"...\", 1], "
+           "\"quality\": null}],"
            " \"provenance\": {\"tool\": \"test\", \"source_model\": \"none\"}}";
 }
 
@@ -41,8 +45,10 @@ static inline void sample_fill(float *x, size_t n, unsigned seed) {
 /* masks for the sample arch: 2 tasks, the second with an expert area */
 static inline uint8_t *sample_masks(size_t *len) {
     cmf_masks_builder *b;
-    if (cmf_masks_builder_create(SAMPLE_LAYERS, SAMPLE_INTER, SAMPLE_HEADS, 4, &b, NULL)) return NULL;
-    uint8_t ffn[SAMPLE_LAYERS * 5], heads[SAMPLE_LAYERS], gates[1] = {0x3}, experts[SAMPLE_LAYERS] = {0x5, 0xF};
+    if (cmf_masks_builder_create(SAMPLE_LAYERS, SAMPLE_INTER, SAMPLE_HEADS, 4, &b, NULL))
+        return NULL;
+    uint8_t ffn[SAMPLE_LAYERS * 5], heads[SAMPLE_LAYERS], gates[1] = {0x3},
+                                                          experts[SAMPLE_LAYERS] = {0x5, 0xF};
     memset(ffn, 0xFF, sizeof ffn);
     ffn[4] = 0x0F, ffn[9] = 0x01; /* 36 and 33 neurons */
     heads[0] = 0x0F, heads[1] = 0x03;
@@ -50,7 +56,8 @@ static inline uint8_t *sample_masks(size_t *len) {
     if (cmf_masks_builder_add(b, "general", NULL, ffn, heads, gates, NULL, NULL, NULL) ||
         cmf_masks_builder_add(b, "code", "coding tasks", ffn, heads, gates, experts,
                               "{\"metric\": \"heldout_ppl_ratio\", \"value\": 0.97}", NULL) ||
-        cmf_masks_builder_set_default(b, "general", NULL) || cmf_masks_builder_build(b, &out, len, NULL))
+        cmf_masks_builder_set_default(b, "general", NULL) ||
+        cmf_masks_builder_build(b, &out, len, NULL))
         out = NULL;
     cmf_masks_builder_free(b);
     return out;
@@ -79,14 +86,19 @@ static inline cmf_status sample_write(const char *path, const cmf_writer_opts *o
     static float emb[32 * SAMPLE_HIDDEN];
     sample_fill(emb, 32 * SAMPLE_HIDDEN, 1);
     static uint16_t emb16[32 * SAMPLE_HIDDEN], norm16[SAMPLE_HIDDEN];
-    for (size_t i = 0; i < 32 * SAMPLE_HIDDEN; i++) emb16[i] = f32_to_f16(emb[i]);
-    for (size_t i = 0; i < SAMPLE_HIDDEN; i++) norm16[i] = f32_to_f16(1.0f + 0.01f * (float)i);
+    for (size_t i = 0; i < 32 * SAMPLE_HIDDEN; i++)
+        emb16[i] = f32_to_f16(emb[i]);
+    for (size_t i = 0; i < SAMPLE_HIDDEN; i++)
+        norm16[i] = f32_to_f16(1.0f + 0.01f * (float)i);
     uint64_t sh_emb[2] = {32, SAMPLE_HIDDEN}, sh_norm[1] = {SAMPLE_HIDDEN};
     st = cmf_writer_set_header(w, sample_header_json(), strlen(sample_header_json()), err);
-    if (!st) st = cmf_writer_add_tensor(w, "model.embed_tokens.weight", CMF_DT_F16, 2, sh_emb, emb16, sizeof emb16, err);
+    if (!st)
+        st = cmf_writer_add_tensor(w, "model.embed_tokens.weight", CMF_DT_F16, 2, sh_emb, emb16,
+                                   sizeof emb16, err);
     /* q8_row by hand: int8 then f16 scales */
     static uint8_t q8[SAMPLE_INTER * SAMPLE_HIDDEN + 2 * SAMPLE_INTER];
-    for (size_t i = 0; i < sizeof q8; i++) q8[i] = (uint8_t)(i * 7 + 3);
+    for (size_t i = 0; i < sizeof q8; i++)
+        q8[i] = (uint8_t)(i * 7 + 3);
     uint64_t sh_up[2] = {SAMPLE_INTER, SAMPLE_HIDDEN};
     for (int l = 0; l < SAMPLE_LAYERS && !st; l++) {
         char name[96];
@@ -102,15 +114,19 @@ static inline cmf_status sample_write(const char *path, const cmf_writer_opts *o
     static uint8_t vb[SAMPLE_INTER + 2 * SAMPLE_INTER * 2 + SAMPLE_INTER * SAMPLE_HIDDEN];
     /* vbit: all rows 8 bits -> max size */
     memset(vb, 8, SAMPLE_INTER);
-    for (size_t i = SAMPLE_INTER; i < sizeof vb; i++) vb[i] = (uint8_t)(i * 13);
-    if (!st) st = cmf_writer_add_tensor(w, "skill.sql.model.layers.0.mlp.up_proj.weight", CMF_DT_VBIT, 2, sh_up, vb,
-                                        sizeof vb, err);
+    for (size_t i = SAMPLE_INTER; i < sizeof vb; i++)
+        vb[i] = (uint8_t)(i * 13);
+    if (!st)
+        st = cmf_writer_add_tensor(w, "skill.sql.model.layers.0.mlp.up_proj.weight", CMF_DT_VBIT, 2,
+                                   sh_up, vb, sizeof vb, err);
     static stream_ctx sc;
     sc.data = (const uint8_t *)emb;
     sc.len = sizeof emb;
     sc.piece = 100;
     uint64_t sh_head[2] = {32, SAMPLE_HIDDEN};
-    if (!st) st = cmf_writer_add_tensor_stream(w, "lm_head.weight", CMF_DT_F32, 2, sh_head, sample_stream, &sc, err);
+    if (!st)
+        st = cmf_writer_add_tensor_stream(w, "lm_head.weight", CMF_DT_F32, 2, sh_head,
+                                          sample_stream, &sc, err);
     size_t mlen = 0;
     uint8_t *masks = sample_masks(&mlen);
     if (!st && !masks) st = cmf_err_set(err, CMF_E_NOMEM, path, "sample masks");

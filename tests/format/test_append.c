@@ -5,9 +5,11 @@
 #include "test.h"
 
 static const char *k_new_header =
-    "{\"arch\": {\"arch_name\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 40, \"num_layers\": 2,"
+    "{\"arch\": {\"arch_name\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 40, "
+    "\"num_layers\": 2,"
     " \"num_attention_heads\": 4, \"moe\": {\"num_experts\": 4, \"top_k\": 2}},"
-    " \"skills\": [{\"id\": \"sql\"}, {\"id\": \"chem\", \"name\": \"Chemistry\", \"layers\": [1]}]}";
+    " \"skills\": [{\"id\": \"sql\"}, {\"id\": \"chem\", \"name\": \"Chemistry\", \"layers\": "
+    "[1]}]}";
 
 static cmf_status do_append(const char *path, cmf_err *err) {
     cmf_appender *a;
@@ -16,14 +18,18 @@ static cmf_status do_append(const char *path, cmf_err *err) {
     static float w[40 * 64];
     sample_fill(w, 40 * 64, 99);
     uint64_t sh[2] = {40, 64};
-    st = cmf_append_add_tensor(a, "skill.chem.model.layers.1.mlp.up_proj.weight", CMF_DT_F32, 2, sh, w, sizeof w, 0, err);
-    if (!st) st = cmf_append_add_tensor(a, "skill.chem.model.layers.0.mlp.up_proj.weight", CMF_DT_F32, 2, sh, w,
-                                        sizeof w, 0, err);
+    st = cmf_append_add_tensor(a, "skill.chem.model.layers.1.mlp.up_proj.weight", CMF_DT_F32, 2, sh,
+                               w, sizeof w, 0, err);
+    if (!st)
+        st = cmf_append_add_tensor(a, "skill.chem.model.layers.0.mlp.up_proj.weight", CMF_DT_F32, 2,
+                                   sh, w, sizeof w, 0, err);
     uint64_t sh1[1] = {64};
     uint16_t ones[64];
-    for (int i = 0; i < 64; i++) ones[i] = 0x3c00;
-    if (!st) st = cmf_append_add_tensor(a, "model.layers.0.input_layernorm.weight", CMF_DT_F16, 1, sh1, ones,
-                                        sizeof ones, 1, err);
+    for (int i = 0; i < 64; i++)
+        ones[i] = 0x3c00;
+    if (!st)
+        st = cmf_append_add_tensor(a, "model.layers.0.input_layernorm.weight", CMF_DT_F16, 1, sh1,
+                                   ones, sizeof ones, 1, err);
     if (!st) st = cmf_append_set_header(a, k_new_header, strlen(k_new_header), err);
     if (!st) st = cmf_append_commit(a, err);
     cmf_append_free(a);
@@ -39,7 +45,9 @@ static int which_version(const char *path) {
         size_t n = cmf_file_tensor_count(f);
         const cmf_header *h = cmf_file_header(f);
         if (n == 8 && h->n_skills == 1) v = 0;
-        if (n == 10 && h->n_skills == 2 && cmf_file_find(f, "skill.chem.model.layers.1.mlp.up_proj.weight")) v = 1;
+        if (n == 10 && h->n_skills == 2 &&
+            cmf_file_find(f, "skill.chem.model.layers.1.mlp.up_proj.weight"))
+            v = 1;
     }
     cmf_close(f);
     return v;
@@ -72,9 +80,12 @@ int main(void) {
     CHECK(cmf_append_begin("grow.cmf", &a, &err) == CMF_OK);
     uint64_t sh[1] = {64};
     uint16_t z[64] = {0};
-    CHECK(cmf_append_add_tensor(a, "extra.second", CMF_DT_F16, 1, sh, z, sizeof z, 0, &err) == CMF_OK);
-    CHECK(cmf_append_add_tensor(a, "extra.second2", CMF_DT_F16, 1, sh, z, sizeof z - 2, 0, &err) == CMF_E_INVALID_ARG);
-    CHECK(cmf_append_add_tensor(a, "lm_head.weight", CMF_DT_F16, 1, sh, z, sizeof z, 0, &err) == CMF_E_INVALID_ARG);
+    CHECK(cmf_append_add_tensor(a, "extra.second", CMF_DT_F16, 1, sh, z, sizeof z, 0, &err) ==
+          CMF_OK);
+    CHECK(cmf_append_add_tensor(a, "extra.second2", CMF_DT_F16, 1, sh, z, sizeof z - 2, 0, &err) ==
+          CMF_E_INVALID_ARG);
+    CHECK(cmf_append_add_tensor(a, "lm_head.weight", CMF_DT_F16, 1, sh, z, sizeof z, 0, &err) ==
+          CMF_E_INVALID_ARG);
     CHECK(cmf_append_commit(a, &err) == CMF_OK);
     cmf_append_free(a);
     CHECK(cmf_open("grow.cmf", 0, &f, &err) == CMF_OK);
@@ -85,7 +96,8 @@ int main(void) {
     /* compaction drops the dead bytes and keeps every tensor */
     CHECK(cmf_compact("grow.cmf", "grow.compact.cmf", 0, &err) == CMF_OK);
     cmf_file *c = NULL;
-    CHECK(cmf_open("grow.compact.cmf", 0, &c, &err) == CMF_OK && cmf_open("grow.cmf", 0, &f, &err) == CMF_OK);
+    CHECK(cmf_open("grow.compact.cmf", 0, &c, &err) == CMF_OK &&
+          cmf_open("grow.cmf", 0, &f, &err) == CMF_OK);
     if (c && f) {
         CHECK(cmf_file_tensor_count(c) == cmf_file_tensor_count(f));
         for (size_t i = 0; i < cmf_file_tensor_count(f); i++) {

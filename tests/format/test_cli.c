@@ -16,7 +16,8 @@ static int run(const char *fmt, const char *arg) {
     FILE *p = popen(cmd, "r");
     size_t n = 0;
     if (!p) return -1;
-    while (n < sizeof g_out - 1 && fgets(g_out + n, (int)(sizeof g_out - n), p)) n += strlen(g_out + n);
+    while (n < sizeof g_out - 1 && fgets(g_out + n, (int)(sizeof g_out - n), p))
+        n += strlen(g_out + n);
     g_out[n] = '\0';
     int st = pclose(p);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
@@ -51,11 +52,13 @@ int main(void) {
     HAS("\"experts\": 2");
     CHECK(run("verify %s", "cli.cmf") == 0);
     HAS("cli.cmf: OK");
-    for (const char **h = (const char *[]){"info", "tensors", "masks", "verify", "compact", NULL}; *h; h++) {
+    for (const char **h = (const char *[]){"info", "tensors", "masks", "verify", "compact", NULL};
+         *h; h++) {
         CHECK(run("%s --help", *h) == 0);
         HAS("usage: cortiq");
     }
-    /* corrupt one tensor byte: verify names the tensor, exits 1; a good file alongside still reports OK */
+    /* corrupt one tensor byte: verify names the tensor, exits 1; a good file alongside still
+     * reports OK */
     size_t len;
     uint8_t *b = slurp("cli.cmf", &len);
     cmf_file *f;

@@ -19,7 +19,8 @@ static uint8_t *fresh(void) {
 static void rehash(uint8_t *b, size_t len) {
     cmf_envelope e;
     if (cmf_envelope_parse(b, &e, "t", NULL) != CMF_OK) return;
-    if (e.header_off + e.header_len <= len) st_u64(b + 0x70, cmf_hash64(b + e.header_off, e.header_len));
+    if (e.header_off + e.header_len <= len)
+        st_u64(b + 0x70, cmf_hash64(b + e.header_off, e.header_len));
     if (e.dir_off + e.dir_len <= len) st_u64(b + 0x78, cmf_hash64(b + e.dir_off, e.dir_len));
 }
 
@@ -30,24 +31,29 @@ static cmf_status open_img(const uint8_t *b, size_t len, unsigned flags, cmf_err
     return st;
 }
 
-#define EXPECT(b, len, flags, want, substr)                                                                \
-    do {                                                                                                   \
-        cmf_err e_;                                                                                        \
-        cmf_err_clear(&e_);                                                                                \
-        cmf_status s_ = open_img(b, len, flags, &e_);                                                      \
-        CHECK_MSG(s_ == (want), "got %s (%s), want %s", cmf_status_name(s_), e_.msg, cmf_status_name(want)); \
-        CHECK_MSG(strstr(e_.msg, substr) != NULL, "message '%s' lacks '%s'", e_.msg, substr);             \
-        CHECK_MSG((want) == CMF_OK || strncmp(e_.msg, "crafted.cmf: ", 13) == 0, "message '%s' does not name the file", e_.msg); \
+#define EXPECT(b, len, flags, want, substr)                                                        \
+    do {                                                                                           \
+        cmf_err e_;                                                                                \
+        cmf_err_clear(&e_);                                                                        \
+        cmf_status s_ = open_img(b, len, flags, &e_);                                              \
+        CHECK_MSG(s_ == (want), "got %s (%s), want %s", cmf_status_name(s_), e_.msg,               \
+                  cmf_status_name(want));                                                          \
+        CHECK_MSG(strstr(e_.msg, substr) != NULL, "message '%s' lacks '%s'", e_.msg, substr);      \
+        CHECK_MSG((want) == CMF_OK || strncmp(e_.msg, "crafted.cmf: ", 13) == 0,                   \
+                  "message '%s' does not name the file", e_.msg);                                  \
     } while (0)
 
-static uint8_t *rec(uint8_t *b, size_t i) { return b + g_env.dir_off + 16 + i * CMF_DIR_RECORD_SIZE; }
+static uint8_t *rec(uint8_t *b, size_t i) {
+    return b + g_env.dir_off + 16 + i * CMF_DIR_RECORD_SIZE;
+}
 
 static size_t find_rec(const char *name) {
     const uint8_t *d = g_ref + g_env.dir_off;
     uint64_t n = ld_u64(d), pool = ld_u64(d + 8);
     for (size_t i = 0; i < n; i++) {
         const uint8_t *r = d + 16 + i * CMF_DIR_RECORD_SIZE;
-        if (ld_u16(r + 4) == strlen(name) && !memcmp(d + pool + ld_u32(r), name, strlen(name))) return i;
+        if (ld_u16(r + 4) == strlen(name) && !memcmp(d + pool + ld_u32(r), name, strlen(name)))
+            return i;
     }
     return (size_t)-1;
 }
@@ -120,11 +126,12 @@ static void test_directory(void) {
     EXPECT(b, g_len, 0, CMF_E_BOUNDS, "pool_off=16");
     free(b);
 
-    size_t i = find_rec("lm_head.weight"), v = find_rec("skill.sql.model.layers.0.mlp.up_proj.weight");
+    size_t i = find_rec("lm_head.weight"),
+           v = find_rec("skill.sql.model.layers.0.mlp.up_proj.weight");
     CHECK(i != (size_t)-1 && v != (size_t)-1);
     struct {
-        size_t at;  /* byte within the record */
-        int width;  /* 1, 2, 4, 8 */
+        size_t at; /* byte within the record */
+        int width; /* 1, 2, 4, 8 */
         uint64_t value;
         cmf_status want;
         const char *msg;
@@ -147,10 +154,17 @@ static void test_directory(void) {
         b = fresh();
         uint8_t *r = rec(b, i) + cases[k].at;
         switch (cases[k].width) {
-        case 1: *r = (uint8_t)cases[k].value; break;
-        case 2: st_u16(r, (uint16_t)cases[k].value); break;
-        case 4: st_u32(r, (uint32_t)cases[k].value); break;
-        default: st_u64(r, cases[k].value);
+        case 1:
+            *r = (uint8_t)cases[k].value;
+            break;
+        case 2:
+            st_u16(r, (uint16_t)cases[k].value);
+            break;
+        case 4:
+            st_u32(r, (uint32_t)cases[k].value);
+            break;
+        default:
+            st_u64(r, cases[k].value);
         }
         rehash(b, g_len);
         EXPECT(b, g_len, 0, cases[k].want, cases[k].msg);
@@ -248,18 +262,24 @@ static void test_header_json(void) {
     header_case("{\"arch\": {\"hidden_size\": -4}}", CMF_E_PARSE, "arch.hidden_size");
     header_case("{\"arch\": {\"hidden_size\": 4096.0}}", CMF_OK, NULL);
     header_case("{\"arch\": {\"norm_style\": \"llama\"}}", CMF_E_PARSE, "norm_style=\"llama\"");
-    header_case("{\"arch\": {\"num_layers\": 2, \"layer_types\": [\"FullAttention\"]}}", CMF_E_PARSE, "1 entries");
-    header_case("{\"arch\": {\"num_layers\": 2, \"attention_heads_per_layer\": [8, 0]}}", CMF_E_PARSE, "[1]");
-    header_case("{\"arch\": {\"yarn\": {\"factor\": 2}}}", CMF_E_PARSE, "original_max_position_embeddings");
-    header_case("{\"arch\": {\"moe\": {\"num_experts\": 4, \"top_k\": 8}}}", CMF_E_PARSE, "top_k=8");
+    header_case("{\"arch\": {\"num_layers\": 2, \"layer_types\": [\"FullAttention\"]}}",
+                CMF_E_PARSE, "1 entries");
+    header_case("{\"arch\": {\"num_layers\": 2, \"attention_heads_per_layer\": [8, 0]}}",
+                CMF_E_PARSE, "[1]");
+    header_case("{\"arch\": {\"yarn\": {\"factor\": 2}}}", CMF_E_PARSE,
+                "original_max_position_embeddings");
+    header_case("{\"arch\": {\"moe\": {\"num_experts\": 4, \"top_k\": 8}}}", CMF_E_PARSE,
+                "top_k=8");
     header_case("{\"arch\": {\"mtp\": {\"share_embed\": true}}}", CMF_E_PARSE, "mtp.num_layers");
     header_case("{\"arch\": {\"rope_theta\": 1e999}}", CMF_E_PARSE, NULL);
-    header_case("{\"tokenizer_config\": {\"eos_token_ids\": [1, -2]}}", CMF_E_PARSE, "eos_token_ids[1]");
+    header_case("{\"tokenizer_config\": {\"eos_token_ids\": [1, -2]}}", CMF_E_PARSE,
+                "eos_token_ids[1]");
     header_case("{\"tokenizer_config\": null}", CMF_OK, NULL);
     header_case("{\"shard\": {\"no\": 3, \"count\": 2}}", CMF_E_PARSE, "no=3, count=2");
     header_case("{\"skills\": [{\"id\": \"a\"}, {\"id\": \"a\"}]}", CMF_E_PARSE, "duplicates");
     header_case("{\"skills\": [{\"name\": \"x\"}]}", CMF_E_PARSE, "skills[0].id");
-    header_case("{\"skills\": [{\"id\": \"a\", \"base_dir_hash\": \"zz\"}]}", CMF_E_PARSE, "base_dir_hash=\"zz\"");
+    header_case("{\"skills\": [{\"id\": \"a\", \"base_dir_hash\": \"zz\"}]}", CMF_E_PARSE,
+                "base_dir_hash=\"zz\"");
     header_case("{\"section_hashes\": {\"vocab\": \"0x12\"}}", CMF_E_PARSE, "section_hashes.vocab");
     header_case("{\"arch\": {\"arch_name\": \"\\u0000x\"}}", CMF_E_PARSE, NULL);
     const char bad_utf8[] = {'{', '"', 'a', '"', ':', '"', (char)0xff, '"', '}', 0};

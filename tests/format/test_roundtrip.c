@@ -7,13 +7,16 @@ static void check_sample(const cmf_file *f, int mapped) {
     const cmf_header *h = cmf_file_header(f);
     const cmf_arch *a = &h->arch;
     CHECK(a->present && !strcmp(a->arch_name, "llama"));
-    CHECK(a->hidden_size == 64 && a->intermediate_size == 40 && a->num_layers == 2 && a->num_attention_heads == 4);
-    CHECK(a->num_kv_heads == 2 && a->head_dim == 16 && a->vocab_size == 32 && a->sliding_window == 128);
+    CHECK(a->hidden_size == 64 && a->intermediate_size == 40 && a->num_layers == 2 &&
+          a->num_attention_heads == 4);
+    CHECK(a->num_kv_heads == 2 && a->head_dim == 16 && a->vocab_size == 32 &&
+          a->sliding_window == 128);
     CHECK(a->n_layer_types == 2 && a->layer_types[0] == CMF_LAYER_FULL_ATTENTION &&
           a->layer_types[1] == CMF_LAYER_SLIDING_ATTENTION);
     CHECK(a->has_rms_norm_eps && a->rms_norm_eps == 1e-6 && a->norm_style == CMF_NORM_QWEN);
     CHECK(a->has_rope_theta && a->rope_theta == 10000.0 && a->tie_word_embeddings);
-    CHECK(a->yarn.present && a->yarn.factor == 4.0 && a->yarn.beta_fast == 32.0 && a->yarn.beta_slow == 1.0);
+    CHECK(a->yarn.present && a->yarn.factor == 4.0 && a->yarn.beta_fast == 32.0 &&
+          a->yarn.beta_slow == 1.0);
     CHECK(a->moe.present && a->moe.num_experts == 4 && a->moe.top_k == 2 && a->moe.norm_topk_prob &&
           a->moe.routed_scaling_factor == 1.0 && !a->moe.has_shared_expert);
     CHECK(!a->mtp.present && a->partial_rotary_factor == 1.0);
@@ -28,11 +31,13 @@ static void check_sample(const cmf_file *f, int mapped) {
     CHECK(h->has_masks_hash && h->has_vocab_hash && !h->has_index_hash && !h->has_shard);
 
     const cmf_envelope *e = cmf_file_envelope(f);
-    CHECK(e->required_features == (CMF_FEAT_TENSOR_DIR | CMF_FEAT_BINARY_MASKS | CMF_FEAT_QUANT_2F));
+    CHECK(e->required_features ==
+          (CMF_FEAT_TENSOR_DIR | CMF_FEAT_BINARY_MASKS | CMF_FEAT_QUANT_2F));
     CHECK(e->data_off % 4096 == 0 && e->header_off == 128 && e->header_hash && e->dir_hash);
     CHECK(cmf_file_tensor_count(f) == 8);
     const cmf_tensor *t = cmf_file_find(f, "lm_head.weight");
-    CHECK(t && t->dtype == CMF_DT_F32 && t->ndim == 2 && t->shape[0] == 32 && t->shape[1] == 64 && t->nbytes == 32 * 64 * 4);
+    CHECK(t && t->dtype == CMF_DT_F32 && t->ndim == 2 && t->shape[0] == 32 && t->shape[1] == 64 &&
+          t->nbytes == 32 * 64 * 4);
     if (t) {
         float emb[32 * 64];
         sample_fill(emb, 32 * 64, 1);
@@ -54,7 +59,8 @@ static void check_sample(const cmf_file *f, int mapped) {
     CHECK(count == 0);
 
     const cmf_masks *m = cmf_file_masks(f);
-    CHECK(m && m->n_masks == 2 && m->n_layers == 2 && m->intermediate == 40 && m->ffn_bytes == 5 && m->n_experts == 4);
+    CHECK(m && m->n_masks == 2 && m->n_layers == 2 && m->intermediate == 40 && m->ffn_bytes == 5 &&
+          m->n_experts == 4);
     if (m) {
         CHECK(!strcmp(m->default_task, "general"));
         const cmf_mask *g = cmf_masks_find(m, "general"), *c = cmf_masks_find(m, "code");
@@ -76,20 +82,22 @@ static void check_sample(const cmf_file *f, int mapped) {
     CHECK(vs.tensors_checked == 8 && vs.tensors_bad == 0 && vs.problems == 0);
 }
 
-/* A hand-made sparse index section is carried and parsed (writers should not emit one; tools may carry it). */
+/* A hand-made sparse index section is carried and parsed (writers should not emit one; tools may
+ * carry it). */
 static void test_sparse_index(void) {
     cmf_writer *w;
     cmf_err err;
     CHECK_STATUS(cmf_writer_create("ix.cmf", NULL, &w, &t_err_), CMF_OK);
-    const char *hdr = "{\"arch\": {\"num_layers\": 2, \"intermediate_size\": 64, \"num_attention_heads\": 4}}";
+    const char *hdr =
+        "{\"arch\": {\"num_layers\": 2, \"intermediate_size\": 64, \"num_attention_heads\": 4}}";
     cmf_writer_set_header(w, hdr, strlen(hdr), &err);
     uint8_t ix[8 + 16 + 8 + 16 + 4] = {0};
-    ix[0] = 2;                         /* n_entries */
-    uint8_t *e = ix + 8;               /* task 0, layer 1, 2 groups, 3 heads: body 7 -> pad 8 */
+    ix[0] = 2;           /* n_entries */
+    uint8_t *e = ix + 8; /* task 0, layer 1, 2 groups, 3 heads: body 7 -> pad 8 */
     e[4] = 1, e[8] = 2, e[12] = 3;
-    e[16] = 0, e[18] = 1;              /* groups 0, 1 */
-    e[20] = 0, e[21] = 2, e[22] = 3;   /* heads */
-    e = ix + 32;                       /* task 0, layer 0, 0 groups, 2 heads: body 2 -> pad 4 */
+    e[16] = 0, e[18] = 1;            /* groups 0, 1 */
+    e[20] = 0, e[21] = 2, e[22] = 3; /* heads */
+    e = ix + 32;                     /* task 0, layer 0, 0 groups, 2 heads: body 2 -> pad 4 */
     e[12] = 2;
     e[16] = 1, e[17] = 3;
     cmf_writer_set_sparse_index(w, ix, sizeof ix, &err);
@@ -109,7 +117,8 @@ static void test_sparse_index(void) {
     if (img && cmf_envelope_parse(img, &pe, "ix", NULL) == CMF_OK) env = &pe;
     if (env) {
         img[env->index_off + 8 + 16 + 4 + 1] = 0; /* heads 0,0,3 */
-        CHECK_STATUS(cmf_open_memory(img, len, "ix", CMF_OPEN_SKIP_META_HASH, &f, &t_err_), CMF_E_PARSE);
+        CHECK_STATUS(cmf_open_memory(img, len, "ix", CMF_OPEN_SKIP_META_HASH, &f, &t_err_),
+                     CMF_E_PARSE);
     }
     free(img);
 }
@@ -122,11 +131,16 @@ static void test_writer_refusals(void) {
     cmf_writer_create("bad.cmf", NULL, &w, &err);
     uint64_t sh[2] = {4, 30};
     uint8_t buf[4 * 30 * 4] = {0};
-    CHECK_STATUS(cmf_writer_add_tensor(w, "a", CMF_DT_Q4_TILED, 2, sh, buf, 100, &t_err_), CMF_E_UNSUPPORTED);
-    CHECK_STATUS(cmf_writer_add_tensor(w, "", CMF_DT_F32, 2, sh, buf, sizeof buf, &t_err_), CMF_E_INVALID_ARG);
-    CHECK_STATUS(cmf_writer_add_tensor(w, "r", CMF_DT_MIX8_4, 2, sh, buf, sizeof buf, &t_err_), CMF_E_INVALID_ARG);
-    CHECK_STATUS(cmf_writer_add_tensor(w, "ok", CMF_DT_F32, 2, sh, buf, sizeof buf, &t_err_), CMF_OK);
-    CHECK_STATUS(cmf_writer_add_tensor(w, "ok", CMF_DT_F32, 2, sh, buf, sizeof buf, &t_err_), CMF_E_INVALID_ARG);
+    CHECK_STATUS(cmf_writer_add_tensor(w, "a", CMF_DT_Q4_TILED, 2, sh, buf, 100, &t_err_),
+                 CMF_E_UNSUPPORTED);
+    CHECK_STATUS(cmf_writer_add_tensor(w, "", CMF_DT_F32, 2, sh, buf, sizeof buf, &t_err_),
+                 CMF_E_INVALID_ARG);
+    CHECK_STATUS(cmf_writer_add_tensor(w, "r", CMF_DT_MIX8_4, 2, sh, buf, sizeof buf, &t_err_),
+                 CMF_E_INVALID_ARG);
+    CHECK_STATUS(cmf_writer_add_tensor(w, "ok", CMF_DT_F32, 2, sh, buf, sizeof buf, &t_err_),
+                 CMF_OK);
+    CHECK_STATUS(cmf_writer_add_tensor(w, "ok", CMF_DT_F32, 2, sh, buf, sizeof buf, &t_err_),
+                 CMF_E_INVALID_ARG);
     CHECK_STATUS(cmf_writer_set_header(w, "[1]", 3, &t_err_), CMF_E_INVALID_ARG);
     /* a payload of the wrong size is caught by the validating re-open: no file appears */
     CHECK_STATUS(cmf_writer_add_tensor(w, "short", CMF_DT_F32, 2, sh, buf, 10, &t_err_), CMF_OK);

@@ -24,8 +24,8 @@ int main(void) {
     CHECK_MSG(count >= 3, "expected at least 3 shards, got %u", count);
     char base[64];
     unsigned no, cnt;
-    CHECK(cmf_shard_parse_name("dir/m-00002-of-00005.cmf", base, sizeof base, &no, &cnt) && no == 2 && cnt == 5 &&
-          !strcmp(base, "dir/m"));
+    CHECK(cmf_shard_parse_name("dir/m-00002-of-00005.cmf", base, sizeof base, &no, &cnt) &&
+          no == 2 && cnt == 5 && !strcmp(base, "dir/m"));
     CHECK(!cmf_shard_parse_name("m-00006-of-00005.cmf", base, sizeof base, &no, &cnt));
     CHECK(!cmf_shard_parse_name("m.cmf", base, sizeof base, &no, &cnt));
 
@@ -52,8 +52,9 @@ int main(void) {
         CHECK(cmf_file_tensor_count(m) == cmf_file_tensor_count(whole));
         for (size_t k = 0; k < cmf_file_tensor_count(whole); k++) {
             const cmf_tensor *a = cmf_file_tensor_at(whole, k), *b = cmf_file_find(m, a->name);
-            CHECK_MSG(b && b->nbytes == a->nbytes && b->hash == a->hash && !memcmp(a->data, b->data, a->nbytes), "%s",
-                      a->name);
+            CHECK_MSG(b && b->nbytes == a->nbytes && b->hash == a->hash &&
+                          !memcmp(a->data, b->data, a->nbytes),
+                      "%s", a->name);
         }
         CHECK(cmf_file_tensor_at(m, cmf_file_tensor_count(m) - 1)->shard == count - 1);
         CHECK(cmf_file_masks(m) && cmf_file_header(m)->tokenizer_config.present);
@@ -82,7 +83,8 @@ int main(void) {
     }
     cmf_shard_name(renamed, sizeof renamed, "fewer", 1, count - 1);
     cmf_err_clear(&err);
-    CHECK(cmf_open_model(renamed, 0, &m, &err) == CMF_E_SHARD && strstr(err.msg, "expected shard block"));
+    CHECK(cmf_open_model(renamed, 0, &m, &err) == CMF_E_SHARD &&
+          strstr(err.msg, "expected shard block"));
     /* a shard renamed away from the pattern cannot find its siblings */
     cmf_shard_name(name, sizeof name, "shardy", 2, count);
     system("rm -f lonely.cmf");
