@@ -30,6 +30,10 @@ typedef struct cortiq_session cortiq_session;
 
 typedef struct cortiq_load_opts {
     unsigned threads; /* compute threads; 0 = online CPUs */
+    /* Nonzero: quantize activations to int8 (per 32 values) before the q8_row/q4_* products
+     * and use integer dot products (CMF_KF_INT8_ACT). Faster on VNNI/AVX2, but the logits
+     * then carry the activation rounding error; off by default. */
+    int int8_act;
 } cortiq_load_opts;
 
 /* Open (cmf_open_model: shards are followed), validate the architecture against the tensors

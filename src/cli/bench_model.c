@@ -25,16 +25,16 @@ static void mean_sd(const double *v, int n, double *mean, double *sd) {
 }
 
 static void usage(void) {
-    printf("usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t THREADS] [-r 5] [--json]\n"
+    printf("usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t THREADS] [-r 5] [--int8-act] [--json]\n"
            "  Prefill of -p tokens and decode of -n tokens (greedy), repeated -r times: tok/s mean ± sd,\n"
-           "  model load time, weights read per decode step, peak RSS.\n"
+           "  model load time, weights read per decode step, peak RSS. --int8-act: int8 activations.\n"
            "  cortiq bench quant   the quantization report (see cortiq bench quant --help)\n");
 }
 
 int bench_model_main(int argc, char **argv) {
     const char *path = NULL;
     uint64_t p = 512, n = 128, t = 0, r = 5;
-    int json = 0;
+    int json = 0, int8 = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -44,6 +44,7 @@ int bench_model_main(int argc, char **argv) {
         else if (!strcmp(a, "-t") && more && cli_parse_u64(argv[++i], &t) && t <= 64);
         else if (!strcmp(a, "-r") && more && cli_parse_u64(argv[++i], &r) && r >= 1 && r <= 1000);
         else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--int8-act")) int8 = 1;
         else if (a[0] == '-') return cli_usage_error("bench", "bad or incomplete option '%s'", a);
         else if (!path) path = a;
         else return cli_usage_error("bench", "one MODEL only");
@@ -51,7 +52,7 @@ int bench_model_main(int argc, char **argv) {
     if (!path) return cli_usage_error("bench", "missing MODEL.cmf (or `quant`)");
     cmf_err err;
     cortiq_model *m;
-    cortiq_load_opts lo = {.threads = (unsigned)t};
+    cortiq_load_opts lo = {.threads = (unsigned)t, .int8_act = int8};
     double t0 = now_s();
     cmf_status st = cortiq_model_load(path, &lo, &m, &err);
     double load_s = now_s() - t0;

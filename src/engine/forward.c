@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/attn_ops.h"
 #include "engine/model.h"
 
 #define CQ_BATCH 64 /* tokens per prefill chunk */
@@ -117,28 +118,62 @@ static void rope(float *v, uint32_t n_heads, uint32_t head_dim, uint32_t rot, co
 }
 
 /* ---- parallel pieces ---- */
-typedef struct mm_job {
+/* Up to three matrix products in one parallel region (q/k/v share their input, as do gate/up),
+ * each split over the threads by rows; with glu set, parts 0 and 1 are gate and up and each
+ * thread applies the activation to the rows it computed, so the MLP input needs no extra
+ * round trip. */
+typedef struct mm_part {
     const cmf_qmat *w;
-    const float *X;
-    size_t n;
     float *Y;
     size_t ldy;
+} mm_part;
+
+typedef struct mm_job {
+    mm_part p[3];
+    unsigned np;
+    const float *X;
+    size_t n;
+    unsigned flags;
+    int glu;
+    cq_act act;
 } mm_job;
 
-static void mm_task(void *ctx, unsigned tid, unsigned nt) {
-    mm_job *j = ctx;
-    uint64_t rows = j->w->rows;
+static float gelu_tanh(float x);
+
+static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t *r0, uint64_t *r1) {
     /* split on multiples of 16 rows so SIMD tiles stay whole */
     uint64_t per = (rows + nt - 1) / nt;
     per = (per + 15) / 16 * 16;
-    uint64_t r0 = (uint64_t)tid * per, r1 = r0 + per < rows ? r0 + per : rows;
-    if (r0 >= r1) return;
-    if (j->n == 1) cmf_matvec(j->w, j->X, j->Y + r0, r0, r1);
-    else cmf_matmul(j->w, j->X, j->n, j->Y + r0, j->ldy, r0, r1);
+    *r0 = (uint64_t)tid * per;
+    *r1 = *r0 + per < rows ? *r0 + per : rows;
+}
+
+static void mm_task(void *ctx, unsigned tid, unsigned nt) {
+    mm_job *j = ctx;
+    for (unsigned k = 0; k < j->np; k++) {
+        const mm_part *p = &j->p[k];
+        uint64_t r0, r1;
+        rows_of(p->w->rows, tid, nt, &r0, &r1);
+        if (r0 >= r1) continue;
+        if (j->flags) cmf_matmul_ex(p->w, j->X, j->n, (size_t)p->w->cols, p->Y + r0, p->ldy, r0, r1, j->flags);
+        else if (j->n == 1) cmf_matvec(p->w, j->X, p->Y + r0, r0, r1);
+        else cmf_matmul(p->w, j->X, j->n, p->Y + r0, p->ldy, r0, r1);
+    }
+    if (!j->glu) return;
+    uint64_t r0, r1;
+    rows_of(j->p[0].w->rows, tid, nt, &r0, &r1);
+    for (size_t t = 0; t < j->n; t++) {
+        float *g = j->p[0].Y + t * j->p[0].ldy, *u = j->p[1].Y + t * j->p[1].ldy;
+        for (uint64_t r = r0; r < r1; r++) {
+            float v = g[r];
+            v = j->act == CQ_ACT_SILU ? v / (1.0f + expf(-v)) : gelu_tanh(v);
+            g[r] = v * u[r];
+        }
+    }
 }
 
 static void matmul(cortiq_model *m, const cmf_qmat *w, const float *X, size_t n, float *Y, size_t ldy) {
-    mm_job j = {w, X, n, Y, ldy};
+    mm_job j = {{{w, Y, ldy}}, 1, X, n, m->kflags, 0, m->act};
     cq_pool_run(m->pool, mm_task, &j);
 }
 
@@ -148,13 +183,15 @@ typedef struct attn_job {
     const kv_layer *c;
     size_t n;
     uint32_t pos0;
+    const cq_attn_ops *ops;
 } attn_job;
 
 static void attn_task(void *ctx, unsigned tid, unsigned nt) {
     attn_job *j = ctx;
     cortiq_model *m = j->s->m;
     const cq_layer *y = j->y;
-    uint32_t hd = m->head_dim, nh = y->n_heads, group = nh / m->n_kv;
+    const cq_attn_ops *ops = j->ops;
+    uint32_t hd = m->head_dim, nh = y->n_heads, group = nh / m->n_kv, slots = j->c->slots;
     size_t kvd = (size_t)m->n_kv * hd, qd = (size_t)nh * hd;
     float *sc = j->s->scores + (size_t)tid * j->s->ctx;
     size_t total = j->n * nh;
@@ -164,27 +201,28 @@ static void attn_task(void *ctx, unsigned tid, unsigned nt) {
         uint32_t p = j->pos0 + (uint32_t)t;
         uint32_t lo = 0;
         if (y->sliding && p + 1 > m->sliding_window) lo = p + 1 - m->sliding_window;
+        uint32_t cnt = p + 1 - lo, s0 = lo % slots;
+        /* the keys lo..p sit in at most two contiguous runs of the ring */
+        uint32_t run1 = cnt < slots - s0 ? cnt : slots - s0, run2 = cnt - run1;
         const float *q = j->s->q + t * qd + (size_t)h * hd;
+        const float *K = j->c->k + (size_t)kvh * hd, *V = j->c->v + (size_t)kvh * hd;
+        ops->dots(q, K + (size_t)s0 * kvd, kvd, run1, hd, sc);
+        if (run2) ops->dots(q, K, kvd, run2, hd, sc + run1);
         float mx = -INFINITY;
-        for (uint32_t k = lo; k <= p; k++) {
-            const float *kk = j->c->k + (size_t)(k % j->c->slots) * kvd + (size_t)kvh * hd;
-            float d = 0;
-            for (uint32_t i = 0; i < hd; i++) d += q[i] * kk[i];
-            d *= m->attn_scale;
+        for (uint32_t k = 0; k < cnt; k++) {
+            float d = sc[k] * m->attn_scale;
             if (m->attn_softcap > 0) d = tanhf(d / m->attn_softcap) * m->attn_softcap;
-            sc[k - lo] = d;
+            sc[k] = d;
             if (d > mx) mx = d;
         }
         float sum = 0;
-        for (uint32_t k = lo; k <= p; k++) sum += sc[k - lo] = expf(sc[k - lo] - mx);
+        for (uint32_t k = 0; k < cnt; k++) sum += sc[k] = expf(sc[k] - mx);
         float inv = 1.0f / sum;
+        for (uint32_t k = 0; k < cnt; k++) sc[k] *= inv;
         float *out = j->s->att + t * qd + (size_t)h * hd;
         memset(out, 0, hd * sizeof(float));
-        for (uint32_t k = lo; k <= p; k++) {
-            const float *vv = j->c->v + (size_t)(k % j->c->slots) * kvd + (size_t)kvh * hd;
-            float a = sc[k - lo] * inv;
-            for (uint32_t i = 0; i < hd; i++) out[i] += a * vv[i];
-        }
+        ops->axpys(out, sc, V + (size_t)s0 * kvd, kvd, run1, hd);
+        if (run2) ops->axpys(out, sc + run1, V, kvd, run2, hd);
     }
 }
 
@@ -201,9 +239,8 @@ static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0
     uint32_t H = m->hidden, hd = m->head_dim;
     size_t qd = (size_t)y->n_heads * hd, kvd = (size_t)m->n_kv * hd;
     for (size_t t = 0; t < n; t++) rmsnorm(s->xn + t * H, s->x + t * H, y->attn_norm, H, m->eps);
-    matmul(m, &y->wq, s->xn, n, s->q, qd);
-    matmul(m, &y->wk, s->xn, n, s->k, kvd);
-    matmul(m, &y->wv, s->xn, n, s->v, kvd);
+    mm_job qkv = {{{&y->wq, s->q, qd}, {&y->wk, s->k, kvd}, {&y->wv, s->v, kvd}}, 3, s->xn, n, m->kflags, 0, m->act};
+    cq_pool_run(m->pool, mm_task, &qkv);
     add_bias(s->q, y->bq, n, qd);
     add_bias(s->k, y->bk, n, kvd);
     add_bias(s->v, y->bv, n, kvd);
@@ -219,7 +256,7 @@ static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0
         memcpy(c->k + (size_t)slot * kvd, k, kvd * sizeof(float));
         memcpy(c->v + (size_t)slot * kvd, s->v + t * kvd, kvd * sizeof(float));
     }
-    attn_job aj = {s, y, c, n, pos0};
+    attn_job aj = {s, y, c, n, pos0, cq_attn_ops_get()};
     cq_pool_run(m->pool, attn_task, &aj);
     matmul(m, &y->wo, s->att, n, s->o, H);
     for (size_t t = 0; t < n; t++) {
@@ -228,13 +265,8 @@ static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0
         for (uint32_t i = 0; i < H; i++) x[i] += o[i];
         rmsnorm(s->xn + t * H, x, y->ffn_norm, H, m->eps);
     }
-    matmul(m, &y->wg, s->xn, n, s->g, y->ffn);
-    matmul(m, &y->wu, s->xn, n, s->u, y->ffn);
-    for (size_t i = 0; i < n * y->ffn; i++) {
-        float g = s->g[i];
-        g = m->act == CQ_ACT_SILU ? g / (1.0f + expf(-g)) : gelu_tanh(g);
-        s->g[i] = g * s->u[i];
-    }
+    mm_job gu = {{{&y->wg, s->g, y->ffn}, {&y->wu, s->u, y->ffn}}, 2, s->xn, n, m->kflags, 1, m->act};
+    cq_pool_run(m->pool, mm_task, &gu);
     matmul(m, &y->wd, s->g, n, s->o, H);
     for (size_t t = 0; t < n; t++) {
         float *o = s->o + t * H, *x = s->x + t * H;

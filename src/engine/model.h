@@ -48,6 +48,7 @@ struct cortiq_model {
     cq_layer *layers;
     float *freq_store; /* all inv_freq tables */
     uint64_t weight_bytes;
+    unsigned kflags; /* cmf_matmul_ex flags for every product (CMF_KF_INT8_ACT or 0) */
 };
 
 #endif

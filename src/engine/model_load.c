@@ -286,6 +286,7 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     if (j) rope_scaling = j;
     if ((st = load_layers(L, a, rope_scaling))) return st;
     unsigned threads = o && o->threads ? o->threads : 0;
+    m->kflags = o && o->int8_act ? CMF_KF_INT8_ACT : 0;
     if (!threads) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         threads = c > 0 ? (unsigned)c : 1;
