@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/fileio.h"
 #include "cortiq/tokenizer.h"
 
 #define CHUNK (16 * 1024)
@@ -19,25 +20,6 @@ static double clock_s(clockid_t c) {
 static double now(void) { return clock_s(CLOCK_MONOTONIC); }
 static double cpu(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) {
-        b[n] = 0;
-        *len = (size_t)n;
-    }
-    return b;
-}
-
 int main(int argc, char **argv) {
     if (argc < 3) {
         fprintf(stderr, "usage: %s TOKENIZER.json CORPUS [reps]\n", argv[0]);
@@ -46,7 +28,7 @@ int main(int argc, char **argv) {
     int reps = argc > 3 ? atoi(argv[3]) : 3;
     if (reps < 1) reps = 1;
     size_t jlen, clen;
-    char *json = slurp(argv[1], &jlen), *corpus = slurp(argv[2], &clen);
+    char *json = cq_read_file(argv[1], &jlen), *corpus = cq_read_file(argv[2], &clen);
     if (!json || !corpus) {
         fprintf(stderr, "cannot read inputs\n");
         return 3;

@@ -117,6 +117,16 @@ typedef struct cmf_moe {
     double routed_scaling_factor; /* 1.0 when absent */
 } cmf_moe;
 
+/* arch.rope_scaling: a rope-scaling block carried from config.json (llama3, linear, ...), an
+ * additive field beside the spec's own `yarn` (docs/FORMAT.md). */
+typedef struct cmf_rope_scaling {
+    bool present;
+    const char *type; /* "rope_type" (or "type"); NULL if absent */
+    double factor;    /* 1.0 when absent */
+    double low_freq_factor, high_freq_factor,
+        original_max_position_embeddings; /* llama3: 1, 4, 8192 */
+} cmf_rope_scaling;
+
 /* Integer fields are -1 when absent; doubles have a has_ flag or a documented default. */
 typedef struct cmf_arch {
     bool present;
@@ -145,6 +155,7 @@ typedef struct cmf_arch {
     double query_pre_attn_scalar, final_logit_softcapping, attn_logit_softcapping;
     bool has_query_pre_attn_scalar, has_final_logit_softcapping, has_attn_logit_softcapping;
     cmf_yarn yarn;
+    cmf_rope_scaling rope_scaling;
     cmf_mtp mtp;
     cmf_moe moe;
 } cmf_arch;

@@ -75,7 +75,7 @@ static cmf_status cap(loader *L, const char *field, int64_t v, int64_t lo, int64
 }
 
 /* inv_freq for rot_dim dims with theta, adjusted by the header's rope scaling. */
-static void rope_freqs(const cmf_arch *a, const char *scaling_json, float theta, uint32_t rot_dim, bool global,
+static void rope_freqs(const cmf_arch *a, float theta, uint32_t rot_dim, bool global,
                        float *inv, float *mscale) {
     uint32_t half = rot_dim / 2;
     *mscale = 1.0f;
@@ -102,34 +102,26 @@ static void rope_freqs(const cmf_arch *a, const char *scaling_json, float theta,
         *mscale = (float)att;
         return;
     }
-    if (!scaling_json) return;
-    /* llama3 / linear rope_scaling carried by the converter as arch.rope_scaling */
-    double factor = 1, lff = 1, hff = 4, orig = 8192;
-    char type[32] = "";
-    const char *p;
-    if ((p = strstr(scaling_json, "\"rope_type\":\""))) sscanf(p + 13, "%31[^\"]", type);
-    else if ((p = strstr(scaling_json, "\"type\":\""))) sscanf(p + 8, "%31[^\"]", type);
-    if ((p = strstr(scaling_json, "\"factor\":"))) factor = atof(p + 9);
-    if ((p = strstr(scaling_json, "\"low_freq_factor\":"))) lff = atof(p + 18);
-    if ((p = strstr(scaling_json, "\"high_freq_factor\":"))) hff = atof(p + 19);
-    if ((p = strstr(scaling_json, "\"original_max_position_embeddings\":"))) orig = atof(p + 35);
-    if (!strcmp(type, "linear") && factor > 0) {
-        for (uint32_t i = 0; i < half; i++) inv[i] = (float)(inv[i] / factor);
-    } else if (!strcmp(type, "llama3") && factor > 0) {
+    const cmf_rope_scaling *r = &a->rope_scaling;
+    if (!r->present || !r->type || !strcmp(r->type, "default")) return;
+    if (!strcmp(r->type, "linear")) {
+        for (uint32_t i = 0; i < half; i++) inv[i] = (float)(inv[i] / r->factor);
+    } else if (!strcmp(r->type, "llama3")) {
+        double orig = r->original_max_position_embeddings, lff = r->low_freq_factor, hff = r->high_freq_factor;
         double lo_wl = orig / lff, hi_wl = orig / hff;
         for (uint32_t i = 0; i < half; i++) {
             double f = inv[i], wl = 2 * M_PI / f;
-            double scaled = wl > lo_wl ? f / factor : f;
+            double scaled = wl > lo_wl ? f / r->factor : f;
             if (!(wl < hi_wl) && !(wl > lo_wl)) {
                 double smooth = (orig / wl - lff) / (hff - lff);
-                scaled = (1 - smooth) * scaled / factor + smooth * scaled;
+                scaled = (1 - smooth) * scaled / r->factor + smooth * scaled;
             }
             inv[i] = (float)scaled;
         }
     }
 }
 
-static cmf_status load_layers(loader *L, const cmf_arch *a, const char *rope_scaling) {
+static cmf_status load_layers(loader *L, const cmf_arch *a) {
     cortiq_model *m = L->m;
     cmf_status st;
     float add = a->norm_style == CMF_NORM_GEMMA ? 1.0f : 0.0f;
@@ -162,7 +154,7 @@ static cmf_status load_layers(loader *L, const cmf_arch *a, const char *rope_sca
         y->rot_dim = y->sliding ? local_rot : full_rot;
         if (y->rot_dim > m->head_dim) y->rot_dim = m->head_dim & ~1u;
         float *inv = m->freq_store + (size_t)l * m->head_dim;
-        rope_freqs(a, rope_scaling, y->rope_theta, y->rot_dim, !y->sliding, inv, &y->rope_mscale);
+        rope_freqs(a, y->rope_theta, y->rot_dim, !y->sliding, inv, &y->rope_mscale);
         y->inv_freq = inv;
 
         if (find(L, "model.layers.%d.mlp.gate.weight", li) || find(L, "model.layers.%d.mlp.experts.0.up_proj.weight", li))
@@ -281,10 +273,13 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     if ((st = load_vec(L, fn, m->hidden, add, &m->final_norm))) return st;
     m->layers = calloc(m->n_layers, sizeof *m->layers);
     if (!m->layers) return cmf_err_set(L->err, CMF_E_NOMEM, path, "layers");
-    const char *rope_scaling = NULL;
-    const char *j = strstr(h->json, "\"rope_scaling\":");
-    if (j) rope_scaling = j;
-    if ((st = load_layers(L, a, rope_scaling))) return st;
+    const cmf_rope_scaling *rs = &a->rope_scaling;
+    if (rs->present && rs->type && strcmp(rs->type, "default") && strcmp(rs->type, "linear") &&
+        strcmp(rs->type, "llama3"))
+        return cmf_err_set(L->err, CMF_E_UNSUPPORTED, path,
+                           "arch.rope_scaling type \"%s\": this runtime knows linear and llama3 (and arch.yarn)",
+                           rs->type);
+    if ((st = load_layers(L, a))) return st;
     unsigned threads = o && o->threads ? o->threads : 0;
     m->kflags = o && o->int8_act ? CMF_KF_INT8_ACT : 0;
     if (!threads) {

@@ -10,34 +10,9 @@
 #include <unistd.h>
 
 #include "common/checked.h"
+#include "common/mapfile.h"
 #include "cortiq/hash.h"
 #include "format/file_impl.h"
-
-cmf_status cmf__map_file(const char *path, const uint8_t **base, size_t *size, cmf_err *err) {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return cmf_err_set(err, CMF_E_IO, path, "cannot open: %s", strerror(errno));
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        int e = errno;
-        close(fd);
-        return cmf_err_set(err, CMF_E_IO, path, "not a regular file%s%s", e ? ": " : "",
-                           e ? strerror(e) : "");
-    }
-    *size = (size_t)st.st_size;
-    *base = NULL;
-    if (st.st_size > 0) {
-        void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
-            int e = errno;
-            close(fd);
-            return cmf_err_set(err, CMF_E_IO, path, "mmap of %lld bytes failed: %s",
-                               (long long)st.st_size, strerror(e));
-        }
-        *base = p;
-    }
-    close(fd);
-    return CMF_OK;
-}
 
 cmf_file *cmf__file_new(const char *path, size_t n_shards) {
     cmf_file *f = calloc(1, sizeof *f);
@@ -265,7 +240,7 @@ cmf_status cmf__open_paths(const char *display, char **paths, size_t n, unsigned
             st = cmf_err_set(err, CMF_E_NOMEM, paths[i], "opening");
             break;
         }
-        if ((st = cmf__map_file(paths[i], &sh->base, &sh->size, err))) break;
+        if ((st = cq_map_file(paths[i], &sh->base, &sh->size, err))) break;
         sh->mapped = 1;
         st = cmf__load_shard(f, sh, flags, err);
     }
@@ -319,7 +294,7 @@ void cmf_close(cmf_file *f) {
     if (!f) return;
     for (size_t i = 0; i < f->n_shards; i++) {
         cmf_shard *sh = &f->shards[i];
-        if (sh->mapped && sh->base) munmap((void *)sh->base, sh->size);
+        if (sh->mapped) cq_unmap_file(sh->base, sh->size);
         cmf_header_free(&sh->header);
         free(sh->path);
         free(f->name_blocks[i]);

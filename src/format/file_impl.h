@@ -44,8 +44,6 @@ void cmf__free_masks(cmf_masks *m);
 cmf_status cmf__parse_sparse_index(const cmf_shard *sh, const cmf_masks *masks,
                                    cmf_sparse_index **out, cmf_err *err);
 void cmf__free_sparse_index(cmf_sparse_index *ix);
-/* Map a file read-only. */
-cmf_status cmf__map_file(const char *path, const uint8_t **base, size_t *size, cmf_err *err);
 cmf_file *cmf__file_new(const char *path, size_t n_shards);
 
 #endif

@@ -150,6 +150,34 @@ static cmf_status parse_arch(json_t *o, cmf_arch *a, jsonu_ctx *c) {
         if (!(y->factor > 0)) return jsonu_fail(c, "arch.yarn.factor=%g must be > 0", y->factor);
     }
 
+    v = json_object_get(o, "rope_scaling");
+    if (v && !json_is_null(v)) {
+        if (!json_is_object(v)) return jsonu_fail(c, "arch.rope_scaling must be an object");
+        cmf_rope_scaling *r = &a->rope_scaling;
+        r->present = true;
+        r->factor = 1.0;
+        r->low_freq_factor = 1.0;
+        r->high_freq_factor = 4.0;
+        r->original_max_position_embeddings = 8192.0;
+        if ((st = jsonu_opt_string(c, v, "arch.rope_scaling", "rope_type", &r->type))) return st;
+        if (!r->type && (st = jsonu_opt_string(c, v, "arch.rope_scaling", "type", &r->type)))
+            return st;
+        if ((st = jsonu_opt_number(c, v, "arch.rope_scaling", "factor", &r->factor, &has)))
+            return st;
+        if ((st = jsonu_opt_number(c, v, "arch.rope_scaling", "low_freq_factor",
+                                   &r->low_freq_factor, &has)))
+            return st;
+        if ((st = jsonu_opt_number(c, v, "arch.rope_scaling", "high_freq_factor",
+                                   &r->high_freq_factor, &has)))
+            return st;
+        if ((st = jsonu_opt_number(c, v, "arch.rope_scaling", "original_max_position_embeddings",
+                                   &r->original_max_position_embeddings, &has)))
+            return st;
+        if (!(r->factor > 0) || !(r->high_freq_factor > r->low_freq_factor))
+            return jsonu_fail(
+                c, "arch.rope_scaling needs factor > 0 and high_freq_factor > low_freq_factor");
+    }
+
     v = json_object_get(o, "mtp");
     if (v && !json_is_null(v)) {
         if (!json_is_object(v)) return jsonu_fail(c, "arch.mtp must be an object");
