@@ -40,6 +40,10 @@ cmf_status cmf__parse_directory(cmf_file *f, cmf_shard *sh, size_t shard_idx, cm
 /* Build the name hash table and sorted order over all tensors; duplicate names are an error. */
 cmf_status cmf__index_names(cmf_file *f, cmf_err *err);
 cmf_status cmf__parse_masks(const cmf_shard *sh, cmf_masks **out, cmf_err *err);
+/* The same on the raw section bytes (sec[0..len), len as masks_len) sized by arch; the result
+ * points into sec, which must outlive it. ctx names the file in messages. */
+cmf_status cmf__parse_masks_bytes(const uint8_t *sec, uint64_t len, const cmf_arch *arch,
+                                  const char *ctx, cmf_masks **out, cmf_err *err);
 void cmf__free_masks(cmf_masks *m);
 cmf_status cmf__parse_sparse_index(const cmf_shard *sh, const cmf_masks *masks,
                                    cmf_sparse_index **out, cmf_err *err);

@@ -153,10 +153,12 @@ static cmf_status parse_one(jsonu_ctx *c, json_t *o, size_t i, cmf_masks *m, con
 }
 
 cmf_status cmf__parse_masks(const cmf_shard *sh, cmf_masks **out, cmf_err *err) {
-    const char *ctx = sh->path;
-    const uint8_t *sec = sh->base + sh->env.masks_off;
-    uint64_t len = sh->env.masks_len;
-    const cmf_arch *arch = &sh->header.arch;
+    return cmf__parse_masks_bytes(sh->base + sh->env.masks_off, sh->env.masks_len, &sh->header.arch,
+                                  sh->path, out, err);
+}
+
+cmf_status cmf__parse_masks_bytes(const uint8_t *sec, uint64_t len, const cmf_arch *arch,
+                                  const char *ctx, cmf_masks **out, cmf_err *err) {
     *out = NULL;
     if (len < 8)
         return cmf_err_set(err, CMF_E_BOUNDS, ctx,

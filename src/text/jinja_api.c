@@ -119,6 +119,8 @@ cmf_status cmf_chat_template_render(const cmf_chat_template *tpl, const char *me
     rt->root = &rs->root;
     rs->root.parent = NULL;
     rt->max_depth = MAX_DEPTH;
+    char stack_mark;
+    rt->stack_base = (uintptr_t)&stack_mark;
     rt->max_steps = MAX_STEPS;
     rt->now = tpl->now;
     rs->out.limit = tpl->max_output;

@@ -505,6 +505,7 @@ static jv eval_filter(jrt *rt, jscope *sc, const jnode *e) {
 
 jv jx_eval(jrt *rt, jscope *sc, const jnode *e) {
     rt->c->cur_line = e->line;
+    jx_stack_guard(rt, e->line);
     switch (e->kind) {
     case N_CONST: return e->val;
     case N_NAME: return lookup(rt, sc, e->name);

@@ -218,7 +218,24 @@ typedef struct jrt {
     uint64_t steps, max_steps;
     int64_t now;         /* <0: wall clock */
     jv placeholder;
+    uintptr_t stack_base; /* address of a local of the render entry (stack guard) */
 } jrt;
+
+/* Stack the evaluator may use below the render entry. Counting macro levels and nesting is
+ * not enough on its own: frame sizes differ by compiler and sanitizer (ASan frames of jx_eval
+ * are ~10 KiB), so a template that recurses within the count limits could still overflow the
+ * thread's stack. 1 MiB fits every default thread stack (glibc 8 MiB, macOS secondary 512 KiB
+ * is the exception: render on a thread with >= 2 MiB there). */
+#define JX_STACK_BUDGET (1u << 20)
+
+/* Fail with CMF_E_LIMIT when the evaluator has used more than JX_STACK_BUDGET of stack. */
+static inline void jx_stack_guard(jrt *rt, int line) {
+    char here;
+    uintptr_t at = (uintptr_t)&here;
+    if (rt->stack_base > at && rt->stack_base - at > JX_STACK_BUDGET)
+        jx_fail(rt->c, CMF_E_LIMIT, line, "template nesting needs more than %u KiB of stack",
+                JX_STACK_BUDGET >> 10);
+}
 
 void jx_exec_body(jrt *rt, jscope *sc, jnode **body, size_t n);
 jv jx_eval(jrt *rt, jscope *sc, const jnode *e);

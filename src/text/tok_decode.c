@@ -316,11 +316,13 @@ cmf_status cmf_tokenizer_decode(const cmf_tokenizer *tok, const int32_t *ids, si
         ok = tok_pieces_push(&toks, t, tl, false);
     }
     tok_buf out = {0};
+    tok_regex_fail_reset();
     ok = ok && tok_decode_tokens(tok->dec, &toks, &out);
     tok_pieces_free(&toks);
-    if (!ok) {
+    cmf_status rst = tok_regex_fail_check(err, CTX); /* a Replace pattern ran out of its budget */
+    if (rst || !ok) {
         tok_buf_free(&out);
-        return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory decoding %zu ids", n);
+        return rst ? rst : cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory decoding %zu ids", n);
     }
     *text = out.p;
     *len = out.len;

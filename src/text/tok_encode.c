@@ -81,6 +81,7 @@ cmf_status cmf_tokenizer_encode(const cmf_tokenizer *tok, const char *text, size
     x.tok = tok;
     tok_buf clean = {0};
     bool ok = true, alloc_ok;
+    tok_regex_fail_reset();
     if (!tok_utf8_sanitize(text, len, &clean, &alloc_ok)) {
         ok = alloc_ok;
         text = clean.p;
@@ -110,9 +111,10 @@ cmf_status cmf_tokenizer_encode(const cmf_tokenizer *tok, const char *text, size
     tok_buf_free(&x.wp);
     tok_buf_free(&clean);
     tok_bpe_scratch_free(x.bpe);
-    if (!ok) {
+    cmf_status rst = tok_regex_fail_check(err, CTX); /* a pattern ran out of its budget */
+    if (rst || !ok) {
         free(x.out.v);
-        return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory encoding %zu bytes", len);
+        return rst ? rst : cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory encoding %zu bytes", len);
     }
     *ids = x.out.v;
     *n = x.out.n;

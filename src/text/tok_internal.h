@@ -82,9 +82,20 @@ void tok_merges_free(tok_merges *m);
 typedef struct tok_regex tok_regex;
 cmf_status tok_regex_new(const char *pattern, size_t len, tok_regex **out, cmf_err *err);
 void tok_regex_free(tok_regex *re);
-/* Find the first match at or after `start` in s[0..len); thread-safe. */
+/* Find the first match at or after `start` in s[0..len); thread-safe. A search from start 0 begins
+ * a new iteration over s with a fresh backtracking budget (tok_regex.c); false when there is no
+ * match or the budget ran out (then recorded for this thread, see tok_regex_fail_check). */
 bool tok_regex_search(const tok_regex *re, const char *s, size_t len, size_t start, size_t *ms,
                       size_t *me);
+/* Backtracking steps one iteration over a len-byte piece may take: per byte + base. */
+#define TOK_RE_RETRIES_PER_BYTE 256u
+#define TOK_RE_RETRIES_BASE     256u
+unsigned long tok_regex_budget(size_t len);
+/* Forget a recorded budget failure of this thread (call before encoding or decoding). */
+void tok_regex_fail_reset(void);
+/* CMF_E_LIMIT naming the piece length and the budget if a search of this thread ran out since the
+ * last reset (and clears it); CMF_OK otherwise. */
+cmf_status tok_regex_fail_check(cmf_err *err, const char *ctx);
 
 /* A Split / Replace pattern: a literal string or a regex. */
 typedef struct tok_pattern {

@@ -1,0 +1,1 @@
+{"alg": "ed25519-sha256", "pubkey": "3B6A27BCCEB6A42D62A3A8D02A6F0D73653215771DE243A63AC048A18B59DA29", "sha256": "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "sig": "abababababababababababababababababababababababababababababababababababababababababababababababababababababababababababababababab"}
