@@ -1,7 +1,7 @@
 /* bench_matvec.c - matrix-vector throughput of every matrix dtype against the machine's
  * read bandwidth.
  *
- *   bench_matvec [--mb N] [--threads T] [--reps R] [--batch B] [dtype ...]
+ *   bench_matvec [--mb N] [--threads T] [--reps R] [--batch B] [--cols C] [dtype ...]
  *
  * Measures the read bandwidth (T threads summing a 1 GiB buffer with vector loads), then for
  * each dtype builds a random valid payload of about N MiB (default 512, far beyond the
@@ -25,7 +25,7 @@ static const cmf_dtype k_default[] = {
 
 static int has_i8_path(cmf_dtype dt) {
     return dt == CMF_DT_Q8_ROW || dt == CMF_DT_Q4_TILED || dt == CMF_DT_Q4TP ||
-           dt == CMF_DT_Q4_BLOCK;
+           dt == CMF_DT_Q4_BLOCK || dt == CMF_DT_VBIT || dt == CMF_DT_VBIT_RO;
 }
 
 /* Approximate payload bytes per row of 4096 columns, to size the matrix. */
@@ -66,12 +66,16 @@ int main(int argc, char **argv) {
             reps = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc)
             batch = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--cols") && i + 1 < argc)
+            cols = strtoull(argv[++i], NULL, 10);
         else if (nlist < CMF_DT_COUNT && cmf_dtype_from_name(argv[i], &list[nlist]))
             nlist++;
         else {
-            fprintf(
-                stderr,
-                "usage: bench_matvec [--mb N] [--threads T] [--reps R] [--batch B] [dtype ...]\n");
+            fprintf(stderr,
+                    "usage: bench_matvec [--mb N] [--threads T] [--reps R] [--batch B] [--cols C] "
+                    "[dtype ...]\n"
+                    "  --cols: columns of the matrices (default 4096; a multiple of 32 for the\n"
+                    "  dtypes that need it, e.g. 576 for SmolLM2-135M's attention)\n");
             return 2;
         }
     }
@@ -79,7 +83,10 @@ int main(int argc, char **argv) {
         nlist = sizeof k_default / sizeof k_default[0];
         memcpy(list, k_default, sizeof k_default);
     }
-    if (threads < 1 || reps < 1 || batch < 1 || mb < 1) return 2;
+    if (threads < 1 || reps < 1 || batch < 1 || mb < 1 || cols < 32 || cols % 32 || cols > 65504) {
+        fprintf(stderr, "bench_matvec: bad option value (--cols: a multiple of 32 up to 65504)\n");
+        return 2;
+    }
     double bw_cpu = 0, bw = cq_bench_read_bw((size_t)1 << 30, threads, 3, &bw_cpu);
     if (bw <= 0) {
         fprintf(stderr, "bench_matvec: cannot measure bandwidth (out of memory?)\n");

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/bench_quant_real.h"
 #include "cli/cli.h"
 #include "common/cpu.h"
 #include "cortiq/kernels.h"
@@ -16,14 +17,17 @@
 static void usage(void) {
     printf(
         "usage: cortiq bench quant [--rows R] [--cols C] [--mb N] [--threads T] [--reps N]\n"
-        "                          [--dtypes a,b,...] [--seed S] [--bw-mb N]\n"
+        "                          [--dtypes a,b,...] [--seed S] [--bw-mb N] [--model FILE|none]\n"
         "  Encodes two R x C float matrices (default 1024 x 4096) -- Gaussian, and heavy-tailed\n"
         "  (Student-t, 3 d.o.f.) with 1%% outlier input channels x8 -- in every matrix dtype and "
         "prints,\n"
         "  as a Markdown table: bits per weight, relative RMSE of encode->dequant, and matvec\n"
         "  throughput in GB/s of weight bytes on a copy tiled to N MiB (default 512, beyond the\n"
         "  caches) with T threads (default 2), also as %% of the read bandwidth measured first\n"
-        "  (T threads summing 1 GiB). The int8 column is the CMF_KF_INT8_ACT path (q8_row, q4_*).\n"
+        "  (T threads summing 1 GiB). The int8 column is the CMF_KF_INT8_ACT path (q8_row, q4_*,\n"
+        "  vbit*). Real matrices follow: layer 0 attention q/o and MLP gate/down of each --model\n"
+        "  (CMF or GGUF, repeatable; default: every *.cmf / *.gguf in ~/.cache/cortiq/models),\n"
+        "  dequantized to f32 and encoded like the random ones. --model none: random ones only.\n"
         "  --dtypes  comma-separated subset (default: all 13)   --reps  timed runs, best kept (3)\n"
         "  --bw-mb   size of the bandwidth buffer in MiB (1024)  --seed  matrix seed (1)\n"
         "\n"
@@ -31,11 +35,16 @@ static void usage(void) {
         "  Prefill and decode throughput of a model (cortiq bench MODEL.cmf --help).\n");
 }
 
+#define BQ_MAX_MODELS 8
+
 typedef struct bench_opts {
     uint64_t rows, cols, mb, seed, bw_mb;
     unsigned threads, reps;
     cmf_dtype dtypes[CMF_DT_COUNT];
     size_t ndtypes;
+    const char *models[BQ_MAX_MODELS];
+    size_t nmodels;
+    bool no_models, models_given;
 } bench_opts;
 
 static const cmf_dtype k_all[] = {CMF_DT_F32,   CMF_DT_F16,      CMF_DT_BF16,     CMF_DT_Q8_ROW,
@@ -74,7 +83,7 @@ static void make_matrix(int kind, uint64_t rows, uint64_t cols, uint64_t seed, f
 
 static bool has_i8(cmf_dtype dt) {
     return dt == CMF_DT_Q8_ROW || dt == CMF_DT_Q4_TILED || dt == CMF_DT_Q4TP ||
-           dt == CMF_DT_Q4_BLOCK;
+           dt == CMF_DT_Q4_BLOCK || dt == CMF_DT_VBIT || dt == CMF_DT_VBIT_RO;
 }
 
 /* Relative RMSE of the dequantized rows of m against w. */
@@ -122,73 +131,129 @@ static double throughput(const cmf_qmat *m, const bench_opts *o, unsigned flags,
     return gbs;
 }
 
+/* One table row per dtype for matrix w[rows][cols]; returns a CLI exit code. */
+static int bench_matrix(const bench_opts *o, const char *label, const float *w, uint64_t rows,
+                        uint64_t cols, double bw, double bwc) {
+    uint64_t n = rows * cols, shape[2] = {rows, cols};
+    float *row = malloc(cols * sizeof *row);
+    if (!row) {
+        fprintf(stderr, "cortiq bench: out of memory\n");
+        return CLI_EXIT_SYSTEM;
+    }
+    int rc = CLI_EXIT_OK;
+    for (size_t d = 0; d < o->ndtypes && rc == CLI_EXIT_OK; d++) {
+        cmf_dtype dt = o->dtypes[d];
+        uint8_t *p = NULL;
+        size_t nb = 0;
+        cmf_err err;
+        cmf_qmat m;
+        if (cmf_quant_encode(dt, 2, shape, w, NULL, &p, &nb, &err) != CMF_OK ||
+            cmf_qmat_init(&m, dt, rows, cols, p, nb, cmf_dtype_name(dt), &err) != CMF_OK) {
+            cli_error(&err);
+            free(p);
+            rc = cli_exit_code(err.code);
+            break;
+        }
+        double rmse = rel_rmse(&m, w, row);
+        double c = 0, c8 = 0, g = throughput(&m, o, 0, &c, &err);
+        double g8 = has_i8(dt) && g >= 0 ? throughput(&m, o, CMF_KF_INT8_ACT, &c8, &err) : 0;
+        if (g < 0 || g8 < 0) {
+            cli_error(&err);
+            rc = cli_exit_code(err.code);
+        } else {
+            printf("| %s | %s | %.3f | %.5f | %.1f | %.0f%% | %.1f | %.0f%% |", label,
+                   cmf_dtype_name(dt), 8.0 * (double)nb / (double)n, rmse, g, 100 * g / bw, c,
+                   100 * c / bwc);
+            if (has_i8(dt))
+                printf(" %.1f | %.0f%% | %.1f | %.0f%% |\n", g8, 100 * g8 / bw, c8, 100 * c8 / bwc);
+            else
+                printf(" - | - | - | - |\n");
+            fflush(stdout);
+        }
+        cmf_qmat_free(&m);
+        free(p);
+    }
+    free(row);
+    return rc;
+}
+
+/* The real matrices of the models asked for (or the cached ones); *n of them. */
+static int load_real(const bench_opts *o, bq_matrix *real, size_t *n) {
+    char *cached[BQ_MAX_MODELS];
+    size_t ncached = 0;
+    const char *paths[BQ_MAX_MODELS];
+    size_t np = 0;
+    *n = 0;
+    if (o->no_models) return CLI_EXIT_OK;
+    if (o->models_given) {
+        for (size_t i = 0; i < o->nmodels; i++)
+            paths[np++] = o->models[i];
+    } else {
+        ncached = bq_cached_models(cached, BQ_MAX_MODELS);
+        for (size_t i = 0; i < ncached; i++)
+            paths[np++] = cached[i];
+    }
+    int rc = CLI_EXIT_OK;
+    for (size_t i = 0; i < np; i++) {
+        cmf_err err;
+        if (bq_load_model(paths[i], real, n, &err) != CMF_OK) {
+            if (!o->models_given) { /* a cached file we cannot use: say so and go on */
+                fprintf(stderr, "cortiq bench: skipping %s: %s\n", paths[i], err.msg);
+                continue;
+            }
+            cli_error(&err);
+            rc = cli_exit_code(err.code);
+            break;
+        }
+    }
+    for (size_t i = 0; i < ncached; i++)
+        free(cached[i]);
+    return rc;
+}
+
 static int run_quant(const bench_opts *o) {
+    bq_matrix real[BQ_MAX_MODELS * BQ_PER_MODEL];
+    size_t nreal = 0;
+    int rc = load_real(o, real, &nreal);
+    if (rc != CLI_EXIT_OK) {
+        for (size_t i = 0; i < nreal; i++)
+            bq_matrix_free(&real[i]);
+        return rc;
+    }
     double bwc = 0, bw = cq_bench_read_bw((size_t)o->bw_mb << 20, o->threads, 3, &bwc);
-    if (bw <= 0 || bwc <= 0) {
+    uint64_t n = o->rows * o->cols;
+    float *w = bw > 0 && bwc > 0 ? malloc(n * sizeof *w) : NULL;
+    if (!w) {
+        for (size_t i = 0; i < nreal; i++)
+            bq_matrix_free(&real[i]);
         fprintf(stderr, "cortiq bench: cannot measure the read bandwidth (out of memory?)\n");
         return CLI_EXIT_SYSTEM;
     }
     printf("## cortiq bench quant\n\n");
-    printf(
-        "%llu x %llu matrices; matvec on copies tiled to %llu MiB; %u threads; kernel tier %s%s.\n"
-        "Read bandwidth (%u threads summing %llu MiB): %.1f GB/s wall, %.1f GB/s cpu.\n\n",
-        (unsigned long long)o->rows, (unsigned long long)o->cols, (unsigned long long)o->mb,
-        o->threads, cq_isa_name(cq_cpu_isa()), cq_cpu_detect()->avx512vnni ? " (+VNNI)" : "",
-        o->threads, (unsigned long long)o->bw_mb, bw, bwc);
+    printf("%llu x %llu random matrices and %zu real ones; matvec on copies tiled to %llu MiB; %u "
+           "threads; kernel tier %s%s.\n"
+           "Read bandwidth (%u threads summing %llu MiB): %.1f GB/s wall, %.1f GB/s cpu.\n\n",
+           (unsigned long long)o->rows, (unsigned long long)o->cols, nreal,
+           (unsigned long long)o->mb, o->threads, cq_isa_name(cq_cpu_isa()),
+           cq_cpu_detect()->avx512vnni ? " (+VNNI)" : "", o->threads, (unsigned long long)o->bw_mb,
+           bw, bwc);
     printf("wall: bytes / elapsed time. cpu: bytes / the slowest thread's CPU time, i.e. the rate\n"
            "when every thread has a core to itself; robust when other processes compete for the\n"
            "cores. Each %% is of the bandwidth measured the same way.\n\n");
     printf("| matrix | dtype | bits/weight | rel. RMSE | wall GB/s | %% | cpu GB/s | %% |"
            " int8-act wall | %% | int8-act cpu | %% |\n");
     printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
-    uint64_t n = o->rows * o->cols, shape[2] = {o->rows, o->cols};
-    float *w = malloc(n * sizeof *w), *row = malloc(o->cols * sizeof *row);
-    if (!w || !row) {
-        free(w);
-        free(row);
-        fprintf(stderr, "cortiq bench: out of memory\n");
-        return CLI_EXIT_SYSTEM;
-    }
-    int rc = CLI_EXIT_OK;
     for (int kind = 0; kind < 2 && rc == CLI_EXIT_OK; kind++) {
         make_matrix(kind, o->rows, o->cols, o->seed, w);
-        for (size_t d = 0; d < o->ndtypes && rc == CLI_EXIT_OK; d++) {
-            cmf_dtype dt = o->dtypes[d];
-            uint8_t *p = NULL;
-            size_t nb = 0;
-            cmf_err err;
-            cmf_qmat m;
-            if (cmf_quant_encode(dt, 2, shape, w, NULL, &p, &nb, &err) != CMF_OK ||
-                cmf_qmat_init(&m, dt, o->rows, o->cols, p, nb, cmf_dtype_name(dt), &err) !=
-                    CMF_OK) {
-                cli_error(&err);
-                free(p);
-                rc = cli_exit_code(err.code);
-                break;
-            }
-            double rmse = rel_rmse(&m, w, row);
-            double c = 0, c8 = 0, g = throughput(&m, o, 0, &c, &err);
-            double g8 = has_i8(dt) && g >= 0 ? throughput(&m, o, CMF_KF_INT8_ACT, &c8, &err) : 0;
-            if (g < 0 || g8 < 0) {
-                cli_error(&err);
-                rc = cli_exit_code(err.code);
-            } else {
-                printf("| %s | %s | %.3f | %.5f | %.1f | %.0f%% | %.1f | %.0f%% |",
-                       kind ? "heavy-tailed + outlier cols" : "Gaussian", cmf_dtype_name(dt),
-                       8.0 * (double)nb / (double)n, rmse, g, 100 * g / bw, c, 100 * c / bwc);
-                if (has_i8(dt))
-                    printf(" %.1f | %.0f%% | %.1f | %.0f%% |\n", g8, 100 * g8 / bw, c8,
-                           100 * c8 / bwc);
-                else
-                    printf(" - | - | - | - |\n");
-                fflush(stdout);
-            }
-            cmf_qmat_free(&m);
-            free(p);
-        }
+        rc = bench_matrix(o, kind ? "heavy-tailed + outlier cols" : "Gaussian", w, o->rows, o->cols,
+                          bw, bwc);
     }
     free(w);
-    free(row);
+    for (size_t i = 0; i < nreal; i++) {
+        if (rc == CLI_EXIT_OK)
+            rc = bench_matrix(o, real[i].label, real[i].w, real[i].rows, real[i].cols, bw, bwc);
+        bq_matrix_free(&real[i]);
+    }
     return rc;
 }
 
@@ -210,7 +275,8 @@ int cmd_bench(int argc, char **argv) {
         usage();
         return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
     }
-    if (strcmp(argv[1], "quant") != 0) return bench_model_main(argc, argv); /* cortiq bench MODEL.cmf */
+    if (strcmp(argv[1], "quant") != 0)
+        return bench_model_main(argc, argv); /* cortiq bench MODEL.cmf */
     bench_opts o = {
         .rows = 1024, .cols = 4096, .mb = 512, .seed = 1, .bw_mb = 1024, .threads = 2, .reps = 3};
     memcpy(o.dtypes, k_all, sizeof k_all);
@@ -225,6 +291,17 @@ int cmd_bench(int argc, char **argv) {
         if (i + 1 >= argc)
             return cli_usage_error("bench", "option '%s' needs a value or is unknown", a);
         const char *val = argv[++i];
+        if (!strcmp(a, "--model")) {
+            if (!strcmp(val, "none")) {
+                o.no_models = true;
+            } else if (o.nmodels < BQ_MAX_MODELS) {
+                o.models[o.nmodels++] = val;
+                o.models_given = true;
+            } else {
+                return cli_usage_error("bench", "at most %d --model options", BQ_MAX_MODELS);
+            }
+            continue;
+        }
         if (!strcmp(a, "--dtypes")) {
             char buf[512];
             snprintf(buf, sizeof buf, "%s", val);

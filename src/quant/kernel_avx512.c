@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "common/cpu.h"
+#include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 
 static inline float h16(const uint8_t *p) {
@@ -586,6 +587,9 @@ static bool q4_lut(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
 
 static void mm_vbit(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
                     uint64_t r0, uint64_t r1, unsigned flags) {
+    if (n == 1 && (flags & CMF_KF_INT8_ACT) && cq_cpu_detect()->avx512vnni &&
+        cq_avx512_i8dec_matvec(m, X, Y, r0, r1))
+        return; /* decode with int8 activations */
     if (!vbit_by_width(m, X, n, ldx, Y, ldy, r0, r1))
         mm_vbit_generic(m, X, n, ldx, Y, ldy, r0, r1, flags);
 }

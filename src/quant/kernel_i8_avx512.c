@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #include <stdlib.h>
 
+#include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 
 /* Per token: xq (cols bytes), corr (int32 per lane = cols/4), dxl (float per lane). */
@@ -250,6 +251,8 @@ static void q8_rows(const cmf_qmat *m, const act8 *a, size_t n, float *Y, size_t
  * the f32 path. */
 bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                          size_t ldy, uint64_t r0, uint64_t r1) {
+    if (n == 1 && m->dtype != CMF_DT_Q8_ROW && cq_avx512_i8dec_matvec(m, X, Y, r0, r1))
+        return true; /* decode: the VBMI kernels */
     act8 a;
     if (m->cols % 32 || !act8_alloc(&a, n, m->cols)) return false;
     if (m->dtype == CMF_DT_Q8_ROW) {

@@ -4,7 +4,8 @@
 set -u
 bin=${CORTIQ_BIN:?}
 fail=0
-out=$("$bin" bench quant --rows 32 --cols 256 --mb 2 --bw-mb 16 --reps 1 --dtypes q4_tiled,q8_row,q4tp 2>&1)
+out=$("$bin" bench quant --rows 32 --cols 256 --mb 2 --bw-mb 16 --reps 1 --dtypes q4_tiled,q8_row,q4tp \
+    --model none 2>&1)
 rc=$?
 [ $rc -eq 0 ] || { echo "bench quant exited $rc: $out"; fail=1; }
 rows=$(grep -c '^| \(Gaussian\|heavy\)' <<<"$out")
@@ -14,6 +15,11 @@ grep -q '^| Gaussian | q8_row | 8.062 |' <<<"$out" || { echo "q8_row at 256 cols
 grep -q 'Read bandwidth .*: [0-9.]* GB/s wall, [0-9.]* GB/s cpu' <<<"$out" || { echo "no bandwidth line"; fail=1; }
 # anything but `quant` is a model file: a missing one is an I/O error (exit 3)
 "$bin" bench no_such_model.cmf >/dev/null 2>&1; [ $? -eq 3 ] || { echo "a missing model file must exit 3"; fail=1; }
+# --model FILE that does not exist: I/O error; a file that is no model: parse error
+"$bin" bench quant --mb 1 --bw-mb 16 --model no_such_model.cmf >/dev/null 2>&1; [ $? -eq 3 ] || { echo "--model with a missing file must exit 3"; fail=1; }
+junk=$(mktemp); printf 'not a model' >"$junk"
+"$bin" bench quant --mb 1 --bw-mb 16 --model "$junk" >/dev/null 2>&1; rc=$?; rm -f "$junk"
+[ $rc -eq 1 ] || { echo "--model with a non-model file must exit 1, got $rc"; fail=1; }
 "$bin" bench >/dev/null 2>&1; [ $? -eq 2 ] || { echo "no argument must exit 2"; fail=1; }
 "$bin" bench quant --cols 100 >/dev/null 2>&1; [ $? -eq 2 ] || { echo "--cols 100 must exit 2"; fail=1; }
 "$bin" bench quant --dtypes q9 >/dev/null 2>&1; [ $? -eq 2 ] || { echo "bad --dtypes must exit 2"; fail=1; }

@@ -28,8 +28,10 @@ typedef struct {
     uint64_t rows, cols;
 } shape_t;
 
-static const shape_t k_shapes[] = {{1, 32},   {3, 64}, {7, 96}, {17, 256}, {5, 1024}, {2, 4096},
-                                   {33, 160}, {1, 7},  {5, 33}, {9, 100},  {4, 17},   {6, 250}};
+/* The last two (17 and 39 groups) have whole 16-group blocks plus a tail. */
+static const shape_t k_shapes[] = {{1, 32},   {3, 64},   {7, 96},  {17, 256}, {5, 1024},
+                                   {2, 4096}, {33, 160}, {1, 7},   {5, 33},   {9, 100},
+                                   {4, 17},   {6, 250},  {3, 544}, {2, 1248}};
 #define N_SHAPES (sizeof k_shapes / sizeof k_shapes[0])
 
 /* Reference y and sum|w x| (over final and, for overlays, base weights) in double. */
@@ -58,7 +60,7 @@ static void reference(const cmf_qmat *m, const float *X, size_t n, size_t ldx, d
 }
 
 static int check_tier(const cmf_qmat *m, cq_isa isa, kg_rng *rng) {
-    static const size_t k_tokens[] = {1, 2, 3, 4, 5, 9};
+    static const size_t k_tokens[] = {1, 2, 3, 4, 5, 9, 13, 27};
     int bad = 0;
     cq_cpu_force(isa);
     if (cq_cpu_isa() != isa) return 0; /* the CPU lacks this tier */

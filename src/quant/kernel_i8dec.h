@@ -1,0 +1,19 @@
+/* kernel_i8dec.h - one-token (decode) matrix-vector kernels with int8 activations
+ * (CMF_KF_INT8_ACT) for the 4-bit class and vbit, built on AVX-512 VNNI + VBMI
+ * (kernel_i8dec_avx512.c). Internal to src/quant. */
+#ifndef CORTIQ_QUANT_KERNEL_I8DEC_H
+#define CORTIQ_QUANT_KERNEL_I8DEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cortiq/kernels.h"
+
+/* y[r - r0] = W[r]·x for r in [r0, r1) with x quantized to int8 per 32-group (the error
+ * bound of CMF_KF_INT8_ACT). Handles q4_tiled, q4_block, q4tp, vbit and vbit_ro with
+ * cols % 32 == 0 when the CPU has AVX-512 VNNI and VBMI. Returns false, writing nothing,
+ * when it cannot run (other dtype or shape, CPU without those features, no scratch
+ * memory); the caller then uses another path. */
+bool cq_avx512_i8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t r0, uint64_t r1);
+
+#endif

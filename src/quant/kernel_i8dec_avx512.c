@@ -1,0 +1,424 @@
+/* kernel_i8dec_avx512.c - one-token matrix-vector products with int8 activations for
+ * q4_tiled, q4_block, q4tp, vbit and vbit_ro (AVX-512 VNNI + VBMI + GFNI).
+ *
+ * Decode streams every weight once per token, so what counts is the work per weight byte.
+ * The activations are quantized once per call (dx = absmax/127 per 32-group, as in
+ * kernel_i8_avx512.c); then per row:
+ *
+ * - q4 family: 4 groups (128 weights) per step. Their 64 nibble bytes sit in one vector
+ *   (q4_tiled: two loads and one vpermt2b drop the scales out of the 72-byte span); an and
+ *   gives the low nibbles, one vgf2p8affineqb the high ones, and two vpdpbusd multiply them
+ *   into activations stored per 4 groups as [even elements | odd elements], starting from
+ *   the precomputed -8*sum(xq) of each lane. Lane l then holds a partial sum of group l/4.
+ * - vbit: 2 groups (64 codes, 8b bytes) per step. vpermb puts the b bytes of every 8 codes
+ *   byte-reversed into a qword (so the MSB-first codes become bit fields of a little-endian
+ *   integer), vpmultishiftqb moves each code to its byte and an and isolates it: unsigned
+ *   codes u against activations in natural order. The bias L = 2^(b-1)-1 of every group is
+ *   removed once per row: sum_g s_g dx_g L sum(xq_g). 4-bit rows take the q4 step.
+ *
+ * Scales: per 16 groups one vector of s_g * dx_g (q4_tiled: the f16 scales gathered with
+ * vpermw while the nibbles are loaded; q4tp: the ladder looked up with vpermt2ps by the
+ * 5-bit codes); each step's lanes get theirs with one vpermps, and one cvt + fma adds the
+ * step's integer sums to the row's two accumulators. Rows are reduced 16 at a time. */
+#include <immintrin.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant/kernel_i8dec.h"
+#include "quant/kernel_impl.h"
+
+#define TGT     __attribute__((target("avx512vbmi,gfni")))
+#define TGT_INL static inline __attribute__((always_inline, target("avx512vbmi,gfni")))
+
+/* Activations of one token, quantized: xe (per 4 groups [even elements | odd elements],
+ * for nibbles) and xn (natural order, for vbit codes), Gp*32 bytes each; corr (-8 * the sum
+ * of each xe dpbusd lane's 8 values), dx and sg (sum of the group's codes) per group.
+ * Padded with zeros to Gp = G rounded up to 16 groups (Gp*104 bytes, a multiple of 64). */
+typedef struct {
+    uint8_t *mem;
+    int8_t *xe, *xn; /* [even | odd] per 4 groups; natural order */
+    int32_t *corr;
+    float *dx, *sg;
+    uint64_t G, Gp;
+} act;
+
+/* Decode runs once per token per matrix, so the buffer comes from the caller's stack when it
+ * fits (up to 624 groups, i.e. 19,968 columns); longer rows allocate. */
+#define ACT_STACK_BYTES (64u << 10)
+
+static bool act_alloc(act *a, uint64_t G, uint8_t *stack_buf) {
+    a->G = G;
+    a->Gp = (G + 15) & ~(uint64_t)15;
+    size_t bytes = a->Gp * (32 + 32 + 32 + 4 + 4);
+    a->mem = bytes <= ACT_STACK_BYTES ? stack_buf : cq_kernel_no_scratch ? NULL : aligned_alloc(64, bytes);
+    if (!a->mem) return false;
+    memset(a->mem, 0, bytes);
+    a->xe = (int8_t *)a->mem;
+    a->xn = a->xe + 32 * a->Gp;
+    a->corr = (int32_t *)(void *)(a->mem + 64 * a->Gp);
+    a->dx = (float *)(void *)(a->mem + 96 * a->Gp);
+    a->sg = a->dx + a->Gp;
+    return true;
+}
+
+/* One group of 32 activations to int8 (round to nearest); returns dx. */
+TGT_INL float quant32(const float *x, int8_t *q) {
+    __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
+    float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
+    __m512 inv = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+    _mm_storeu_si128((__m128i *)q,
+                     _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(a, inv))));
+    _mm_storeu_si128((__m128i *)(q + 16),
+                     _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(b, inv))));
+    return amax / 127.0f;
+}
+
+TGT static void prep(act *a, const float *x) {
+    for (uint64_t g = 0; g < a->G; g++) {
+        int8_t *q = a->xn + 32 * g;
+        a->dx[g] = quant32(x + 32 * g, q);
+        int s = 0;
+        for (int i = 0; i < 32; i++)
+            s += q[i];
+        a->sg[g] = (float)s;
+        int8_t *c = a->xe + 128 * (g / 4) + 16 * (g % 4);
+        for (int j = 0; j < 16; j++) {
+            c[j] = q[2 * j];
+            c[64 + j] = q[2 * j + 1];
+        }
+    }
+    for (uint64_t l = 0; l < a->Gp * 4; l++) { /* 16 lanes per 4 groups */
+        const int8_t *c = a->xe + 128 * (l / 16) + 4 * (l % 16);
+        a->corr[l] = -8 * (c[0] + c[1] + c[2] + c[3] + c[64] + c[65] + c[66] + c[67]);
+    }
+}
+
+static inline __mmask64 bytes_mask(unsigned n) {
+    return n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1;
+}
+
+/* Lane k of the result = the sum of the 16 lanes of v[k]. Four rounds of "concatenate two
+ * vectors, add adjacent lanes" (2 vpermt2ps + 1 add per pair): ~3 operations per row instead
+ * of a ~9-deep horizontal reduction at the end of every row. */
+TGT_INL __m512 hsum16(const __m512 *v) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
+    __m512 w[8];
+    for (int k = 0; k < 8; k++)
+        w[k] = _mm512_add_ps(_mm512_permutex2var_ps(v[2 * k], ie, v[2 * k + 1]),
+                             _mm512_permutex2var_ps(v[2 * k], io, v[2 * k + 1]));
+    for (int n = 8; n > 1; n /= 2)
+        for (int k = 0; k < n / 2; k++)
+            w[k] = _mm512_add_ps(_mm512_permutex2var_ps(w[2 * k], ie, w[2 * k + 1]),
+                                 _mm512_permutex2var_ps(w[2 * k], io, w[2 * k + 1]));
+    return w[0];
+}
+
+/* y[r - r0] for r in [r0, r1) from ROW(r), the row's unreduced 16-lane sum: 16 rows at a
+ * time through hsum16, the rest one by one. */
+#define ROWS_BY_16(ROW)                                                                            \
+    do {                                                                                           \
+        uint64_t r_ = r0;                                                                          \
+        for (; r_ + 16 <= r1; r_ += 16) {                                                          \
+            __m512 v_[16];                                                                         \
+            for (int k_ = 0; k_ < 16; k_++)                                                        \
+                v_[k_] = ROW(r_ + (uint64_t)k_);                                                   \
+            _mm512_storeu_ps(y + (r_ - r0), hsum16(v_));                                           \
+        }                                                                                          \
+        for (; r_ < r1; r_++)                                                                      \
+            y[r_ - r0] = _mm512_reduce_add_ps(ROW(r_));                                            \
+    } while (0)
+
+/* ---- q4 family ---- */
+
+typedef struct {
+    __m512i tidx;    /* q4_tiled: nibble bytes of 4 tiles from (A = p[0..64), B = p[8..72)) */
+    __m512i widx;    /* q4_tiled: f16 scale word of tile k (word 9k of A) at position 4c + k */
+    __m512i cidx[4]; /* step c: lane l takes the scale of group 4c + l/4 */
+    __m512i cperm, cshift; /* q4tp: 16 5-bit codes to dword lanes (vpermb, vpmultishiftqb) */
+    __m512 lad0, lad1;     /* q4tp: the row's 32-rung ladder */
+} q4_tab;
+
+TGT static void q4_tab_init(q4_tab *t) {
+    uint8_t ti[64];
+    uint16_t wi[32];
+    int32_t ci[16];
+    uint8_t cp[64], cs[64];
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < 16; j++) {
+            int off = 18 * k + 2 + j;
+            ti[16 * k + j] = (uint8_t)(k < 3 ? off : 64 + off - 8);
+        }
+    for (int i = 0; i < 32; i++)
+        wi[i] = (uint16_t)(9 * (i % 4));
+    t->tidx = _mm512_loadu_si512(ti);
+    t->widx = _mm512_loadu_si512(wi);
+    for (int c = 0; c < 4; c++) {
+        for (int l = 0; l < 16; l++)
+            ci[l] = 4 * c + l / 4;
+        t->cidx[c] = _mm512_loadu_si512(ci);
+    }
+    for (int q = 0; q < 8; q++) {
+        int k = 10 * q / 8, bit = 10 * q - 8 * k;
+        for (int j = 0; j < 8; j++) {
+            cp[8 * q + j] = (uint8_t)(j == 0 ? k : j == 1 ? k + 1 : 0);
+            cs[8 * q + j] = (uint8_t)(j == 0 ? bit : j == 4 ? bit + 5 : 0);
+        }
+    }
+    t->cperm = _mm512_loadu_si512(cp);
+    t->cshift = _mm512_loadu_si512(cs);
+}
+
+/* Groups [g0, g0 + ng) of row r (g0 % 16 == 0, 1 <= ng <= 16) into acc0/acc1. NG16 is
+ * true when ng == 16 (then every load is a full one). */
+TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r, uint64_t g0,
+                    unsigned ng, const bool NG16, const cmf_dtype dt, __m512 *acc0, __m512 *acc1) {
+    const uint64_t G = m->groups;
+    const __m512i m4 = _mm512_set1_epi8(15);
+    __m512i I[4];
+    __m512i sv = _mm512_setzero_si512();
+    const __mmask16 kg = NG16 ? 0xFFFF : (__mmask16)((1u << ng) - 1);
+    for (unsigned c = 0; c < 4; c++) {
+        if (!NG16 && 4 * c >= ng) {
+            I[c] = _mm512_setzero_si512();
+            continue;
+        }
+        unsigned vg = NG16 || ng - 4 * c >= 4 ? 4 : ng - 4 * c;
+        uint64_t g = g0 + 4 * c;
+        __m512i nib;
+        if (dt == CMF_DT_Q4_TILED) {
+            const uint8_t *p = m->quants + (r * G + g) * CQ_Q4T_TILE;
+            _mm_prefetch((const char *)p + CQ_PF_DIST, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + CQ_PF_DIST + 64, _MM_HINT_T0);
+            __m512i A, B;
+            if (vg == 4) {
+                A = _mm512_loadu_si512(p);
+                B = _mm512_loadu_si512(p + 8);
+            } else {
+                unsigned nb = CQ_Q4T_TILE * vg;
+                A = _mm512_maskz_loadu_epi8(bytes_mask(nb), p);
+                B = _mm512_maskz_loadu_epi8(bytes_mask(nb > 8 ? nb - 8 : 0), p + 8);
+            }
+            nib = _mm512_permutex2var_epi8(A, t->tidx, B);
+            sv = _mm512_mask_permutexvar_epi16(sv, (__mmask32)(0xFu << (4 * c)), t->widx, A);
+        } else {
+            const uint8_t *p = m->quants + (r * G + g) * 16;
+            _mm_prefetch((const char *)p + CQ_PF_DIST, _MM_HINT_T0);
+            nib = vg == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_mask(16 * vg), p);
+        }
+        const int8_t *xc = a->xe + 32 * g;
+        /* high nibble: one GF(2) affine op (bits 4..7 -> 0..3) instead of shift + and */
+        __m512i lo = _mm512_and_si512(nib, m4),
+                hi = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
+        __m512i s = _mm512_loadu_si512(a->corr + 4 * g);
+        s = _mm512_dpbusd_epi32(s, lo, _mm512_loadu_si512(xc));
+        I[c] = _mm512_dpbusd_epi32(s, hi, _mm512_loadu_si512(xc + 64));
+    }
+    __m512 sc;
+    if (dt == CMF_DT_Q4_TILED) {
+        sc = _mm512_cvtph_ps(_mm512_castsi512_si256(sv));
+    } else if (dt == CMF_DT_Q4_BLOCK) {
+        sc = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(kg, m->scales + 2 * (r * G + g0)));
+    } else { /* q4tp: ladder[code] for the 16 groups, codes from their 10 bytes */
+        uint64_t off = 10 * (g0 / 16), left = m->code_bytes - off;
+        __m128i cb = _mm_maskz_loadu_epi8((__mmask16)((1u << (left < 10 ? left : 10)) - 1),
+                                          m->extra + r * m->code_bytes + off);
+        /* qword q: the 2 bytes holding codes 2q, 2q+1 (bits 10q..10q+9); multishift moves
+         * them to bytes 0 and 4, i.e. dword lanes 2q, 2q+1; vpermt2ps reads only an index's
+         * low 5 bits, so the bits above the code need no masking */
+        __m512i idx = _mm512_multishift_epi64_epi8(
+            t->cshift, _mm512_permutexvar_epi8(t->cperm, _mm512_castsi128_si512(cb)));
+        sc = _mm512_permutex2var_ps(t->lad0, idx, t->lad1);
+    }
+    __m512 sdx = _mm512_maskz_mul_ps(kg, sc, _mm512_loadu_ps(a->dx + g0));
+    *acc0 =
+        _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[0]), _mm512_permutexvar_ps(t->cidx[0], sdx), *acc0);
+    *acc1 =
+        _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[1]), _mm512_permutexvar_ps(t->cidx[1], sdx), *acc1);
+    if (NG16 || ng > 8) {
+        *acc0 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[2]), _mm512_permutexvar_ps(t->cidx[2], sdx),
+                                *acc0);
+        *acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[3]), _mm512_permutexvar_ps(t->cidx[3], sdx),
+                                *acc1);
+    }
+}
+
+/* Row r's unreduced sum; q4tp first computes the row's 32-rung ladder (vpermt2ps then
+ * looks each block's scales up in it). */
+TGT_INL __m512 q4_row(const cmf_qmat *m, const act *a, q4_tab *t, const cmf_dtype dt, uint64_t r) {
+    const uint64_t G = m->groups, GF = G & ~(uint64_t)15;
+    if (dt == CMF_DT_Q4TP) {
+        float lad[32];
+        cq_avx512_q4tp_ladder(m, r, lad);
+        t->lad0 = _mm512_loadu_ps(lad);
+        t->lad1 = _mm512_loadu_ps(lad + 16);
+    }
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+    for (uint64_t g = 0; g < GF; g += 16)
+        q4_blk(m, t, a, r, g, 16, true, dt, &acc0, &acc1);
+    if (GF < G) q4_blk(m, t, a, r, GF, (unsigned)(G - GF), false, dt, &acc0, &acc1);
+    return _mm512_add_ps(acc0, acc1);
+}
+
+TGT_INL void q4_rows(const cmf_qmat *m, const act *a, q4_tab *t, const cmf_dtype dt, float *y,
+                     uint64_t r0, uint64_t r1) {
+#define Q4_ROW(r) q4_row(m, a, t, dt, r)
+    ROWS_BY_16(Q4_ROW);
+#undef Q4_ROW
+}
+
+/* ---- vbit / vbit_ro ---- */
+
+typedef struct {
+    __m512i perm, shift, mask; /* per width b < 8 */
+} vb_tab;
+
+TGT static void vb_tab_init(vb_tab *t, unsigned b) {
+    uint8_t pi[64], sh[64];
+    for (unsigned q = 0; q < 8; q++)
+        for (unsigned j = 0; j < 8; j++) {
+            pi[8 * q + j] = (uint8_t)(q * b + (j < b ? b - 1 - j : 0));
+            sh[8 * q + j] = (uint8_t)(b * (7 - j));
+        }
+    t->perm = _mm512_loadu_si512(pi);
+    t->shift = _mm512_loadu_si512(sh);
+    t->mask = _mm512_set1_epi8((char)((1 << b) - 1));
+}
+
+/* Groups [g0, g0 + ng) of a row of width b (g0 % 16 == 0). FULL: ng == 16 and every
+ * 64-byte load stays inside the payload; otherwise loads are masked to the groups' bytes. */
+TGT_INL void vb_blk(const uint8_t *row, const uint8_t *sc, const vb_tab *t, const __m512i *cidx,
+                    const act *a, unsigned b, uint64_t g0, unsigned ng, const bool FULL,
+                    __m512 *acc0, __m512 *acc1, __m512 *accL) {
+    const __mmask16 kg = FULL ? 0xFFFF : (__mmask16)((1u << ng) - 1);
+    __m512 sdx = _mm512_maskz_mul_ps(kg, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(kg, sc + 2 * g0)),
+                                     _mm512_loadu_ps(a->dx + g0));
+    *accL = _mm512_fmadd_ps(sdx, _mm512_loadu_ps(a->sg + g0), *accL);
+    for (unsigned c = 0; c < 8; c++) {
+        if (!FULL && 2 * c >= ng) break;
+        uint64_t g = g0 + 2 * c;
+        const uint8_t *p = row + 4 * b * g;
+        _mm_prefetch((const char *)p + CQ_PF_DIST, _MM_HINT_T0);
+        __m512i u;
+        if (FULL) {
+            u = _mm512_loadu_si512(p);
+        } else {
+            unsigned vg = ng - 2 * c >= 2 ? 2 : 1;
+            u = _mm512_maskz_loadu_epi8(bytes_mask(4 * b * vg), p);
+        }
+        u = _mm512_and_si512(
+            _mm512_multishift_epi64_epi8(t->shift, _mm512_permutexvar_epi8(t->perm, u)), t->mask);
+        __m512i I =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512(a->xn + 32 * g));
+        __m512 f = _mm512_cvtepi32_ps(I), s = _mm512_permutexvar_ps(cidx[c], sdx);
+        if (c & 1)
+            *acc1 = _mm512_fmadd_ps(f, s, *acc1);
+        else
+            *acc0 = _mm512_fmadd_ps(f, s, *acc0);
+    }
+}
+
+/* Groups [g0, g0 + ng) of a 4-bit row: its 16 bytes per group are nibbles like q4_block's,
+ * but MSB-first (the high nibble is the even element), so the q4 kernel's steps apply with
+ * the activation halves swapped and the bias removed through accL. cidx4: the q4 lanes. */
+TGT_INL void vb4_blk(const uint8_t *row, const uint8_t *sc, const __m512i *cidx4, const act *a,
+                     uint64_t g0, unsigned ng, const bool NG16, __m512 *acc0, __m512 *acc1,
+                     __m512 *accL) {
+    const __m512i m4 = _mm512_set1_epi8(15);
+    const __mmask16 kg = NG16 ? 0xFFFF : (__mmask16)((1u << ng) - 1);
+    __m512 sdx = _mm512_maskz_mul_ps(kg, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(kg, sc + 2 * g0)),
+                                     _mm512_loadu_ps(a->dx + g0));
+    *accL = _mm512_fmadd_ps(sdx, _mm512_loadu_ps(a->sg + g0), *accL);
+    for (unsigned c = 0; c < 4; c++) {
+        if (!NG16 && 4 * c >= ng) break;
+        unsigned vg = NG16 || ng - 4 * c >= 4 ? 4 : ng - 4 * c;
+        uint64_t g = g0 + 4 * c;
+        const uint8_t *p = row + 16 * g;
+        _mm_prefetch((const char *)p + CQ_PF_DIST, _MM_HINT_T0);
+        __m512i nib =
+            vg == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_mask(16 * vg), p);
+        __m512i lo = _mm512_and_si512(nib, m4),
+                hi = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
+        const int8_t *xc = a->xe + 32 * g;
+        __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xc + 64));
+        I = _mm512_dpbusd_epi32(I, hi, _mm512_loadu_si512(xc));
+        __m512 f = _mm512_cvtepi32_ps(I), s = _mm512_permutexvar_ps(cidx4[c], sdx);
+        if (c & 1)
+            *acc1 = _mm512_fmadd_ps(f, s, *acc1);
+        else
+            *acc0 = _mm512_fmadd_ps(f, s, *acc0);
+    }
+}
+
+TGT_INL __m512 vb_row(const cmf_qmat *m, const act *a, const vb_tab *tabs, const __m512i *cidx,
+                      const __m512i *cidx4, uint64_t r) {
+    const unsigned b = cq_vbit_bits(m, r);
+    const vb_tab *t = &tabs[b];
+    const uint64_t G = m->groups, GF = G & ~(uint64_t)15;
+    const uint8_t *row = cq_vbit_row(m, r), *sc = m->scales + 2 * r * G, *end = m->data + m->nbytes;
+    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), accL = _mm512_setzero_ps();
+    if (b == 4) { /* the common width of real allocations (mean 4.25 bits) */
+        for (uint64_t g = 0; g < GF; g += 16)
+            vb4_blk(row, sc, cidx4, a, g, 16, true, &acc0, &acc1, &accL);
+        if (GF < G) vb4_blk(row, sc, cidx4, a, GF, (unsigned)(G - GF), false, &acc0, &acc1, &accL);
+        return _mm512_fnmadd_ps(_mm512_set1_ps(7.0f), accL, _mm512_add_ps(acc0, acc1));
+    }
+    /* full loads read up to 64 - 8b bytes past a step's bytes */
+    uint64_t g = 0;
+    for (; g < GF && row + 4 * b * g + 4 * b * 14 + 64 <= end; g += 16)
+        vb_blk(row, sc, t, cidx, a, b, g, 16, true, &acc0, &acc1, &accL);
+    for (; g < G; g += 16)
+        vb_blk(row, sc, t, cidx, a, b, g, (unsigned)(G - g < 16 ? G - g : 16), false, &acc0, &acc1,
+               &accL);
+    __m512 L = _mm512_set1_ps((float)((1 << (b - 1)) - 1));
+    return _mm512_fnmadd_ps(L, accL, _mm512_add_ps(acc0, acc1));
+}
+
+TGT static void vb_rows(const cmf_qmat *m, const act *a, float *y, uint64_t r0, uint64_t r1) {
+    vb_tab tabs[9];
+    static const unsigned widths[5] = {3, 4, 5, 6, 8};
+    for (int i = 0; i < 5; i++)
+        vb_tab_init(&tabs[widths[i]], widths[i]);
+    __m512i cidx[8], cidx4[4];
+    for (int c = 0; c < 8; c++) {
+        int32_t ci[16];
+        for (int l = 0; l < 16; l++)
+            ci[l] = 2 * c + l / 8;
+        cidx[c] = _mm512_loadu_si512(ci);
+        for (int l = 0; l < 16 && c < 4; l++)
+            ci[l] = 4 * c + l / 4;
+        if (c < 4) cidx4[c] = _mm512_loadu_si512(ci);
+    }
+#define VB_ROW(r) vb_row(m, a, tabs, cidx, cidx4, r)
+    ROWS_BY_16(VB_ROW);
+#undef VB_ROW
+}
+
+TGT static void q4_dispatch(const cmf_qmat *m, const act *a, float *y, uint64_t r0, uint64_t r1) {
+    q4_tab t;
+    q4_tab_init(&t);
+    if (m->dtype == CMF_DT_Q4_TILED)
+        q4_rows(m, a, &t, CMF_DT_Q4_TILED, y, r0, r1);
+    else if (m->dtype == CMF_DT_Q4_BLOCK)
+        q4_rows(m, a, &t, CMF_DT_Q4_BLOCK, y, r0, r1);
+    else
+        q4_rows(m, a, &t, CMF_DT_Q4TP, y, r0, r1);
+}
+
+bool cq_avx512_i8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t r0, uint64_t r1) {
+    bool have = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi") &&
+                __builtin_cpu_supports("gfni");
+    bool q4 = m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || m->dtype == CMF_DT_Q4TP,
+         vb = m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO;
+    if (!have || m->cols % 32 || !(q4 || vb)) return false;
+    act a;
+    _Alignas(64) uint8_t stack_buf[ACT_STACK_BYTES];
+    if (!act_alloc(&a, m->groups, stack_buf)) return false;
+    prep(&a, x);
+    if (q4)
+        q4_dispatch(m, &a, y, r0, r1);
+    else
+        vb_rows(m, &a, y, r0, r1);
+    if (a.mem != stack_buf) free(a.mem);
+    return true;
+}

@@ -1,0 +1,123 @@
+/* test_kernel_i8dec.c - the one-token int8-activation kernels (kernel_i8dec_avx512.c)
+ * against a double-precision reference that quantizes the activations the same way
+ * (dx = absmax/127 per 32-group, xq = round-to-nearest-even(x * 127/absmax)). With the
+ * activation rounding taken out of the comparison, the kernels must match within float
+ * summation error, so a wrong bias, scale or code order shows even where the looser
+ * CMF_KF_INT8_ACT bound of test_kernel.c would hide it. Skipped without VNNI + VBMI + GFNI. */
+#include <math.h>
+
+#include "common/cpu.h"
+#include "common/test.h"
+#include "cortiq/kernels.h"
+#include "quant/kernel_gen.h"
+#include "quant/kernel_i8dec.h"
+#include "quant/kernel_impl.h"
+
+static const cmf_dtype k_dts[] = {CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP, CMF_DT_VBIT,
+                                  CMF_DT_VBIT_RO};
+/* group counts: tails only, whole 16-group blocks, blocks plus tails of every phase */
+static const uint64_t k_groups[] = {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 21, 32, 39, 128};
+
+/* x quantized as the kernels do it, returned dequantized (xq * dx) in xd. */
+static void quantize_like_kernel(const float *x, uint64_t cols, double *xd) {
+    for (uint64_t g = 0; g < cols / 32; g++) {
+        float amax = 0;
+        for (int i = 0; i < 32; i++)
+            amax = fmaxf(amax, fabsf(x[32 * g + i]));
+        float inv = amax > 0 ? 127.0f / amax : 0.0f, dx = amax / 127.0f;
+        for (int i = 0; i < 32; i++) {
+            float q = nearbyintf(x[32 * g + i] * inv);
+            if (q > 127) q = 127;
+            if (q < -127) q = -127;
+            xd[32 * g + i] = (double)q * dx;
+        }
+    }
+}
+
+static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
+    kg_opts o = {0, 0};
+    uint64_t nb;
+    uint8_t *p = kg_payload(dt, rows, cols, rng, &o, &nb);
+    cmf_qmat m;
+    CHECK(cmf_qmat_init(&m, dt, rows, cols, p, nb, "t", NULL) == CMF_OK);
+    float *x = malloc(cols * sizeof *x), *y = malloc(rows * sizeof *y),
+          *y2 = malloc(rows * sizeof *y2), *w = malloc(cols * sizeof *w);
+    double *xd = malloc(cols * sizeof *xd);
+    for (uint64_t i = 0; i < cols; i++)
+        x[i] = kg_unif(rng, -1, 1) * (i % 29 == 0 ? 20.0f : 1.0f);
+    if (cols >= 64) /* an all-zero group (dx = 0) */
+        for (int i = 32; i < 64; i++)
+            x[i] = 0;
+    quantize_like_kernel(x, cols, xd);
+    int bad = 0;
+    CHECK(cq_avx512_i8dec_matvec(&m, x, y, 0, rows));
+    cq_cpu_force(CQ_ISA_AVX512); /* CORTIQ_CPU may cap it: then only the kernel is checked */
+    bool dispatch = cq_cpu_isa() == CQ_ISA_AVX512;
+    if (dispatch) cmf_matmul_ex(&m, x, 1, cols, y2, rows, 0, rows, CMF_KF_INT8_ACT);
+    for (uint64_t r = 0; r < rows; r++) {
+        cmf_qmat_dequant_row(&m, r, w);
+        double s = 0, mag = 0;
+        for (uint64_t i = 0; i < cols; i++) {
+            s += w[i] * xd[i];
+            mag += fabs(w[i] * xd[i]);
+        }
+        if (!(fabs(y[r] - s) <= 1e-5 * mag + 1e-30) && bad++ < 3)
+            fprintf(stderr, "  %s [%llu x %llu] row %llu: got %.9g want %.9g (sum|wx| %.3g)\n",
+                    cmf_dtype_name(dt), (unsigned long long)rows, (unsigned long long)cols,
+                    (unsigned long long)r, y[r], s, mag);
+        if (dispatch && y2[r] != y[r] &&
+            bad++ < 3) /* the dispatcher must take this path for one token */
+            fprintf(stderr, "  %s: cmf_matmul_ex gave %.9g, the decode kernel %.9g\n",
+                    cmf_dtype_name(dt), y2[r], y[r]);
+    }
+    /* a sub-range of rows lands at y[0] */
+    if (rows > 2) {
+        float first = 0;
+        CHECK(cq_avx512_i8dec_matvec(&m, x, &first, 1, 2));
+        CHECK_MSG(first == y[1], "%s sub-range row 1: %.9g vs %.9g", cmf_dtype_name(dt), first,
+                  y[1]);
+    }
+    cmf_qmat_free(&m);
+    free(p);
+    free(x);
+    free(y);
+    free(y2);
+    free(w);
+    free(xd);
+    return bad;
+}
+
+static void test_other_dtypes_refused(void) {
+    kg_rng rng = {5};
+    static const cmf_dtype other[] = {CMF_DT_F32, CMF_DT_Q8_ROW, CMF_DT_Q1T};
+    for (size_t d = 0; d < sizeof other / sizeof other[0]; d++) {
+        kg_opts o = {0, 0};
+        uint64_t nb;
+        uint8_t *p = kg_payload(other[d], 2, 64, &rng, &o, &nb);
+        cmf_qmat m;
+        CHECK(cmf_qmat_init(&m, other[d], 2, 64, p, nb, "t", NULL) == CMF_OK);
+        float x[64] = {1}, y[2] = {0};
+        CHECK(!cq_avx512_i8dec_matvec(&m, x, y, 0, 2));
+        cmf_qmat_free(&m);
+        free(p);
+    }
+}
+
+int main(void) {
+    const cq_cpu_features *f = cq_cpu_detect();
+    if (!f->avx512bw || !f->avx512vnni || !__builtin_cpu_supports("avx512vbmi") ||
+        !__builtin_cpu_supports("gfni")) {
+        printf("test_kernel_i8dec: CPU lacks AVX-512 VNNI/VBMI or GFNI, nothing to test\n");
+        TEST_DONE();
+    }
+    kg_rng rng = {2024};
+    for (size_t d = 0; d < sizeof k_dts / sizeof k_dts[0]; d++)
+        for (size_t s = 0; s < sizeof k_groups / sizeof k_groups[0]; s++) {
+            uint64_t rows = 1 + (s * 7) % 13, cols = 32 * k_groups[s];
+            int bad = check(k_dts[d], rows, cols, &rng);
+            CHECK_MSG(bad == 0, "%s [%llu x %llu]: %d mismatches", cmf_dtype_name(k_dts[d]),
+                      (unsigned long long)rows, (unsigned long long)cols, bad);
+        }
+    test_other_dtypes_refused();
+    TEST_DONE();
+}
