@@ -28,12 +28,42 @@ extern "C" {
 typedef struct cortiq_model cortiq_model;
 typedef struct cortiq_session cortiq_session;
 
+/* Element type of a session's KV cache (values pinned; 0 is the default). Keys and values are
+ * converted once when a position is written and read as stored by the attention loops.
+ * Bytes per cached value, with head_dim d: f16 2, q8 1 + 4/d, f32 4. */
+typedef enum cortiq_kv_type {
+    CORTIQ_KV_F16 = 0, /* IEEE half (values clamped to +-65504): logits within ~1e-3 of f32 */
+    CORTIQ_KV_Q8 = 1,  /* int8 with one f32 scale (max |x| / 127) per head vector per position */
+    CORTIQ_KV_F32 = 2, /* exact; what the transformers parity tests use */
+    CORTIQ_KV_COUNT
+} cortiq_kv_type;
+
+/* "f16", "q8", "f32"; "?" for a value out of range. */
+const char *cortiq_kv_type_name(cortiq_kv_type t);
+/* Parse one of those names; false (and *out untouched) otherwise. */
+bool cortiq_kv_type_from_name(const char *name, cortiq_kv_type *out);
+
 typedef struct cortiq_load_opts {
     unsigned threads; /* compute threads; 0 = online CPUs */
     /* Nonzero: quantize activations to int8 (per 32 values) before the q8_row/q4_* products
      * and use integer dot products (CMF_KF_INT8_ACT). Faster on VNNI/AVX2, but the logits
      * then carry the activation rounding error; off by default. */
     int int8_act;
+    /* KV cache type of the sessions cortiq_session_create makes for this model (default f16);
+     * a value >= CORTIQ_KV_COUNT fails the load with CMF_E_INVALID_ARG. */
+    cortiq_kv_type kv;
+    /* Activation precision (docs/KERNELS.md). By default:
+     *  - batched products (prompt prefill, cortiq_session_eval with n > 1) quantize their input
+     *    to int8 once per batch (per 32 values) and run the integer GEMM (cmf_matmul_qact) on
+     *    q8_row / q4_* weights when the CPU has AVX-512 VNNI: several times faster than f32,
+     *    with the rounding of llama.cpp's Q8_0 activations (logits within ~2e-2, PPL within
+     *    ~0.5 % on the real models measured);
+     *  - single tokens (decode) use int8 activations (CMF_KF_INT8_ACT) for 3-6 bit weights
+     *    (q4_block, q4_tiled, q4tp, vbit, vbit_ro), whose own rounding error (~8-10 % relative
+     *    RMSE) dwarfs the activation's (~0.4 %), and f32 activations for every other dtype.
+     * Nonzero keeps f32 activations everywhere (exact; what the transformers parity tests use
+     * for quantized weights). int8_act above forces int8 for every supported product. */
+    int f32_act;
 } cortiq_load_opts;
 
 /* Open (cmf_open_model: shards are followed), validate the architecture against the tensors
@@ -52,8 +82,16 @@ unsigned cortiq_model_threads(const cortiq_model *m);
 /* Bytes of weights one decode step reads (for roofline figures). */
 uint64_t cortiq_model_weight_bytes(const cortiq_model *m);
 
-/* A session with room for ctx positions (sliding-window layers keep only their window). */
+/* A session with room for ctx positions (sliding-window layers keep only their window), its
+ * KV cache of the type chosen at load (cortiq_load_opts.kv). ctx is capped at the model's
+ * max_position_embeddings. Fails CMF_E_INVALID_ARG (ctx 0), CMF_E_NOMEM. */
 cmf_status cortiq_session_create(cortiq_model *m, uint32_t ctx, cortiq_session **out, cmf_err *err);
+/* The same with an explicit KV cache type (CMF_E_INVALID_ARG when out of range). */
+cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_type kv, cortiq_session **out,
+                                    cmf_err *err);
+cortiq_kv_type cortiq_session_kv_type(const cortiq_session *s);
+/* Bytes held by the session's KV cache (keys, values and q8 scales, all layers). */
+uint64_t cortiq_session_kv_bytes(const cortiq_session *s);
 void cortiq_session_free(cortiq_session *s); /* NULL allowed */
 /* Forget the conversation (position back to 0). */
 void cortiq_session_reset(cortiq_session *s);

@@ -8,7 +8,9 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cortiq/chat_template.h"
 #include "cortiq/engine.h"
+#include "cortiq/tokenizer.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -24,10 +26,52 @@ static void mean_sd(const double *v, int n, double *mean, double *sd) {
     *sd = n > 1 ? sqrt(q / (n - 1)) : 0;
 }
 
+/* --text: the tokenizer and chat template, loaded from the model file as `cortiq run` does
+ * (runtime.c), each timed, so cold-start figures cover what a chat start pays. */
+static cmf_status load_text(const cortiq_model *m, const char *path, cmf_tokenizer **tok,
+                            cmf_chat_template **tpl, double *tok_s, double *tpl_s, cmf_err *err) {
+    const cmf_file *f = cortiq_model_file(m);
+    size_t vlen = 0;
+    const uint8_t *vocab = cmf_file_vocab(f, &vlen);
+    if (!vocab)
+        return cmf_err_set(err, CMF_E_NOT_FOUND, path, "--text: no tokenizer section (spec §6)");
+    double t0 = now_s();
+    cmf_status st = cmf_tokenizer_load((const char *)vocab, vlen, tok, err);
+    *tok_s = now_s() - t0;
+    if (st) return st;
+    const cmf_tokenizer_config *tc = &cmf_file_header(f)->tokenizer_config;
+    const char *src =
+        tc->present && tc->chat_template ? tc->chat_template : CMF_CHAT_TEMPLATE_CHATML;
+    t0 = now_s();
+    st = cmf_chat_template_compile(src, strlen(src), tpl, err);
+    *tpl_s = now_s() - t0;
+    return st;
+}
+
+/* Ends the JSON object (or adds a text line): time to the first generated token of repetition 1,
+ * from the start of the model load and as a CLOCK_MONOTONIC reading (for a parent that took the
+ * same clock at fork), and with --text the tokenizer / template load times. */
+static void print_first_token(int json, int text, double first_s, double first_clock, double tok_s,
+                              double tpl_s) {
+    if (json) {
+        printf("\"first_token_s\": %.4f, \"first_token_monotonic_s\": %.6f", first_s, first_clock);
+        if (text) printf(", \"tokenizer_load_s\": %.4f, \"template_load_s\": %.4f", tok_s, tpl_s);
+        printf("}\n");
+    } else {
+        printf("  first token %.3f s after the load started", first_s);
+        if (text) printf(" (tokenizer %.1f ms, chat template %.1f ms)", tok_s * 1e3, tpl_s * 1e3);
+        printf("\n");
+    }
+}
+
 static void usage(void) {
-    printf("usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t THREADS] [-r 5] [--int8-act] [--json]\n"
+    printf("usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t THREADS] [-r 5] [--int8-act] [--f32-act] [--kv f16|q8|f32] [--text] [--json]\n"
            "  Prefill of -p tokens and decode of -n tokens (greedy), repeated -r times: tok/s mean ± sd,\n"
            "  model load time, weights read per decode step, peak RSS. --int8-act: int8 activations.\n"
+           "  --f32-act: f32 activations everywhere (default: int8 GEMM for prefill on VNNI CPUs,\n"
+           "  int8 activations for 4-bit weights at decode).\n"
+           "  --kv: KV cache type (default f16); its size is reported as kv_bytes.\n"
+           "  --text: also load the tokenizer and chat template as `cortiq run` does (timed).\n"
            "  cortiq bench quant   the quantization report (see cortiq bench quant --help)\n");
 }
 
@@ -35,6 +79,9 @@ int bench_model_main(int argc, char **argv) {
     const char *path = NULL;
     uint64_t p = 512, n = 128, t = 0, r = 5;
     int json = 0, int8 = 0;
+    int text = 0;
+    cortiq_kv_type kv = CORTIQ_KV_F16;
+    int f32_act = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -44,7 +91,10 @@ int bench_model_main(int argc, char **argv) {
         else if (!strcmp(a, "-t") && more && cli_parse_u64(argv[++i], &t) && t <= 64);
         else if (!strcmp(a, "-r") && more && cli_parse_u64(argv[++i], &r) && r >= 1 && r <= 1000);
         else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--text")) text = 1;
         else if (!strcmp(a, "--int8-act")) int8 = 1;
+        else if (!strcmp(a, "--f32-act")) f32_act = 1;
+        else if (!strcmp(a, "--kv") && more && cortiq_kv_type_from_name(argv[++i], &kv));
         else if (a[0] == '-') return cli_usage_error("bench", "bad or incomplete option '%s'", a);
         else if (!path) path = a;
         else return cli_usage_error("bench", "one MODEL only");
@@ -52,7 +102,7 @@ int bench_model_main(int argc, char **argv) {
     if (!path) return cli_usage_error("bench", "missing MODEL.cmf (or `quant`)");
     cmf_err err;
     cortiq_model *m;
-    cortiq_load_opts lo = {.threads = (unsigned)t, .int8_act = int8};
+    cortiq_load_opts lo = {.threads = (unsigned)t, .int8_act = int8, .kv = kv, .f32_act = f32_act};
     double t0 = now_s();
     cmf_status st = cortiq_model_load(path, &lo, &m, &err);
     double load_s = now_s() - t0;
@@ -60,9 +110,21 @@ int bench_model_main(int argc, char **argv) {
         cli_error(&err);
         return cli_exit_code(st);
     }
+    const double t_begin = t0;
+    cmf_tokenizer *text_tok = NULL;
+    cmf_chat_template *tpl = NULL;
+    double tok_s = 0, tpl_s = 0, first_clock = 0;
+    if (text && (st = load_text(m, path, &text_tok, &tpl, &tok_s, &tpl_s, &err))) {
+        cli_error(&err);
+        cmf_tokenizer_free(text_tok);
+        cortiq_model_free(m);
+        return cli_exit_code(st);
+    }
     cortiq_session *s;
     if ((st = cortiq_session_create(m, (uint32_t)(p + n + 1), &s, &err))) {
         cli_error(&err);
+        cmf_tokenizer_free(text_tok);
+        cmf_chat_template_free(tpl);
         cortiq_model_free(m);
         return cli_exit_code(st);
     }
@@ -79,6 +141,10 @@ int bench_model_main(int argc, char **argv) {
         t0 = now_s();
         st = cortiq_session_eval(s, prompt, p, NULL, &err);
         pre[k] = p / (now_s() - t0);
+        if (k == 0 && !st) {
+            (void)cortiq_argmax(cortiq_session_logits(s), V);
+            first_clock = now_s();
+        }
         t0 = now_s();
         for (uint64_t j = 0; j < n && !st; j++) {
             int32_t tok = cortiq_argmax(cortiq_session_logits(s), V);
@@ -98,18 +164,22 @@ int bench_model_main(int argc, char **argv) {
         if (json)
             printf("{\"model\": \"%s\", \"threads\": %u, \"prompt_tokens\": %llu, \"gen_tokens\": %llu, \"reps\": %llu, "
                    "\"load_s\": %.4f, \"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, \"decode_tok_s\": %.2f, "
-                   "\"decode_tok_s_sd\": %.2f, \"weight_bytes_per_token\": %llu, \"peak_rss_mb\": %.1f}\n",
+                   "\"decode_tok_s_sd\": %.2f, \"weight_bytes_per_token\": %llu, \"peak_rss_mb\": %.1f, \"kv\": \"%s\", \"kv_bytes\": %llu, ",
                    path, cortiq_model_threads(m), (unsigned long long)p, (unsigned long long)n, (unsigned long long)r,
-                   load_s, pm, psd, dm, dsd, (unsigned long long)wb, rss_mb);
+                   load_s, pm, psd, dm, dsd, (unsigned long long)wb, rss_mb, cortiq_kv_type_name(kv),
+                   (unsigned long long)cortiq_session_kv_bytes(s));
         else
             printf("%s: %u threads, load %.3f s\n  prefill %llu tokens: %.1f ± %.1f tok/s\n  decode %llu tokens: %.2f ± "
-                   "%.2f tok/s (%.2f GB/s of weights)\n  peak RSS %.1f MB\n",
+                   "%.2f tok/s (%.2f GB/s of weights)\n  peak RSS %.1f MB, KV cache %s %.1f MB\n",
                    path, cortiq_model_threads(m), load_s, (unsigned long long)p, pm, psd, (unsigned long long)n, dm, dsd,
-                   dm * wb / 1e9, rss_mb);
+                   dm * wb / 1e9, rss_mb, cortiq_kv_type_name(kv), cortiq_session_kv_bytes(s) / 1048576.0);
+        print_first_token(json, text, first_clock - t_begin, first_clock, tok_s, tpl_s);
     }
     free(pre);
     free(dec);
     free(prompt);
+    cmf_tokenizer_free(text_tok);
+    cmf_chat_template_free(tpl);
     cortiq_session_free(s);
     cortiq_model_free(m);
     return cli_exit_code(st);

@@ -20,6 +20,9 @@ static void usage(void) {
            "  --greedy             always the most likely token (same as --temp 0)\n"
            "  --temp T  --top-k K  --top-p P  --min-p P  --repeat-penalty R  --seed S\n"
            "  --ctx N              context length (default min(4096, model max))\n"
+           "  --kv f16|q8|f32      KV cache type (default f16; q8: int8 + a scale per head)\n"
+           "  --f32-act            f32 activations everywhere (default: int8 GEMM for the prompt on\n"
+           "                       VNNI CPUs, int8 activations for 4-bit weights)\n"
            "  -t, --threads N      compute threads (default: all cores)\n"
            "  Generation stops on any of the file's eos_token_ids. A stats line ends each answer "
            "on stderr.\n");
@@ -147,6 +150,9 @@ int cmd_run(int argc, char **argv) {
         else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && more &&
                  cli_parse_u64(argv[++i], &u) && u <= 64)
             ro.threads = (unsigned)u;
+        else if (!strcmp(a, "--f32-act")) ro.f32_act = 1;
+        else if (!strcmp(a, "--kv") && more && cortiq_kv_type_from_name(argv[++i], &ro.kv))
+            ;
         else if (a[0] == '-')
             return cli_usage_error("run", "bad or incomplete option '%s'", a);
         else if (!path)

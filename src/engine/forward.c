@@ -3,36 +3,67 @@
  * cortiq/kernels.h, split by rows over the model's thread pool; a batch of tokens (prefill)
  * uses the batched kernels so each weight is decoded once per batch. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/act_ops.h"
+#include "engine/attn_batch.h"
 #include "engine/attn_ops.h"
+#include "engine/kv_cache.h"
 #include "engine/model.h"
 
+#ifndef CQ_BATCH
 #define CQ_BATCH 64 /* tokens per prefill chunk */
-
-typedef struct kv_layer {
-    float *k, *v;  /* [slots][n_kv * head_dim] */
-    uint32_t slots; /* ctx, or window + CQ_BATCH for sliding layers (a ring) */
-} kv_layer;
+#endif
 
 struct cortiq_session {
     cortiq_model *m;
     uint32_t ctx, pos;
-    kv_layer *kv;
+    cortiq_kv_type kv_type;
+    cq_kv_layer *kv; /* per layer; slots = ctx, or window + CQ_BATCH for sliding layers (a ring) */
     /* scratch for one chunk of up to CQ_BATCH tokens */
     float *x, *xn, *q, *k, *v, *att, *o, *g, *u, *scores, *logits;
     uint32_t max_ffn, max_qd;
+    /* integer prefill GEMM (model->prefill_qact): the quantized batch, per-thread panels */
+    void *qa_mem;
+    cmf_qact qa;
+    uint8_t *qa_scratch;
+    size_t qa_stride;
+    /* batched prefill attention (attn_batch.h): per-thread scratch */
+    float *ab_scratch;
+    size_t ab_stride; /* floats per thread */
 };
 
-cmf_status cortiq_session_create(cortiq_model *m, uint32_t ctx, cortiq_session **out, cmf_err *err) {
+const char *cortiq_kv_type_name(cortiq_kv_type t) {
+    return t == CORTIQ_KV_F16 ? "f16" : t == CORTIQ_KV_Q8 ? "q8" : t == CORTIQ_KV_F32 ? "f32" : "?";
+}
+
+bool cortiq_kv_type_from_name(const char *name, cortiq_kv_type *out) {
+    for (int t = 0; t < CORTIQ_KV_COUNT; t++)
+        if (!strcmp(name, cortiq_kv_type_name((cortiq_kv_type)t)))
+            return *out = (cortiq_kv_type)t, true;
+    return false;
+}
+
+cmf_status cortiq_session_create(cortiq_model *m, uint32_t ctx, cortiq_session **out,
+                                 cmf_err *err) {
+    return cortiq_session_create_kv(m, ctx, m->kv, out, err);
+}
+
+cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_type kv,
+                                    cortiq_session **out, cmf_err *err) {
     *out = NULL;
     if (ctx < 1) return cmf_err_set(err, CMF_E_INVALID_ARG, "session", "ctx must be >= 1");
+    if ((unsigned)kv >= CORTIQ_KV_COUNT)
+        return cmf_err_set(err, CMF_E_INVALID_ARG, "session",
+                           "KV cache type %u: known are 0 (f16), 1 (q8), 2 (f32)", (unsigned)kv);
     if (m->max_pos && ctx > m->max_pos) ctx = m->max_pos;
     cortiq_session *s = calloc(1, sizeof *s);
     if (!s) return cmf_err_set(err, CMF_E_NOMEM, "session", "state");
     s->m = m;
     s->ctx = ctx;
+    s->kv_type = kv;
     for (uint32_t l = 0; l < m->n_layers; l++) {
         if (m->layers[l].ffn > s->max_ffn) s->max_ffn = m->layers[l].ffn;
         uint32_t qd = m->layers[l].n_heads * m->head_dim;
@@ -42,12 +73,10 @@ cmf_status cortiq_session_create(cortiq_model *m, uint32_t ctx, cortiq_session *
     s->kv = calloc(m->n_layers, sizeof *s->kv);
     int ok = s->kv != NULL;
     for (uint32_t l = 0; ok && l < m->n_layers; l++) {
-        kv_layer *c = &s->kv[l];
-        c->slots = ctx;
-        if (m->layers[l].sliding && (uint64_t)m->sliding_window + B < ctx) c->slots = m->sliding_window + (uint32_t)B;
-        c->k = malloc((size_t)c->slots * kvd * sizeof(float));
-        c->v = malloc((size_t)c->slots * kvd * sizeof(float));
-        ok = c->k && c->v;
+        uint32_t slots = ctx;
+        if (m->layers[l].sliding && (uint64_t)m->sliding_window + B < ctx)
+            slots = m->sliding_window + (uint32_t)B;
+        ok = cq_kv_layer_init(&s->kv[l], kv, slots, m->n_kv, m->head_dim);
     }
     size_t H = m->hidden;
     s->x = malloc(B * H * sizeof(float));
@@ -61,8 +90,19 @@ cmf_status cortiq_session_create(cortiq_model *m, uint32_t ctx, cortiq_session *
     s->u = malloc(B * s->max_ffn * sizeof(float));
     s->scores = malloc((size_t)cq_pool_size(m->pool) * ctx * sizeof(float));
     s->logits = malloc((size_t)m->vocab * sizeof(float));
-    if (!ok || !s->x || !s->xn || !s->o || !s->q || !s->att || !s->k || !s->v || !s->g || !s->u || !s->scores ||
-        !s->logits) {
+    s->ab_stride = (cq_attn_batch_scratch_bytes(m->head_dim, ctx) + 63) / 64 * 16;
+    s->ab_scratch = aligned_alloc(64, cq_pool_size(m->pool) * s->ab_stride * sizeof(float));
+    ok = ok && s->ab_scratch;
+    if (m->prefill_qact) {
+        size_t cols = H > s->max_qd ? H : s->max_qd;
+        if (s->max_ffn > cols) cols = s->max_ffn;
+        s->qa_stride = (cmf_qact_scratch_bytes(cols) + 63) / 64 * 64;
+        s->qa_mem = aligned_alloc(64, (cmf_qact_bytes(B, cols) + 63) / 64 * 64);
+        s->qa_scratch = aligned_alloc(64, cq_pool_size(m->pool) * s->qa_stride);
+        ok = ok && s->qa_mem && s->qa_scratch;
+    }
+    if (!ok || !s->x || !s->xn || !s->o || !s->q || !s->att || !s->k || !s->v || !s->g || !s->u ||
+        !s->scores || !s->logits) {
         cortiq_session_free(s);
         return cmf_err_set(err, CMF_E_NOMEM, "session", "KV cache for %u positions", ctx);
     }
@@ -72,20 +112,36 @@ cmf_status cortiq_session_create(cortiq_model *m, uint32_t ctx, cortiq_session *
 
 void cortiq_session_free(cortiq_session *s) {
     if (!s) return;
-    for (uint32_t l = 0; s->kv && l < s->m->n_layers; l++) {
-        free(s->kv[l].k);
-        free(s->kv[l].v);
-    }
+    for (uint32_t l = 0; s->kv && l < s->m->n_layers; l++)
+        cq_kv_layer_free(&s->kv[l]);
     free(s->kv);
     free(s->x), free(s->xn), free(s->o), free(s->q), free(s->att), free(s->k), free(s->v);
     free(s->g), free(s->u), free(s->scores), free(s->logits);
+    free(s->qa_mem), free(s->qa_scratch), free(s->ab_scratch);
     free(s);
 }
 
-void cortiq_session_reset(cortiq_session *s) { s->pos = 0; }
-uint32_t cortiq_session_pos(const cortiq_session *s) { return s->pos; }
-uint32_t cortiq_session_ctx(const cortiq_session *s) { return s->ctx; }
-const float *cortiq_session_logits(const cortiq_session *s) { return s->logits; }
+void cortiq_session_reset(cortiq_session *s) {
+    s->pos = 0;
+}
+uint32_t cortiq_session_pos(const cortiq_session *s) {
+    return s->pos;
+}
+uint32_t cortiq_session_ctx(const cortiq_session *s) {
+    return s->ctx;
+}
+cortiq_kv_type cortiq_session_kv_type(const cortiq_session *s) {
+    return s->kv_type;
+}
+uint64_t cortiq_session_kv_bytes(const cortiq_session *s) {
+    uint64_t b = 0;
+    for (uint32_t l = 0; l < s->m->n_layers; l++)
+        b += cq_kv_layer_bytes(&s->kv[l]);
+    return b;
+}
+const float *cortiq_session_logits(const cortiq_session *s) {
+    return s->logits;
+}
 void cortiq_session_truncate(cortiq_session *s, uint32_t pos) {
     if (pos < s->pos) s->pos = pos;
 }
@@ -93,17 +149,15 @@ void cortiq_session_truncate(cortiq_session *s, uint32_t pos) {
 /* ---- elementwise ops ---- */
 static void rmsnorm(float *out, const float *x, const float *w, uint32_t n, float eps) {
     double ss = 0;
-    for (uint32_t i = 0; i < n; i++) ss += (double)x[i] * x[i];
+    for (uint32_t i = 0; i < n; i++)
+        ss += (double)x[i] * x[i];
     float r = 1.0f / sqrtf((float)(ss / n) + eps);
-    for (uint32_t i = 0; i < n; i++) out[i] = x[i] * r * w[i];
+    for (uint32_t i = 0; i < n; i++)
+        out[i] = x[i] * r * w[i];
 }
 
-static float gelu_tanh(float x) {
-    const float c = 0.7978845608028654f; /* sqrt(2/pi) */
-    return 0.5f * x * (1.0f + tanhf(c * (x + 0.044715f * x * x * x)));
-}
-
-static void rope(float *v, uint32_t n_heads, uint32_t head_dim, uint32_t rot, const float *inv, float mscale, uint32_t pos) {
+static void rope(float *v, uint32_t n_heads, uint32_t head_dim, uint32_t rot, const float *inv,
+                 float mscale, uint32_t pos) {
     uint32_t half = rot / 2;
     for (uint32_t i = 0; i < half; i++) {
         float f = (float)pos * inv[i];
@@ -136,9 +190,11 @@ typedef struct mm_job {
     unsigned flags;
     int glu;
     cq_act act;
+    const cmf_qact *qa; /* non-NULL: X quantized for the integer GEMM */
+    uint8_t *scratch;   /* its per-thread panels, stride bytes each */
+    size_t stride;
+    unsigned q4flags; /* added to flags for 3-6 bit weights (int8 activations at decode) */
 } mm_job;
-
-static float gelu_tanh(float x);
 
 static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t *r0, uint64_t *r1) {
     /* split on multiples of 16 rows so SIMD tiles stay whole */
@@ -148,6 +204,13 @@ static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t *r0, uint
     *r1 = *r0 + per < rows ? *r0 + per : rows;
 }
 
+/* 3-6 bit weights: their own rounding error (~8-10 % relative RMSE) dwarfs that of int8
+ * activations (~0.4 %), so decode may use the int8 kernels for them (model->q4flags). */
+static int is_low_bit(const cmf_qmat *w) {
+    return w->dtype == CMF_DT_Q4_BLOCK || w->dtype == CMF_DT_Q4_TILED || w->dtype == CMF_DT_Q4TP ||
+           w->dtype == CMF_DT_VBIT || w->dtype == CMF_DT_VBIT_RO;
+}
+
 static void mm_task(void *ctx, unsigned tid, unsigned nt) {
     mm_job *j = ctx;
     for (unsigned k = 0; k < j->np; k++) {
@@ -155,32 +218,40 @@ static void mm_task(void *ctx, unsigned tid, unsigned nt) {
         uint64_t r0, r1;
         rows_of(p->w->rows, tid, nt, &r0, &r1);
         if (r0 >= r1) continue;
-        if (j->flags) cmf_matmul_ex(p->w, j->X, j->n, (size_t)p->w->cols, p->Y + r0, p->ldy, r0, r1, j->flags);
-        else if (j->n == 1) cmf_matvec(p->w, j->X, p->Y + r0, r0, r1);
-        else cmf_matmul(p->w, j->X, j->n, p->Y + r0, p->ldy, r0, r1);
+        if (j->qa && cmf_qact_supports(p->w))
+            cmf_matmul_qact(p->w, j->qa, p->Y + r0, p->ldy, r0, r1, j->scratch + tid * j->stride);
+        else if (j->flags || is_low_bit(p->w))
+            cmf_matmul_ex(p->w, j->X, j->n, (size_t)p->w->cols, p->Y + r0, p->ldy, r0, r1,
+                          j->flags | (is_low_bit(p->w) ? j->q4flags : 0));
+        else if (j->n == 1)
+            cmf_matvec(p->w, j->X, p->Y + r0, r0, r1);
+        else
+            cmf_matmul(p->w, j->X, j->n, p->Y + r0, p->ldy, r0, r1);
     }
     if (!j->glu) return;
     uint64_t r0, r1;
     rows_of(j->p[0].w->rows, tid, nt, &r0, &r1);
-    for (size_t t = 0; t < j->n; t++) {
-        float *g = j->p[0].Y + t * j->p[0].ldy, *u = j->p[1].Y + t * j->p[1].ldy;
-        for (uint64_t r = r0; r < r1; r++) {
-            float v = g[r];
-            v = j->act == CQ_ACT_SILU ? v / (1.0f + expf(-v)) : gelu_tanh(v);
-            g[r] = v * u[r];
-        }
-    }
+    const cq_act_ops *ops = cq_act_ops_get();
+    cq_glu_fn glu = j->act == CQ_ACT_SILU ? ops->silu_mul : ops->gelu_tanh_mul;
+    for (size_t t = 0; r0 < r1 && t < j->n; t++)
+        glu(j->p[0].Y + t * j->p[0].ldy + r0, j->p[1].Y + t * j->p[1].ldy + r0, (size_t)(r1 - r0));
 }
 
-static void matmul(cortiq_model *m, const cmf_qmat *w, const float *X, size_t n, float *Y, size_t ldy) {
-    mm_job j = {{{w, Y, ldy}}, 1, X, n, m->kflags, 0, m->act};
-    cq_pool_run(m->pool, mm_task, &j);
+/* Batches of at least this many tokens take the integer GEMM (below it, repacking each
+ * 16-row panel costs more than the f32 kernels lose). */
+#define CQ_QACT_MIN 4
+
+/* One product with f32 activations (the output head: one token). */
+static void matmul(cortiq_session *s, const cmf_qmat *w, const float *X, size_t n, float *Y,
+                   size_t ldy) {
+    mm_job j = {{{w, Y, ldy}}, 1, X, n, s->m->kflags, 0, s->m->act, NULL, NULL, 0, s->m->q4flags};
+    cq_pool_run(s->m->pool, mm_task, &j);
 }
 
 typedef struct attn_job {
     cortiq_session *s;
     const cq_layer *y;
-    const kv_layer *c;
+    const cq_kv_layer *c;
     size_t n;
     uint32_t pos0;
     const cq_attn_ops *ops;
@@ -192,7 +263,7 @@ static void attn_task(void *ctx, unsigned tid, unsigned nt) {
     const cq_layer *y = j->y;
     const cq_attn_ops *ops = j->ops;
     uint32_t hd = m->head_dim, nh = y->n_heads, group = nh / m->n_kv, slots = j->c->slots;
-    size_t kvd = (size_t)m->n_kv * hd, qd = (size_t)nh * hd;
+    size_t qd = (size_t)nh * hd;
     float *sc = j->s->scores + (size_t)tid * j->s->ctx;
     size_t total = j->n * nh;
     for (size_t w = tid; w < total; w += nt) {
@@ -205,9 +276,8 @@ static void attn_task(void *ctx, unsigned tid, unsigned nt) {
         /* the keys lo..p sit in at most two contiguous runs of the ring */
         uint32_t run1 = cnt < slots - s0 ? cnt : slots - s0, run2 = cnt - run1;
         const float *q = j->s->q + t * qd + (size_t)h * hd;
-        const float *K = j->c->k + (size_t)kvh * hd, *V = j->c->v + (size_t)kvh * hd;
-        ops->dots(q, K + (size_t)s0 * kvd, kvd, run1, hd, sc);
-        if (run2) ops->dots(q, K, kvd, run2, hd, sc + run1);
+        cq_kv_dots(ops, j->c, kvh, q, s0, run1, sc);
+        if (run2) cq_kv_dots(ops, j->c, kvh, q, 0, run2, sc + run1);
         float mx = -INFINITY;
         for (uint32_t k = 0; k < cnt; k++) {
             float d = sc[k] * m->attn_scale;
@@ -216,98 +286,264 @@ static void attn_task(void *ctx, unsigned tid, unsigned nt) {
             if (d > mx) mx = d;
         }
         float sum = 0;
-        for (uint32_t k = 0; k < cnt; k++) sum += sc[k] = expf(sc[k] - mx);
+        for (uint32_t k = 0; k < cnt; k++)
+            sum += sc[k] = expf(sc[k] - mx);
         float inv = 1.0f / sum;
-        for (uint32_t k = 0; k < cnt; k++) sc[k] *= inv;
+        for (uint32_t k = 0; k < cnt; k++)
+            sc[k] *= inv;
         float *out = j->s->att + t * qd + (size_t)h * hd;
         memset(out, 0, hd * sizeof(float));
-        ops->axpys(out, sc, V + (size_t)s0 * kvd, kvd, run1, hd);
-        if (run2) ops->axpys(out, sc + run1, V, kvd, run2, hd);
+        cq_kv_axpys(ops, j->c, kvh, out, sc, s0, run1);
+        if (run2) cq_kv_axpys(ops, j->c, kvh, out, sc + run1, 0, run2);
     }
 }
 
-static void add_bias(float *x, const float *b, size_t n, size_t d) {
-    if (!b) return;
-    for (size_t t = 0; t < n; t++)
-        for (size_t i = 0; i < d; i++) x[t * d + i] += b[i];
+/* ---- per-token work of a layer, split over the threads by tokens for a batch ----
+ * Everything between the matrix products is independent per token (norms, biases, rope, the
+ * KV store, residual adds, quantizing the next product's input), so a prefill chunk spreads it
+ * over the pool instead of leaving the other threads idle; one token (decode) runs it inline. */
+typedef enum { TOK_ATTN_IN, TOK_QKV_OUT, TOK_QUANT, TOK_ATTN_OUT, TOK_FFN_OUT } tok_stage;
+
+typedef struct tok_job {
+    cortiq_session *s;
+    const cq_layer *y;
+    cq_kv_layer *c;
+    size_t n;
+    uint32_t pos0;
+    tok_stage stage;
+    const float *qx; /* TOK_QUANT / quantizing stages: the rows to quantize into s->qa */
+    size_t qcols;
+    int quant; /* also quantize this stage's output into s->qa */
+} tok_job;
+
+static void tok_range(const tok_job *j, size_t t0, size_t t1) {
+    cortiq_session *s = j->s;
+    cortiq_model *m = s->m;
+    const cq_layer *y = j->y;
+    uint32_t H = m->hidden, hd = m->head_dim;
+    size_t qd = (size_t)y->n_heads * hd, kvd = (size_t)m->n_kv * hd;
+    for (size_t t = t0; t < t1; t++) {
+        switch (j->stage) {
+        case TOK_ATTN_IN:
+            rmsnorm(s->xn + t * H, s->x + t * H, y->attn_norm, H, m->eps);
+            break;
+        case TOK_QKV_OUT: {
+            float *q = s->q + t * qd, *k = s->k + t * kvd, *v = s->v + t * kvd;
+            if (y->bq)
+                for (size_t i = 0; i < qd; i++)
+                    q[i] += y->bq[i];
+            if (y->bk)
+                for (size_t i = 0; i < kvd; i++)
+                    k[i] += y->bk[i];
+            if (y->bv)
+                for (size_t i = 0; i < kvd; i++)
+                    v[i] += y->bv[i];
+            if (y->q_norm)
+                for (uint32_t h = 0; h < y->n_heads; h++)
+                    rmsnorm(q + h * hd, q + h * hd, y->q_norm, hd, m->eps);
+            if (y->k_norm)
+                for (uint32_t h = 0; h < m->n_kv; h++)
+                    rmsnorm(k + h * hd, k + h * hd, y->k_norm, hd, m->eps);
+            rope(q, y->n_heads, hd, y->rot_dim, y->inv_freq, y->rope_mscale, j->pos0 + (uint32_t)t);
+            rope(k, m->n_kv, hd, y->rot_dim, y->inv_freq, y->rope_mscale, j->pos0 + (uint32_t)t);
+            uint32_t slot = (j->pos0 + (uint32_t)t) % j->c->slots;
+            cq_kv_store(j->c, slot, k, v); /* converted once, to the cache's type */
+            break;
+        }
+        case TOK_QUANT:
+            break;
+        case TOK_ATTN_OUT: {
+            float *o = s->o + t * H, *x = s->x + t * H;
+            if (y->post_attn_norm) rmsnorm(o, o, y->post_attn_norm, H, m->eps);
+            for (uint32_t i = 0; i < H; i++)
+                x[i] += o[i];
+            rmsnorm(s->xn + t * H, x, y->ffn_norm, H, m->eps);
+            break;
+        }
+        case TOK_FFN_OUT: {
+            float *o = s->o + t * H, *x = s->x + t * H;
+            if (y->post_ffn_norm) rmsnorm(o, o, y->post_ffn_norm, H, m->eps);
+            for (uint32_t i = 0; i < H; i++)
+                x[i] += o[i];
+            break;
+        }
+        }
+    }
+    if (j->quant) cmf_qact_quantize_rows(&s->qa, j->qx, j->qcols, t0, t1);
+}
+
+static void tok_task(void *ctx, unsigned tid, unsigned nt) {
+    const tok_job *j = ctx;
+    size_t per = (j->n + nt - 1) / nt, t0 = tid * per, t1 = t0 + per < j->n ? t0 + per : j->n;
+    if (t0 < t1) tok_range(j, t0, t1);
+}
+
+static void run_tokens(tok_job *j) {
+    if (j->n == 1)
+        tok_range(j, 0, 1);
+    else
+        cq_pool_run(j->s->m->pool, tok_task, j);
+}
+
+/* Whether the job's input should be quantized for the integer GEMM (and bind s->qa for it). */
+static int want_qact(cortiq_session *s, mm_job *j) {
+    if (!s->qa_mem || j->n < CQ_QACT_MIN) return 0;
+    int any = 0;
+    for (unsigned k = 0; k < j->np; k++)
+        any |= cmf_qact_supports(j->p[k].w);
+    if (!any) return 0;
+    cmf_qact_bind(&s->qa, s->qa_mem, j->n, (size_t)j->p[0].w->cols);
+    j->qa = &s->qa;
+    j->scratch = s->qa_scratch;
+    j->stride = s->qa_stride;
+    return 1;
+}
+
+/* Run a per-token stage whose output feeds job j, quantizing that output on the way when the
+ * job uses the integer GEMM, then the job itself. */
+static void stage_then_job(cortiq_session *s, tok_job *tj, mm_job *j) {
+    tj->quant = want_qact(s, j);
+    tj->qx = j->X;
+    tj->qcols = (size_t)j->p[0].w->cols;
+    if (tj->stage != TOK_QUANT || tj->quant) run_tokens(tj);
+    cq_pool_run(s->m->pool, mm_task, j);
+}
+
+/* Prefill attention: work units of (kv head, token range) handed out dynamically (later tokens
+ * attend more keys); each range holds enough tokens that the group's rows fill a 32-row block. */
+typedef struct attn_batch_job {
+    cq_attn_batch_args a;
+    uint32_t n_kv, range, n_ranges;
+    size_t n;
+    float *scratch;
+    size_t stride;
+    atomic_uint next;
+} attn_batch_job;
+
+static void attn_batch_task(void *ctx, unsigned tid, unsigned nt) {
+    (void)nt;
+    attn_batch_job *j = ctx;
+    float *scratch = j->scratch + tid * j->stride;
+    for (;;) {
+        unsigned u = atomic_fetch_add(&j->next, 1);
+        if (u >= j->n_kv * j->n_ranges) break;
+        uint32_t kvh = u % j->n_kv, r = u / j->n_kv;
+        size_t t0 = (size_t)r * j->range, t1 = t0 + j->range < j->n ? t0 + j->range : j->n;
+        cq_attn_batch(&j->a, kvh, (uint32_t)t0, (uint32_t)t1, scratch);
+    }
+}
+
+static void attention(cortiq_session *s, const cq_layer *y, cq_kv_layer *c, size_t n,
+                      uint32_t pos0) {
+    cortiq_model *m = s->m;
+    if (n == 1) { /* decode: the per-(token, head) loop is as fast and exact */
+        attn_job aj = {s, y, c, n, pos0, cq_attn_ops_get()};
+        cq_pool_run(m->pool, attn_task, &aj);
+        return;
+    }
+    uint32_t group = y->n_heads / m->n_kv, range = (CQ_ATTN_BATCH_ROWS + group - 1) / group;
+    attn_batch_job j = {{c, s->q, s->att, y->n_heads, pos0, y->sliding ? m->sliding_window : 0,
+                         m->attn_scale, m->attn_softcap},
+                        m->n_kv,
+                        range,
+                        (uint32_t)((n + range - 1) / range),
+                        n,
+                        s->ab_scratch,
+                        s->ab_stride,
+                        0};
+    cq_pool_run(m->pool, attn_batch_task, &j);
 }
 
 static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0) {
     cortiq_model *m = s->m;
     const cq_layer *y = &m->layers[l];
-    kv_layer *c = &s->kv[l];
+    cq_kv_layer *c = &s->kv[l];
     uint32_t H = m->hidden, hd = m->head_dim;
     size_t qd = (size_t)y->n_heads * hd, kvd = (size_t)m->n_kv * hd;
-    for (size_t t = 0; t < n; t++) rmsnorm(s->xn + t * H, s->x + t * H, y->attn_norm, H, m->eps);
-    mm_job qkv = {{{&y->wq, s->q, qd}, {&y->wk, s->k, kvd}, {&y->wv, s->v, kvd}}, 3, s->xn, n, m->kflags, 0, m->act};
-    cq_pool_run(m->pool, mm_task, &qkv);
-    add_bias(s->q, y->bq, n, qd);
-    add_bias(s->k, y->bk, n, kvd);
-    add_bias(s->v, y->bv, n, kvd);
-    for (size_t t = 0; t < n; t++) {
-        float *q = s->q + t * qd, *k = s->k + t * kvd;
-        if (y->q_norm)
-            for (uint32_t h = 0; h < y->n_heads; h++) rmsnorm(q + h * hd, q + h * hd, y->q_norm, hd, m->eps);
-        if (y->k_norm)
-            for (uint32_t h = 0; h < m->n_kv; h++) rmsnorm(k + h * hd, k + h * hd, y->k_norm, hd, m->eps);
-        rope(q, y->n_heads, hd, y->rot_dim, y->inv_freq, y->rope_mscale, pos0 + (uint32_t)t);
-        rope(k, m->n_kv, hd, y->rot_dim, y->inv_freq, y->rope_mscale, pos0 + (uint32_t)t);
-        uint32_t slot = (pos0 + (uint32_t)t) % c->slots;
-        memcpy(c->k + (size_t)slot * kvd, k, kvd * sizeof(float));
-        memcpy(c->v + (size_t)slot * kvd, s->v + t * kvd, kvd * sizeof(float));
-    }
-    attn_job aj = {s, y, c, n, pos0, cq_attn_ops_get()};
-    cq_pool_run(m->pool, attn_task, &aj);
-    matmul(m, &y->wo, s->att, n, s->o, H);
-    for (size_t t = 0; t < n; t++) {
-        float *o = s->o + t * H, *x = s->x + t * H;
-        if (y->post_attn_norm) rmsnorm(o, o, y->post_attn_norm, H, m->eps);
-        for (uint32_t i = 0; i < H; i++) x[i] += o[i];
-        rmsnorm(s->xn + t * H, x, y->ffn_norm, H, m->eps);
-    }
-    mm_job gu = {{{&y->wg, s->g, y->ffn}, {&y->wu, s->u, y->ffn}}, 2, s->xn, n, m->kflags, 1, m->act};
-    cq_pool_run(m->pool, mm_task, &gu);
-    matmul(m, &y->wd, s->g, n, s->o, H);
-    for (size_t t = 0; t < n; t++) {
-        float *o = s->o + t * H, *x = s->x + t * H;
-        if (y->post_ffn_norm) rmsnorm(o, o, y->post_ffn_norm, H, m->eps);
-        for (uint32_t i = 0; i < H; i++) x[i] += o[i];
-    }
+    tok_job tj = {s, y, c, n, pos0, TOK_ATTN_IN, NULL, 0, 0};
+    mm_job qkv = {{{&y->wq, s->q, qd}, {&y->wk, s->k, kvd}, {&y->wv, s->v, kvd}},
+                  3,
+                  s->xn,
+                  n,
+                  m->kflags,
+                  0,
+                  m->act,
+                  NULL,
+                  NULL,
+                  0,
+                  m->q4flags};
+    stage_then_job(s, &tj, &qkv);
+    tj.stage = TOK_QKV_OUT;
+    tj.quant = 0;
+    run_tokens(&tj);
+    attention(s, y, c, n, pos0);
+    mm_job wo = {{{&y->wo, s->o, H}}, 1, s->att, n, m->kflags, 0, m->act, NULL, NULL, 0,
+                 m->q4flags};
+    tj.stage = TOK_QUANT;
+    stage_then_job(s, &tj, &wo);
+    mm_job gu = {{{&y->wg, s->g, y->ffn}, {&y->wu, s->u, y->ffn}},
+                 2,
+                 s->xn,
+                 n,
+                 m->kflags,
+                 1,
+                 m->act,
+                 NULL,
+                 NULL,
+                 0,
+                 m->q4flags};
+    tj.stage = TOK_ATTN_OUT;
+    stage_then_job(s, &tj, &gu);
+    mm_job wd = {{{&y->wd, s->o, H}}, 1, s->g, n, m->kflags, 0, m->act, NULL, NULL, 0, m->q4flags};
+    tj.stage = TOK_QUANT;
+    stage_then_job(s, &tj, &wd);
+    tj.stage = TOK_FFN_OUT;
+    tj.quant = 0;
+    run_tokens(&tj);
 }
 
 static void head_forward(cortiq_session *s, const float *x, float *logits) {
     cortiq_model *m = s->m;
     rmsnorm(s->xn, x, m->final_norm, m->hidden, m->eps);
-    matmul(m, &m->head, s->xn, 1, logits, m->vocab);
+    matmul(s, &m->head, s->xn, 1, logits, m->vocab);
     if (m->final_softcap > 0)
-        for (uint32_t i = 0; i < m->vocab; i++) logits[i] = tanhf(logits[i] / m->final_softcap) * m->final_softcap;
+        for (uint32_t i = 0; i < m->vocab; i++)
+            logits[i] = tanhf(logits[i] / m->final_softcap) * m->final_softcap;
 }
 
-cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t n, float *all_logits, cmf_err *err) {
+cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
+                               float *all_logits, cmf_err *err) {
     cortiq_model *m = s->m;
     if (n == 0) return CMF_OK;
     if ((uint64_t)s->pos + n > s->ctx)
-        return cmf_err_set(err, CMF_E_LIMIT, "session", "context full: %u + %zu tokens > ctx %u", s->pos, n, s->ctx);
+        return cmf_err_set(err, CMF_E_LIMIT, "session", "context full: %u + %zu tokens > ctx %u",
+                           s->pos, n, s->ctx);
     for (size_t i = 0; i < n; i++)
         if (tokens[i] < 0 || (uint32_t)tokens[i] >= m->embed.rows)
-            return cmf_err_set(err, CMF_E_INVALID_ARG, "session", "token id %d outside the vocabulary [0, %llu)",
-                               tokens[i], (unsigned long long)m->embed.rows);
+            return cmf_err_set(err, CMF_E_INVALID_ARG, "session",
+                               "token id %d outside the vocabulary [0, %llu)", tokens[i],
+                               (unsigned long long)m->embed.rows);
     for (size_t done = 0; done < n;) {
         size_t b = n - done < CQ_BATCH ? n - done : CQ_BATCH;
         for (size_t t = 0; t < b; t++) {
             float *x = s->x + t * m->hidden;
             cmf_qmat_dequant_row(&m->embed, (uint64_t)tokens[done + t], x);
             if (m->embed_scale != 1.0f)
-                for (uint32_t i = 0; i < m->hidden; i++) x[i] *= m->embed_scale;
+                for (uint32_t i = 0; i < m->hidden; i++)
+                    x[i] *= m->embed_scale;
         }
-        for (uint32_t l = 0; l < m->n_layers; l++) layer_forward(s, l, b, s->pos);
+        for (uint32_t l = 0; l < m->n_layers; l++)
+            layer_forward(s, l, b, s->pos);
         if (all_logits)
-            for (size_t t = 0; t < b; t++) head_forward(s, s->x + t * m->hidden, all_logits + (done + t) * m->vocab);
+            for (size_t t = 0; t < b; t++)
+                head_forward(s, s->x + t * m->hidden, all_logits + (done + t) * m->vocab);
         s->pos += (uint32_t)b;
         done += b;
         if (done == n) {
-            if (all_logits) memcpy(s->logits, all_logits + (n - 1) * m->vocab, m->vocab * sizeof(float));
-            else head_forward(s, s->x + (b - 1) * m->hidden, s->logits);
+            if (all_logits)
+                memcpy(s->logits, all_logits + (n - 1) * m->vocab, m->vocab * sizeof(float));
+            else
+                head_forward(s, s->x + (b - 1) * m->hidden, s->logits);
         }
     }
     return CMF_OK;

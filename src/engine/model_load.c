@@ -282,6 +282,12 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     if ((st = load_layers(L, a))) return st;
     unsigned threads = o && o->threads ? o->threads : 0;
     m->kflags = o && o->int8_act ? CMF_KF_INT8_ACT : 0;
+    m->prefill_qact = !(o && o->f32_act) && cmf_qact_fast();
+    m->q4flags = o && o->f32_act ? 0 : CMF_KF_INT8_ACT;
+    m->kv = o ? o->kv : CORTIQ_KV_F16;
+    if ((unsigned)m->kv >= CORTIQ_KV_COUNT)
+        return cmf_err_set(L->err, CMF_E_INVALID_ARG, path, "KV cache type %u: known are 0 (f16), 1 (q8), 2 (f32)",
+                           (unsigned)m->kv);
     if (!threads) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         threads = c > 0 ? (unsigned)c : 1;

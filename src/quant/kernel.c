@@ -5,6 +5,7 @@
 
 #include "common/checked.h"
 #include "common/cpu.h"
+#include "quant/gemm_impl.h"
 #include "quant/kernel_impl.h"
 
 #define ULL(x) ((unsigned long long)(x))
@@ -303,10 +304,19 @@ static cq_mm_fn pick(cmf_dtype dt) {
  * f32 activation rows would not fit in 32 KiB); weights come from memory once per tile. */
 #define TILE_BYTES (256u << 10)
 
+/* Batches from this many tokens take the float panel GEMM on AVX-512 (below, converting each
+ * 16-row panel and regrouping the activations costs more than it saves). */
+#define CQ_FLOAT_GEMM_MIN 4
+
 void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
                    uint64_t row_begin, uint64_t row_end, unsigned flags) {
     if (n == 0 || row_begin >= row_end) return;
     cq_mm_fn fn = pick(m->dtype);
+    /* float weights, a batch: the panel GEMM (each weight converted once per call) */
+    if (n >= CQ_FLOAT_GEMM_MIN && cq_cpu_isa() >= CQ_ISA_AVX512 &&
+        (m->dtype == CMF_DT_F32 || m->dtype == CMF_DT_F16 || m->dtype == CMF_DT_BF16) &&
+        cq_gemm_float_avx512(m, X, n, ldx, Y, ldy, row_begin, row_end))
+        return;
     if (n <= 2) {
         fn(m, X, n, ldx, Y, ldy, row_begin, row_end, flags);
         return;

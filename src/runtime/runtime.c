@@ -58,7 +58,8 @@ cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts
     *out = NULL;
     cortiq_runtime *rt = calloc(1, sizeof *rt);
     if (!rt) return cmf_err_set(err, CMF_E_NOMEM, path, "runtime");
-    cortiq_load_opts lo = {.threads = opts ? opts->threads : 0};
+    cortiq_load_opts lo = {.threads = opts ? opts->threads : 0, .kv = opts ? opts->kv : CORTIQ_KV_F16,
+                          .f32_act = opts ? opts->f32_act : 0};
     cmf_status st = cortiq_model_load(path, &lo, &rt->model, err);
     const cmf_file *f = st ? NULL : cortiq_model_file(rt->model);
     size_t vlen = 0;

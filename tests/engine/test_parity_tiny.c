@@ -2,7 +2,8 @@
  * (tests/fixtures/tiny, made by tools/make_tiny_checkpoints.py): the f32 CMF's logits over a
  * 64-token sequence within 1e-4 (max |diff| / max |logit|) of transformers', and the first 32
  * greedy tokens identical; the same at f16 and bf16 against transformers running the same
- * rounded weights; prefill in one batch and token by token agree. */
+ * rounded weights; prefill in one batch and token by token agree. The KV cache is pinned to f32
+ * here (test_kv_tiny checks the f16 and q8 caches against it). */
 #include <math.h>
 
 #include "cortiq/converter.h"
@@ -43,7 +44,7 @@ static void run_family(const char *fam, const char *quant, double tol) {
     CHECK(tokens && ref && greedy && nt == 64 && ng == 32);
     if (!tokens || !ref || !greedy) return;
     cortiq_model *m = NULL;
-    cortiq_load_opts lo = {.threads = 2};
+    cortiq_load_opts lo = {.threads = 2, .kv = CORTIQ_KV_F32}; /* exact cache: the 1e-4 bound is on weights */
     CHECK_MSG(cortiq_model_load(out, &lo, &m, &err) == CMF_OK, "%s", err.msg);
     if (!m) return;
     uint32_t V = cortiq_model_vocab(m);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `cortiq run`, `ppl` and `bench` as a user drives them, on a tiny converted model: same seed ->
 # same text, the stats line, interactive chat with history (the second turn reuses the cache),
-# ppl's last line, bench --json keys, and errors.
+# ppl's last line, bench --json keys, --kv on run / ppl / bench, and errors.
 set -euo pipefail
 bin=$CORTIQ_BIN
 tmp=$(mktemp -d)
@@ -23,7 +23,14 @@ grep -qE '^\[prompt [0-9]+ tokens \([1-9][0-9]* cached\)' "$tmp/chat_err" || { e
 printf 'The quick brown fox jumps over the lazy dog. %.0s' {1..20} > "$tmp/text.txt"
 "$bin" ppl "$tmp/m.cmf" "$tmp/text.txt" --ctx 64 --stride 32 | tail -n 1 | grep -qE '^PPL = [0-9]+\.[0-9]+$' || { echo "ppl last line"; fail=1; }
 "$bin" bench "$tmp/m.cmf" -p 16 -n 4 -r 2 --json | grep -q '"prefill_tok_s": .*"decode_tok_s": .*"peak_rss_mb": ' || { echo "bench --json keys"; fail=1; }
+for kv in f32 q8; do
+  "$bin" run "$tmp/m.cmf" --prompt "Tell me a story" --max-tokens 4 --greedy --kv $kv >/dev/null 2>&1 || { echo "run --kv $kv failed"; fail=1; }
+  "$bin" ppl "$tmp/m.cmf" "$tmp/text.txt" --ctx 64 --stride 32 --kv $kv | tail -n 1 | grep -qE '^PPL = [0-9]+\.[0-9]+$' || { echo "ppl --kv $kv"; fail=1; }
+done
+"$bin" bench "$tmp/m.cmf" -p 16 -n 4 -r 1 --kv q8 --json | grep -q '"kv": "q8", "kv_bytes": [1-9]' || { echo "bench --kv q8 --json"; fail=1; }
+"$bin" bench "$tmp/m.cmf" -p 16 -n 4 -r 1 --json | grep -q '"kv": "f16"' || { echo "bench default KV type must be f16"; fail=1; }
 set +e
+"$bin" run "$tmp/m.cmf" --prompt hi --kv q4 >/dev/null 2>&1; [ $? -eq 2 ] || { echo "--kv q4 must be a usage error"; fail=1; }
 "$bin" run "$tmp/m.cmf" --prompt hi --top-p 0 >/dev/null 2>&1; [ $? -eq 2 ] || { echo "--top-p 0 must be a usage error"; fail=1; }
 "$bin" run "$tmp/missing.cmf" --prompt hi >/dev/null 2>&1; [ $? -eq 3 ] || { echo "missing model must exit 3"; fail=1; }
 "$bin" ppl "$tmp/m.cmf" >/dev/null 2>&1; [ $? -eq 2 ] || { echo "ppl without text must exit 2"; fail=1; }

@@ -1,0 +1,96 @@
+/* bench_gemm.c - prefill matrix products on one thread: the integer GEMM (cmf_matmul_qact,
+ * activations quantized once) against the f32-activation batched kernel (cmf_matmul), in
+ * weight.token multiply-adds per second, for the matrix shapes of a Qwen2.5-0.5B layer. Float
+ * dtypes (f16, bf16, f32) have no integer path: their cmf_matmul (the float panel GEMM) is timed.
+ *
+ *   bench_gemm [--tokens N] [--reps R] [dtype...]     (default: q8_row q4_tiled q4tp)
+ *
+ * CPU time of the calling thread is used, so other load on the machine changes the figure
+ * little. The weights are random valid payloads (tests/quant/kernel_gen.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cortiq/kernels.h"
+#include "../tests/quant/kernel_gen.h"
+
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) {
+    kg_rng r = {rows * 31 + cols};
+    kg_opts o = {0, 0};
+    uint64_t nbytes;
+    uint8_t *p = kg_payload(dt, rows, cols, &r, &o, &nbytes);
+    cmf_qmat m;
+    cmf_err err = {0};
+    if (cmf_qmat_init(&m, dt, rows, cols, p, nbytes, "w", &err) != CMF_OK) {
+        fprintf(stderr, "%s\n", err.msg);
+        exit(1);
+    }
+    float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y);
+    for (size_t i = 0; i < n * cols; i++)
+        X[i] = kg_unif(&r, -1, 1);
+    void *am = aligned_alloc(64, (cmf_qact_bytes(n, cols) + 63) / 64 * 64);
+    void *sc = aligned_alloc(64, (cmf_qact_scratch_bytes(cols) + 63) / 64 * 64);
+    cmf_qact a;
+    cmf_qact_bind(&a, am, n, cols);
+    double best_i = 1e30, best_f = 1e30, best_q = 1e30;
+    for (int k = 0; k < reps; k++) {
+        double t0 = cpu_now();
+        cmf_qact_quantize(&a, X, cols);
+        double t1 = cpu_now();
+        if (cmf_qact_supports(&m)) cmf_matmul_qact(&m, &a, Y, rows, 0, rows, sc);
+        double t2 = cpu_now();
+        cmf_matmul(&m, X, n, Y, rows, 0, rows);
+        double t3 = cpu_now();
+        if (t1 - t0 < best_q) best_q = t1 - t0;
+        if (t2 - t1 < best_i) best_i = t2 - t1;
+        if (t3 - t2 < best_f) best_f = t3 - t2;
+    }
+    double macs = (double)rows * (double)cols * (double)n;
+    if (cmf_qact_supports(&m))
+        printf("%-9s %5llu x %-5llu n=%-3zu  int8 GEMM %6.1f GMAC/s  f32 matmul %6.1f GMAC/s  "
+               "(%.2fx)  "
+               "quantize %.1f us\n",
+               cmf_dtype_get(dt)->name, (unsigned long long)rows, (unsigned long long)cols, n,
+               macs / best_i * 1e-9, macs / best_f * 1e-9, best_f / best_i, best_q * 1e6);
+    else
+        printf("%-9s %5llu x %-5llu n=%-3zu  f32-activation matmul %6.1f GMAC/s\n",
+               cmf_dtype_get(dt)->name, (unsigned long long)rows, (unsigned long long)cols, n,
+               macs / best_f * 1e-9);
+    free(X), free(Y), free(am), free(sc), free(p);
+    cmf_qmat_free(&m);
+}
+
+int main(int argc, char **argv) {
+    size_t n = 64;
+    int reps = 5;
+    cmf_dtype dts[16];
+    size_t nd = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
+            n = (size_t)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else if (nd < 16) {
+            cmf_dtype d;
+            if (!cmf_dtype_from_name(argv[i], &d)) {
+                fprintf(stderr, "unknown dtype %s\n", argv[i]);
+                return 2;
+            }
+            dts[nd++] = d;
+        }
+    }
+    if (!nd) dts[nd++] = CMF_DT_Q8_ROW, dts[nd++] = CMF_DT_Q4_TILED, dts[nd++] = CMF_DT_Q4TP;
+    printf("integer GEMM tier: %s\n", cmf_qact_fast() ? "AVX-512 VNNI" : "scalar");
+    static const uint64_t shapes[][2] = {{896, 896}, {4864, 896}, {896, 4864}, {128, 896}};
+    for (size_t d = 0; d < nd; d++)
+        for (size_t s = 0; s < 4; s++)
+            run(dts[d], shapes[s][0], shapes[s][1], n, reps);
+    return 0;
+}

@@ -1,0 +1,25 @@
+/* act_ops.h - the MLP's gated activations over a row range, per SIMD tier:
+ * g[i] = act(g[i]) * u[i] with act = SiLU (x / (1 + e^-x)) or GELU-tanh
+ * (0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))). The SIMD tiers use a polynomial e^x
+ * (range reduction by ln 2, degree-6 minimax-style Taylor tail: within 2e-7 relative of expf
+ * for |x| < 87, saturating beyond), so they match the scalar tier to ~1e-6 relative. */
+#ifndef CORTIQ_ENGINE_ACT_OPS_H
+#define CORTIQ_ENGINE_ACT_OPS_H
+
+#include <stddef.h>
+
+typedef void (*cq_glu_fn)(float *g, const float *u, size_t n);
+
+typedef struct cq_act_ops {
+    cq_glu_fn silu_mul;
+    cq_glu_fn gelu_tanh_mul;
+} cq_act_ops;
+
+/* The ops of the tier in effect (src/common/cpu.h). */
+const cq_act_ops *cq_act_ops_get(void);
+
+extern const cq_act_ops cq_act_ops_scalar; /* libm reference */
+extern const cq_act_ops cq_act_ops_avx2;
+extern const cq_act_ops cq_act_ops_avx512;
+
+#endif

@@ -1,0 +1,251 @@
+/* attn_batch_avx2.c - batched prefill attention with AVX2 + FMA + F16C: the AVX-512 tier's
+ * design (attn_batch_avx512.c) with 8 rows per block, one per lane, and 4 rows x 16 outputs
+ * per value pass (16 registers). Needs hd % 8 == 0; otherwise the scalar tier runs. */
+#include <immintrin.h>
+#include <math.h>
+
+#include "engine/attn_batch_impl.h"
+
+#define L  8
+#define KP CQ_ATTN_KEYS_PER_PASS
+#define AI static inline __attribute__((always_inline))
+
+/* exp as exp16 in attn_batch_avx512.c (bound in attn_batch.h) */
+static inline __m256 exp8(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.33654f), hi = _mm256_set1_ps(88.0f);
+    __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q), tiny = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    __m256 xc = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc); /* ln2 in two parts */
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 5040);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    __m256i e =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+    y = _mm256_blendv_ps(y, _mm256_setzero_ps(), tiny);
+    return _mm256_blendv_ps(y, x, nan);
+}
+
+void cq_attn_exp_avx2(float *x, size_t n) {
+    size_t i = 0;
+    for (; i + L <= n; i += L)
+        _mm256_storeu_ps(x + i, exp8(_mm256_loadu_ps(x + i)));
+    if (i < n) {
+        float t[L] = {0};
+        for (size_t k = i; k < n; k++)
+            t[k - i] = x[k];
+        _mm256_storeu_ps(t, exp8(_mm256_loadu_ps(t)));
+        for (size_t k = i; k < n; k++)
+            x[k] = t[k - i];
+    }
+}
+
+/* tanh(y) = sign(y) (1 - 2 / (e^{2|y|} + 1)) */
+static inline __m256 tanh8(__m256 y) {
+    __m256 sign = _mm256_set1_ps(-0.0f);
+    __m256 ay = _mm256_andnot_ps(sign, y);
+    __m256 e = exp8(_mm256_min_ps(_mm256_add_ps(ay, ay), _mm256_set1_ps(88.0f)));
+    __m256 t =
+        _mm256_sub_ps(_mm256_set1_ps(1.0f),
+                      _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
+    return _mm256_or_ps(t, _mm256_and_ps(sign, y));
+}
+
+/* 8 cache values at element i of p as floats */
+static inline __m256 ld_f32(const void *p, size_t i) {
+    return _mm256_loadu_ps((const float *)p + i);
+}
+static inline __m256 ld_f16(const void *p, size_t i) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+}
+static inline __m256 ld_q8(const void *p, size_t i) {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + i))));
+}
+
+typedef __m256 (*ld_fn)(const void *, size_t);
+
+/* see scores() in attn_batch_avx512.c */
+AI __m256 scores(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b, const float *Qt,
+                 float *kbuf, float *St, ld_fn ld) {
+    const cq_kv_layer *c = a->kv;
+    uint32_t hd = c->hd, n = b->khi - b->klo + 1, slot = b->klo % c->slots;
+    __m256i lo = _mm256_loadu_si256((const __m256i *)b->lo),
+            hi = _mm256_loadu_si256((const __m256i *)b->hi);
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    for (uint32_t j0 = 0; j0 < n; j0 += KP) {
+        uint32_t kc = n - j0 < KP ? n - j0 : KP;
+        const float *kp[KP];
+        float ks[KP];
+        for (uint32_t k = 0; k < KP; k++) {
+            if (k >= kc) {
+                kp[k] = kp[0], ks[k] = 0;
+                continue;
+            }
+            size_t at = cq_attn_vec_at(c, slot, kvh);
+            ks[k] = c->type == CORTIQ_KV_Q8 ? cq_attn_scale_at(c->ks, c, slot, kvh) : 1.0f;
+            if (c->type == CORTIQ_KV_F32) {
+                kp[k] = (const float *)c->k + at;
+            } else {
+                const void *row = c->type == CORTIQ_KV_F16
+                                      ? (const void *)((const uint16_t *)c->k + at)
+                                      : (const void *)((const int8_t *)c->k + at);
+                float *dst = kbuf + (size_t)k * hd;
+                for (uint32_t i = 0; i < hd; i += L)
+                    _mm256_storeu_ps(dst + i, ld(row, i));
+                kp[k] = dst;
+            }
+            if (++slot == c->slots) slot = 0;
+        }
+        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0,
+               s7 = s0;
+        for (uint32_t i = 0; i < hd; i++) {
+            __m256 qv = _mm256_loadu_ps(Qt + (size_t)i * L);
+            s0 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[0] + i), qv, s0);
+            s1 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[1] + i), qv, s1);
+            s2 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[2] + i), qv, s2);
+            s3 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[3] + i), qv, s3);
+            s4 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[4] + i), qv, s4);
+            s5 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[5] + i), qv, s5);
+            s6 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[6] + i), qv, s6);
+            s7 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[7] + i), qv, s7);
+        }
+        __m256 s[KP] = {s0, s1, s2, s3, s4, s5, s6, s7};
+        for (uint32_t k = 0; k < kc; k++) {
+            __m256 x =
+                _mm256_mul_ps(_mm256_mul_ps(s[k], _mm256_set1_ps(ks[k])), _mm256_set1_ps(a->scale));
+            if (a->softcap > 0) {
+                __m256 cap = _mm256_set1_ps(a->softcap);
+                x = _mm256_mul_ps(tanh8(_mm256_div_ps(x, cap)), cap);
+            }
+            __m256i pos = _mm256_set1_epi32((int32_t)(b->klo + j0 + k));
+            __m256i out = _mm256_or_si256(_mm256_cmpgt_epi32(lo, pos), _mm256_cmpgt_epi32(pos, hi));
+            x = _mm256_blendv_ps(x, _mm256_set1_ps(-INFINITY), _mm256_castsi256_ps(out));
+            _mm256_storeu_ps(St + (size_t)(j0 + k) * L, x);
+            mx = _mm256_max_ps(x, mx); /* a NaN score does not raise the max, as in attn_task */
+        }
+    }
+    return mx;
+}
+
+AI __m256 exps(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b, float *St,
+               __m256 mx) {
+    const cq_kv_layer *c = a->kv;
+    uint32_t n = b->khi - b->klo + 1, slot = b->klo % c->slots;
+    __m256 sum = _mm256_setzero_ps();
+    for (uint32_t j = 0; j < n; j++) {
+        __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(St + (size_t)j * L), mx));
+        sum = _mm256_add_ps(sum, e);
+        if (c->type == CORTIQ_KV_Q8) {
+            e = _mm256_mul_ps(e, _mm256_set1_ps(cq_attn_scale_at(c->vs, c, slot, kvh)));
+            if (++slot == c->slots) slot = 0;
+        }
+        _mm256_storeu_ps(St + (size_t)j * L, e);
+    }
+    return sum;
+}
+
+#define FMA2(A0, A1, W)                                                                            \
+    do {                                                                                           \
+        __m256 w_ = _mm256_broadcast_ss(W);                                                        \
+        A0 = _mm256_fmadd_ps(w_, v0, A0), A1 = _mm256_fmadd_ps(w_, v1, A1);                        \
+    } while (0)
+#define STORE2(R, A0, A1)                                                                          \
+    do {                                                                                           \
+        if (r0 + (R) < b->nr) {                                                                    \
+            float *o_ = b->o[r0 + (R)] + i0;                                                       \
+            __m256 s_ = _mm256_set1_ps(inv[r0 + (R)]);                                             \
+            _mm256_storeu_ps(o_, _mm256_mul_ps(A0, s_));                                           \
+            if (two) _mm256_storeu_ps(o_ + 8, _mm256_mul_ps(A1, s_));                              \
+        }                                                                                          \
+    } while (0)
+
+/* see values4() in attn_batch_avx512.c; outputs i0 .. i0+15 (i0 .. i0+7 when !two) */
+AI void values4(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b, const float *St,
+                const float *inv, uint32_t r0, uint32_t i0, ld_fn ld) {
+    const cq_kv_layer *c = a->kv;
+    int two = c->hd - i0 >= 16;
+    size_t esz = c->type == CORTIQ_KV_F32 ? 4 : c->type == CORTIQ_KV_F16 ? 2 : 1;
+    int32_t ul = b->lo[r0], uh = b->hi[r0 + 3], cl = b->lo[r0 + 3], ch = b->hi[r0];
+    uint32_t slot = (uint32_t)ul % c->slots;
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00, a20 = a00, a21 = a00,
+           a30 = a00, a31 = a00;
+    /* the value rows advance by one slot (n_kv * hd elements) and wrap to slot 0 */
+    const char *first = (const char *)c->v + ((size_t)kvh * c->hd + i0) * esz;
+    const char *row = first + (size_t)slot * c->n_kv * c->hd * esz;
+    size_t step = (size_t)c->n_kv * c->hd * esz;
+    const float *w = St + (size_t)(ul - (int32_t)b->klo) * L + r0;
+    for (int32_t j = ul; j <= uh; j++, w += L) {
+        __m256 v0 = ld(row, 0), v1 = two ? ld(row, 8) : _mm256_setzero_ps();
+        if (j >= cl && j <= ch) {
+            FMA2(a00, a01, w);
+            FMA2(a10, a11, w + 1);
+            FMA2(a20, a21, w + 2);
+            FMA2(a30, a31, w + 3);
+        } else {
+            if (j >= b->lo[r0] && j <= b->hi[r0]) FMA2(a00, a01, w);
+            if (j >= b->lo[r0 + 1] && j <= b->hi[r0 + 1]) FMA2(a10, a11, w + 1);
+            if (j >= b->lo[r0 + 2] && j <= b->hi[r0 + 2]) FMA2(a20, a21, w + 2);
+            if (j >= b->lo[r0 + 3] && j <= b->hi[r0 + 3]) FMA2(a30, a31, w + 3);
+        }
+        row += step;
+        if (++slot == c->slots) slot = 0, row = first;
+    }
+    STORE2(0, a00, a01);
+    STORE2(1, a10, a11);
+    STORE2(2, a20, a21);
+    STORE2(3, a30, a31);
+}
+
+AI void block_run(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b, float *scratch,
+                  ld_fn ld) {
+    uint32_t hd = a->kv->hd;
+    float *Qt = scratch, *kbuf = Qt + (size_t)CQ_ATTN_BATCH_ROWS * hd, *St = kbuf + (size_t)KP * hd;
+    for (uint32_t l = 0; l < L; l++)
+        for (uint32_t i = 0; i < hd; i++)
+            Qt[(size_t)i * L + l] = b->q[l][i];
+    __m256 mx = scores(a, kvh, b, Qt, kbuf, St, ld);
+    __m256 sum = exps(a, kvh, b, St, mx);
+    float inv[L];
+    _mm256_storeu_ps(inv, _mm256_div_ps(_mm256_set1_ps(1.0f), sum));
+    for (uint32_t r0 = 0; r0 < b->nr; r0 += 4)
+        for (uint32_t i0 = 0; i0 < hd; i0 += 16)
+            values4(a, kvh, b, St, inv, r0, i0, ld);
+}
+
+/* one copy of the block per cache type, so each ld_* inlines */
+static void block_f32(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b, float *s) {
+    block_run(a, kvh, b, s, ld_f32);
+}
+static void block_f16(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b, float *s) {
+    block_run(a, kvh, b, s, ld_f16);
+}
+static void block_q8(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b, float *s) {
+    block_run(a, kvh, b, s, ld_q8);
+}
+
+void cq_attn_batch_avx2(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_begin, uint32_t t_end,
+                        float *scratch) {
+    if (a->kv->hd % L) {
+        cq_attn_batch_scalar(a, kvh, t_begin, t_end, scratch);
+        return;
+    }
+    void (*run)(const cq_attn_batch_args *, uint32_t, const cq_attn_block *, float *) =
+        a->kv->type == CORTIQ_KV_F32   ? block_f32
+        : a->kv->type == CORTIQ_KV_F16 ? block_f16
+                                       : block_q8;
+    size_t rows = (size_t)(t_end - t_begin) * (a->n_heads / a->kv->n_kv);
+    cq_attn_block b;
+    for (size_t r0 = 0; r0 < rows; r0 += L) {
+        cq_attn_block_fill(&b, a, kvh, t_begin, r0, rows, L);
+        run(a, kvh, &b, scratch);
+    }
+}

@@ -1,0 +1,266 @@
+/* gemm_i8_avx512.c - the AVX-512 VNNI tier of cmf_matmul_qact (integer prefill GEMM).
+ *
+ * Weights are repacked per panel of 16 rows so that one 64-byte vector holds 4 consecutive
+ * codes of each of the 16 rows: vpdpbusd with the 4 matching activation bytes broadcast
+ * then advances 16 row sums at once, and every loaded weight vector is reused for up to
+ * 12 tokens. Per 32-column block each token keeps an int32 sum per row (started at the
+ * offset correction -off * sum(x codes)), converted to f32 and scaled once per block.
+ * The panel (16 x cols bytes) stays in L2 while all tokens of the batch pass over it. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "common/bytes.h"
+#include "common/f16.h"
+#include "quant/gemm_impl.h"
+#include "quant/kernel_impl.h"
+
+#define PR     16             /* rows per panel: one int32 lane each */
+#define TMAX   CMF_QACT_GROUP /* tokens per pass: 2 x 12 accumulators + weights fit 32 registers */
+#define A64(x) (((x) + 63) & ~(size_t)63)
+
+/* 16 x 16 transpose of 32-bit elements stored straight to dst: vector j (at dst + 64 j) lane i
+ * = r[i] element j. Each output is stored as soon as it exists, which keeps ~20 vectors live,
+ * so the transpose stays in registers. */
+static inline void transpose16_store(__m512i r[16], uint8_t *dst) {
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) { /* r[g + e], 128-bit lane L: rows g..g+3 of column 4L + e */
+        r[g + 0] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+        r[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+        r[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+        r[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+    }
+    for (int e = 0; e < 4; e++) {
+        __m512i x0 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0x44),
+                x1 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0xEE),
+                y0 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0x44),
+                y1 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0xEE);
+        _mm512_store_si512(dst + 64 * (0 + e), _mm512_shuffle_i32x4(x0, y0, 0x88));
+        _mm512_store_si512(dst + 64 * (4 + e), _mm512_shuffle_i32x4(x0, y0, 0xDD));
+        _mm512_store_si512(dst + 64 * (8 + e), _mm512_shuffle_i32x4(x1, y1, 0x88));
+        _mm512_store_si512(dst + 64 * (12 + e), _mm512_shuffle_i32x4(x1, y1, 0xDD));
+    }
+}
+
+/* 16 nibble bytes -> 32 codes in element order (low nibble first), as a 256-bit vector. */
+static inline __m256i unpack_nibbles(const uint8_t *nib) {
+    __m128i b = _mm_loadu_si128((const __m128i *)nib), m = _mm_set1_epi8(15);
+    __m128i lo = _mm_and_si128(b, m), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+    return _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+}
+
+/* Per-row view of the weights for packing: the nibbles and scale of group g of a row. */
+static inline const uint8_t *q4_nibbles(const cmf_qmat *m, uint64_t row, uint64_t g) {
+    return m->dtype == CMF_DT_Q4_TILED ? m->quants + (row * m->groups + g) * CQ_Q4T_TILE + 2
+                                       : m->quants + (row * m->groups + g) * 16;
+}
+
+/* Pack rows [r, r + nr) (rows past nr are zero) straight from the payload: for every 64
+ * columns c, the 16 rows' codes are built in registers, transposed, and stored as 16 vectors
+ * at panel + (16c + j) * 64, vector j holding columns 64c + 4j .. +3 of every row (block
+ * 2c + j/8, step j%8). Scales go to rs[16] (q8_row) or bs[block][16] (q4 family). */
+static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, uint8_t *panel,
+                       float *bs, float *rs) {
+    const uint64_t C = m->cols, G = m->groups;
+    if (m->dtype == CMF_DT_Q8_ROW) {
+        const __m512i flip = _mm512_set1_epi8((char)0x80);
+        for (unsigned i = 0; i < PR; i++)
+            rs[i] = i < nr ? f16_to_f32(ld_u16(m->scales + 2 * (r + i))) : 0.0f;
+        for (size_t c = 0; c < k64 / 64; c++) {
+            uint64_t c0 = 64 * c;
+            __mmask64 k = C - c0 >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (C - c0)) - 1);
+            __m512i v[16];
+#pragma GCC unroll 16
+            for (unsigned i = 0; i < PR; i++) {
+                /* rows past nr: a zero mask (the address stays inside the payload) */
+                __mmask64 ki = i < nr ? k : 0;
+                const uint8_t *src = m->quants + (r + (i < nr ? i : 0)) * C + c0;
+                v[i] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(ki, src),
+                                        _mm512_maskz_mov_epi8(ki, flip));
+            }
+            transpose16_store(v, panel + 16 * c * 64);
+        }
+        return;
+    }
+    const size_t nb = k64 / 32;
+    for (unsigned i = 0; i < PR; i++) {
+        if (i >= nr) {
+            for (size_t g = 0; g < nb; g++)
+                bs[g * PR + i] = 0;
+            continue;
+        }
+        uint64_t row = r + i;
+        float ladder[32];
+        if (m->dtype == CMF_DT_Q4TP) cq_avx512_q4tp_ladder(m, row, ladder);
+        for (uint64_t g = 0; g < G; g++) {
+            float s;
+            if (m->dtype == CMF_DT_Q4_TILED)
+                s = f16_to_f32(ld_u16(m->quants + (row * G + g) * CQ_Q4T_TILE));
+            else if (m->dtype == CMF_DT_Q4TP)
+                s = ladder[cq_q4tp_code(m, row, g)];
+            else
+                s = f16_to_f32(ld_u16(m->scales + 2 * (row * G + g)));
+            bs[g * PR + i] = s;
+        }
+        for (size_t g = G; g < nb; g++)
+            bs[g * PR + i] = 0;
+    }
+    /* row pointers (rows past nr repeat row r and are zeroed by the mask) and tile stride */
+    const uint64_t step = m->dtype == CMF_DT_Q4_TILED ? CQ_Q4T_TILE : 16;
+    const uint8_t *rowp[PR];
+    for (unsigned i = 0; i < PR; i++)
+        rowp[i] = q4_nibbles(m, r + (i < nr ? i : 0), 0);
+    for (size_t c = 0; c < k64 / 64; c++) {
+        uint64_t g0 = 2 * c;
+        int pair = g0 + 1 < G;
+        __m512i v[16];
+#pragma GCC unroll 16
+        for (unsigned i = 0; i < PR; i++) {
+            const uint8_t *p = rowp[i] + g0 * step;
+            __m256i a = unpack_nibbles(p);
+            __m256i b = pair ? unpack_nibbles(p + step) : _mm256_setzero_si256();
+            v[i] = _mm512_maskz_mov_epi64(i < nr ? 0xFF : 0,
+                                          _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1));
+        }
+        transpose16_store(v, panel + 16 * c * 64);
+    }
+}
+
+typedef int32_t u32_unaligned __attribute__((may_alias, aligned(1)));
+
+/* T tokens of token group g over one packed panel. A group's entries are interleaved per
+ * block (cmf_qact_index), so every activation operand sits at a constant offset from one
+ * pointer and folds into vpdpbusd as an embedded broadcast. */
+static inline __attribute__((always_inline)) void
+panel_tokens(const uint8_t *panel, const float *bs, const float *rs, int rowscale,
+             const cmf_qact *a, const int32_t *corr, size_t g, const int T, float *Y, size_t ldy,
+             __mmask16 mask) {
+    enum { G = CMF_QACT_GROUP };
+    __m512 accf[TMAX];
+    __m512i acci[TMAX];
+    const size_t nb = a->nb, e0 = g * nb * G;
+    const int8_t *xg = a->q + 32 * e0;
+    const float *sx = a->scale + e0;
+    const int32_t *cx = corr + e0;
+    for (int t = 0; t < T; t++)
+        accf[t] = _mm512_setzero_ps();
+    for (size_t b = 0; b < nb; b++, xg += 32 * G, sx += G, cx += G) {
+        for (int t = 0; t < T; t++)
+            acci[t] = _mm512_set1_epi32(cx[t]);
+        const uint8_t *wb = panel + b * 512;
+        for (int k = 0; k < 8; k++) {
+            __m512i w = _mm512_load_si512(wb + 64 * k);
+            for (int t = 0; t < T; t++)
+                acci[t] = _mm512_dpbusd_epi32(
+                    acci[t], w, _mm512_set1_epi32(*(const u32_unaligned *)(xg + 32 * t + 4 * k)));
+        }
+        if (rowscale) {
+            for (int t = 0; t < T; t++)
+                accf[t] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(acci[t]), _mm512_set1_ps(sx[t]), accf[t]);
+        } else {
+            __m512 d = _mm512_load_ps(bs + b * PR);
+            for (int t = 0; t < T; t++)
+                accf[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acci[t]),
+                                          _mm512_mul_ps(d, _mm512_set1_ps(sx[t])), accf[t]);
+        }
+    }
+    __m512 r = rowscale ? _mm512_loadu_ps(rs) : _mm512_set1_ps(1.0f);
+    float *y = Y + g * G * ldy;
+    for (int t = 0; t < T; t++)
+        _mm512_mask_storeu_ps(y + (size_t)t * ldy, mask, _mm512_mul_ps(accf[t], r));
+}
+
+#define DEF_TOKENS(T)                                                                              \
+    static void tokens_##T(const uint8_t *p, const float *bs, const float *rs, int rowscale,       \
+                           const cmf_qact *a, const int32_t *corr, size_t g, float *Y, size_t ldy, \
+                           __mmask16 mask) {                                                       \
+        if (rowscale)                                                                              \
+            panel_tokens(p, bs, rs, 1, a, corr, g, T, Y, ldy, mask);                               \
+        else                                                                                       \
+            panel_tokens(p, bs, rs, 0, a, corr, g, T, Y, ldy, mask);                               \
+    }
+DEF_TOKENS(1)
+DEF_TOKENS(2)
+DEF_TOKENS(3)
+DEF_TOKENS(4)
+DEF_TOKENS(5)
+DEF_TOKENS(6)
+DEF_TOKENS(7)
+DEF_TOKENS(8)
+DEF_TOKENS(9)
+DEF_TOKENS(10)
+DEF_TOKENS(11)
+DEF_TOKENS(12)
+
+typedef void (*tokens_fn)(const uint8_t *, const float *, const float *, int, const cmf_qact *,
+                          const int32_t *, size_t, float *, size_t, __mmask16);
+static const tokens_fn tokens_by_count[TMAX + 1] = {
+    NULL,     tokens_1, tokens_2, tokens_3,  tokens_4,  tokens_5, tokens_6,
+    tokens_7, tokens_8, tokens_9, tokens_10, tokens_11, tokens_12};
+
+void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
+                    uint64_t r1, void *scratch) {
+    const size_t k64 = (a->kpad + 63) / 64 * 64, nb64 = k64 / 32;
+    uint8_t *panel = scratch;
+    float *bs = (float *)(void *)(panel + PR * k64);
+    float *rs = (float *)(void *)((uint8_t *)bs + A64(nb64 * PR * 4));
+    const int rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE;
+    const int32_t *corr = cq_gemm_corr(m, a);
+    for (uint64_t r = r0; r < r1; r += PR) {
+        unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR;
+        pack_panel(m, r, nr, k64, panel, bs, rs);
+        __mmask16 mask = (__mmask16)((1u << nr) - 1);
+        for (size_t g = 0; g * TMAX < a->n; g++) {
+            size_t cnt = a->n - g * TMAX < TMAX ? a->n - g * TMAX : TMAX;
+            tokens_by_count[cnt](panel, bs, rs, rowscale, a, corr, g, Y + (r - r0), ldy, mask);
+        }
+    }
+}
+
+/* Same codes as the scalar tier (round to nearest, ties to even; NaN -> 0). */
+void cq_qact_quantize_avx512(cmf_qact *a, const float *X, size_t ldx, size_t t0, size_t t1) {
+    const size_t nb = a->nb, C = a->cols;
+    const __m512 lim = _mm512_set1_ps(3.0e38f);
+    for (size_t t = t0; t < t1; t++) {
+        const float *x = X + t * ldx;
+        for (size_t b = 0; b < nb; b++) {
+            size_t e = cmf_qact_index(a, t, b), c0 = 32 * b, len = C - c0 < 32 ? C - c0 : 32;
+            int8_t *q = a->q + 32 * e;
+            __mmask16 k0 = (__mmask16)(len >= 16 ? 0xFFFF : (1u << len) - 1),
+                      k1 = (__mmask16)(len >= 32  ? 0xFFFF
+                                       : len > 16 ? (1u << (len - 16)) - 1
+                                                  : 0);
+            __m512 v0 = _mm512_maskz_loadu_ps(k0, x + c0),
+                   v1 = _mm512_maskz_loadu_ps(k1, x + c0 + 16);
+            /* max of |v| with NaN lanes dropped (max_ps returns the second operand on NaN) */
+            __m512 m0 = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps());
+            __m512 m1 = _mm512_max_ps(_mm512_abs_ps(v1), _mm512_setzero_ps());
+            float amax = _mm512_reduce_max_ps(_mm512_min_ps(_mm512_max_ps(m0, m1), lim));
+            float inv = amax > 0 ? 127.0f / amax : 0.0f;
+            __m512 vi = _mm512_set1_ps(inv), hi = _mm512_set1_ps(127.0f),
+                   lo = _mm512_set1_ps(-127.0f);
+            __m512 f0 = _mm512_roundscale_ps(_mm512_mul_ps(v0, vi),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            __m512 f1 = _mm512_roundscale_ps(_mm512_mul_ps(v1, vi),
+                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            /* NaN -> 0 first, then clamp to [-127, 127] */
+            f0 = _mm512_mask_mov_ps(f0, _mm512_cmp_ps_mask(f0, f0, _CMP_UNORD_Q),
+                                    _mm512_setzero_ps());
+            f1 = _mm512_mask_mov_ps(f1, _mm512_cmp_ps_mask(f1, f1, _CMP_UNORD_Q),
+                                    _mm512_setzero_ps());
+            f0 = _mm512_max_ps(_mm512_min_ps(f0, hi), lo);
+            f1 = _mm512_max_ps(_mm512_min_ps(f1, hi), lo);
+            __m512i i0 = _mm512_cvtps_epi32(f0), i1 = _mm512_cvtps_epi32(f1);
+            _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(i0));
+            _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(i1));
+            int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+            a->scale[e] = amax / 127.0f;
+            a->c128[e] = -128 * sum;
+            a->c8[e] = -8 * sum;
+        }
+    }
+}

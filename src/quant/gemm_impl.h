@@ -1,0 +1,40 @@
+/* gemm_impl.h - what the integer prefill GEMM tiers share (see cmf_matmul_qact in
+ * cortiq/kernels.h): the weight code form of each supported dtype. Internal to src/quant. */
+#ifndef CORTIQ_QUANT_GEMM_IMPL_H
+#define CORTIQ_QUANT_GEMM_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cortiq/kernels.h"
+
+/* Every supported dtype stores w = (code - off) * scale with an unsigned byte code:
+ * q8_row as (q XOR 0x80) with off 128 and one scale per row; the q4 family as the nibble
+ * with off 8 and one scale per 32 columns. */
+typedef enum { CQ_GEMM_ROWSCALE, CQ_GEMM_BLOCKSCALE } cq_gemm_kind;
+
+static inline cq_gemm_kind cq_gemm_kind_of(const cmf_qmat *m) {
+    return m->dtype == CMF_DT_Q8_ROW ? CQ_GEMM_ROWSCALE : CQ_GEMM_BLOCKSCALE;
+}
+
+/* -off * (sum of activation codes) of token t, block b: the offset correction. */
+static inline const int32_t *cq_gemm_corr(const cmf_qmat *m, const cmf_qact *a) {
+    return m->dtype == CMF_DT_Q8_ROW ? a->c128 : a->c8;
+}
+
+/* Codes of row r into codes[0 .. kpad) (columns past cols: 0) and the scale of each 32-column
+ * block into bscale[0 .. kpad/32) (q8_row: the row scale in every entry). Reference form;
+ * q4tp scales from exp2f. */
+void cq_gemm_row_codes(const cmf_qmat *m, uint64_t r, size_t kpad, uint8_t *codes, float *bscale);
+
+/* The AVX-512 VNNI tier (gemm_i8_avx512.c). */
+void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
+                    uint64_t r1, void *scratch);
+/* Batched product for f32 / f16 / bf16 weights (gemm_f32_avx512.c): false (nothing written)
+ * when its scratch cannot be allocated. */
+bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
+                          uint64_t r0, uint64_t r1);
+void cq_qact_quantize_avx512(cmf_qact *a, const float *X, size_t ldx, size_t t0, size_t t1);
+
+#endif

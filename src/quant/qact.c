@@ -1,0 +1,179 @@
+/* qact.c - activations quantized for the integer prefill GEMM, the dispatch of
+ * cmf_matmul_qact, and its scalar reference tier (exact integer block sums, f32 scaling). */
+#include <math.h>
+#include <string.h>
+
+#include "common/bytes.h"
+#include "common/cpu.h"
+#include "common/f16.h"
+#include "quant/gemm_impl.h"
+#include "quant/kernel_impl.h"
+
+#define ALIGN64(x) (((x) + 63) & ~(size_t)63)
+
+/* entries, padded to whole token groups */
+static size_t qact_entries(size_t n, size_t nb) {
+    return (n + CMF_QACT_GROUP - 1) / CMF_QACT_GROUP * CMF_QACT_GROUP * nb;
+}
+
+size_t cmf_qact_bytes(size_t n, size_t cols) {
+    size_t nb = (cols + 31) / 32, e = qact_entries(n, nb);
+    return ALIGN64(32 * e) + 3 * ALIGN64(4 * e);
+}
+
+void cmf_qact_bind(cmf_qact *a, void *mem, size_t n, size_t cols) {
+    size_t nb = (cols + 31) / 32, e = qact_entries(n, nb);
+    uint8_t *p = mem;
+    a->n = n;
+    a->cols = cols;
+    a->kpad = 32 * nb;
+    a->nb = nb;
+    a->q = (int8_t *)p;
+    p += ALIGN64(32 * e);
+    a->scale = (float *)(void *)p;
+    p += ALIGN64(4 * e);
+    a->c128 = (int32_t *)(void *)p;
+    p += ALIGN64(4 * e);
+    a->c8 = (int32_t *)(void *)p;
+}
+
+void cmf_qact_quantize(cmf_qact *a, const float *X, size_t ldx) {
+    cmf_qact_quantize_rows(a, X, ldx, 0, a->n);
+}
+
+void cmf_qact_quantize_rows(cmf_qact *a, const float *X, size_t ldx, size_t t_begin, size_t t_end) {
+    if (t_end > a->n) t_end = a->n;
+    if (cmf_qact_fast()) {
+        cq_qact_quantize_avx512(a, X, ldx, t_begin, t_end);
+        return;
+    }
+    for (size_t t = t_begin; t < t_end; t++) {
+        const float *x = X + t * ldx;
+        for (size_t b = 0; b < a->nb; b++) {
+            size_t e = cmf_qact_index(a, t, b), c0 = 32 * b,
+                   len = a->cols - c0 < 32 ? a->cols - c0 : 32;
+            int8_t *q = a->q + 32 * e;
+            float amax = 0;
+            for (size_t i = 0; i < len; i++) {
+                float v = fabsf(x[c0 + i]);
+                if (v > amax) amax = v; /* NaN compares false: skipped */
+            }
+            if (!(amax <= 3.0e38f)) amax = 3.0e38f; /* inf: keep the scale finite */
+            float inv = amax > 0 ? 127.0f / amax : 0.0f;
+            int32_t sum = 0;
+            for (size_t i = 0; i < 32; i++) {
+                int v = 0;
+                if (i < len) {
+                    float f = nearbyintf(x[c0 + i] * inv); /* ties to even, as cvtps2dq */
+                    v = f > 127.0f ? 127 : f < -127.0f ? -127 : f == f ? (int)f : 0;
+                }
+                q[i] = (int8_t)v;
+                sum += v;
+            }
+            a->scale[e] = amax / 127.0f;
+            a->c128[e] = -128 * sum;
+            a->c8[e] = -8 * sum;
+        }
+    }
+}
+
+int cmf_qact_supports(const cmf_qmat *m) {
+    switch (m->dtype) {
+    case CMF_DT_Q8_ROW:
+        return 1;
+    case CMF_DT_Q4_BLOCK:
+    case CMF_DT_Q4_TILED:
+    case CMF_DT_Q4TP:
+        return m->cols % 32 == 0;
+    default:
+        return 0;
+    }
+}
+
+int cmf_qact_fast(void) {
+    return cq_cpu_isa() >= CQ_ISA_AVX512 && cq_cpu_detect()->avx512vnni;
+}
+
+/* Panel codes (16 rows, cols rounded up to 64) + block scales + row scales; the scalar tier
+ * uses less (one row of codes and its block scales). */
+size_t cmf_qact_scratch_bytes(uint64_t cols) {
+    size_t kpad = (size_t)(cols + 63) / 64 * 64, nb = kpad / 32;
+    return 16 * kpad + ALIGN64(16 * nb * 4) + 64;
+}
+
+void cq_gemm_row_codes(const cmf_qmat *m, uint64_t r, size_t kpad, uint8_t *codes, float *bscale) {
+    const uint64_t C = m->cols, G = m->groups;
+    memset(codes, 0, kpad);
+    if (m->dtype == CMF_DT_Q8_ROW) {
+        const uint8_t *q = m->quants + r * C;
+        for (uint64_t i = 0; i < C; i++)
+            codes[i] = q[i] ^ 0x80u;
+        float s = f16_to_f32(ld_u16(m->scales + 2 * r));
+        for (size_t b = 0; b < kpad / 32; b++)
+            bscale[b] = s;
+        return;
+    }
+    float lo = 0, step = 0;
+    if (m->dtype == CMF_DT_Q4TP) {
+        lo = f16_to_f32(ld_u16(m->scales + 4 * r));
+        step = f16_to_f32(ld_u16(m->scales + 4 * r + 2));
+    }
+    for (uint64_t g = 0; g < G; g++) {
+        const uint8_t *nib;
+        float s;
+        if (m->dtype == CMF_DT_Q4_TILED) {
+            const uint8_t *t = m->quants + (r * G + g) * CQ_Q4T_TILE;
+            s = f16_to_f32(ld_u16(t));
+            nib = t + 2;
+        } else if (m->dtype == CMF_DT_Q4TP) {
+            nib = m->quants + (r * G + g) * 16;
+            s = exp2f(lo + (float)cq_q4tp_code(m, r, g) * step);
+        } else { /* q4_block, cols % 32 == 0: group r*G + g is row r's group g */
+            nib = m->quants + (r * G + g) * 16;
+            s = f16_to_f32(ld_u16(m->scales + 2 * (r * G + g)));
+        }
+        for (unsigned k = 0; k < 16; k++) {
+            codes[32 * g + 2 * k] = nib[k] & 15u;
+            codes[32 * g + 2 * k + 1] = nib[k] >> 4;
+        }
+        bscale[g] = s;
+    }
+    for (size_t b = G; b < kpad / 32; b++)
+        bscale[b] = 0;
+}
+
+static void gemm_scalar(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
+                        uint64_t r1, void *scratch) {
+    size_t kpad = a->kpad, nb = a->nb;
+    uint8_t *codes = scratch;
+    float *bs = (float *)(void *)((uint8_t *)scratch + ALIGN64(kpad));
+    const int32_t *corr = cq_gemm_corr(m, a);
+    const int rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE;
+    for (uint64_t r = r0; r < r1; r++) {
+        cq_gemm_row_codes(m, r, kpad, codes, bs);
+        for (size_t t = 0; t < a->n; t++) {
+            float acc = 0;
+            for (size_t b = 0; b < nb; b++) {
+                size_t e = cmf_qact_index(a, t, b);
+                const int8_t *x = a->q + 32 * e;
+                int32_t s = corr[e];
+                for (unsigned i = 0; i < 32; i++)
+                    s += (int32_t)codes[32 * b + i] * x[i];
+                if (rowscale)
+                    acc += (float)s * a->scale[e];
+                else
+                    acc += (float)s * (bs[b] * a->scale[e]);
+            }
+            Y[t * ldy + (r - r0)] = rowscale ? acc * bs[0] : acc;
+        }
+    }
+}
+
+void cmf_matmul_qact(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t row_begin,
+                     uint64_t row_end, void *scratch) {
+    if (a->n == 0 || row_begin >= row_end) return;
+    if (cmf_qact_fast())
+        cq_gemm_avx512(m, a, Y, ldy, row_begin, row_end, scratch);
+    else
+        gemm_scalar(m, a, Y, ldy, row_begin, row_end, scratch);
+}

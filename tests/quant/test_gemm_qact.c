@@ -1,0 +1,201 @@
+/* test_gemm_qact.c - the integer prefill GEMM (cmf_qact + cmf_matmul_qact):
+ *  - activation codes: the AVX-512 quantizer gives the scalar tier's codes byte for byte,
+ *    NaN / inf / zero blocks included;
+ *  - AVX-512 VNNI tier vs scalar tier: the integer block sums are exact in both, so results
+ *    differ only by f32 accumulation order (checked at 1e-5 of sum |w x|);
+ *  - vs the exact f32 product of the dequantized weights and the unquantized activations:
+ *    within the documented bound sum_b sum|w| * absmax_b / 254 (+ f32 slack);
+ *  - partial panels (rows not a multiple of 16), token counts 1..30, row sub-ranges, q8_row
+ *    with cols not a multiple of 32. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cpu.h"
+#include "common/test.h"
+#include "cortiq/kernels.h"
+#include "quant/kernel_gen.h"
+
+static void *amalloc(size_t n) {
+    return aligned_alloc(64, (n + 63) / 64 * 64);
+}
+
+static void fill_acts(kg_rng *r, float *X, size_t n, size_t cols) {
+    for (size_t i = 0; i < n * cols; i++) {
+        float v = kg_unif(r, -1.0f, 1.0f);
+        if (kg_u32(r, 50) == 0) v *= 40.0f; /* outliers */
+        if (kg_u32(r, 9) == 0) v = 0.0f;
+        X[i] = v;
+    }
+    if (n * cols >= 64) /* one all-zero block */
+        memset(X, 0, 32 * sizeof *X);
+}
+
+static int quantize_matches(size_t n, size_t cols, const float *X) {
+    size_t sz = cmf_qact_bytes(n, cols);
+    void *m1 = amalloc(sz), *m2 = amalloc(sz);
+    cmf_qact a, b;
+    cmf_qact_bind(&a, m1, n, cols);
+    cmf_qact_bind(&b, m2, n, cols);
+    cq_cpu_force(CQ_ISA_SCALAR);
+    cmf_qact_quantize(&a, X, cols);
+    cq_cpu_force(CQ_ISA_AVX512);
+    cmf_qact_quantize(&b, X, cols);
+    int ok = 1;
+    for (size_t t = 0; t < n; t++)
+        for (size_t k = 0; k < a.nb; k++) {
+            size_t e = cmf_qact_index(&a, t, k);
+            ok &= memcmp(a.q + 32 * e, b.q + 32 * e, 32) == 0 &&
+                  memcmp(&a.scale[e], &b.scale[e], 4) == 0 && a.c128[e] == b.c128[e] &&
+                  a.c8[e] == b.c8[e];
+        }
+    free(m1), free(m2);
+    return ok;
+}
+
+static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
+    kg_rng r = {seed};
+    kg_opts o = {0, 0};
+    uint64_t nbytes;
+    uint8_t *payload = kg_payload(dt, rows, cols, &r, &o, &nbytes);
+    cmf_qmat m;
+    cmf_err err = {0};
+    CHECK_STATUS(cmf_qmat_init(&m, dt, rows, cols, payload, nbytes, "w", &err), CMF_OK);
+    CHECK(cmf_qact_supports(&m));
+    float *W = malloc(rows * cols * sizeof *W);
+    for (uint64_t i = 0; i < rows; i++)
+        cmf_qmat_dequant_row(&m, i, W + i * cols);
+    static const size_t ns[] = {1, 2, 5, 12, 13, 25, 30};
+    void *scratch = amalloc(cmf_qact_scratch_bytes(cols));
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+        size_t n = ns[ni];
+        float *X = malloc(n * cols * sizeof *X);
+        fill_acts(&r, X, n, cols);
+        void *am = amalloc(cmf_qact_bytes(n, cols));
+        cmf_qact a;
+        cmf_qact_bind(&a, am, n, cols);
+        cmf_qact_quantize(&a, X, cols);
+        size_t ldy = rows + 3;
+        float *Ys = calloc(n * ldy, sizeof *Ys), *Yv = calloc(n * ldy, sizeof *Yv);
+        /* a row sub-range that starts on a panel boundary and one that ends mid-panel */
+        uint64_t splits[3] = {0, rows > 16 ? 16 : rows, rows};
+        for (int half = 0; half < 2; half++) {
+            uint64_t r0 = splits[half], r1 = splits[half + 1];
+            if (r0 >= r1) continue;
+            cq_cpu_force(CQ_ISA_SCALAR);
+            cmf_matmul_qact(&m, &a, Ys + r0, ldy, r0, r1, scratch);
+            if (cq_cpu_detect()->avx512vnni) {
+                cq_cpu_force(CQ_ISA_AVX512);
+                CHECK(cmf_qact_fast());
+                cmf_matmul_qact(&m, &a, Yv + r0, ldy, r0, r1, scratch);
+            }
+        }
+        size_t nb = a.kpad / 32;
+        for (size_t t = 0; t < n; t++)
+            for (uint64_t i = 0; i < rows; i++) {
+                double exact = 0, mag = 0, bound = 0;
+                for (size_t b = 0; b < nb; b++) {
+                    double sw = 0, amax = 0;
+                    for (uint64_t c = 32 * b; c < cols && c < 32 * b + 32; c++) {
+                        double w = W[i * cols + c], x = X[t * cols + c];
+                        exact += w * x;
+                        mag += fabs(w * x);
+                        sw += fabs(w);
+                        if (fabs(x) > amax) amax = fabs(x);
+                    }
+                    bound += sw * amax / 254.0;
+                }
+                double ys = Ys[t * ldy + i];
+                CHECK_MSG(fabs(ys - exact) <= bound * 1.001 + 1e-5 * mag + 1e-6,
+                          "%s scalar row %llu tok %zu: %g vs exact %g (bound %g)",
+                          cmf_dtype_get(dt)->name, (unsigned long long)i, t, ys, exact, bound);
+                if (cq_cpu_detect()->avx512vnni)
+                    CHECK_MSG(fabs(Yv[t * ldy + i] - ys) <= 1e-5 * (mag + bound) + 1e-6,
+                              "%s avx512 row %llu tok %zu: %g vs scalar %g",
+                              cmf_dtype_get(dt)->name, (unsigned long long)i, t, Yv[t * ldy + i],
+                              ys);
+            }
+        /* the padding columns of Y (ldy > rows) are never written */
+        for (size_t t = 0; t < n; t++)
+            for (size_t i = rows; i < ldy && t + 1 < n; i++)
+                CHECK(Ys[t * ldy + i] == 0 && Yv[t * ldy + i] == 0);
+        free(Ys), free(Yv), free(am), free(X);
+    }
+    free(scratch), free(W), free(payload);
+    cmf_qmat_free(&m);
+}
+
+int main(void) {
+    kg_rng r = {7};
+    /* quantizer parity, special values included */
+    for (size_t cols = 1; cols <= 200; cols += 33) {
+        size_t n = 3;
+        float *X = malloc(n * cols * sizeof *X);
+        fill_acts(&r, X, n, cols);
+        X[0] = NAN;
+        if (cols > 5) X[5] = INFINITY, X[cols + 1 < n * cols ? cols + 1 : 0] = -INFINITY;
+        X[n * cols - 1] = 1e-30f;
+        if (cq_cpu_detect()->avx512f)
+            CHECK_MSG(quantize_matches(n, cols, X), "codes differ, cols %zu", cols);
+        free(X);
+    }
+    /* quantizing token ranges separately gives the whole-batch result (both tiers) */
+    for (int tier = 0; tier < 2; tier++) {
+        if (tier && !cq_cpu_detect()->avx512f) break;
+        cq_cpu_force(tier ? CQ_ISA_AVX512 : CQ_ISA_SCALAR);
+        size_t n = 29, cols = 70, sz = cmf_qact_bytes(n, cols);
+        float *X = malloc(n * cols * sizeof *X);
+        fill_acts(&r, X, n, cols);
+        void *m1 = amalloc(sz), *m2 = amalloc(sz);
+        memset(m1, 0, sz), memset(m2, 0, sz);
+        cmf_qact a, b;
+        cmf_qact_bind(&a, m1, n, cols);
+        cmf_qact_bind(&b, m2, n, cols);
+        cmf_qact_quantize(&a, X, cols);
+        cmf_qact_quantize_rows(&b, X, cols, 13, 29);
+        cmf_qact_quantize_rows(&b, X, cols, 0, 5);
+        cmf_qact_quantize_rows(&b, X, cols, 5, 13);
+        CHECK_MSG(memcmp(m1, m2, sz) == 0, "tier %d: ranged quantization differs", tier);
+        free(m1), free(m2), free(X);
+    }
+    /* the scalar codes: round(x / s) with s = absmax / 127, sums */
+    {
+        float X[32];
+        for (int i = 0; i < 32; i++)
+            X[i] = (float)(i - 16) * 0.5f;
+        void *am = amalloc(cmf_qact_bytes(1, 32));
+        cmf_qact a;
+        cmf_qact_bind(&a, am, 1, 32);
+        cq_cpu_force(CQ_ISA_SCALAR);
+        cmf_qact_quantize(&a, X, 32);
+        CHECK(a.nb == 1 && cmf_qact_index(&a, 0, 0) == 0);
+        CHECK(a.scale[0] == 8.0f / 127.0f);
+        CHECK(a.q[0] == -127 && a.q[16] == 0 && a.q[31] == (int8_t)lrintf(7.5f * 127.0f / 8.0f));
+        int sum = 0;
+        for (int i = 0; i < 32; i++)
+            sum += a.q[i];
+        CHECK(a.c128[0] == -128 * sum && a.c8[0] == -8 * sum);
+        free(am);
+    }
+    static const cmf_dtype dts[] = {CMF_DT_Q8_ROW, CMF_DT_Q4_TILED, CMF_DT_Q4TP, CMF_DT_Q4_BLOCK};
+    for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
+        check_dtype(dts[i], 37, 128, 100 + i);
+        check_dtype(dts[i], 16, 96, 200 + i);
+        check_dtype(dts[i], 5, 320, 300 + i);
+    }
+    check_dtype(CMF_DT_Q8_ROW, 20, 100, 400); /* cols % 32 != 0 */
+    check_dtype(CMF_DT_Q8_ROW, 33, 17, 401);
+    /* unsupported forms */
+    {
+        uint64_t nbytes;
+        kg_opts o = {0, 0};
+        uint8_t *p = kg_payload(CMF_DT_F16, 4, 64, &r, &o, &nbytes);
+        cmf_qmat m;
+        cmf_err err = {0};
+        CHECK_STATUS(cmf_qmat_init(&m, CMF_DT_F16, 4, 64, p, nbytes, "w", &err), CMF_OK);
+        CHECK(!cmf_qact_supports(&m));
+        cmf_qmat_free(&m);
+        free(p);
+    }
+    TEST_DONE();
+}
