@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""hf_to_gguf - write an F16 GGUF that llama.cpp loads from a Hugging Face Qwen2 checkpoint
+(safetensors, bf16/f16/f32), with the `gguf` PyPI package. For benchmarks against llama.cpp at
+matched bits: bench/vs_llamacpp turns this F16 file into Q8_0/Q4_0 with llama.cpp's own quantizer.
+
+usage: python3 tools/hf_to_gguf.py CHECKPOINT_DIR OUT.gguf [--tokenizer DIR]
+
+What llama.cpp needs besides the tensors (its names: token_embd, blk.N.attn_q, ..., output):
+  - qwen2.* hyperparameters (context, embedding, block count, feed-forward, heads, kv heads,
+    rope base, RMS-norm epsilon) and general.file_type = MOSTLY_F16;
+  - a tokenizer whose token list has exactly one entry per embedding row: tokenizer.ggml.model
+    "gpt2" (byte-level BPE), .pre "qwen2", .tokens, .token_type, .merges ("a b" strings),
+    bos/eos/padding ids. A checkpoint whose tokenizer.json has fewer tokens than vocab_size
+    (the synthetic Qwen shape carries a 312-token stand-in) is padded with "[PADn]" entries of
+    type UNUSED, as llama.cpp's own converter does.
+1-D tensors (norms, biases) are stored F32, 2-D weights F16 (bf16 is widened exactly to f32,
+then rounded to f16).
+"""
+import argparse
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+import gguf
+
+
+def read_safetensors(path):
+    """{name: (dtype, shape, memmap view)} of one .safetensors file, without torch."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        head = json.loads(f.read(n))
+    raw = np.memmap(path, dtype=np.uint8, mode="r", offset=8 + n)
+    out = {}
+    for name, t in head.items():
+        if name == "__metadata__":
+            continue
+        a, b = t["data_offsets"]
+        out[name] = (t["dtype"], t["shape"], raw[a:b])
+    return out
+
+
+def to_f32(dtype, shape, buf):
+    if dtype == "BF16":
+        u = np.frombuffer(buf, dtype=np.uint16).astype(np.uint32) << 16
+        return u.view(np.float32).reshape(shape)
+    if dtype == "F16":
+        return np.frombuffer(buf, dtype=np.float16).astype(np.float32).reshape(shape)
+    if dtype == "F32":
+        return np.frombuffer(buf, dtype=np.float32).reshape(shape)
+    sys.exit(f"unsupported safetensors dtype {dtype}")
+
+
+def checkpoint_tensors(ckpt):
+    index = os.path.join(ckpt, "model.safetensors.index.json")
+    files = sorted(set(json.load(open(index))["weight_map"].values())) if os.path.exists(index) \
+        else ["model.safetensors"]
+    tensors = {}
+    for f in files:
+        tensors.update(read_safetensors(os.path.join(ckpt, f)))
+    return tensors
+
+
+def add_tokenizer(w, tok_dir, cfg, n_vocab):
+    tj = json.load(open(os.path.join(tok_dir, "tokenizer.json"), encoding="utf-8"))
+    tc_path = os.path.join(tok_dir, "tokenizer_config.json")
+    tc = json.load(open(tc_path, encoding="utf-8")) if os.path.exists(tc_path) else {}
+    model = tj["model"]
+    if model.get("type") != "BPE":
+        sys.exit(f"{tok_dir}/tokenizer.json: model type {model.get('type')}, only byte-level BPE is handled")
+    vocab = dict(model["vocab"])
+    special = set()
+    for t in tj.get("added_tokens", []):
+        vocab[t["content"]] = t["id"]
+        if t.get("special"):
+            special.add(t["id"])
+    if max(vocab.values()) >= n_vocab:
+        sys.exit(f"tokenizer has id {max(vocab.values())}, the embedding only {n_vocab} rows")
+    tokens = [f"[PAD{i}]" for i in range(n_vocab)]
+    types = [gguf.TokenType.UNUSED] * n_vocab
+    for text, i in vocab.items():
+        tokens[i] = text
+        types[i] = gguf.TokenType.CONTROL if i in special else gguf.TokenType.NORMAL
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+
+    def special_id(key, fallback):
+        v = tc.get(key)
+        if isinstance(v, dict):
+            v = v.get("content")
+        if isinstance(v, str) and v in vocab:
+            return vocab[v]
+        return fallback if isinstance(fallback, int) and 0 <= fallback < n_vocab else None
+
+    eos = cfg.get("eos_token_id")
+    for key, setter, fb in (("bos_token", w.add_bos_token_id, cfg.get("bos_token_id")),
+                            ("eos_token", w.add_eos_token_id, eos[0] if isinstance(eos, list) else eos),
+                            ("pad_token", w.add_pad_token_id, cfg.get("pad_token_id"))):
+        i = special_id(key, fb)
+        if i is not None:
+            setter(i)
+    w.add_add_bos_token(False)
+    if isinstance(tc.get("chat_template"), str):
+        w.add_chat_template(tc["chat_template"])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("checkpoint")
+    ap.add_argument("out")
+    ap.add_argument("--tokenizer", help="directory with tokenizer.json (default: the checkpoint's)")
+    a = ap.parse_args()
+    cfg = json.load(open(os.path.join(a.checkpoint, "config.json")))
+    if cfg.get("model_type") != "qwen2":
+        sys.exit(f"model_type {cfg.get('model_type')}: this writer handles qwen2 only")
+    tensors = checkpoint_tensors(a.checkpoint)
+    n_layer = cfg["num_hidden_layers"]
+    n_vocab = tensors["model.embed_tokens.weight"][1][0]
+    rope = cfg.get("rope_theta") or (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)
+
+    w = gguf.GGUFWriter(a.out + ".tmp", "qwen2")
+    w.add_name(os.path.basename(os.path.normpath(a.checkpoint)))
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_rope_freq_base(float(rope))
+    w.add_layer_norm_rms_eps(float(cfg["rms_norm_eps"]))
+    add_tokenizer(w, a.tokenizer or a.checkpoint, cfg, n_vocab)
+
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.QWEN2, n_layer)
+    if cfg.get("tie_word_embeddings") and "lm_head.weight" in tensors:
+        del tensors["lm_head.weight"]
+    for name, (dtype, shape, buf) in tensors.items():
+        new = names.get_name(name, try_suffixes=(".weight", ".bias"))
+        if new is None:
+            sys.exit(f"{name}: no GGUF name for this tensor in the qwen2 map")
+        x = to_f32(dtype, shape, buf)
+        w.add_tensor(new, x.astype(np.float16) if x.ndim == 2 else np.ascontiguousarray(x))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    os.replace(a.out + ".tmp", a.out)
+    print("written", a.out)
+
+
+if __name__ == "__main__":
+    main()
