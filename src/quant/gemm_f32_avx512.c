@@ -13,36 +13,10 @@
 
 #include "quant/gemm_impl.h"
 #include "quant/kernel_impl.h"
+#include "quant/transpose_avx512.h"
 
 #define PR 16 /* rows per panel */
 #define TG 12 /* tokens per pass: 12 accumulators + the panel vector */
-
-/* 16 x 16 transpose of f32 lanes stored to dst (vector j = column j of the 16 rows). */
-static inline void transpose16_store_ps(__m512 v[16], float *dst) {
-    __m512i r[16], t[16];
-    for (int i = 0; i < 16; i++)
-        r[i] = _mm512_castps_si512(v[i]);
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int g = 0; g < 16; g += 4) {
-        r[g + 0] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
-        r[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
-        r[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
-        r[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
-    }
-    for (int e = 0; e < 4; e++) {
-        __m512i x0 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0x44),
-                x1 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0xEE),
-                y0 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0x44),
-                y1 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0xEE);
-        _mm512_store_si512(dst + 16 * (0 + e), _mm512_shuffle_i32x4(x0, y0, 0x88));
-        _mm512_store_si512(dst + 16 * (4 + e), _mm512_shuffle_i32x4(x0, y0, 0xDD));
-        _mm512_store_si512(dst + 16 * (8 + e), _mm512_shuffle_i32x4(x1, y1, 0x88));
-        _mm512_store_si512(dst + 16 * (12 + e), _mm512_shuffle_i32x4(x1, y1, 0xDD));
-    }
-}
 
 /* 16 values of row `row`, columns c0 .. c0 + 15 (masked past cols), as f32. */
 static inline __m512 load16(const cmf_qmat *m, uint64_t row, uint64_t c0, __mmask16 k) {
@@ -68,16 +42,17 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t kp16, 
     const uint64_t C = m->cols;
     for (size_t c0 = 0; c0 < kp16; c0 += 16) {
         __mmask16 k = C - c0 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c0)) - 1);
-        __m512 v[16];
+        __m512i v[16];
 #pragma GCC unroll 16
         for (unsigned i = 0; i < PR; i++)
-            v[i] = load16(m, r + (i < nr ? i : 0), c0, i < nr ? k : 0);
-        transpose16_store_ps(v, panel + c0 * 16);
+            v[i] = _mm512_castps_si512(load16(m, r + (i < nr ? i : 0), c0, i < nr ? k : 0));
+        cq_transpose16_store(v, panel + c0 * 16);
     }
 }
 
 /* Activations of tokens [TG g, TG g + TG) regrouped: xg[k * TG + t] (zero past n and cols). */
-static void group_acts(const float *X, size_t n, size_t ldx, uint64_t C, size_t kp16, size_t g, float *xg) {
+static void group_acts(const float *X, size_t n, size_t ldx, uint64_t C, size_t kp16, size_t g,
+                       float *xg) {
     size_t t0 = g * TG, nt = n - t0 < TG ? n - t0 : TG;
     if (nt < TG || C < kp16) memset(xg, 0, kp16 * TG * sizeof *xg);
     for (size_t t = 0; t < nt; t++) {

@@ -13,37 +13,11 @@
 #include "common/f16.h"
 #include "quant/gemm_impl.h"
 #include "quant/kernel_impl.h"
+#include "quant/transpose_avx512.h"
 
 #define PR     16             /* rows per panel: one int32 lane each */
 #define TMAX   CMF_QACT_GROUP /* tokens per pass: 2 x 12 accumulators + weights fit 32 registers */
 #define A64(x) (((x) + 63) & ~(size_t)63)
-
-/* 16 x 16 transpose of 32-bit elements stored straight to dst: vector j (at dst + 64 j) lane i
- * = r[i] element j. Each output is stored as soon as it exists, which keeps ~20 vectors live,
- * so the transpose stays in registers. */
-static inline void transpose16_store(__m512i r[16], uint8_t *dst) {
-    __m512i t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-    }
-    for (int g = 0; g < 16; g += 4) { /* r[g + e], 128-bit lane L: rows g..g+3 of column 4L + e */
-        r[g + 0] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
-        r[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
-        r[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
-        r[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
-    }
-    for (int e = 0; e < 4; e++) {
-        __m512i x0 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0x44),
-                x1 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0xEE),
-                y0 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0x44),
-                y1 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0xEE);
-        _mm512_store_si512(dst + 64 * (0 + e), _mm512_shuffle_i32x4(x0, y0, 0x88));
-        _mm512_store_si512(dst + 64 * (4 + e), _mm512_shuffle_i32x4(x0, y0, 0xDD));
-        _mm512_store_si512(dst + 64 * (8 + e), _mm512_shuffle_i32x4(x1, y1, 0x88));
-        _mm512_store_si512(dst + 64 * (12 + e), _mm512_shuffle_i32x4(x1, y1, 0xDD));
-    }
-}
 
 /* 16 nibble bytes -> 32 codes in element order (low nibble first), as a 256-bit vector. */
 static inline __m256i unpack_nibbles(const uint8_t *nib) {
@@ -81,7 +55,7 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, u
                 v[i] = _mm512_xor_si512(_mm512_maskz_loadu_epi8(ki, src),
                                         _mm512_maskz_mov_epi8(ki, flip));
             }
-            transpose16_store(v, panel + 16 * c * 64);
+            cq_transpose16_store(v, panel + 16 * c * 64);
         }
         return;
     }
@@ -125,7 +99,7 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, u
             v[i] = _mm512_maskz_mov_epi64(i < nr ? 0xFF : 0,
                                           _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1));
         }
-        transpose16_store(v, panel + 16 * c * 64);
+        cq_transpose16_store(v, panel + 16 * c * 64);
     }
 }
 

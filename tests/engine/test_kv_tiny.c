@@ -18,20 +18,11 @@
 
 #include "cortiq/converter.h"
 #include "cortiq/engine.h"
+#include "logits_cmp.h"
 #include "npy.h"
 #include "test.h"
 
 #define TINY CORTIQ_SOURCE_DIR "/tests/fixtures/tiny/"
-
-static double max_rel_diff(const float *a, const float *b, size_t n) {
-    double md = 0, mref = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (d > md) md = d;
-        if (fabs(b[i]) > mref) mref = fabs(b[i]);
-    }
-    return md / (mref > 0 ? mref : 1);
-}
 
 static void greedy(cortiq_session *s, const int32_t *prompt, int32_t *out, uint32_t V) {
     cmf_err err;

@@ -8,20 +8,11 @@
 
 #include "cortiq/converter.h"
 #include "cortiq/engine.h"
+#include "logits_cmp.h"
 #include "npy.h"
 #include "test.h"
 
 #define TINY CORTIQ_SOURCE_DIR "/tests/fixtures/tiny/"
-
-static double max_rel_diff(const float *a, const float *b, size_t n) {
-    double md = 0, mref = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (d > md) md = d;
-        if (fabs(b[i]) > mref) mref = fabs(b[i]);
-    }
-    return md / (mref > 0 ? mref : 1);
-}
 
 static void run_family(const char *fam, const char *quant, double tol) {
     char dir[512], path[600], out[256];
@@ -44,7 +35,8 @@ static void run_family(const char *fam, const char *quant, double tol) {
     CHECK(tokens && ref && greedy && nt == 64 && ng == 32);
     if (!tokens || !ref || !greedy) return;
     cortiq_model *m = NULL;
-    cortiq_load_opts lo = {.threads = 2, .kv = CORTIQ_KV_F32}; /* exact cache: the 1e-4 bound is on weights */
+    cortiq_load_opts lo = {.threads = 2,
+                           .kv = CORTIQ_KV_F32}; /* exact cache: the 1e-4 bound is on weights */
     CHECK_MSG(cortiq_model_load(out, &lo, &m, &err) == CMF_OK, "%s", err.msg);
     if (!m) return;
     uint32_t V = cortiq_model_vocab(m);
@@ -54,11 +46,14 @@ static void run_family(const char *fam, const char *quant, double tol) {
     float *logits = malloc(64 * (size_t)V * sizeof(float));
     CHECK(cortiq_session_eval(s, tokens, 64, logits, &err) == CMF_OK);
     double rel = max_rel_diff(logits, ref, 64 * (size_t)V);
-    if (tol > 0) CHECK_MSG(rel <= tol, "%s %s: logits max relative difference %.3g > %.0e", fam, quant, rel, tol);
+    if (tol > 0)
+        CHECK_MSG(rel <= tol, "%s %s: logits max relative difference %.3g > %.0e", fam, quant, rel,
+                  tol);
     printf("%-12s %-5s logits max rel diff %.3g\n", fam, quant, rel);
     /* token by token gives the same last logits as the batch */
     cortiq_session_reset(s);
-    for (int i = 0; i < 64; i++) CHECK(cortiq_session_eval(s, &tokens[i], 1, NULL, &err) == CMF_OK);
+    for (int i = 0; i < 64; i++)
+        CHECK(cortiq_session_eval(s, &tokens[i], 1, NULL, &err) == CMF_OK);
     CHECK(max_rel_diff(cortiq_session_logits(s), logits + 63 * (size_t)V, V) < 1e-5);
     /* greedy continuation of the first 8 tokens */
     cortiq_session_reset(s);
@@ -66,8 +61,10 @@ static void run_family(const char *fam, const char *quant, double tol) {
     int same = 0;
     for (int i = 0; i < 32; i++) {
         int32_t t = cortiq_argmax(cortiq_session_logits(s), V);
-        if (t == greedy[i]) same++;
-        else if (same == i) printf("%s %s: greedy diverges at %d: %d vs %d\n", fam, quant, i, t, greedy[i]);
+        if (t == greedy[i])
+            same++;
+        else if (same == i)
+            printf("%s %s: greedy diverges at %d: %d vs %d\n", fam, quant, i, t, greedy[i]);
         CHECK(cortiq_session_eval(s, &t, 1, NULL, &err) == CMF_OK);
     }
     CHECK_MSG(same == 32, "%s %s: %d/32 greedy tokens equal", fam, quant, same);
@@ -80,9 +77,11 @@ static void run_family(const char *fam, const char *quant, double tol) {
 }
 
 int main(void) {
-    const char *fams[] = {"llama", "llama_yarn", "llama_rope3", "mistral", "qwen2", "qwen3", "gemma3_text"};
+    const char *fams[] = {"llama", "llama_yarn", "llama_rope3", "mistral",
+                          "qwen2", "qwen3",      "gemma3_text"};
     const char *quants[] = {"f32", "f16", "bf16"};
     for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++)
-        for (size_t q = 0; q < 3; q++) run_family(fams[i], quants[q], 1e-4);
+        for (size_t q = 0; q < 3; q++)
+            run_family(fams[i], quants[q], 1e-4);
     TEST_DONE();
 }

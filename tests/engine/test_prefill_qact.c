@@ -12,20 +12,11 @@
 #include "cortiq/engine.h"
 #include "common/cpu.h"
 #include "cortiq/kernels.h"
+#include "logits_cmp.h"
 #include "npy.h"
 #include "test.h"
 
 #define TINY CORTIQ_SOURCE_DIR "/tests/fixtures/tiny/"
-
-static double max_rel_diff(const float *a, const float *b, size_t n) {
-    double md = 0, mref = 0;
-    for (size_t i = 0; i < n; i++) {
-        double d = fabs((double)a[i] - b[i]);
-        if (d > md) md = d;
-        if (fabs(b[i]) > mref) mref = fabs(b[i]);
-    }
-    return md / (mref > 0 ? mref : 1);
-}
 
 static float *eval_all(const char *path, int exact, const int32_t *tokens, size_t n, int one_by_one,
                        uint32_t *V) {

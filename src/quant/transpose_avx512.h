@@ -1,0 +1,37 @@
+/* transpose_avx512.h - the 16 x 16 transpose of 32-bit lanes the panel GEMMs pack with
+ * (gemm_i8_avx512.c: 4-byte code groups; gemm_f32_avx512.c: floats). AVX-512 files only. */
+#ifndef CORTIQ_QUANT_TRANSPOSE_AVX512_H
+#define CORTIQ_QUANT_TRANSPOSE_AVX512_H
+
+#include <immintrin.h>
+#include <stdint.h>
+
+/* Store the transpose of r[0..15] to dst (64-byte aligned): vector j (at dst + 64 j) lane i =
+ * r[i] lane j. r is clobbered. Each output is stored as soon as it exists, which keeps ~20
+ * vectors live, so the transpose stays in registers. */
+static inline void cq_transpose16_store(__m512i r[16], void *dst) {
+    uint8_t *d = dst;
+    __m512i t[16];
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 16; g += 4) { /* r[g + e], 128-bit lane L: rows g..g+3 of column 4L + e */
+        r[g + 0] = _mm512_unpacklo_epi64(t[g], t[g + 2]);
+        r[g + 1] = _mm512_unpackhi_epi64(t[g], t[g + 2]);
+        r[g + 2] = _mm512_unpacklo_epi64(t[g + 1], t[g + 3]);
+        r[g + 3] = _mm512_unpackhi_epi64(t[g + 1], t[g + 3]);
+    }
+    for (int e = 0; e < 4; e++) {
+        __m512i x0 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0x44),
+                x1 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0xEE),
+                y0 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0x44),
+                y1 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0xEE);
+        _mm512_store_si512(d + 64 * (0 + e), _mm512_shuffle_i32x4(x0, y0, 0x88));
+        _mm512_store_si512(d + 64 * (4 + e), _mm512_shuffle_i32x4(x0, y0, 0xDD));
+        _mm512_store_si512(d + 64 * (8 + e), _mm512_shuffle_i32x4(x1, y1, 0x88));
+        _mm512_store_si512(d + 64 * (12 + e), _mm512_shuffle_i32x4(x1, y1, 0xDD));
+    }
+}
+
+#endif
