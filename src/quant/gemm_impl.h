@@ -23,18 +23,15 @@ static inline const int32_t *cq_gemm_corr(const cmf_qmat *m, const cmf_qact *a) 
     return m->dtype == CMF_DT_Q8_ROW ? a->c128 : a->c8;
 }
 
-/* Codes of row r into codes[0 .. kpad) (columns past cols: 0) and the scale of each 32-column
- * block into bscale[0 .. kpad/32) (q8_row: the row scale in every entry). Reference form;
- * q4tp scales from exp2f. */
-void cq_gemm_row_codes(const cmf_qmat *m, uint64_t r, size_t kpad, uint8_t *codes, float *bscale);
-
-/* The AVX-512 VNNI tier (gemm_i8_avx512.c). */
+/* The AVX-512 VNNI tier (gemm_i8_avx512.c) and its activation quantizer (same codes as the
+ * scalar tier: round to nearest even, NaN -> 0). */
 void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
                     uint64_t r1, void *scratch);
+void cq_qact_quantize_avx512(cmf_qact *a, const float *X, size_t ldx, size_t t0, size_t t1);
+
 /* Batched product for f32 / f16 / bf16 weights (gemm_f32_avx512.c): false (nothing written)
  * when its scratch cannot be allocated. */
-bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
-                          uint64_t r0, uint64_t r1);
-void cq_qact_quantize_avx512(cmf_qact *a, const float *X, size_t ldx, size_t t0, size_t t1);
+bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                          size_t ldy, uint64_t r0, uint64_t r1);
 
 #endif

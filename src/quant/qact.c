@@ -101,7 +101,10 @@ size_t cmf_qact_scratch_bytes(uint64_t cols) {
     return 16 * kpad + ALIGN64(16 * nb * 4) + 64;
 }
 
-void cq_gemm_row_codes(const cmf_qmat *m, uint64_t r, size_t kpad, uint8_t *codes, float *bscale) {
+/* Codes of row r into codes[0 .. kpad) (columns past cols: 0) and the scale of each 32-column
+ * block into bscale[0 .. kpad/32) (q8_row: the row scale in every entry); q4tp scales from
+ * exp2f. The scalar tier's definition of each layout's code form. */
+static void row_codes(const cmf_qmat *m, uint64_t r, size_t kpad, uint8_t *codes, float *bscale) {
     const uint64_t C = m->cols, G = m->groups;
     memset(codes, 0, kpad);
     if (m->dtype == CMF_DT_Q8_ROW) {
@@ -150,7 +153,7 @@ static void gemm_scalar(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t l
     const int32_t *corr = cq_gemm_corr(m, a);
     const int rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE;
     for (uint64_t r = r0; r < r1; r++) {
-        cq_gemm_row_codes(m, r, kpad, codes, bs);
+        row_codes(m, r, kpad, codes, bs);
         for (size_t t = 0; t < a->n; t++) {
             float acc = 0;
             for (size_t b = 0; b < nb; b++) {
