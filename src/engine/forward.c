@@ -193,7 +193,7 @@ typedef struct mm_job {
     const cmf_qact *qa; /* non-NULL: X quantized for the integer GEMM */
     uint8_t *scratch;   /* its per-thread panels, stride bytes each */
     size_t stride;
-    unsigned q4flags; /* added to flags for 3-6 bit weights (int8 activations at decode) */
+    unsigned q4flags; /* added to flags for integer-coded weights (int8 activations) */
 } mm_job;
 
 static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t *r0, uint64_t *r1) {
@@ -204,11 +204,12 @@ static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t *r0, uint
     *r1 = *r0 + per < rows ? *r0 + per : rows;
 }
 
-/* 3-6 bit weights: their own rounding error (~8-10 % relative RMSE) dwarfs that of int8
- * activations (~0.4 %), so decode may use the int8 kernels for them (model->q4flags). */
-static int is_low_bit(const cmf_qmat *w) {
-    return w->dtype == CMF_DT_Q4_BLOCK || w->dtype == CMF_DT_Q4_TILED || w->dtype == CMF_DT_Q4TP ||
-           w->dtype == CMF_DT_VBIT || w->dtype == CMF_DT_VBIT_RO;
+/* Weights stored as integer codes (q8_row, q4_*, vbit*): products on them may quantize the
+ * activations to int8 (model->q4flags), the arithmetic of llama.cpp's Q8_0 activations. */
+static int int_coded(const cmf_qmat *w) {
+    return w->dtype == CMF_DT_Q8_ROW || w->dtype == CMF_DT_Q4_BLOCK ||
+           w->dtype == CMF_DT_Q4_TILED || w->dtype == CMF_DT_Q4TP || w->dtype == CMF_DT_VBIT ||
+           w->dtype == CMF_DT_VBIT_RO;
 }
 
 static void mm_task(void *ctx, unsigned tid, unsigned nt) {
@@ -220,9 +221,9 @@ static void mm_task(void *ctx, unsigned tid, unsigned nt) {
         if (r0 >= r1) continue;
         if (j->qa && cmf_qact_supports(p->w))
             cmf_matmul_qact(p->w, j->qa, p->Y + r0, p->ldy, r0, r1, j->scratch + tid * j->stride);
-        else if (j->flags || is_low_bit(p->w))
+        else if (j->flags || int_coded(p->w))
             cmf_matmul_ex(p->w, j->X, j->n, (size_t)p->w->cols, p->Y + r0, p->ldy, r0, r1,
-                          j->flags | (is_low_bit(p->w) ? j->q4flags : 0));
+                          j->flags | (int_coded(p->w) ? j->q4flags : 0));
         else if (j->n == 1)
             cmf_matvec(p->w, j->X, p->Y + r0, r0, r1);
         else

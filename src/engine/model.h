@@ -51,7 +51,7 @@ struct cortiq_model {
     unsigned kflags; /* cmf_matmul_ex flags for every product (CMF_KF_INT8_ACT or 0) */
     cortiq_kv_type kv; /* KV cache type of new sessions (cortiq_load_opts.kv) */
     bool prefill_qact;  /* batched products use cmf_matmul_qact where the weights allow */
-    unsigned q4flags;   /* extra cmf_matmul_ex flags for 3-6 bit weights (q4_*, vbit*) */
+    unsigned q4flags;   /* extra cmf_matmul_ex flags for integer-coded weights (q8_row, q4_*, vbit*) */
 };
 
 #endif
