@@ -87,7 +87,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_matvec: bad option value (--cols: a multiple of 32 up to 65504)\n");
         return 2;
     }
-    double bw_cpu = 0, bw = cq_bench_read_bw((size_t)1 << 30, threads, 3, &bw_cpu);
+    cq_bench_bw *probe = cq_bench_bw_new((size_t)1 << 30, threads);
+    double bw_cpu = 0, bw = probe ? cq_bench_bw_run(probe, 3, &bw_cpu) : -1;
     if (bw <= 0) {
         fprintf(stderr, "bench_matvec: cannot measure bandwidth (out of memory?)\n");
         return 3;
@@ -95,7 +96,8 @@ int main(int argc, char **argv) {
     printf("tier %s, %u threads, read bandwidth %.1f GB/s, cpu %.1f GB/s (1 GiB buffer)\n",
            cq_isa_name(cq_cpu_isa()), threads, bw, bw_cpu);
     printf("(cpu: GB/s from the slowest thread's CPU time = the rate with a core per thread;\n"
-           " %%bw is of the wall bandwidth, [%%] of the cpu bandwidth)\n");
+           " %%bw is of the wall bandwidth, [%%] of the cpu bandwidth, both probed again just\n"
+           " before and after each timing, the higher side counting: see `bw` at the end)\n");
     printf("%-9s %7s %9s %7s %5s %14s | %9s %5s %14s | %s\n", "dtype", "MiB", "matvec ms", "GB/s",
            "%bw", "cpu [%cpu bw]", "int8 GB/s", "%bw", "cpu [%cpu bw]",
            "matmul B tokens vs B matvecs");
@@ -120,28 +122,40 @@ int main(int argc, char **argv) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
-        double cpu, cpu8;
-        double t = cq_bench_matmul(&m, X, 1, Y, threads, reps, 0, &cpu);
+        double cpu, cpu8, nbw, nbwc, nbw8 = 0, nbwc8;
+        double t = cq_bench_matmul_near_bw(&m, X, 1, Y, threads, reps, 0, &cpu, probe, &nbw, &nbwc);
+        if (t <= 0) {
+            fprintf(stderr, "bench_matvec: cannot start threads\n");
+            return 3;
+        }
         double gbs = (double)nb / t / 1e9;
         printf("%-9s %7.1f %9.2f %7.1f %4.0f%% %7.1f [%3.0f%%] |", cmf_dtype_name(dt),
-               nb / 1048576.0, t * 1e3, gbs, 100 * gbs / bw, (double)nb / cpu / 1e9,
-               100 * (double)nb / cpu / 1e9 / bw_cpu);
+               nb / 1048576.0, t * 1e3, gbs, 100 * gbs / nbw, (double)nb / cpu / 1e9,
+               100 * (double)nb / cpu / 1e9 / nbwc);
         if (has_i8_path(dt)) {
-            double t8 = cq_bench_matmul(&m, X, 1, Y, threads, reps, CMF_KF_INT8_ACT, &cpu8);
+            double t8 = cq_bench_matmul_near_bw(&m, X, 1, Y, threads, reps, CMF_KF_INT8_ACT, &cpu8,
+                                                probe, &nbw8, &nbwc8);
+            if (t8 <= 0) {
+                fprintf(stderr, "bench_matvec: cannot start threads\n");
+                return 3;
+            }
             double g8 = (double)nb / t8 / 1e9;
-            printf(" %9.1f %4.0f%% %7.1f [%3.0f%%] |", g8, 100 * g8 / bw, (double)nb / cpu8 / 1e9,
-                   100 * (double)nb / cpu8 / 1e9 / bw_cpu);
+            printf(" %9.1f %4.0f%% %7.1f [%3.0f%%] |", g8, 100 * g8 / nbw8, (double)nb / cpu8 / 1e9,
+                   100 * (double)nb / cpu8 / 1e9 / nbwc8);
         } else {
             printf(" %9s %5s %7s %6s |", "-", "-", "-", "");
         }
         double tb = cq_bench_matmul(&m, X, batch, Y, threads, reps > 2 ? 2 : reps, 0, NULL);
-        printf(" %u tokens %.1f ms = %.2fx one matvec (%.1fx faster than %u matvecs)\n", batch,
-               tb * 1e3, tb / t, batch * t / tb, batch);
+        printf(" %u tokens %.1f ms = %.2fx one matvec (%.1fx faster than %u matvecs) | bw %.1f",
+               batch, tb * 1e3, tb / t, batch * t / tb, batch, nbw);
+        if (nbw8 > 0) printf(" / %.1f", nbw8);
+        printf("\n");
         fflush(stdout);
         cmf_qmat_free(&m);
         free(p);
         free(X);
         free(Y);
     }
+    cq_bench_bw_free(probe);
     return 0;
 }

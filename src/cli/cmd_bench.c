@@ -23,8 +23,9 @@ static void usage(void) {
         "prints,\n"
         "  as a Markdown table: bits per weight, relative RMSE of encode->dequant, and matvec\n"
         "  throughput in GB/s of weight bytes on a copy tiled to N MiB (default 512, beyond the\n"
-        "  caches) with T threads (default 2), also as %% of the read bandwidth measured first\n"
-        "  (T threads summing 1 GiB). The int8 column is the CMF_KF_INT8_ACT path (q8_row, q4_*,\n"
+        "  caches) with T threads (default 2), also as %% of the read bandwidth (T threads\n"
+        "  summing 1 GiB) probed just before and after each timing. The int8 column is the "
+        "CMF_KF_INT8_ACT path (q8_row, q4_*,\n"
         "  vbit*). Real matrices follow: layer 0 attention q/o and MLP gate/down of each --model\n"
         "  (CMF or GGUF, repeatable; default: every *.cmf / *.gguf in ~/.cache/cortiq/models),\n"
         "  dequantized to f32 and encoded like the random ones. --model none: random ones only.\n"
@@ -100,26 +101,37 @@ static double rel_rmse(const cmf_qmat *m, const float *w, float *row) {
     return den > 0 ? sqrt(num / den) : 0.0;
 }
 
-/* GB/s of weight bytes for one matvec over a tiled copy of m, or a negative value; *cpu_gbs
- * the same from the slowest thread's CPU time (the rate with a core per thread). */
-static double throughput(const cmf_qmat *m, const bench_opts *o, unsigned flags, double *cpu_gbs,
-                         cmf_err *err) {
+/* A kernel's rate and the read bandwidth measured around it (wall and cpu, GB/s). */
+typedef struct {
+    double gbs, cpu_gbs, bw, bw_cpu;
+} rate;
+
+/* GB/s of weight bytes for one matvec over a tiled copy of m (r->gbs < 0 on failure); cpu_gbs
+ * the same from the slowest thread's CPU time (the rate with a core per thread); bw / bw_cpu
+ * the read bandwidth probed just before and after the timing. */
+static void throughput(const cmf_qmat *m, const bench_opts *o, unsigned flags, cq_bench_bw *probe,
+                       rate *r, cmf_err *err) {
+    *r = (rate){-1, 0, 0, 0};
     uint64_t per_row = m->nbytes / m->rows + 1, rows_out = o->mb * 1048576 / per_row;
     if (rows_out < m->rows) rows_out = m->rows;
     uint8_t *big;
     uint64_t nb;
-    if (cq_qmat_tile_rows(m, rows_out, &big, &nb, err) != CMF_OK) return -1;
+    if (cq_qmat_tile_rows(m, rows_out, &big, &nb, err) != CMF_OK) return;
     cmf_qmat t;
-    double gbs = -1;
     if (cmf_qmat_init(&t, m->dtype, rows_out, m->cols, big, nb, "tiled", err) == CMF_OK) {
         float *x = malloc(m->cols * sizeof *x), *y = malloc(rows_out * sizeof *y);
         if (x && y) {
             uint64_t s = 7;
             for (uint64_t i = 0; i < m->cols; i++)
                 x[i] = (float)rng_gauss(&s);
-            double cpu = 0, sec = cq_bench_matmul(&t, x, 1, y, o->threads, o->reps, flags, &cpu);
-            if (sec > 0) gbs = (double)nb / sec / 1e9;
-            *cpu_gbs = cpu > 0 ? (double)nb / cpu / 1e9 : 0;
+            double cpu = 0, sec = cq_bench_matmul_near_bw(&t, x, 1, y, o->threads, o->reps, flags,
+                                                          &cpu, probe, &r->bw, &r->bw_cpu);
+            if (sec > 0) {
+                r->gbs = (double)nb / sec / 1e9;
+                r->cpu_gbs = cpu > 0 ? (double)nb / cpu / 1e9 : 0;
+            } else {
+                cmf_err_set(err, CMF_E_IO, NULL, "cannot start the benchmark threads");
+            }
         } else {
             cmf_err_set(err, CMF_E_NOMEM, NULL, "no memory for the activations");
         }
@@ -128,12 +140,11 @@ static double throughput(const cmf_qmat *m, const bench_opts *o, unsigned flags,
         cmf_qmat_free(&t);
     }
     free(big);
-    return gbs;
 }
 
 /* One table row per dtype for matrix w[rows][cols]; returns a CLI exit code. */
 static int bench_matrix(const bench_opts *o, const char *label, const float *w, uint64_t rows,
-                        uint64_t cols, double bw, double bwc) {
+                        uint64_t cols, cq_bench_bw *probe) {
     uint64_t n = rows * cols, shape[2] = {rows, cols};
     float *row = malloc(cols * sizeof *row);
     if (!row) {
@@ -155,19 +166,21 @@ static int bench_matrix(const bench_opts *o, const char *label, const float *w, 
             break;
         }
         double rmse = rel_rmse(&m, w, row);
-        double c = 0, c8 = 0, g = throughput(&m, o, 0, &c, &err);
-        double g8 = has_i8(dt) && g >= 0 ? throughput(&m, o, CMF_KF_INT8_ACT, &c8, &err) : 0;
-        if (g < 0 || g8 < 0) {
+        rate f, q = {0, 0, 0, 0};
+        throughput(&m, o, 0, probe, &f, &err);
+        if (has_i8(dt) && f.gbs >= 0) throughput(&m, o, CMF_KF_INT8_ACT, probe, &q, &err);
+        if (f.gbs < 0 || q.gbs < 0) {
             cli_error(&err);
             rc = cli_exit_code(err.code);
         } else {
             printf("| %s | %s | %.3f | %.5f | %.1f | %.0f%% | %.1f | %.0f%% |", label,
-                   cmf_dtype_name(dt), 8.0 * (double)nb / (double)n, rmse, g, 100 * g / bw, c,
-                   100 * c / bwc);
+                   cmf_dtype_name(dt), 8.0 * (double)nb / (double)n, rmse, f.gbs,
+                   100 * f.gbs / f.bw, f.cpu_gbs, 100 * f.cpu_gbs / f.bw_cpu);
             if (has_i8(dt))
-                printf(" %.1f | %.0f%% | %.1f | %.0f%% |\n", g8, 100 * g8 / bw, c8, 100 * c8 / bwc);
+                printf(" %.1f | %.0f%% | %.1f | %.0f%% | %.1f / %.1f |\n", q.gbs,
+                       100 * q.gbs / q.bw, q.cpu_gbs, 100 * q.cpu_gbs / q.bw_cpu, f.bw, q.bw);
             else
-                printf(" - | - | - | - |\n");
+                printf(" - | - | - | - | %.1f |\n", f.bw);
             fflush(stdout);
         }
         cmf_qmat_free(&m);
@@ -220,10 +233,12 @@ static int run_quant(const bench_opts *o) {
             bq_matrix_free(&real[i]);
         return rc;
     }
-    double bwc = 0, bw = cq_bench_read_bw((size_t)o->bw_mb << 20, o->threads, 3, &bwc);
+    cq_bench_bw *probe = cq_bench_bw_new((size_t)o->bw_mb << 20, o->threads);
+    double bwc = 0, bw = probe ? cq_bench_bw_run(probe, 3, &bwc) : -1;
     uint64_t n = o->rows * o->cols;
     float *w = bw > 0 && bwc > 0 ? malloc(n * sizeof *w) : NULL;
     if (!w) {
+        cq_bench_bw_free(probe);
         for (size_t i = 0; i < nreal; i++)
             bq_matrix_free(&real[i]);
         fprintf(stderr, "cortiq bench: cannot measure the read bandwidth (out of memory?)\n");
@@ -239,21 +254,24 @@ static int run_quant(const bench_opts *o) {
            bw, bwc);
     printf("wall: bytes / elapsed time. cpu: bytes / the slowest thread's CPU time, i.e. the rate\n"
            "when every thread has a core to itself; robust when other processes compete for the\n"
-           "cores. Each %% is of the bandwidth measured the same way.\n\n");
+           "cores. Each %% is of the bandwidth measured the same way, probed again just before\n"
+           "and just after each timing (the higher side counts; the last column, wall GB/s for\n"
+           "the f32 / int8 timings): the bandwidth of a shared or virtual machine drifts.\n\n");
     printf("| matrix | dtype | bits/weight | rel. RMSE | wall GB/s | %% | cpu GB/s | %% |"
-           " int8-act wall | %% | int8-act cpu | %% |\n");
-    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+           " int8-act wall | %% | int8-act cpu | %% | read bw nearby |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int kind = 0; kind < 2 && rc == CLI_EXIT_OK; kind++) {
         make_matrix(kind, o->rows, o->cols, o->seed, w);
         rc = bench_matrix(o, kind ? "heavy-tailed + outlier cols" : "Gaussian", w, o->rows, o->cols,
-                          bw, bwc);
+                          probe);
     }
     free(w);
     for (size_t i = 0; i < nreal; i++) {
         if (rc == CLI_EXIT_OK)
-            rc = bench_matrix(o, real[i].label, real[i].w, real[i].rows, real[i].cols, bw, bwc);
+            rc = bench_matrix(o, real[i].label, real[i].w, real[i].rows, real[i].cols, probe);
         bq_matrix_free(&real[i]);
     }
+    cq_bench_bw_free(probe);
     return rc;
 }
 

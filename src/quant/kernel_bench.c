@@ -66,25 +66,44 @@ static int run_threads(void *(*fn)(void *), void *jobs, size_t job_size, unsigne
     return ok;
 }
 
-double cq_bench_read_bw(size_t bytes, unsigned nthreads, unsigned reps, double *cpu_gbs) {
+struct cq_bench_bw {
+    uint8_t *buf;
+    size_t share; /* bytes per thread, a multiple of 256 */
+    unsigned nthreads;
+};
+
+cq_bench_bw *cq_bench_bw_new(size_t bytes, unsigned nthreads) {
     if (nthreads < 1) nthreads = 1;
     if (nthreads > MAX_THREADS) nthreads = MAX_THREADS;
     size_t share = bytes / nthreads / 256 * 256;
-    if (share == 0) return -1;
-    uint8_t *buf = aligned_alloc(64, share * nthreads);
-    if (!buf) return -1;
-    memset(buf, 1, share * nthreads);
+    cq_bench_bw *b = share ? malloc(sizeof *b) : NULL;
+    if (!b) return NULL;
+    *b = (cq_bench_bw){aligned_alloc(64, share * nthreads), share, nthreads};
+    if (!b->buf) {
+        free(b);
+        return NULL;
+    }
+    memset(b->buf, 1, share * nthreads);
+    return b;
+}
+
+void cq_bench_bw_free(cq_bench_bw *b) {
+    if (!b) return;
+    free(b->buf);
+    free(b);
+}
+
+double cq_bench_bw_run(cq_bench_bw *b, unsigned reps, double *cpu_gbs) {
+    unsigned nthreads = b->nthreads;
+    size_t share = b->share;
     sum_job jobs[MAX_THREADS];
     double best = 1e30, best_cpu = 1e30;
     uint64_t check = 0;
     for (unsigned r = 0; r < reps; r++) {
         for (unsigned k = 0; k < nthreads; k++)
-            jobs[k] = (sum_job){buf + k * share, share, 0, 0};
+            jobs[k] = (sum_job){b->buf + k * share, share, 0, 0};
         double t0 = cq_bench_now();
-        if (!run_threads(sum_thread, jobs, sizeof jobs[0], nthreads)) {
-            free(buf);
-            return -1;
-        }
+        if (!run_threads(sum_thread, jobs, sizeof jobs[0], nthreads)) return -1;
         double dt = cq_bench_now() - t0;
         if (dt < best) best = dt;
         double cpu = 0;
@@ -94,12 +113,19 @@ double cq_bench_read_bw(size_t bytes, unsigned nthreads, unsigned reps, double *
         }
         if (cpu < best_cpu) best_cpu = cpu;
     }
-    free(buf);
     /* every byte is 1, so each 8-byte word adds 0x0101010101010101: a wrong sum means the
      * loop did not read what it claims */
     if (check != (uint64_t)reps * (share * nthreads / 8) * 0x0101010101010101ull) return -1;
     if (cpu_gbs) *cpu_gbs = best_cpu > 0 ? (double)(share * nthreads) / best_cpu / 1e9 : 0;
     return (double)(share * nthreads) / best / 1e9;
+}
+
+double cq_bench_read_bw(size_t bytes, unsigned nthreads, unsigned reps, double *cpu_gbs) {
+    cq_bench_bw *b = cq_bench_bw_new(bytes, nthreads);
+    if (!b) return -1;
+    double gbs = cq_bench_bw_run(b, reps, cpu_gbs);
+    cq_bench_bw_free(b);
+    return gbs;
 }
 
 typedef struct {
@@ -140,4 +166,16 @@ double cq_bench_matmul(const cmf_qmat *m, const float *X, size_t n, float *Y, un
     }
     if (cpu_s) *cpu_s = best_cpu;
     return best;
+}
+
+double cq_bench_matmul_near_bw(const cmf_qmat *m, const float *X, size_t n, float *Y,
+                               unsigned nthreads, unsigned reps, unsigned flags, double *cpu_s,
+                               cq_bench_bw *bw, double *bw_gbs, double *bw_cpu_gbs) {
+    double c0 = 0, c1 = 0, b0 = cq_bench_bw_run(bw, CQ_BENCH_NEAR_REPS, &c0);
+    double t = cq_bench_matmul(m, X, n, Y, nthreads, reps, flags, cpu_s);
+    double b1 = cq_bench_bw_run(bw, CQ_BENCH_NEAR_REPS, &c1);
+    if (b0 <= 0 || b1 <= 0 || t <= 0) return -1;
+    *bw_gbs = b0 > b1 ? b0 : b1;
+    if (bw_cpu_gbs) *bw_cpu_gbs = c0 > c1 ? c0 : c1;
+    return t;
 }

@@ -19,6 +19,15 @@ double cq_bench_now(void);
  * thread cannot be started. */
 double cq_bench_read_bw(size_t bytes, unsigned nthreads, unsigned reps, double *cpu_gbs);
 
+/* The same probe keeping its buffer, so the bandwidth can be measured again next to every
+ * kernel timing. On a shared or virtual machine it drifts by tens of percent within minutes
+ * (18-31 GB/s on the 2-core development VM, docs/PERFORMANCE.md); compared with a figure taken
+ * minutes earlier, a kernel would be charged with that drift. NULL when out of memory. */
+typedef struct cq_bench_bw cq_bench_bw;
+cq_bench_bw *cq_bench_bw_new(size_t bytes, unsigned nthreads);
+double cq_bench_bw_run(cq_bench_bw *b, unsigned reps, double *cpu_gbs);
+void cq_bench_bw_free(cq_bench_bw *b);
+
 /* Seconds of the fastest of `reps` calls of cmf_matmul_ex(m, X, n, cols, Y, rows, ...) with
  * the rows split into nthreads contiguous ranges, one thread each. X holds n * cols floats,
  * Y n * rows. If cpu_s is not NULL it receives the smallest, over the reps, of the largest
@@ -27,6 +36,17 @@ double cq_bench_read_bw(size_t bytes, unsigned nthreads, unsigned reps, double *
  * value if a thread cannot be started. */
 double cq_bench_matmul(const cmf_qmat *m, const float *X, size_t n, float *Y, unsigned nthreads,
                        unsigned reps, unsigned flags, double *cpu_s);
+
+/* Probe passes on each side of a kernel timing in cq_bench_matmul_near_bw. */
+#define CQ_BENCH_NEAR_REPS 2
+
+/* cq_bench_matmul bracketed by bandwidth probes (CQ_BENCH_NEAR_REPS passes just before and
+ * just after): *bw_gbs / *bw_cpu_gbs receive the higher of the two sides' best, i.e. the
+ * bandwidth the machine showed while the kernel ran, erring high (so a percentage of it errs
+ * low). Negative when a measurement fails. */
+double cq_bench_matmul_near_bw(const cmf_qmat *m, const float *X, size_t n, float *Y,
+                               unsigned nthreads, unsigned reps, unsigned flags, double *cpu_s,
+                               cq_bench_bw *bw, double *bw_gbs, double *bw_cpu_gbs);
 
 /* A payload of the same dtype and cols with rows_out rows, row r being row r % m->rows of m
  * (*out malloc'd, *out_nbytes long). CMF_E_NOMEM, CMF_E_LIMIT when a u32 field of the
