@@ -84,6 +84,13 @@ uint32_t cortiq_model_max_context(const cortiq_model *m); /* max_position_embedd
 unsigned cortiq_model_threads(const cortiq_model *m);
 /* Bytes of weights one decode step reads (for roofline figures). */
 uint64_t cortiq_model_weight_bytes(const cortiq_model *m);
+/* Page in the weights every decode step reads (each layer's matrices and the output head; an
+ * untied embedding table, of which a token reads one row, stays lazy) and return when they are
+ * resident. For a cold start: the file is read in large sequential requests while the caller
+ * runs other set-up on another thread (cortiq_runtime_open builds the tokenizer meanwhile),
+ * instead of page faults during the first prefill. Best effort (madvise hints; errors ignored);
+ * resident pages cost nothing more. NULL allowed. */
+void cortiq_model_prefetch(const cortiq_model *m);
 
 /* A session with room for ctx positions (sliding-window layers keep only their window), its
  * KV cache of the type chosen at load (cortiq_load_opts.kv). ctx is capped at the model's

@@ -11,6 +11,7 @@
 #include "cortiq/chat_template.h"
 #include "cortiq/engine.h"
 #include "cortiq/tokenizer.h"
+#include "runtime/text_load.h"
 
 static double now_s(void) {
     struct timespec ts;
@@ -20,59 +21,48 @@ static double now_s(void) {
 
 static void mean_sd(const double *v, int n, double *mean, double *sd) {
     double s = 0, q = 0;
-    for (int i = 0; i < n; i++) s += v[i];
+    for (int i = 0; i < n; i++)
+        s += v[i];
     *mean = s / n;
-    for (int i = 0; i < n; i++) q += (v[i] - *mean) * (v[i] - *mean);
+    for (int i = 0; i < n; i++)
+        q += (v[i] - *mean) * (v[i] - *mean);
     *sd = n > 1 ? sqrt(q / (n - 1)) : 0;
-}
-
-/* --text: the tokenizer and chat template, loaded from the model file as `cortiq run` does
- * (runtime.c), each timed, so cold-start figures cover what a chat start pays. */
-static cmf_status load_text(const cortiq_model *m, const char *path, cmf_tokenizer **tok,
-                            cmf_chat_template **tpl, double *tok_s, double *tpl_s, cmf_err *err) {
-    const cmf_file *f = cortiq_model_file(m);
-    size_t vlen = 0;
-    const uint8_t *vocab = cmf_file_vocab(f, &vlen);
-    if (!vocab)
-        return cmf_err_set(err, CMF_E_NOT_FOUND, path, "--text: no tokenizer section (spec §6)");
-    double t0 = now_s();
-    cmf_status st = cmf_tokenizer_load((const char *)vocab, vlen, tok, err);
-    *tok_s = now_s() - t0;
-    if (st) return st;
-    const cmf_tokenizer_config *tc = &cmf_file_header(f)->tokenizer_config;
-    const char *src =
-        tc->present && tc->chat_template ? tc->chat_template : CMF_CHAT_TEMPLATE_CHATML;
-    t0 = now_s();
-    st = cmf_chat_template_compile(src, strlen(src), tpl, err);
-    *tpl_s = now_s() - t0;
-    return st;
 }
 
 /* Ends the JSON object (or adds a text line): time to the first generated token of repetition 1,
  * from the start of the model load and as a CLOCK_MONOTONIC reading (for a parent that took the
- * same clock at fork), and with --text the tokenizer / template load times. */
+ * same clock at fork), and with --text the tokenizer / template build times and the wait for
+ * them. */
 static void print_first_token(int json, int text, double first_s, double first_clock, double tok_s,
-                              double tpl_s) {
+                              double tpl_s, double wait_s) {
     if (json) {
         printf("\"first_token_s\": %.4f, \"first_token_monotonic_s\": %.6f", first_s, first_clock);
-        if (text) printf(", \"tokenizer_load_s\": %.4f, \"template_load_s\": %.4f", tok_s, tpl_s);
+        if (text)
+            printf(", \"tokenizer_load_s\": %.4f, \"template_load_s\": %.4f, \"text_wait_s\": %.4f",
+                   tok_s, tpl_s, wait_s);
         printf("}\n");
     } else {
         printf("  first token %.3f s after the load started", first_s);
-        if (text) printf(" (tokenizer %.1f ms, chat template %.1f ms)", tok_s * 1e3, tpl_s * 1e3);
+        if (text)
+            printf(" (tokenizer %.1f ms, chat template %.1f ms on a worker; waited %.1f ms)",
+                   tok_s * 1e3, tpl_s * 1e3, wait_s * 1e3);
         printf("\n");
     }
 }
 
 static void usage(void) {
-    printf("usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t THREADS] [-r 5] [--int8-act] [--f32-act] [--kv f16|q8|f32] [--text] [--json]\n"
-           "  Prefill of -p tokens and decode of -n tokens (greedy), repeated -r times: tok/s mean ± sd,\n"
-           "  model load time, weights read per decode step, peak RSS. --int8-act: int8 activations.\n"
-           "  --f32-act: f32 activations everywhere (default: int8 GEMM for prefill on VNNI CPUs,\n"
-           "  int8 activations for 4-bit weights at decode).\n"
-           "  --kv: KV cache type (default f16); its size is reported as kv_bytes.\n"
-           "  --text: also load the tokenizer and chat template as `cortiq run` does (timed).\n"
-           "  cortiq bench quant   the quantization report (see cortiq bench quant --help)\n");
+    printf(
+        "usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t THREADS] [-r 5] [--int8-act] "
+        "[--f32-act] [--kv f16|q8|f32] [--text] [--json]\n"
+        "  Prefill of -p tokens and decode of -n tokens (greedy), repeated -r times: tok/s mean ± "
+        "sd,\n"
+        "  model load time, weights read per decode step, peak RSS. --int8-act: int8 activations.\n"
+        "  --f32-act: f32 activations everywhere (default: int8 GEMM for prefill on VNNI CPUs,\n"
+        "  int8 activations for 4-bit weights at decode).\n"
+        "  --kv: KV cache type (default f16); its size is reported as kv_bytes.\n"
+        "  --text: also load the tokenizer and chat template as `cortiq run` does: on a worker\n"
+        "          while the weights are paged in (timed, and how long the first token waited).\n"
+        "  cortiq bench quant   the quantization report (see cortiq bench quant --help)\n");
 }
 
 int bench_model_main(int argc, char **argv) {
@@ -85,19 +75,32 @@ int bench_model_main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
-        if (cli_is_help(a)) return usage(), CLI_EXIT_OK;
-        else if (!strcmp(a, "-p") && more && cli_parse_u64(argv[++i], &p) && p >= 1 && p <= 65536);
-        else if (!strcmp(a, "-n") && more && cli_parse_u64(argv[++i], &n) && n <= 65536);
-        else if (!strcmp(a, "-t") && more && cli_parse_u64(argv[++i], &t) && t <= 64);
-        else if (!strcmp(a, "-r") && more && cli_parse_u64(argv[++i], &r) && r >= 1 && r <= 1000);
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--text")) text = 1;
-        else if (!strcmp(a, "--int8-act")) int8 = 1;
-        else if (!strcmp(a, "--f32-act")) f32_act = 1;
-        else if (!strcmp(a, "--kv") && more && cortiq_kv_type_from_name(argv[++i], &kv));
-        else if (a[0] == '-') return cli_usage_error("bench", "bad or incomplete option '%s'", a);
-        else if (!path) path = a;
-        else return cli_usage_error("bench", "one MODEL only");
+        if (cli_is_help(a))
+            return usage(), CLI_EXIT_OK;
+        else if (!strcmp(a, "-p") && more && cli_parse_u64(argv[++i], &p) && p >= 1 && p <= 65536)
+            ;
+        else if (!strcmp(a, "-n") && more && cli_parse_u64(argv[++i], &n) && n <= 65536)
+            ;
+        else if (!strcmp(a, "-t") && more && cli_parse_u64(argv[++i], &t) && t <= 64)
+            ;
+        else if (!strcmp(a, "-r") && more && cli_parse_u64(argv[++i], &r) && r >= 1 && r <= 1000)
+            ;
+        else if (!strcmp(a, "--json"))
+            json = 1;
+        else if (!strcmp(a, "--text"))
+            text = 1;
+        else if (!strcmp(a, "--int8-act"))
+            int8 = 1;
+        else if (!strcmp(a, "--f32-act"))
+            f32_act = 1;
+        else if (!strcmp(a, "--kv") && more && cortiq_kv_type_from_name(argv[++i], &kv))
+            ;
+        else if (a[0] == '-')
+            return cli_usage_error("bench", "bad or incomplete option '%s'", a);
+        else if (!path)
+            path = a;
+        else
+            return cli_usage_error("bench", "one MODEL only");
     }
     if (!path) return cli_usage_error("bench", "missing MODEL.cmf (or `quant`)");
     cmf_err err;
@@ -111,20 +114,26 @@ int bench_model_main(int argc, char **argv) {
         return cli_exit_code(st);
     }
     const double t_begin = t0;
-    cmf_tokenizer *text_tok = NULL;
-    cmf_chat_template *tpl = NULL;
-    double tok_s = 0, tpl_s = 0, first_clock = 0;
-    if (text && (st = load_text(m, path, &text_tok, &tpl, &tok_s, &tpl_s, &err))) {
-        cli_error(&err);
-        cmf_tokenizer_free(text_tok);
-        cortiq_model_free(m);
-        return cli_exit_code(st);
-    }
-    cortiq_session *s;
-    if ((st = cortiq_session_create(m, (uint32_t)(p + n + 1), &s, &err))) {
+    /* as cortiq_runtime_open (`cortiq run`) does: with --text the tokenizer and template build
+     * on a worker while the weights are paged in and the session allocated */
+    cq_text_load tl;
+    if (text) cq_text_load_start(&tl, m, path);
+    cortiq_model_prefetch(m);
+    cortiq_session *s = NULL;
+    st = cortiq_session_create(m, (uint32_t)(p + n + 1), &s, &err);
+    double wait0 = now_s(), first_clock = 0;
+    cmf_err text_err;
+    cmf_status text_st = text ? cq_text_load_finish(&tl, &text_err) : CMF_OK;
+    double text_wait_s = now_s() - wait0;
+    if (!st && text_st) st = text_st, err = text_err;
+    cmf_tokenizer *text_tok = text ? tl.tok : NULL;
+    cmf_chat_template *tpl = text ? tl.tpl : NULL;
+    double tok_s = text ? tl.tok_s : 0, tpl_s = text ? tl.tpl_s : 0;
+    if (st) {
         cli_error(&err);
         cmf_tokenizer_free(text_tok);
         cmf_chat_template_free(tpl);
+        cortiq_session_free(s);
         cortiq_model_free(m);
         return cli_exit_code(st);
     }
@@ -155,25 +164,32 @@ int bench_model_main(int argc, char **argv) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double rss_mb = ru.ru_maxrss / 1024.0;
-    if (st) cli_error(&err);
+    if (st)
+        cli_error(&err);
     else {
         double pm, psd, dm, dsd;
         mean_sd(pre, (int)r, &pm, &psd);
         mean_sd(dec, (int)r, &dm, &dsd);
         uint64_t wb = cortiq_model_weight_bytes(m);
         if (json)
-            printf("{\"model\": \"%s\", \"threads\": %u, \"prompt_tokens\": %llu, \"gen_tokens\": %llu, \"reps\": %llu, "
-                   "\"load_s\": %.4f, \"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, \"decode_tok_s\": %.2f, "
-                   "\"decode_tok_s_sd\": %.2f, \"weight_bytes_per_token\": %llu, \"peak_rss_mb\": %.1f, \"kv\": \"%s\", \"kv_bytes\": %llu, ",
-                   path, cortiq_model_threads(m), (unsigned long long)p, (unsigned long long)n, (unsigned long long)r,
-                   load_s, pm, psd, dm, dsd, (unsigned long long)wb, rss_mb, cortiq_kv_type_name(kv),
-                   (unsigned long long)cortiq_session_kv_bytes(s));
+            printf("{\"model\": \"%s\", \"threads\": %u, \"prompt_tokens\": %llu, \"gen_tokens\": "
+                   "%llu, \"reps\": %llu, "
+                   "\"load_s\": %.4f, \"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, "
+                   "\"decode_tok_s\": %.2f, "
+                   "\"decode_tok_s_sd\": %.2f, \"weight_bytes_per_token\": %llu, \"peak_rss_mb\": "
+                   "%.1f, \"kv\": \"%s\", \"kv_bytes\": %llu, ",
+                   path, cortiq_model_threads(m), (unsigned long long)p, (unsigned long long)n,
+                   (unsigned long long)r, load_s, pm, psd, dm, dsd, (unsigned long long)wb, rss_mb,
+                   cortiq_kv_type_name(kv), (unsigned long long)cortiq_session_kv_bytes(s));
         else
-            printf("%s: %u threads, load %.3f s\n  prefill %llu tokens: %.1f ± %.1f tok/s\n  decode %llu tokens: %.2f ± "
+            printf("%s: %u threads, load %.3f s\n  prefill %llu tokens: %.1f ± %.1f tok/s\n  "
+                   "decode %llu tokens: %.2f ± "
                    "%.2f tok/s (%.2f GB/s of weights)\n  peak RSS %.1f MB, KV cache %s %.1f MB\n",
-                   path, cortiq_model_threads(m), load_s, (unsigned long long)p, pm, psd, (unsigned long long)n, dm, dsd,
-                   dm * wb / 1e9, rss_mb, cortiq_kv_type_name(kv), cortiq_session_kv_bytes(s) / 1048576.0);
-        print_first_token(json, text, first_clock - t_begin, first_clock, tok_s, tpl_s);
+                   path, cortiq_model_threads(m), load_s, (unsigned long long)p, pm, psd,
+                   (unsigned long long)n, dm, dsd, dm * wb / 1e9, rss_mb, cortiq_kv_type_name(kv),
+                   cortiq_session_kv_bytes(s) / 1048576.0);
+        print_first_token(json, text, first_clock - t_begin, first_clock, tok_s, tpl_s,
+                          text_wait_s);
     }
     free(pre);
     free(dec);

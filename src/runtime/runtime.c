@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "cortiq/chat_template.h"
+#include "runtime/text_load.h"
 
 struct cortiq_runtime {
     cortiq_model *model;
@@ -58,39 +59,44 @@ cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts
     *out = NULL;
     cortiq_runtime *rt = calloc(1, sizeof *rt);
     if (!rt) return cmf_err_set(err, CMF_E_NOMEM, path, "runtime");
-    cortiq_load_opts lo = {.threads = opts ? opts->threads : 0, .kv = opts ? opts->kv : CORTIQ_KV_F16,
-                          .f32_act = opts ? opts->f32_act : 0};
+    cortiq_load_opts lo = {.threads = opts ? opts->threads : 0,
+                           .kv = opts ? opts->kv : CORTIQ_KV_F16,
+                           .f32_act = opts ? opts->f32_act : 0};
     cmf_status st = cortiq_model_load(path, &lo, &rt->model, err);
-    const cmf_file *f = st ? NULL : cortiq_model_file(rt->model);
-    size_t vlen = 0;
-    const uint8_t *vocab = f ? cmf_file_vocab(f, &vlen) : NULL;
-    if (!st && !vocab)
-        st = cmf_err_set(err, CMF_E_NOT_FOUND, path,
-                         "no tokenizer section (spec §6): this file cannot take text");
-    if (!st) st = cmf_tokenizer_load((const char *)vocab, vlen, &rt->tok, err);
-    if (!st) {
-        const cmf_header *h = cmf_file_header(f);
-        const cmf_tokenizer_config *tc = &h->tokenizer_config;
-        rt->has_template = tc->present && tc->chat_template;
-        const char *src = rt->has_template ? tc->chat_template : CMF_CHAT_TEMPLATE_CHATML;
-        st = cmf_chat_template_compile(src, strlen(src), &rt->tpl, err);
-        if (!st) {
-            rt->eos = calloc(tc->n_eos + 1, sizeof *rt->eos);
-            if (!rt->eos) st = cmf_err_set(err, CMF_E_NOMEM, path, "runtime");
-            for (size_t i = 0; !st && i < tc->n_eos; i++)
-                rt->eos[rt->n_eos++] = (int32_t)tc->eos_token_ids[i];
-            json_t *sp = json_object();
-            put_token(sp, "bos_token", h->json, rt->tok, tc->bos_token_id);
-            put_token(sp, "eos_token", h->json, rt->tok, tc->n_eos ? tc->eos_token_ids[0] : -1);
-            rt->special_json = json_dumps(sp, JSON_COMPACT);
-            json_decref(sp);
-        }
+    if (st) {
+        cortiq_runtime_free(rt);
+        return st;
     }
+    /* the tokenizer builds on a worker while this thread reads the weights in and allocates
+     * the session (text_load.h) */
+    cq_text_load text;
+    cq_text_load_start(&text, rt->model, path);
+    cortiq_model_prefetch(rt->model);
+    uint32_t ctx = opts && opts->ctx ? opts->ctx : 4096;
+    uint32_t maxc = cortiq_model_max_context(rt->model);
+    if (maxc && ctx > maxc) ctx = maxc;
+    st = cortiq_session_create(rt->model, ctx, &rt->session, err);
+    cmf_err text_err;
+    cmf_status text_st = cq_text_load_finish(&text, &text_err);
+    if (!st && text_st) {
+        st = text_st;
+        if (err) *err = text_err;
+    }
+    rt->tok = text.tok;
+    rt->tpl = text.tpl;
     if (!st) {
-        uint32_t ctx = opts && opts->ctx ? opts->ctx : 4096;
-        uint32_t maxc = cortiq_model_max_context(rt->model);
-        if (maxc && ctx > maxc) ctx = maxc;
-        st = cortiq_session_create(rt->model, ctx, &rt->session, err);
+        const cmf_header *h = cmf_file_header(cortiq_model_file(rt->model));
+        const cmf_tokenizer_config *tc = &h->tokenizer_config;
+        rt->has_template = text.has_template;
+        rt->eos = calloc(tc->n_eos + 1, sizeof *rt->eos);
+        if (!rt->eos) st = cmf_err_set(err, CMF_E_NOMEM, path, "runtime");
+        for (size_t i = 0; !st && i < tc->n_eos; i++)
+            rt->eos[rt->n_eos++] = (int32_t)tc->eos_token_ids[i];
+        json_t *sp = json_object();
+        put_token(sp, "bos_token", h->json, rt->tok, tc->bos_token_id);
+        put_token(sp, "eos_token", h->json, rt->tok, tc->n_eos ? tc->eos_token_ids[0] : -1);
+        rt->special_json = json_dumps(sp, JSON_COMPACT);
+        json_decref(sp);
     }
     if (!st && !(rt->hist = malloc((size_t)cortiq_session_ctx(rt->session) * sizeof *rt->hist)))
         st = cmf_err_set(err, CMF_E_NOMEM, path, "runtime");

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `cortiq bench` fields for cold-start measurements (bench/vs_llamacpp): first_token_s (from the
 # start of the model load to the first generated token, so never below load_s) with its
-# CLOCK_MONOTONIC reading, and with --text the tokenizer / chat template load times.
+# CLOCK_MONOTONIC reading, and with --text the tokenizer / chat template build times (on a worker
+# thread) and how long the first token waited for them (never more than the build took).
 set -euo pipefail
 bin=$CORTIQ_BIN
 tmp=$(mktemp -d)
@@ -20,8 +21,11 @@ for f in plain text; do
     || { echo "$f: first_token_s must cover the load"; cat "$tmp/$f.json"; fail=1; }
 done
 grep -q '"tokenizer_load_s"' "$tmp/plain.json" && { echo "tokenizer_load_s without --text"; fail=1; }
-grep -qE '"tokenizer_load_s": [0-9]+\.[0-9]+, "template_load_s": [0-9]+\.[0-9]+\}$' "$tmp/text.json" \
+grep -qE '"tokenizer_load_s": [0-9]+\.[0-9]+, "template_load_s": [0-9]+\.[0-9]+, "text_wait_s": [0-9]+\.[0-9]+\}$' "$tmp/text.json" \
   || { echo "--text: tokenizer/template fields"; cat "$tmp/text.json"; fail=1; }
-"$bin" bench "$tmp/m.cmf" -p 8 -n 2 -r 1 --text | grep -qE '^  first token [0-9.]+ s after the load started \(tokenizer [0-9.]+ ms, chat template [0-9.]+ ms\)$' \
+"$bin" bench "$tmp/m.cmf" -p 8 -n 2 -r 1 --text | grep -qE '^  first token [0-9.]+ s after the load started \(tokenizer [0-9.]+ ms, chat template [0-9.]+ ms on a worker; waited [0-9.]+ ms\)$' \
   || { echo "--text: text line"; fail=1; }
+awk -v w="$(field text_wait_s "$tmp/text.json")" -v t="$(field tokenizer_load_s "$tmp/text.json")" \
+    -v c="$(field template_load_s "$tmp/text.json")" 'BEGIN { exit !(w <= t + c + 0.001) }' \
+  || { echo "--text: waited longer than the build took"; cat "$tmp/text.json"; fail=1; }
 exit $fail
