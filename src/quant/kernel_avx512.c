@@ -7,6 +7,7 @@
 #include "common/cpu.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
+#include "quant/q4tp_ladder_avx512.h"
 
 static inline float h16(const uint8_t *p) {
     return _cvtsh_ss(ld_u16(p));
@@ -225,27 +226,11 @@ static inline void dec_vbit(const uint8_t *p, const vbit_tab *tb, __m512 s, __m5
 
 /* 2^x for the q4tp ladder: Taylor series of 2^f on f in [-0.5, 0.5] (error ~5e-9), scaled
  * by 2^round(x) with vscalefps (which also handles overflow and subnormals). */
-static inline __m512 exp2_ps(__m512 x) {
-    __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 f = _mm512_sub_ps(x, n);
-    __m512 p = _mm512_set1_ps(1.525273380405984e-05f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530393381606e-04f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-03f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618129107628477e-03f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550410866482158e-02f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402265069591007e-01f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931471805599453e-01f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
-    return _mm512_scalef_ps(p, n);
-}
-
 void cq_avx512_q4tp_ladder(const cmf_qmat *m, uint64_t r, float lad[32]) {
-    __m512 lo = _mm512_set1_ps(h16(m->scales + 4 * r)),
-           st = _mm512_set1_ps(h16(m->scales + 4 * r + 2));
-    __m512 c0 = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    __m512 c1 = _mm512_add_ps(c0, _mm512_set1_ps(16.0f));
-    _mm512_storeu_ps(lad, exp2_ps(_mm512_fmadd_ps(c0, st, lo)));
-    _mm512_storeu_ps(lad + 16, exp2_ps(_mm512_fmadd_ps(c1, st, lo)));
+    __m512 l0, l1;
+    cq_q4tp_ladder_avx512(m, r, &l0, &l1);
+    _mm512_storeu_ps(lad, l0);
+    _mm512_storeu_ps(lad + 16, l1);
 }
 
 /* A group kernel: SETUP runs once per row, DECODE(g) sets w0/w1 for group g, POST(res, nt, x)

@@ -26,6 +26,7 @@
 
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
+#include "quant/q4tp_ladder_avx512.h"
 
 #define TGT     __attribute__((target("avx512vbmi,gfni")))
 #define TGT_INL static inline __attribute__((always_inline, target("avx512vbmi,gfni")))
@@ -50,7 +51,9 @@ static bool act_alloc(act *a, uint64_t G, uint8_t *stack_buf) {
     a->G = G;
     a->Gp = (G + 15) & ~(uint64_t)15;
     size_t bytes = a->Gp * (32 + 32 + 32 + 4 + 4);
-    a->mem = bytes <= ACT_STACK_BYTES ? stack_buf : cq_kernel_no_scratch ? NULL : aligned_alloc(64, bytes);
+    a->mem = bytes <= ACT_STACK_BYTES ? stack_buf
+             : cq_kernel_no_scratch   ? NULL
+                                      : aligned_alloc(64, bytes);
     if (!a->mem) return false;
     memset(a->mem, 0, bytes);
     a->xe = (int8_t *)a->mem;
@@ -61,35 +64,35 @@ static bool act_alloc(act *a, uint64_t G, uint8_t *stack_buf) {
     return true;
 }
 
-/* One group of 32 activations to int8 (round to nearest); returns dx. */
-TGT_INL float quant32(const float *x, int8_t *q) {
-    __m512 a = _mm512_loadu_ps(x), b = _mm512_loadu_ps(x + 16);
-    float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(a), _mm512_abs_ps(b)));
-    __m512 inv = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
-    _mm_storeu_si128((__m128i *)q,
-                     _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(a, inv))));
-    _mm_storeu_si128((__m128i *)(q + 16),
-                     _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(b, inv))));
-    return amax / 127.0f;
-}
-
+/* Each group of 32 activations to int8 (round to nearest, dx = absmax / 127), written in both
+ * orders, with its code sum and the -8 * sum of each q4 lane's 8 values, all from the int32
+ * codes in registers (decode runs this once per matrix per token). */
 TGT static void prep(act *a, const float *x) {
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
     for (uint64_t g = 0; g < a->G; g++) {
+        __m512 f0 = _mm512_loadu_ps(x + 32 * g), f1 = _mm512_loadu_ps(x + 32 * g + 16);
+        float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(f0), _mm512_abs_ps(f1)));
+        __m512 inv = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+        /* |x| * (127 / amax) rounds to at most 127: the codes fit int8 as they are */
+        __m512i c0 = _mm512_cvtps_epi32(_mm512_mul_ps(f0, inv)),
+                c1 = _mm512_cvtps_epi32(_mm512_mul_ps(f1, inv));
+        a->dx[g] = amax / 127.0f;
         int8_t *q = a->xn + 32 * g;
-        a->dx[g] = quant32(x + 32 * g, q);
-        int s = 0;
-        for (int i = 0; i < 32; i++)
-            s += q[i];
-        a->sg[g] = (float)s;
+        _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(c0));
+        _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(c1));
+        __m512i ev = _mm512_permutex2var_epi32(c0, ie, c1),
+                od = _mm512_permutex2var_epi32(c0, io, c1);
         int8_t *c = a->xe + 128 * (g / 4) + 16 * (g % 4);
-        for (int j = 0; j < 16; j++) {
-            c[j] = q[2 * j];
-            c[64 + j] = q[2 * j + 1];
-        }
-    }
-    for (uint64_t l = 0; l < a->Gp * 4; l++) { /* 16 lanes per 4 groups */
-        const int8_t *c = a->xe + 128 * (l / 16) + 4 * (l % 16);
-        a->corr[l] = -8 * (c[0] + c[1] + c[2] + c[3] + c[64] + c[65] + c[66] + c[67]);
+        _mm_storeu_si128((__m128i *)c, _mm512_cvtepi32_epi8(ev));
+        _mm_storeu_si128((__m128i *)(c + 64), _mm512_cvtepi32_epi8(od));
+        /* lane l of the group's 4 q4 lanes covers evens and odds 4l .. 4l+3 */
+        _Alignas(64) int32_t v[16];
+        _mm512_store_si512(v, _mm512_add_epi32(ev, od));
+        int32_t *corr = a->corr + 4 * g;
+        for (int l = 0; l < 4; l++)
+            corr[l] = -8 * (v[4 * l] + v[4 * l + 1] + v[4 * l + 2] + v[4 * l + 3]);
+        a->sg[g] = (float)_mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
     }
 }
 
@@ -137,6 +140,8 @@ typedef struct {
     __m512i cidx[4]; /* step c: lane l takes the scale of group 4c + l/4 */
     __m512i cperm, cshift; /* q4tp: 16 5-bit codes to dword lanes (vpermb, vpmultishiftqb) */
     __m512 lad0, lad1;     /* q4tp: the row's 32-rung ladder */
+    __m512 lads[16][2];    /* q4tp: the ladders of rows lad_base .. lad_base + 15 */
+    uint64_t lad_base;
 } q4_tab;
 
 TGT static void q4_tab_init(q4_tab *t) {
@@ -248,10 +253,8 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
 TGT_INL __m512 q4_row(const cmf_qmat *m, const act *a, q4_tab *t, const cmf_dtype dt, uint64_t r) {
     const uint64_t G = m->groups, GF = G & ~(uint64_t)15;
     if (dt == CMF_DT_Q4TP) {
-        float lad[32];
-        cq_avx512_q4tp_ladder(m, r, lad);
-        t->lad0 = _mm512_loadu_ps(lad);
-        t->lad1 = _mm512_loadu_ps(lad + 16);
+        t->lad0 = t->lads[r - t->lad_base][0];
+        t->lad1 = t->lads[r - t->lad_base][1];
     }
     __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
     for (uint64_t g = 0; g < GF; g += 16)
@@ -263,7 +266,28 @@ TGT_INL __m512 q4_row(const cmf_qmat *m, const act *a, q4_tab *t, const cmf_dtyp
 TGT_INL void q4_rows(const cmf_qmat *m, const act *a, q4_tab *t, const cmf_dtype dt, float *y,
                      uint64_t r0, uint64_t r1) {
 #define Q4_ROW(r) q4_row(m, a, t, dt, r)
-    ROWS_BY_16(Q4_ROW);
+    if (dt != CMF_DT_Q4TP) {
+        ROWS_BY_16(Q4_ROW);
+        return;
+    }
+    /* q4tp: 16 rows' ladders first. They are independent, so their exp2 chains overlap instead
+     * of each row waiting ~70 cycles on its own before its scales exist (a ladder per row is
+     * a large share of the work on rows of 18-28 groups). */
+    for (uint64_t c0 = r0; c0 < r1; c0 += 16) {
+        uint64_t c1 = c0 + 16 < r1 ? c0 + 16 : r1;
+        for (uint64_t r = c0; r < c1; r++)
+            cq_q4tp_ladder_avx512(m, r, &t->lads[r - c0][0], &t->lads[r - c0][1]);
+        t->lad_base = c0;
+        if (c1 - c0 == 16) {
+            __m512 v[16];
+            for (int k = 0; k < 16; k++)
+                v[k] = q4_row(m, a, t, dt, c0 + (uint64_t)k);
+            _mm512_storeu_ps(y + (c0 - r0), hsum16(v));
+        } else {
+            for (uint64_t r = c0; r < c1; r++)
+                y[r - r0] = _mm512_reduce_add_ps(q4_row(m, a, t, dt, r));
+        }
+    }
 #undef Q4_ROW
 }
 

@@ -169,7 +169,7 @@ static inline void cq_ovl_next(const cmf_qmat *m, uint64_t r, uint64_t *k, const
 void cq_ref_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
                    uint64_t r0, uint64_t r1, unsigned flags);
 
-/* q4tp ladder of row r computed 16 rungs at a time (AVX-512; within ~2 ulp of exp2f). */
+/* q4tp ladder of row r stored as floats (AVX-512; q4tp_ladder_avx512.h, a few ulp of exp2f). */
 void cq_avx512_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);
 
 /* CMF_KF_INT8_ACT paths of the AVX-512 tier (need AVX512_VNNI; cols % 32 == 0; q4_tiled,

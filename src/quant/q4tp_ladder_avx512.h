@@ -1,0 +1,48 @@
+/* q4tp_ladder_avx512.h - a q4tp row's 32-rung scale ladder 2^(lo + i*step) in two vectors
+ * (spec §3.2 q4tp), inline for the kernels that build one per row: a q4tp row of 576-896
+ * columns carries only 18-28 groups, so a ladder per row is a fifth of a decode matvec's work
+ * when it costs two exp2 polynomials and a call. Rungs 0..15 come from one polynomial; rungs
+ * 16..31 are those times 2^(16 step) = (rung 8 / rung 0)^2. Relative error against exp2f: the
+ * polynomial's ~2 ulp, a few ulp more for the upper half (tests/quant/test_kernels.c and
+ * test_kernel_i8dec.c hold every tier to the scalar decode). For files compiled with the
+ * AVX-512 flags (cmake/CortiqModule.cmake). */
+#ifndef CORTIQ_QUANT_Q4TP_LADDER_AVX512_H
+#define CORTIQ_QUANT_Q4TP_LADDER_AVX512_H
+
+#include <immintrin.h>
+#include <stdint.h>
+
+#include "cortiq/kernels.h"
+
+/* 2^x for |x| well inside the float exponent range: round to the nearest integer n, a
+ * degree-7 polynomial on the remainder, scaled by 2^n */
+static inline __m512 cq_exp2_ps_avx512(__m512 x) {
+    __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 f = _mm512_sub_ps(x, n);
+    __m512 p = _mm512_set1_ps(1.525273380405984e-05f);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530393381606e-04f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-03f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618129107628477e-03f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550410866482158e-02f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402265069591007e-01f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931471805599453e-01f));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* Row r's ladder: rungs 0..15 in *l0, 16..31 in *l1. */
+static inline void cq_q4tp_ladder_avx512(const cmf_qmat *m, uint64_t r, __m512 *l0, __m512 *l1) {
+    uint32_t params;
+    __builtin_memcpy(&params, m->scales + 4 * r, 4); /* f16 lo, f16 step */
+    __m512 ls = _mm512_cvtph_ps(_mm256_castsi128_si256(_mm_cvtsi32_si128((int)params)));
+    __m512 lo = _mm512_permutexvar_ps(_mm512_setzero_si512(), ls),
+           st = _mm512_permutexvar_ps(_mm512_set1_epi32(1), ls);
+    const __m512 i16 = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    __m512 v = cq_exp2_ps_avx512(_mm512_fmadd_ps(i16, st, lo));
+    __m512 q = _mm512_div_ps(_mm512_permutexvar_ps(_mm512_set1_epi32(8), v),
+                             _mm512_permutexvar_ps(_mm512_setzero_si512(), v));
+    *l0 = v;
+    *l1 = _mm512_mul_ps(v, _mm512_mul_ps(q, q));
+}
+
+#endif
