@@ -1,6 +1,7 @@
 /* attn_batch.c - batched prefill attention: the tier dispatch, the scratch size, and the scalar
- * reference tier, which handles one (token, head) row at a time with exactly the arithmetic of
- * forward.c's attn_task (the scalar cq_attn_ops loops, expf, tanhf). */
+ * reference tier, which handles one (token, head) row at a time with the scalar cq_attn_ops
+ * loops, expf and tanhf (the arithmetic of the former decode loop, now the scalar tier of
+ * attn_decode.c). */
 #include "engine/attn_batch.h"
 
 #include <math.h>

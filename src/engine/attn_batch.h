@@ -1,7 +1,7 @@
 /* attn_batch.h - causal attention for a block of query tokens (prompt prefill), all query heads
  * of one kv head at once, over the KV cache read as stored (f32, f16 or q8; kv_cache.h).
  *
- * Semantics are those of the per-(token, head) loop in forward.c: token t of the chunk sits at
+ * Semantics are those of the scalar tier's per-(token, head) loop: token t of the chunk sits at
  * position pos0 + t and attends keys lo .. p with p = pos0 + t, lo = 0 or, when window > 0 and
  * p + 1 > window, lo = p + 1 - window. Position x lives in slot x % slots of the ring.
  * score = (q . k) * scale, then tanh(score / softcap) * softcap when softcap > 0, softmax over
@@ -45,13 +45,13 @@ size_t cq_attn_batch_scratch_bytes(uint32_t hd, uint32_t max_keys);
 /* For kv head kvh and chunk tokens [t_begin, t_end): out rows of every query head h with
  * h / group == kvh. Threads may run disjoint (kvh, token range) pairs concurrently, each with
  * its own scratch. Ranges of at least 32 / group tokens fill the AVX-512 row blocks; a single
- * token (decode) leaves most lanes idle, where forward.c's per-row loop is as fast or faster. */
+ * token (decode) leaves most lanes idle: forward.c uses attn_decode.h for it. */
 void cq_attn_batch(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_begin, uint32_t t_end,
                    float *scratch);
 
 /* The tiers, for tests and benchmarks; cq_attn_batch picks by cq_cpu_isa(). A tier whose lane
  * width does not divide hd (AVX-512: 16, AVX2: 8) hands the call to the next lower tier. The
- * scalar tier is the reference: one row at a time, the arithmetic of forward.c's attn_task. */
+ * scalar tier is the reference: one row at a time (cq_attn_ops loops, expf, tanhf). */
 void cq_attn_batch_scalar(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_begin,
                           uint32_t t_end, float *scratch);
 void cq_attn_batch_avx2(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_begin, uint32_t t_end,

@@ -3,43 +3,18 @@
  * to Qt[i][row]; for eight keys at a time, each key row (widened once from f16 / q8) is
  * broadcast element by element against Qt, giving two 16-row score vectors per key without
  * horizontal sums (16 accumulators; 10 loads per 16 FMAs). Softmax runs across lanes with
- * exp16 below. Values: 4 rows x 64 outputs (16 accumulators) per pass, each value row loaded
- * and widened once per 4 rows. */
+ * exp16 (attn_math_avx512.h). Values: 4 rows x 64 outputs (16 accumulators) per pass, each value
+ * row loaded and widened once per 4 rows. */
 #include <immintrin.h>
 #include <math.h>
 
 #include "engine/attn_batch_impl.h"
+#include "engine/attn_math_avx512.h"
 
 #define L  32 /* rows per block: two vectors of 16 lanes */
 #define VW 16 /* floats per vector */
 #define KP CQ_ATTN_KEYS_PER_PASS
 #define AI static inline __attribute__((always_inline))
-
-/* exp with the bound stated in attn_batch.h: x = n ln2 + r, |r| <= ln2/2, 2^n from the exponent
- * bits, e^r from its degree-7 Taylor polynomial. */
-static inline __m512 exp16(__m512 x) {
-    const __m512 lo = _mm512_set1_ps(-87.33654f), hi = _mm512_set1_ps(88.0f);
-    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    __mmask16 tiny = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
-    __m512 xc = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
-                                    _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc); /* ln2 in two parts */
-    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.0f / 5040);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    __m512i e =
-        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-    y = _mm512_mask_mov_ps(y, tiny, _mm512_setzero_ps());
-    return _mm512_mask_mov_ps(y, nan, x);
-}
 
 void cq_attn_exp_avx512(float *x, size_t n) {
     size_t i = 0;
@@ -49,17 +24,6 @@ void cq_attn_exp_avx512(float *x, size_t n) {
         __mmask16 mk = (__mmask16)((1u << (n - i)) - 1);
         _mm512_mask_storeu_ps(x + i, mk, exp16(_mm512_maskz_loadu_ps(mk, x + i)));
     }
-}
-
-/* tanh(y) = sign(y) (1 - 2 / (e^{2|y|} + 1)); absolute error a few 1e-8 */
-static inline __m512 tanh16(__m512 y) {
-    __m512 ay = _mm512_abs_ps(y);
-    __m512 e = exp16(_mm512_min_ps(_mm512_add_ps(ay, ay), _mm512_set1_ps(88.0f)));
-    __m512 t =
-        _mm512_sub_ps(_mm512_set1_ps(1.0f),
-                      _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
-    __m512i sign = _mm512_and_si512(_mm512_castps_si512(y), _mm512_set1_epi32((int)0x80000000u));
-    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t), sign));
 }
 
 /* 16 cache values at p as floats (lanes outside mk read nothing and give 0) */
@@ -90,7 +54,7 @@ AI __m512 score_out(const cq_attn_batch_args *a, __m512 s, float ks, __m512i lo,
     __mmask16 in = _mm512_cmple_epi32_mask(lo, pv) & _mm512_cmple_epi32_mask(pv, hi);
     x = _mm512_mask_mov_ps(_mm512_set1_ps(-INFINITY), in, x);
     _mm512_storeu_ps(st, x);
-    return _mm512_max_ps(x, mx); /* a NaN score does not raise the max, as in attn_task */
+    return _mm512_max_ps(x, mx); /* a NaN score does not raise the max, as in the scalar tier */
 }
 
 #define SCORE2(K)                                                                                  \
@@ -219,7 +183,7 @@ AI void exps(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b, 
 
 /* Rows r0 .. r0+3, outputs i0 .. i0+63 (the masks cut the last chunk to hd): the weighted sum
  * of the values over the rows' key ranges, divided by the rows' sums. A key outside a row's
- * range is skipped for that row rather than weighted by 0, as attn_task never reads it. */
+ * range is skipped for that row rather than weighted by 0, as the scalar tier never reads it. */
 AI void values4(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b, const float *St,
                 const float *inv, uint32_t r0, uint32_t i0, ld_fn ld) {
     const cq_kv_layer *c = a->kv;

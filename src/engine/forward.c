@@ -9,7 +9,7 @@
 
 #include "engine/act_ops.h"
 #include "engine/attn_batch.h"
-#include "engine/attn_ops.h"
+#include "engine/attn_decode.h"
 #include "engine/kv_cache.h"
 #include "engine/model.h"
 
@@ -23,7 +23,7 @@ struct cortiq_session {
     cortiq_kv_type kv_type;
     cq_kv_layer *kv; /* per layer; slots = ctx, or window + CQ_BATCH for sliding layers (a ring) */
     /* scratch for one chunk of up to CQ_BATCH tokens */
-    float *x, *xn, *q, *k, *v, *att, *o, *g, *u, *scores, *logits;
+    float *x, *xn, *q, *k, *v, *att, *o, *g, *u, *logits;
     uint32_t max_ffn, max_qd;
     /* integer prefill GEMM (model->prefill_qact): the quantized batch, per-thread panels */
     void *qa_mem;
@@ -33,6 +33,11 @@ struct cortiq_session {
     /* batched prefill attention (attn_batch.h): per-thread scratch */
     float *ab_scratch;
     size_t ab_stride; /* floats per thread */
+    /* decode attention (attn_decode.h): per-thread scratch, the chunks' partials, and per kv
+     * head the count of finished chunks */
+    float *ad_scratch, *ad_part;
+    size_t ad_stride; /* floats per thread */
+    atomic_uint *ad_done;
 };
 
 const char *cortiq_kv_type_name(cortiq_kv_type t) {
@@ -88,11 +93,19 @@ cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_typ
     s->v = malloc(B * kvd * sizeof(float));
     s->g = malloc(B * s->max_ffn * sizeof(float));
     s->u = malloc(B * s->max_ffn * sizeof(float));
-    s->scores = malloc((size_t)cq_pool_size(m->pool) * ctx * sizeof(float));
     s->logits = malloc((size_t)m->vocab * sizeof(float));
     s->ab_stride = (cq_attn_batch_scratch_bytes(m->head_dim, ctx) + 63) / 64 * 16;
     s->ab_scratch = aligned_alloc(64, cq_pool_size(m->pool) * s->ab_stride * sizeof(float));
     ok = ok && s->ab_scratch;
+    uint32_t max_group = 1;
+    for (uint32_t l = 0; l < m->n_layers; l++)
+        if (m->layers[l].n_heads / m->n_kv > max_group) max_group = m->layers[l].n_heads / m->n_kv;
+    s->ad_stride = (cq_attn_decode_scratch_floats(m->head_dim, max_group, ctx) + 15) / 16 * 16;
+    s->ad_scratch = aligned_alloc(64, cq_pool_size(m->pool) * s->ad_stride * sizeof(float));
+    s->ad_part =
+        malloc(cq_attn_decode_part_floats(s->max_qd / m->head_dim, m->head_dim) * sizeof(float));
+    s->ad_done = malloc(m->n_kv * sizeof *s->ad_done);
+    ok = ok && s->ad_scratch && s->ad_part && s->ad_done;
     if (m->prefill_qact) {
         size_t cols = H > s->max_qd ? H : s->max_qd;
         if (s->max_ffn > cols) cols = s->max_ffn;
@@ -102,7 +115,7 @@ cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_typ
         ok = ok && s->qa_mem && s->qa_scratch;
     }
     if (!ok || !s->x || !s->xn || !s->o || !s->q || !s->att || !s->k || !s->v || !s->g || !s->u ||
-        !s->scores || !s->logits) {
+        !s->logits) {
         cortiq_session_free(s);
         return cmf_err_set(err, CMF_E_NOMEM, "session", "KV cache for %u positions", ctx);
     }
@@ -116,8 +129,9 @@ void cortiq_session_free(cortiq_session *s) {
         cq_kv_layer_free(&s->kv[l]);
     free(s->kv);
     free(s->x), free(s->xn), free(s->o), free(s->q), free(s->att), free(s->k), free(s->v);
-    free(s->g), free(s->u), free(s->scores), free(s->logits);
+    free(s->g), free(s->u), free(s->logits);
     free(s->qa_mem), free(s->qa_scratch), free(s->ab_scratch);
+    free(s->ad_scratch), free(s->ad_part), free(s->ad_done);
     free(s);
 }
 
@@ -247,56 +261,6 @@ static void matmul(cortiq_session *s, const cmf_qmat *w, const float *X, size_t 
                    size_t ldy) {
     mm_job j = {{{w, Y, ldy}}, 1, X, n, s->m->kflags, 0, s->m->act, NULL, NULL, 0, s->m->q4flags};
     cq_pool_run(s->m->pool, mm_task, &j);
-}
-
-typedef struct attn_job {
-    cortiq_session *s;
-    const cq_layer *y;
-    const cq_kv_layer *c;
-    size_t n;
-    uint32_t pos0;
-    const cq_attn_ops *ops;
-} attn_job;
-
-static void attn_task(void *ctx, unsigned tid, unsigned nt) {
-    attn_job *j = ctx;
-    cortiq_model *m = j->s->m;
-    const cq_layer *y = j->y;
-    const cq_attn_ops *ops = j->ops;
-    uint32_t hd = m->head_dim, nh = y->n_heads, group = nh / m->n_kv, slots = j->c->slots;
-    size_t qd = (size_t)nh * hd;
-    float *sc = j->s->scores + (size_t)tid * j->s->ctx;
-    size_t total = j->n * nh;
-    for (size_t w = tid; w < total; w += nt) {
-        size_t t = w / nh;
-        uint32_t h = (uint32_t)(w % nh), kvh = h / group;
-        uint32_t p = j->pos0 + (uint32_t)t;
-        uint32_t lo = 0;
-        if (y->sliding && p + 1 > m->sliding_window) lo = p + 1 - m->sliding_window;
-        uint32_t cnt = p + 1 - lo, s0 = lo % slots;
-        /* the keys lo..p sit in at most two contiguous runs of the ring */
-        uint32_t run1 = cnt < slots - s0 ? cnt : slots - s0, run2 = cnt - run1;
-        const float *q = j->s->q + t * qd + (size_t)h * hd;
-        cq_kv_dots(ops, j->c, kvh, q, s0, run1, sc);
-        if (run2) cq_kv_dots(ops, j->c, kvh, q, 0, run2, sc + run1);
-        float mx = -INFINITY;
-        for (uint32_t k = 0; k < cnt; k++) {
-            float d = sc[k] * m->attn_scale;
-            if (m->attn_softcap > 0) d = tanhf(d / m->attn_softcap) * m->attn_softcap;
-            sc[k] = d;
-            if (d > mx) mx = d;
-        }
-        float sum = 0;
-        for (uint32_t k = 0; k < cnt; k++)
-            sum += sc[k] = expf(sc[k] - mx);
-        float inv = 1.0f / sum;
-        for (uint32_t k = 0; k < cnt; k++)
-            sc[k] *= inv;
-        float *out = j->s->att + t * qd + (size_t)h * hd;
-        memset(out, 0, hd * sizeof(float));
-        cq_kv_axpys(ops, j->c, kvh, out, sc, s0, run1);
-        if (run2) cq_kv_axpys(ops, j->c, kvh, out, sc + run1, 0, run2);
-    }
 }
 
 /* ---- per-token work of a layer, split over the threads by tokens for a batch ----
@@ -434,12 +398,51 @@ static void attn_batch_task(void *ctx, unsigned tid, unsigned nt) {
     }
 }
 
+/* Decode attention: units of (kv head, key chunk) handed out dynamically; the thread that
+ * finishes the last chunk of a kv head merges that head's chunks. */
+typedef struct attn_decode_job {
+    cq_attn_decode_args a;
+    uint32_t n_kv, n_chunks;
+    float *scratch;
+    size_t stride;
+    atomic_uint next;
+    atomic_uint *done; /* per kv head: chunks finished */
+} attn_decode_job;
+
+static void attn_decode_task(void *ctx, unsigned tid, unsigned nt) {
+    (void)nt;
+    attn_decode_job *j = ctx;
+    float *scratch = j->scratch + tid * j->stride;
+    for (;;) {
+        unsigned u = atomic_fetch_add(&j->next, 1);
+        if (u >= j->n_kv * j->n_chunks) break;
+        uint32_t kvh = u / j->n_chunks, ch = u % j->n_chunks;
+        cq_attn_decode_unit(&j->a, kvh, ch, scratch);
+        /* seq_cst: the last finisher sees every other chunk's partials */
+        if (atomic_fetch_add(&j->done[kvh], 1) + 1 == j->n_chunks)
+            cq_attn_decode_combine(&j->a, kvh);
+    }
+}
+
 static void attention(cortiq_session *s, const cq_layer *y, cq_kv_layer *c, size_t n,
                       uint32_t pos0) {
     cortiq_model *m = s->m;
-    if (n == 1) { /* decode: the per-(token, head) loop is as fast and exact */
-        attn_job aj = {s, y, c, n, pos0, cq_attn_ops_get()};
-        cq_pool_run(m->pool, attn_task, &aj);
+    if (n == 1) {
+        attn_decode_job j = {{c, s->q, s->att, s->ad_part, y->n_heads, pos0,
+                              y->sliding ? m->sliding_window : 0, 0, m->attn_scale,
+                              m->attn_softcap},
+                             m->n_kv,
+                             0,
+                             s->ad_scratch,
+                             s->ad_stride,
+                             0,
+                             s->ad_done};
+        uint32_t keys = pos0 + 1 - cq_attn_decode_first_key(&j.a);
+        j.a.chunk = cq_attn_decode_chunk(keys, m->n_kv, cq_pool_size(m->pool));
+        j.n_chunks = cq_attn_decode_chunks(&j.a);
+        for (uint32_t h = 0; h < m->n_kv; h++)
+            atomic_store(&s->ad_done[h], 0);
+        cq_pool_run(m->pool, attn_decode_task, &j);
         return;
     }
     uint32_t group = y->n_heads / m->n_kv, range = (CQ_ATTN_BATCH_ROWS + group - 1) / group;
