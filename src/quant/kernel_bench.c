@@ -171,9 +171,9 @@ double cq_bench_matmul(const cmf_qmat *m, const float *X, size_t n, float *Y, un
 double cq_bench_matmul_near_bw(const cmf_qmat *m, const float *X, size_t n, float *Y,
                                unsigned nthreads, unsigned reps, unsigned flags, double *cpu_s,
                                cq_bench_bw *bw, double *bw_gbs, double *bw_cpu_gbs) {
-    double c0 = 0, c1 = 0, b0 = cq_bench_bw_run(bw, CQ_BENCH_NEAR_REPS, &c0);
+    double c0 = 0, c1 = 0, b0 = cq_bench_bw_run(bw, reps, &c0);
     double t = cq_bench_matmul(m, X, n, Y, nthreads, reps, flags, cpu_s);
-    double b1 = cq_bench_bw_run(bw, CQ_BENCH_NEAR_REPS, &c1);
+    double b1 = cq_bench_bw_run(bw, reps, &c1);
     if (b0 <= 0 || b1 <= 0 || t <= 0) return -1;
     *bw_gbs = b0 > b1 ? b0 : b1;
     if (bw_cpu_gbs) *bw_cpu_gbs = c0 > c1 ? c0 : c1;

@@ -37,13 +37,11 @@ void cq_bench_bw_free(cq_bench_bw *b);
 double cq_bench_matmul(const cmf_qmat *m, const float *X, size_t n, float *Y, unsigned nthreads,
                        unsigned reps, unsigned flags, double *cpu_s);
 
-/* Probe passes on each side of a kernel timing in cq_bench_matmul_near_bw. */
-#define CQ_BENCH_NEAR_REPS 2
-
-/* cq_bench_matmul bracketed by bandwidth probes (CQ_BENCH_NEAR_REPS passes just before and
- * just after): *bw_gbs / *bw_cpu_gbs receive the higher of the two sides' best, i.e. the
- * bandwidth the machine showed while the kernel ran, erring high (so a percentage of it errs
- * low). Negative when a measurement fails. */
+/* cq_bench_matmul bracketed by bandwidth probes: the best of `reps` probe passes just before
+ * and the best of `reps` just after (as many as the kernel's timed calls, so neither side gets
+ * more chances at a lucky pass). *bw_gbs / *bw_cpu_gbs receive the higher of the two sides,
+ * i.e. the bandwidth the machine showed while the kernel ran, erring high (so a percentage of
+ * it errs low). Negative when a measurement fails. */
 double cq_bench_matmul_near_bw(const cmf_qmat *m, const float *X, size_t n, float *Y,
                                unsigned nthreads, unsigned reps, unsigned flags, double *cpu_s,
                                cq_bench_bw *bw, double *bw_gbs, double *bw_cpu_gbs);
