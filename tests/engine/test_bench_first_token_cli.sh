@@ -2,7 +2,7 @@
 # `cortiq bench` fields for cold-start measurements (bench/vs_llamacpp): first_token_s (from the
 # start of the model load to the first generated token, so never below load_s) with its
 # CLOCK_MONOTONIC reading, and with --text the tokenizer / chat template build times (on a worker
-# thread) and how long the first token waited for them (never more than the build took).
+# thread) and how long the first token waited for them.
 set -euo pipefail
 bin=$CORTIQ_BIN
 tmp=$(mktemp -d)
@@ -25,7 +25,4 @@ grep -qE '"tokenizer_load_s": [0-9]+\.[0-9]+, "template_load_s": [0-9]+\.[0-9]+,
   || { echo "--text: tokenizer/template fields"; cat "$tmp/text.json"; fail=1; }
 "$bin" bench "$tmp/m.cmf" -p 8 -n 2 -r 1 --text | grep -qE '^  first token [0-9.]+ s after the load started \(tokenizer [0-9.]+ ms, chat template [0-9.]+ ms on a worker; waited [0-9.]+ ms\)$' \
   || { echo "--text: text line"; fail=1; }
-awk -v w="$(field text_wait_s "$tmp/text.json")" -v t="$(field tokenizer_load_s "$tmp/text.json")" \
-    -v c="$(field template_load_s "$tmp/text.json")" 'BEGIN { exit !(w <= t + c + 0.001) }' \
-  || { echo "--text: waited longer than the build took"; cat "$tmp/text.json"; fail=1; }
 exit $fail
