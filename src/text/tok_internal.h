@@ -54,9 +54,16 @@ typedef struct tok_strtab {
 } tok_strtab;
 
 uint64_t tok_hash_bytes(const void *p, size_t n);
+/* malloc for blocks of many MiB that are filled or read at random (huge pages where the OS has
+ * them); free() releases it, realloc() may move it. */
+void *tok_big_alloc(size_t bytes);
 bool tok_strtab_init(tok_strtab *t, size_t expect);
 /* Insert (or overwrite the id of) a string; false on allocation failure. */
 bool tok_strtab_put(tok_strtab *t, const char *s, size_t len, int32_t id);
+/* The same insert with h = tok_hash_bytes(s, len) computed by the caller (see the prefetch). */
+bool tok_strtab_put_hashed(tok_strtab *t, const char *s, size_t len, int32_t id, uint64_t h);
+/* Make room for `bytes` more string bytes up front (inserts then never move the arena). */
+bool tok_strtab_reserve(tok_strtab *t, size_t bytes);
 int32_t tok_strtab_get(const tok_strtab *t, const char *s, size_t len); /* -1 if absent */
 /* The same lookup with h = tok_hash_bytes(s, len) computed by the caller, and a prefetch of the
  * slot a hash probes first (bulk loaders hide memory latency with them). */

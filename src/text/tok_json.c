@@ -37,12 +37,16 @@ static bool new_node(parser *p, uint32_t *idx) {
     return true;
 }
 
+/* Locals, not p->pos: stores through char pointers elsewhere would force a reload per byte. */
 static void skip_ws(parser *p) {
-    while (p->pos < p->len) {
-        char c = p->s[p->pos];
+    const char *s = p->s;
+    size_t i = p->pos, n = p->len;
+    while (i < n) {
+        char c = s[i];
         if (c != ' ' && c != '\n' && c != '\r' && c != '\t') break;
-        p->pos++;
+        i++;
     }
+    p->pos = i;
 }
 
 static int hex4(const char *s) {
@@ -62,9 +66,18 @@ static int hex4(const char *s) {
 /* Parse a string at p->pos (on the opening quote), unescaping in place: the result occupies
  * s[start, start+len) where start is just after the quote (an escape never grows when decoded). */
 static bool parse_string(parser *p, uint32_t *off, uint32_t *slen) {
-    size_t start = ++p->pos, r = start, w = start;
+    size_t start = ++p->pos, r = start;
     char *s = p->s;
-    bool ascii = true;
+    /* Most strings have no escape: find their end without moving bytes. */
+    unsigned char seen = 0;
+    while (r < p->len) {
+        unsigned char c = (unsigned char)s[r];
+        if (c == '"' || c == '\\' || c < 0x20) break;
+        seen |= c;
+        r++;
+    }
+    size_t w = r;
+    bool ascii = seen < 0x80;
     for (;;) {
         if (r >= p->len) return fail(p, "unterminated string");
         unsigned char c = (unsigned char)s[r];
@@ -212,9 +225,11 @@ static bool parse_number(parser *p, tj_node *n) {
     if (k >= sizeof tmp) return fail(p, "number longer than 63 characters");
     memcpy(tmp, s + b, k);
     tmp[k] = 0;
-    if (is_int && k <= 18) {
+    if (is_int && k <= 18) { /* "-?[0-9]{1,18}": fits int64 */
+        int64_t v = 0;
+        for (size_t d = tmp[0] == '-'; d < k; d++) v = v * 10 + (tmp[d] - '0');
         n->is_int = 1;
-        n->v.i = strtoll(tmp, NULL, 10);
+        n->v.i = tmp[0] == '-' ? -v : v;
     } else if (!serde_f64(tmp, k, &n->v.d)) {
         n->v.d = strtod(tmp, NULL);
     }
@@ -296,10 +311,15 @@ static bool parse_value(parser *p, uint32_t idx, int depth) {
 cmf_status tj_parse(const char *json, size_t len, tj_doc *doc, cmf_err *err) {
     memset(doc, 0, sizeof *doc);
     if (len >= UINT32_MAX) return cmf_err_set(err, CMF_E_LIMIT, "tokenizer.json", "%zu bytes: over 4 GiB", len);
-    doc->buf = malloc(len + 1);
+    doc->buf = tok_big_alloc(len + 1);
     if (!doc->buf) return cmf_err_set(err, CMF_E_NOMEM, "tokenizer.json", "out of memory");
     if (len) memcpy(doc->buf, json, len);
     doc->buf[len] = 0;
+    /* Size the node array from the input once (tokenizer.json files hold one value per ~10-20
+     * bytes) instead of doubling it from small: each doubling copied every node so far. */
+    size_t guess = len / 8 + 1024;
+    if (guess <= SIZE_MAX / sizeof *doc->n && (doc->n = tok_big_alloc(guess * sizeof *doc->n)))
+        doc->cap = guess;
     parser p = {doc, doc->buf, len, 0, NULL};
     uint32_t root;
     bool ok = new_node(&p, &root) && parse_value(&p, root, 0);

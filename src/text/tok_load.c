@@ -50,10 +50,15 @@ static cmf_status opt_string(tjv m, const char *k, char **out, size_t *len, cmf_
     return CMF_OK;
 }
 
+#define VOCAB_BATCH 64
+
+/* Validate every id and size the string arena first; then insert in batches: hash and prefetch
+ * a batch's slots, then insert them, so the random writes into a large table overlap. */
 static cmf_status load_vocab(cmf_tokenizer *tok, tjv vocab, int64_t *max_id, cmf_err *err) {
     if (!tj_is(vocab, TJ_OBJ)) return cmf_err_set(err, CMF_E_PARSE, CTX, "model.vocab must be an object");
     if (!tok_strtab_init(&tok->vocab, tj_size(vocab)))
         return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for the vocabulary");
+    size_t bytes = 0;
     for (tjv v = tj_first(vocab); v.d; v = tj_next(v)) {
         size_t klen;
         const char *key = tj_key(v, &klen);
@@ -62,9 +67,31 @@ static cmf_status load_vocab(cmf_tokenizer *tok, tjv vocab, int64_t *max_id, cmf
         if (id < 0 || id > MAX_ID)
             return cmf_err_set(err, CMF_E_PARSE, CTX, "model.vocab[\"%.*s\"]: id must be an integer in [0, %d]",
                                (int)(klen > 64 ? 64 : klen), key, MAX_ID);
-        if (!tok_strtab_put(&tok->vocab, key, klen, (int32_t)id))
-            return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for the vocabulary");
+        bytes += klen; /* keys lie inside the < 4 GiB document: no overflow */
         if (id > *max_id) *max_id = id;
+    }
+    if (!tok_strtab_reserve(&tok->vocab, bytes))
+        return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for the vocabulary");
+    uint64_t hash[VOCAB_BATCH];
+    tjv v = tj_first(vocab);
+    while (v.d) {
+        tjv batch = v;
+        size_t cnt = 0;
+        for (; v.d && cnt < VOCAB_BATCH; v = tj_next(v), cnt++) {
+            size_t klen;
+            const char *key = tj_key(v, &klen);
+            hash[cnt] = tok_hash_bytes(key, klen);
+            tok_strtab_prefetch(&tok->vocab, hash[cnt]);
+        }
+        v = batch;
+        for (size_t k = 0; k < cnt; k++, v = tj_next(v)) {
+            size_t klen;
+            const char *key = tj_key(v, &klen);
+            int64_t id = -1;
+            tj_int(v, &id);
+            if (!tok_strtab_put_hashed(&tok->vocab, key, klen, (int32_t)id, hash[k]))
+                return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for the vocabulary");
+        }
     }
     return CMF_OK;
 }
@@ -414,10 +441,21 @@ cmf_status cmf_tokenizer_load_file(const char *path, cmf_tokenizer **out, cmf_er
     FILE *f = fopen(path, "rb");
     if (!f) return cmf_err_set(err, CMF_E_IO, path, "cannot open");
     tok_buf b = {0};
-    char chunk[1 << 16];
+    /* Read straight into a buffer of the file's size (no chunk copies, no doubling); the loop
+     * still grows it if the size was unknown or the file grew. */
+    long size = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
+    rewind(f); /* a pipe cannot seek, but nothing was read from it yet */
+    bool ok = size <= 0 || tok_buf_reserve(&b, (size_t)size + 1);
     size_t n;
-    bool ok = true;
-    while (ok && (n = fread(chunk, 1, sizeof chunk, f)) > 0) ok = tok_buf_put(&b, chunk, n);
+    while (ok) {
+        if (b.cap - b.len < 2 && !tok_buf_reserve(&b, 1 << 16)) {
+            ok = false;
+            break;
+        }
+        if ((n = fread(b.p + b.len, 1, b.cap - b.len - 1, f)) == 0) break;
+        b.len += n;
+        b.p[b.len] = 0;
+    }
     bool rerr = ferror(f) != 0;
     fclose(f);
     if (!ok) {

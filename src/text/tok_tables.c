@@ -2,6 +2,9 @@
  * string -> id hash table and the merge-pair table. All sizes are overflow-checked. */
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "common/checked.h"
 #include "text/tok_internal.h"
@@ -95,8 +98,24 @@ static size_t pow2_slots(size_t expect) {
     return n;
 }
 
+/* Large hash tables are read at random (a big vocabulary's table is ~16 MiB): on Linux, ask for
+ * transparent huge pages so the lookups do not miss the TLB on nearly every probe, and so that
+ * filling tens of MiB takes a few page faults instead of thousands. free()-able. */
+void *tok_big_alloc(size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    const size_t huge = (size_t)2 << 20;
+    if (bytes >= 2 * huge) {
+        void *p = NULL;
+        if (posix_memalign(&p, huge, bytes) != 0) return NULL;
+        madvise(p, bytes & ~(huge - 1), MADV_HUGEPAGE); /* advisory: failure is harmless */
+        return p;
+    }
+#endif
+    return malloc(bytes);
+}
+
 static struct tok_str_entry *slots_new(size_t n) {
-    struct tok_str_entry *sl = malloc(n * sizeof *sl);
+    struct tok_str_entry *sl = tok_big_alloc(n * sizeof *sl);
     if (sl)
         for (size_t i = 0; i < n; i++) sl[i].off = TOK_SLOT_EMPTY;
     return sl;
@@ -137,9 +156,19 @@ static inline bool entry_eq(const tok_strtab *t, const struct tok_str_entry *e, 
     return len <= 8 || memcmp(t->arena + e->off + 8, s + 8, len - 8) == 0;
 }
 
+bool tok_strtab_reserve(tok_strtab *t, size_t bytes) {
+    size_t need;
+    return ck_add_size(t->arena_len, bytes, &need) && ck_add_size(need, 1, &need) &&
+           grow((void **)&t->arena, &t->arena_cap, need, 1);
+}
+
 bool tok_strtab_put(tok_strtab *t, const char *s, size_t len, int32_t id) {
+    return tok_strtab_put_hashed(t, s, len, id, tok_hash_bytes(s, len));
+}
+
+bool tok_strtab_put_hashed(tok_strtab *t, const char *s, size_t len, int32_t id, uint64_t h) {
     if (len > UINT32_MAX) return false;
-    uint64_t h = tok_hash_bytes(s, len), hd = head8(s, len);
+    uint64_t hd = head8(s, len);
     size_t k = (size_t)h & (t->nslots - 1);
     while (t->slots[k].off != TOK_SLOT_EMPTY) {
         struct tok_str_entry *e = &t->slots[k];
@@ -196,9 +225,10 @@ static inline uint64_t mix64(uint64_t x) {
 bool tok_merges_init(tok_merges *m, size_t expect) {
     memset(m, 0, sizeof *m);
     m->nslots = pow2_slots(expect);
-    m->keys = calloc(m->nslots, sizeof *m->keys);
-    m->rank = malloc(m->nslots * sizeof *m->rank);
-    m->merged = malloc(m->nslots * sizeof *m->merged);
+    m->keys = tok_big_alloc(m->nslots * sizeof *m->keys);
+    m->rank = tok_big_alloc(m->nslots * sizeof *m->rank);
+    m->merged = tok_big_alloc(m->nslots * sizeof *m->merged);
+    if (m->keys) memset(m->keys, 0, m->nslots * sizeof *m->keys);
     return m->keys && m->rank && m->merged;
 }
 
