@@ -44,9 +44,9 @@ static int load_src(const char *cmd, const char *path, cmf_tokenizer **tok) {
     }
     unsigned char magic[4] = {0};
     size_t got = fread(magic, 1, 4, f);
-    fclose(f);
     cmf_status st;
     if (got == 4 && !memcmp(magic, "CMF\x01", 4)) {
+        fclose(f);
         cmf_file *cf = NULL;
         st = cmf_open(path, 0, &cf, &err);
         if (st) {
@@ -56,14 +56,32 @@ static int load_src(const char *cmd, const char *path, cmf_tokenizer **tok) {
         size_t len;
         const uint8_t *v = cmf_file_vocab(cf, &len);
         if (!v) {
-            fprintf(stderr, "cortiq %s: %s: the file has no tokenizer (vocab section, spec §6)\n", cmd, path);
+            fprintf(stderr, "cortiq %s: %s: the file has no tokenizer (vocab section, spec §6)\n",
+                    cmd, path);
             cmf_close(cf);
             return CLI_EXIT_INVALID;
         }
         st = cmf_tokenizer_load((const char *)v, len, tok, &err);
         cmf_close(cf);
     } else {
-        st = cmf_tokenizer_load_file(path, tok, &err);
+        /* a tokenizer.json: the rest of this stream after the bytes already read, so that a
+         * pipe (SRC = /dev/stdin) works too */
+        size_t rest = 0;
+        char *tail = read_all(f, &rest);
+        fclose(f);
+        char *all = tail && rest <= SIZE_MAX - got - 1 ? malloc(got + rest + 1) : NULL;
+        if (!all) {
+            free(tail);
+            fprintf(stderr, "cortiq %s: %s: %s\n", cmd, path,
+                    tail ? "out of memory" : "read error or out of memory");
+            return CLI_EXIT_SYSTEM;
+        }
+        memcpy(all, magic, got);
+        memcpy(all + got, tail, rest);
+        all[got + rest] = 0;
+        free(tail);
+        st = cmf_tokenizer_load(all, got + rest, tok, &err);
+        free(all);
     }
     if (st) {
         cli_error(&err);
@@ -77,26 +95,39 @@ static void json_bytes(const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         switch (c) {
-        case '"': fputs("\\\"", stdout); break;
-        case '\\': fputs("\\\\", stdout); break;
-        case '\n': fputs("\\n", stdout); break;
-        case '\r': fputs("\\r", stdout); break;
-        case '\t': fputs("\\t", stdout); break;
+        case '"':
+            fputs("\\\"", stdout);
+            break;
+        case '\\':
+            fputs("\\\\", stdout);
+            break;
+        case '\n':
+            fputs("\\n", stdout);
+            break;
+        case '\r':
+            fputs("\\r", stdout);
+            break;
+        case '\t':
+            fputs("\\t", stdout);
+            break;
         default:
-            if (c < 0x20) printf("\\u%04x", c);
-            else putchar(c);
+            if (c < 0x20)
+                printf("\\u%04x", c);
+            else
+                putchar(c);
         }
     }
     putchar('"');
 }
 
 static void tokenize_usage(void) {
-    printf("usage: cortiq tokenize SRC TEXT|- [--json] [--no-special]\n"
-           "  Encode TEXT (or stdin with '-') with the tokenizer of SRC: a .cmf file (its vocab\n"
-           "  section) or a Hugging Face tokenizer.json. Prints the ids on one line, then one line\n"
-           "  per token: id, TAB, the token string as a JSON literal.\n"
-           "  --json        print {\"ids\": [...], \"pieces\": [...]} instead\n"
-           "  --no-special  do not add the post-processor's special tokens (BOS/EOS)\n");
+    printf(
+        "usage: cortiq tokenize SRC TEXT|- [--json] [--no-special]\n"
+        "  Encode TEXT (or stdin with '-') with the tokenizer of SRC: a .cmf file (its vocab\n"
+        "  section) or a Hugging Face tokenizer.json. Prints the ids on one line, then one line\n"
+        "  per token: id, TAB, the token string as a JSON literal.\n"
+        "  --json        print {\"ids\": [...], \"pieces\": [...]} instead\n"
+        "  --no-special  do not add the post-processor's special tokens (BOS/EOS)\n");
 }
 
 int cmd_tokenize(int argc, char **argv) {
@@ -107,13 +138,19 @@ int cmd_tokenize(int argc, char **argv) {
             tokenize_usage();
             return CLI_EXIT_OK;
         }
-        if (!strcmp(argv[i], "--json")) json = true;
-        else if (!strcmp(argv[i], "--no-special")) special = false;
+        if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (!strcmp(argv[i], "--no-special"))
+            special = false;
         else if (argv[i][0] == '-' && argv[i][1] && strcmp(argv[i], "--") != 0)
             return cli_usage_error("tokenize", "unknown option '%s'", argv[i]);
-        else if (!src) src = argv[i];
-        else if (!text_arg) text_arg = argv[i];
-        else return cli_usage_error("tokenize", "unexpected argument '%s' (quote the text)", argv[i]);
+        else if (!src)
+            src = argv[i];
+        else if (!text_arg)
+            text_arg = argv[i];
+        else
+            return cli_usage_error("tokenize", "unexpected argument '%s' (quote the text)",
+                                   argv[i]);
     }
     if (!src || !text_arg) return cli_usage_error("tokenize", "need SRC and TEXT (see --help)");
     size_t len;
@@ -146,7 +183,8 @@ int cmd_tokenize(int argc, char **argv) {
     }
     if (json) {
         fputs("{\"ids\": [", stdout);
-        for (size_t i = 0; i < n; i++) printf("%s%d", i ? ", " : "", ids[i]);
+        for (size_t i = 0; i < n; i++)
+            printf("%s%d", i ? ", " : "", ids[i]);
         fputs("], \"pieces\": [", stdout);
         for (size_t i = 0; i < n; i++) {
             size_t pl = 0;
@@ -156,7 +194,8 @@ int cmd_tokenize(int argc, char **argv) {
         }
         fputs("]}\n", stdout);
     } else {
-        for (size_t i = 0; i < n; i++) printf("%s%d", i ? " " : "", ids[i]);
+        for (size_t i = 0; i < n; i++)
+            printf("%s%d", i ? " " : "", ids[i]);
         putchar('\n');
         for (size_t i = 0; i < n; i++) {
             size_t pl = 0;
@@ -190,7 +229,8 @@ static int parse_ids(const char *s, int32_t **ids, size_t *n, size_t *cap) {
         }
         char num[24];
         size_t k = 0;
-        while (*p && !strchr(" ,\t\r\n[]", *p) && k < sizeof num - 1) num[k++] = *p++;
+        while (*p && !strchr(" ,\t\r\n[]", *p) && k < sizeof num - 1)
+            num[k++] = *p++;
         num[k] = 0;
         uint64_t v;
         if (!cli_parse_u64(num, &v) || v > INT32_MAX) {
@@ -222,10 +262,14 @@ int cmd_detokenize(int argc, char **argv) {
             detokenize_usage();
             return CLI_EXIT_OK;
         }
-        if (!strcmp(argv[i], "--json")) json = true;
-        else if (!strcmp(argv[i], "--skip-special")) skip = true;
-        else if (argv[i][0] == '-' && argv[i][1]) rc = cli_usage_error("detokenize", "unknown option '%s'", argv[i]);
-        else if (!src) src = argv[i];
+        if (!strcmp(argv[i], "--json"))
+            json = true;
+        else if (!strcmp(argv[i], "--skip-special"))
+            skip = true;
+        else if (argv[i][0] == '-' && argv[i][1])
+            rc = cli_usage_error("detokenize", "unknown option '%s'", argv[i]);
+        else if (!src)
+            src = argv[i];
         else if (!strcmp(argv[i], "-")) {
             size_t len;
             char *in = read_all(stdin, &len);

@@ -32,6 +32,11 @@ case "$json" in
 esac
 stdin_out=$(printf '%s' "$text" | "$CORTIQ_BIN" tokenize "$tmp/tok.json" - | head -1)
 check "stdin" "$(echo "$out" | head -1)" "$stdin_out"
+# the tokenizer itself from a pipe (SRC = /dev/stdin): nothing of the stream may be lost
+pipe_out=$("$CORTIQ_BIN" tokenize /dev/stdin "$text" <"$tmp/tok.json" | head -1)
+check "tokenizer from a pipe" "$(echo "$out" | head -1)" "$pipe_out"
+pipe_out=$(cat "$tmp/tok.json" | "$CORTIQ_BIN" tokenize /dev/stdin "$text" | head -1)
+check "tokenizer from a pipe (cat)" "$(echo "$out" | head -1)" "$pipe_out"
 
 ids=$(echo "$out" | head -1)
 dec=$("$CORTIQ_BIN" detokenize --skip-special "$tmp/tok.json" $ids)
