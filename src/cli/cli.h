@@ -42,5 +42,7 @@ bool cli_parse_double(const char *s, double *out);
 const char *cli_bytes(uint64_t n);
 /* Print a JSON string literal (quoted, escaped) to stdout. */
 void cli_json_string(const char *s);
+/* The same for n bytes that may contain NUL (written as \u0000). */
+void cli_json_bytes(const char *s, size_t n);
 
 #endif

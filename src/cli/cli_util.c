@@ -75,10 +75,11 @@ const char *cli_bytes(uint64_t n) {
     return b;
 }
 
-void cli_json_string(const char *s) {
+void cli_json_bytes(const char *s, size_t n) {
     putchar('"');
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        switch (c) {
         case '"':
             fputs("\\\"", stdout);
             break;
@@ -95,13 +96,17 @@ void cli_json_string(const char *s) {
             fputs("\\t", stdout);
             break;
         default:
-            if (*p < 0x20)
-                printf("\\u%04x", *p);
+            if (c < 0x20)
+                printf("\\u%04x", c);
             else
-                putchar(*p);
+                putchar(c);
         }
     }
     putchar('"');
+}
+
+void cli_json_string(const char *s) {
+    cli_json_bytes(s, strlen(s));
 }
 
 int cli_open_model(const char *path, cmf_file **out) {

@@ -90,36 +90,6 @@ static int load_src(const char *cmd, const char *path, cmf_tokenizer **tok) {
     return CLI_EXIT_OK;
 }
 
-static void json_bytes(const char *s, size_t n) {
-    putchar('"');
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        switch (c) {
-        case '"':
-            fputs("\\\"", stdout);
-            break;
-        case '\\':
-            fputs("\\\\", stdout);
-            break;
-        case '\n':
-            fputs("\\n", stdout);
-            break;
-        case '\r':
-            fputs("\\r", stdout);
-            break;
-        case '\t':
-            fputs("\\t", stdout);
-            break;
-        default:
-            if (c < 0x20)
-                printf("\\u%04x", c);
-            else
-                putchar(c);
-        }
-    }
-    putchar('"');
-}
-
 static void tokenize_usage(void) {
     printf(
         "usage: cortiq tokenize SRC TEXT|- [--json] [--no-special]\n"
@@ -190,7 +160,7 @@ int cmd_tokenize(int argc, char **argv) {
             size_t pl = 0;
             const char *p = cmf_tokenizer_id_to_token(tok, ids[i], &pl);
             if (i) fputs(", ", stdout);
-            json_bytes(p ? p : "", p ? pl : 0);
+            cli_json_bytes(p ? p : "", p ? pl : 0);
         }
         fputs("]}\n", stdout);
     } else {
@@ -201,7 +171,7 @@ int cmd_tokenize(int argc, char **argv) {
             size_t pl = 0;
             const char *p = cmf_tokenizer_id_to_token(tok, ids[i], &pl);
             printf("%d\t", ids[i]);
-            json_bytes(p ? p : "", p ? pl : 0);
+            cli_json_bytes(p ? p : "", p ? pl : 0);
             putchar('\n');
         }
     }
@@ -301,7 +271,7 @@ int cmd_detokenize(int argc, char **argv) {
             rc = cli_exit_code(st);
         } else if (json) {
             fputs("{\"text\": ", stdout);
-            json_bytes(text, len);
+            cli_json_bytes(text, len);
             fputs("}\n", stdout);
         } else {
             fwrite(text, 1, len, stdout);
