@@ -25,20 +25,6 @@ void cq_attn_exp_avx2(float *x, size_t n) {
     }
 }
 
-/* 8 cache values at element i of p as floats */
-static inline __m256 ld_f32(const void *p, size_t i) {
-    return _mm256_loadu_ps((const float *)p + i);
-}
-static inline __m256 ld_f16(const void *p, size_t i) {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
-}
-static inline __m256 ld_q8(const void *p, size_t i) {
-    return _mm256_cvtepi32_ps(
-        _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + i))));
-}
-
-typedef __m256 (*ld_fn)(const void *, size_t);
-
 /* see scores() in attn_batch_avx512.c */
 AI __m256 scores(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b, const float *Qt,
                  float *kbuf, float *St, ld_fn ld) {

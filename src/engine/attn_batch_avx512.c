@@ -26,20 +26,6 @@ void cq_attn_exp_avx512(float *x, size_t n) {
     }
 }
 
-/* 16 cache values at p as floats (lanes outside mk read nothing and give 0) */
-static inline __m512 ld_f32(const void *p, size_t i, __mmask16 mk) {
-    return _mm512_maskz_loadu_ps(mk, (const float *)p + i);
-}
-static inline __m512 ld_f16(const void *p, size_t i, __mmask16 mk) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, (const uint16_t *)p + i));
-}
-static inline __m512 ld_q8(const void *p, size_t i, __mmask16 mk) {
-    return _mm512_cvtepi32_ps(
-        _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mk, (const int8_t *)p + i)));
-}
-
-typedef __m512 (*ld_fn)(const void *, size_t, __mmask16);
-
 /* The final score of one key for 16 rows (half hh of the block): scaled, soft-capped, -inf
  * outside each row's range; stored to St and folded into the running maximum. */
 AI __m512 score_out(const cq_attn_batch_args *a, __m512 s, float ks, __m512i lo, __m512i hi,

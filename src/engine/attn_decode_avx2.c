@@ -20,19 +20,6 @@ static inline __m256i lanes_below(uint32_t n) {
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* 8 cache values at element i of row p as floats */
-static inline __m256 ld_f32(const void *p, size_t i) {
-    return _mm256_loadu_ps((const float *)p + i);
-}
-static inline __m256 ld_f16(const void *p, size_t i) {
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
-}
-static inline __m256 ld_q8(const void *p, size_t i) {
-    return _mm256_cvtepi32_ps(
-        _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + i))));
-}
-typedef __m256 (*ld_fn)(const void *, size_t);
-
 /* Lane k of the result = the sum of the lanes of v[k]. */
 AI __m256 transpose_add(const __m256 *v) {
     __m256 a = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));

@@ -18,19 +18,6 @@ static inline __mmask16 first_lanes(uint32_t n) {
     return n >= VW ? ALL : (__mmask16)((1u << n) - 1);
 }
 
-/* 16 cache values at element i of row p as floats (lanes outside mk read nothing, give 0) */
-static inline __m512 ld_f32(const void *p, size_t i, __mmask16 mk) {
-    return _mm512_maskz_loadu_ps(mk, (const float *)p + i);
-}
-static inline __m512 ld_f16(const void *p, size_t i, __mmask16 mk) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, (const uint16_t *)p + i));
-}
-static inline __m512 ld_q8(const void *p, size_t i, __mmask16 mk) {
-    return _mm512_cvtepi32_ps(
-        _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mk, (const int8_t *)p + i)));
-}
-typedef __m512 (*ld_fn)(const void *, size_t, __mmask16);
-
 /* Pairwise lane sums of a and b: lanes 0..7 from a, 8..15 from b. */
 AI __m512 fold(__m512 a, __m512 b) {
     const __m512i even =

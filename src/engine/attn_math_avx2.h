@@ -1,9 +1,24 @@
-/* attn_math_avx2.h - the vectorized exp and tanh of the AVX2 attention kernels
+/* attn_math_avx2.h - the cache loads and the vectorized exp and tanh of the AVX2 attention kernels
  * (attn_batch_avx2.c, attn_decode_avx2.c); include only from files built for AVX2 + FMA. */
 #ifndef CORTIQ_ENGINE_ATTN_MATH_AVX2_H
 #define CORTIQ_ENGINE_ATTN_MATH_AVX2_H
 
 #include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* 8 cache values at element i of row p as floats */
+static inline __m256 ld_f32(const void *p, size_t i) {
+    return _mm256_loadu_ps((const float *)p + i);
+}
+static inline __m256 ld_f16(const void *p, size_t i) {
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)p + i)));
+}
+static inline __m256 ld_q8(const void *p, size_t i) {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)((const int8_t *)p + i))));
+}
+typedef __m256 (*ld_fn)(const void *, size_t);
 
 /* exp as exp16 in attn_math_avx512.h (bound in attn_batch.h) */
 static inline __m256 exp8(__m256 x) {

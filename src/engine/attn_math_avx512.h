@@ -1,9 +1,25 @@
-/* attn_math_avx512.h - the vectorized exp and tanh of the AVX-512 attention kernels
- * (attn_batch_avx512.c, attn_decode_avx512.c); include only from files built for AVX-512. */
+/* attn_math_avx512.h - the cache loads and the vectorized exp and tanh of the AVX-512 attention
+ * kernels (attn_batch_avx512.c, attn_decode_avx512.c); include only from files built for AVX-512.
+ */
 #ifndef CORTIQ_ENGINE_ATTN_MATH_AVX512_H
 #define CORTIQ_ENGINE_ATTN_MATH_AVX512_H
 
 #include <immintrin.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* 16 cache values at element i of row p as floats (lanes outside mk read nothing, give 0) */
+static inline __m512 ld_f32(const void *p, size_t i, __mmask16 mk) {
+    return _mm512_maskz_loadu_ps(mk, (const float *)p + i);
+}
+static inline __m512 ld_f16(const void *p, size_t i, __mmask16 mk) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mk, (const uint16_t *)p + i));
+}
+static inline __m512 ld_q8(const void *p, size_t i, __mmask16 mk) {
+    return _mm512_cvtepi32_ps(
+        _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(mk, (const int8_t *)p + i)));
+}
+typedef __m512 (*ld_fn)(const void *, size_t, __mmask16);
 
 /* exp with the bound stated in attn_batch.h (cq_attn_exp_avx512): x = n ln2 + r, |r| <= ln2/2, 2^n
  * from the exponent bits, e^r from its degree-7 Taylor polynomial. */
