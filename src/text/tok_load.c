@@ -249,8 +249,19 @@ static cmf_status build_id_table(cmf_tokenizer *tok, int64_t max_id, cmf_err *er
     for (size_t i = 0; i < tok->nadded; i++) {
         const tok_added *a = &tok->added[i];
         size_t off = tok->id_text.len;
-        bool ok = a->normalized && tok->norm ? tok_normalize(tok->norm, tok->added_text.p + a->off, a->len, &tok->id_text)
-                                             : tok_buf_put(&tok->id_text, tok->added_text.p + a->off, a->len);
+        bool ok;
+        if (a->normalized && tok->norm) {
+            /* a Replace pattern that runs out of its budget must fail the load, not leave the
+             * token half normalized */
+            tok_regex_fail_reset();
+            ok = tok_normalize(tok->norm, tok->added_text.p + a->off, a->len, &tok->id_text);
+            char ctx[64];
+            snprintf(ctx, sizeof ctx, CTX " added token id %lld", (long long)a->id);
+            cmf_status rst = tok_regex_fail_check(err, ctx);
+            if (rst) return rst;
+        } else {
+            ok = tok_buf_put(&tok->id_text, tok->added_text.p + a->off, a->len);
+        }
         if (!ok || tok->id_text.len - off > UINT32_MAX)
             return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for the id table");
         tok->id_off[a->id] = off;
@@ -414,8 +425,11 @@ static cmf_status load_root(cmf_tokenizer *tok, tjv root, cmf_err *err) {
     if (!st) st = build_id_table(tok, max_id, err);
     if (!st && !tj_is_null_or_none(j = tj_get(root, "post_processor"))) st = tok_load_post(j, tok, &tok->post, err);
     if (st) return st;
-    if (!tok_trie_build(&tok->trie_raw, tok, false) || !tok_trie_build(&tok->trie_norm, tok, true))
-        return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for the added-token tries");
+    tok_regex_fail_reset();
+    bool built = tok_trie_build(&tok->trie_raw, tok, false) && tok_trie_build(&tok->trie_norm, tok, true);
+    st = tok_regex_fail_check(err, CTX " added-token trie");
+    if (st) return st;
+    if (!built) return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for the added-token tries");
     return CMF_OK;
 }
 
