@@ -9,6 +9,7 @@
 #include "common/cpu.h"
 #include "common/test.h"
 #include "cortiq/kernels.h"
+#include "cortiq/quant.h"
 #include "quant/kernel_gen.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
@@ -34,10 +35,9 @@ static void quantize_like_kernel(const float *x, uint64_t cols, double *xd) {
     }
 }
 
-static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
-    kg_opts o = {0, 0};
-    uint64_t nb;
-    uint8_t *p = kg_payload(dt, rows, cols, rng, &o, &nb);
+/* The kernel on payload p (freed here) against the reference; the count of mismatches. */
+static int check_payload(cmf_dtype dt, uint8_t *p, uint64_t nb, uint64_t rows, uint64_t cols,
+                         kg_rng *rng) {
     cmf_qmat m;
     CHECK(cmf_qmat_init(&m, dt, rows, cols, p, nb, "t", NULL) == CMF_OK);
     float *x = malloc(cols * sizeof *x), *y = malloc(rows * sizeof *y),
@@ -88,6 +88,41 @@ static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
     return bad;
 }
 
+static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
+    kg_opts o = {0, 0};
+    uint64_t nb;
+    uint8_t *p = kg_payload(dt, rows, cols, rng, &o, &nb);
+    return check_payload(dt, p, nb, rows, cols, rng);
+}
+
+/* vbit rows of a real allocation are mostly 4 bits wide, and adjacent 4-bit rows take a
+ * two-row path: runs of 4-bit rows broken by other widths, at row counts that leave odd rows
+ * and a remainder after the 16-row blocks. */
+static void test_vbit_width_runs(void) {
+    kg_rng rng = {77};
+    static const uint64_t cols_l[] = {576, 640, 4096};
+    for (int ro = 0; ro < 2; ro++)
+        for (size_t c = 0; c < sizeof cols_l / sizeof cols_l[0]; c++) {
+            uint64_t rows = 35, cols = cols_l[c];
+            uint8_t bits[35];
+            for (uint64_t r = 0; r < rows; r++)
+                bits[r] = r % 7 == 3 ? 5 : r % 11 == 5 ? 3 : r % 13 == 12 ? 8 : 4;
+            float *w = malloc(rows * cols * sizeof *w);
+            for (uint64_t i = 0; i < rows * cols; i++)
+                w[i] = kg_unif(&rng, -1, 1);
+            uint8_t *p = NULL;
+            size_t nb = 0;
+            cmf_err err;
+            cmf_dtype dt = ro ? CMF_DT_VBIT_RO : CMF_DT_VBIT;
+            CHECK(cmf_vbit_encode(dt, rows, cols, w, bits, &p, &nb, &err) == CMF_OK);
+            free(w);
+            if (!p) continue;
+            int bad = check_payload(dt, p, nb, rows, cols, &rng);
+            CHECK_MSG(bad == 0, "%s width runs [%llu x %llu]: %d mismatches", cmf_dtype_name(dt),
+                      (unsigned long long)rows, (unsigned long long)cols, bad);
+        }
+}
+
 static void test_other_dtypes_refused(void) {
     kg_rng rng = {5};
     static const cmf_dtype other[] = {CMF_DT_F32, CMF_DT_Q8_ROW, CMF_DT_Q1T};
@@ -130,6 +165,7 @@ int main(void) {
                           (unsigned long long)short_rows[n],
                           (unsigned long long)(32 * short_groups[s]), bad);
             }
+    test_vbit_width_runs();
     test_other_dtypes_refused();
     TEST_DONE();
 }
