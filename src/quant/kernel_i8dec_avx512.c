@@ -31,6 +31,7 @@
 
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
+#include "quant/hsum16_avx512.h"
 #include "quant/q4tp_ladder_avx512.h"
 
 #define TGT     __attribute__((target("avx512vbmi,gfni")))
@@ -103,23 +104,6 @@ TGT static void prep(act *a, const float *x) {
 
 static inline __mmask64 bytes_mask(unsigned n) {
     return n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1;
-}
-
-/* Lane k of the result = the sum of the 16 lanes of v[k]. Four rounds of "concatenate two
- * vectors, add adjacent lanes" (2 vpermt2ps + 1 add per pair): ~3 operations per row instead
- * of a ~9-deep horizontal reduction at the end of every row. */
-TGT_INL __m512 hsum16(const __m512 *v) {
-    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
-    __m512 w[8];
-    for (int k = 0; k < 8; k++)
-        w[k] = _mm512_add_ps(_mm512_permutex2var_ps(v[2 * k], ie, v[2 * k + 1]),
-                             _mm512_permutex2var_ps(v[2 * k], io, v[2 * k + 1]));
-    for (int n = 8; n > 1; n /= 2)
-        for (int k = 0; k < n / 2; k++)
-            w[k] = _mm512_add_ps(_mm512_permutex2var_ps(w[2 * k], ie, w[2 * k + 1]),
-                                 _mm512_permutex2var_ps(w[2 * k], io, w[2 * k + 1]));
-    return w[0];
 }
 
 /* ---- q4 family ---- */
@@ -387,7 +371,7 @@ TGT_INL void q4_rows(const cmf_qmat *m, const act *a, q4_tab *t, const cmf_dtype
         __m512 v[16];
         for (unsigned k = 0; k < 16; k += Q4_ROWS_TOGETHER)
             q4_rowN(m, a, t, dt, c0 + k, &t->lads[k][0], Q4_ROWS_TOGETHER, &v[k]);
-        _mm512_storeu_ps(y + (c0 - r0), hsum16(v));
+        _mm512_storeu_ps(y + (c0 - r0), cq_hsum16_avx512(v));
     }
     if (c0 < r1) {
         if (dt == CMF_DT_Q4TP) q4tp_ladders(m, c0, (unsigned)(r1 - c0), t->lads);
@@ -554,7 +538,7 @@ TGT static void vb_rows(const cmf_qmat *m, const act *a, float *y, uint64_t r0, 
                 k++;
             }
         }
-        _mm512_storeu_ps(y + (c0 - r0), hsum16(v));
+        _mm512_storeu_ps(y + (c0 - r0), cq_hsum16_avx512(v));
     }
     for (; c0 < r1; c0++)
         y[c0 - r0] = _mm512_reduce_add_ps(vb_row(m, a, tabs, cidx, cidx4, c0));
