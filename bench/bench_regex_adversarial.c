@@ -3,8 +3,8 @@
  * usage: bench_regex_adversarial [BYTES] [reps] [PATTERN] [INPUT]
  *   (default 1 MiB, best of 3 CPU times; PATTERN / INPUT pick one row by name)
  * For every pattern x input it walks all matches as the Split pre-tokenizer does and prints
- * ns/byte, the number of matches, and "ok" or "LIMIT" when the budget stopped the walk.
- * hostile_scan rows use at most 16 KiB: that pattern is quadratic and not bounded by the budget. */
+ * ns/byte, the number of matches, and "ok" or "LIMIT" when the budget or the time limit stopped
+ * the walk. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +18,10 @@ typedef struct pattern {
     size_t max_bytes; /* 0: none; else the text is cut to this (quadratic rows) */
 } pattern;
 
-/* The pre-tokenizer patterns of the tokenizers we ship parity tests for, plus three that a hostile
+/* The pre-tokenizer patterns of the tokenizers we ship parity tests for, plus some that a hostile
  * tokenizer.json could carry: quadratic (lookahead) and exponential (nested alternation) through
- * backtracking, which the budget stops, and quadratic without backtracking, which it cannot. */
+ * backtracking, which the budget stops, and quadratic without backtracking, which the time limit
+ * stops. */
 static const pattern PATTERNS[] = {
     {"llama3",
      "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| "
@@ -34,10 +35,18 @@ static const pattern PATTERNS[] = {
      0},
     {"synth_lookahead", "(?i:'s|'t|'re)|\\p{L}+(?=\\s)|\\p{N}{1,2}|\\s+", 0},
     {"hostile_nested", "(?:a|a)+b|(?:\\s|\\s)+x", 0},
-    /* not bounded by the budget: Oniguruma gives up on each start position of a blank run after
+    /* not bounded by the budget: Oniguruma gives up on each start position of a run after
      * scanning to its end without counting a retry, so one search is O(n^2) (alone, [ \t]+x is
-     * rejected at once because x never occurs; the alternation hides that) */
-    {"hostile_scan", "[ \\t]+x|\\n", 16384},
+     * rejected at once because x never occurs; the alternation hides that); the time limit stops
+     * them at TOK_RE_NS_PER_BYTE per byte + TOK_RE_TIME_BASE_NS */
+    {"hostile_scan", "[ \\t]+x|\\n", 0},
+    {"hostile_scan_letters", "[a-z]+[0-9]|\\n", 0},
+    {"hostile_scan_pairs", "(?: a)+!|\\n", 0},
+    /* lookaheads inside a loop: one match attempt can scan ahead from every position it passes */
+    {"hostile_lookahead_loop", "(?:\\s(?=\\s*x))+y|\\n", 0},
+    {"hostile_lookahead_alt", "(?:(?=[ ]*x) |\\s)+z|\\n", 0},
+    /* a lookahead inside a lookahead: one attempt is O(n^3) */
+    {"hostile_lookahead_nest", "(?:\\s(?=(?:\\s(?=\\s*x))*x))+y|\\n", 0},
 };
 
 static double cpu_s(void) {
@@ -67,7 +76,7 @@ int main(int argc, char **argv) {
     }
     printf("budget: %u retries per byte + %u per piece; text %zu bytes; best of %d CPU times\n",
            (unsigned)TOK_RE_RETRIES_PER_BYTE, (unsigned)TOK_RE_RETRIES_BASE, bytes, reps);
-    printf("%-16s %-20s %10s %9s %10s %s\n", "pattern", "input", "bytes", "ns/byte", "matches",
+    printf("%-22s %-20s %10s %9s %10s %s\n", "pattern", "input", "bytes", "ns/byte", "matches",
            "status");
     for (size_t pi = 0; pi < sizeof PATTERNS / sizeof PATTERNS[0]; pi++) {
         if (only_p && strcmp(only_p, PATTERNS[pi].name)) continue;
@@ -110,13 +119,13 @@ int main(int argc, char **argv) {
                 worst = nspb;
                 worst_in = ADV_INPUTS[k].name;
             }
-            printf("%-16s %-20s %10zu %9.1f %10zu %s\n", PATTERNS[pi].name, ADV_INPUTS[k].name, len,
+            printf("%-22s %-20s %10zu %9.1f %10zu %s\n", PATTERNS[pi].name, ADV_INPUTS[k].name, len,
                    nspb, matches, limited ? "LIMIT" : "ok");
             fflush(stdout);
             tok_buf_free(&clean);
             free(raw);
         }
-        printf("%-16s worst %.1f ns/byte (%s)\n\n", PATTERNS[pi].name, worst, worst_in);
+        printf("%-22s worst %.1f ns/byte (%s)\n\n", PATTERNS[pi].name, worst, worst_in);
         tok_pattern_free(&p);
     }
     return 0;

@@ -98,6 +98,13 @@ bool tok_regex_search(const tok_regex *re, const char *s, size_t len, size_t sta
 #define TOK_RE_RETRIES_PER_BYTE 256u
 #define TOK_RE_RETRIES_BASE     256u
 unsigned long tok_regex_budget(size_t len);
+/* Thread CPU time one iteration over a len-byte piece may take (ns): per byte + base. A limit on
+ * the work that is no backtracking (failed start positions; see tok_regex.c): real pre-tokenizer
+ * patterns take 25-35 ns per byte on median text and <= 0.5 us on the slowest adversarial text
+ * (docs/SECURITY.md); the base covers short pieces and the clock's granularity. */
+#define TOK_RE_NS_PER_BYTE  10000u     /* 10 us */
+#define TOK_RE_TIME_BASE_NS 100000000u /* 100 ms */
+uint64_t tok_regex_time_ns(size_t len);
 /* Forget a recorded budget failure of this thread (call before encoding or decoding). */
 void tok_regex_fail_reset(void);
 /* CMF_E_LIMIT naming the piece length and the budget if a search of this thread ran out since the

@@ -3,7 +3,10 @@
  * never hang. The reference cuts the (sanitized, normalized) text into chunks of <= 4 KiB at the
  * pre-token boundaries an unlimited Oniguruma search finds, and encodes each chunk on its own.
  * Real patterns (llama3, qwen3, GPT-2 ByteLevel) must always succeed; a quadratic lookahead
- * pattern and an exponential nested one must hit the budget on long letter runs. */
+ * pattern and an exponential nested one must hit the backtracking budget on long letter runs, and
+ * patterns that fail at every start position of a long run without backtracking (quadratic work
+ * the budget does not see) must hit the time limit. The callout the time limit adds to every
+ * pattern must not change what the patterns match. */
 #include <oniguruma.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,7 +172,7 @@ static void run_case(cmf_tokenizer *tok, const char *tname, const char *re_src, 
         fflush(stdout);
         if (st == CMF_E_LIMIT) {
             CHECK_MSG(!must, "%s on %s (%zu bytes): %s", tname, ADV_INPUTS[k].name, len, err.msg);
-            CHECK_MSG(strstr(err.msg, "budget") != NULL, "%s", err.msg);
+            CHECK_MSG(strstr(err.msg, "budget") || strstr(err.msg, "time limit"), "%s", err.msg);
             (*limits)++;
         } else {
             CHECK_MSG(st == CMF_OK, "%s on %s: %s", tname, ADV_INPUTS[k].name, err.msg);
@@ -200,16 +203,18 @@ static void run_case(cmf_tokenizer *tok, const char *tname, const char *re_src, 
     onig_free(re);
 }
 
-/* A tokenizer.json whose Split pattern is exponential on "aaa...": the budget must stop it. */
-static char *hostile_json(void) {
+/* A tokenizer.json whose pre-tokenizer is Split(pattern_json, Isolated) then ByteLevel without
+ * its regex; pattern_json is the pattern as a JSON string body. */
+static char *hostile_json(const char *pattern_json) {
     char *j = tok_test_byte_level_json();
     const char *from =
         "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}";
-    const char *to =
-        "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\","
-        "\"pattern\":{\"Regex\":\"(?:a|a)+b|(?:\\\\s|\\\\s)+x\"},\"behavior\":\"Isolated\","
-        "\"invert\":false},"
-        "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}]}";
+    char to[512];
+    snprintf(to, sizeof to,
+             "\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\","
+             "\"pattern\":{\"Regex\":\"%s\"},\"behavior\":\"Isolated\",\"invert\":false},"
+             "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}]}",
+             pattern_json);
     char *at = j ? strstr(j, from) : NULL;
     if (!at) {
         free(j);
@@ -224,6 +229,113 @@ static char *hostile_json(void) {
     }
     free(j);
     return out;
+}
+
+/* Patterns whose failed attempts cost O(n) each without a single retry (the run is scanned
+ * possessively and never given back, so the budget never sees it): one search over n bytes costs
+ * O(n^2). Unlimited, they take ~30, ~14 and ~11 CPU seconds on these inputs (estimated from
+ * 16 and 8 KiB runs); the time limit stops them after 10 us per byte + 100 ms (0.76 s, 0.76 s
+ * and 1.41 s).
+ * Each pattern is checked on that input, then on every input against the chunked reference (or
+ * the limit). */
+typedef struct scan_case {
+    const char *name, *re, *json; /* the pattern, and as a JSON string body */
+    size_t input;                 /* index in ADV_INPUTS of a long run it cannot match */
+    size_t bytes;
+} scan_case;
+
+static const scan_case SCANS[] = {
+    {"hostile_scan", "[ \\t]+x|\\n", "[ \\\\t]+x|\\\\n", 5, (size_t)1 << 16}, /* spaces */
+    {"hostile_scan_letters", "[a-z]+[0-9]|\\n", "[a-z]+[0-9]|\\\\n", 0, (size_t)1 << 16},
+    {"hostile_scan_pairs", "(?: a)+!|\\n", "(?: a)+!|\\\\n", 14, (size_t)1 << 17}, /* " a" */
+};
+
+static void run_scan_case(const scan_case *sc) {
+    cmf_err err;
+    char *json = hostile_json(sc->json);
+    cmf_tokenizer *tok;
+    cmf_status st = json ? cmf_tokenizer_load(json, strlen(json), &tok, &err) : CMF_E_NOMEM;
+    free(json);
+    CHECK_MSG(st == CMF_OK, "%s tokenizer: %s", sc->name, err.msg);
+    if (st) return;
+    size_t len = 0;
+    char *text = adv_make(sc->input, sc->bytes, &len);
+    CHECK(text != NULL);
+    int32_t *ids = NULL;
+    size_t n;
+    st = text ? cmf_tokenizer_encode(tok, text, len, false, &ids, &n, &err) : CMF_E_NOMEM;
+    printf("%-26s %-20s %8zu bytes: %s\n", sc->name, ADV_INPUTS[sc->input].name, len,
+           cmf_status_name(st));
+    CHECK_MSG(st == CMF_E_LIMIT, "%s on %s: %s", sc->name, ADV_INPUTS[sc->input].name,
+              cmf_status_name(st));
+    if (st == CMF_OK) free(ids);
+    char want[64];
+    snprintf(want, sizeof want, "on a %zu-byte piece", len);
+    CHECK_MSG(st != CMF_E_LIMIT || (strstr(err.msg, "time limit") && strstr(err.msg, want)), "%s",
+              err.msg);
+    free(text);
+    int limits = 0;
+    run_case(tok, sc->name, sc->re, 0, &limits);
+    CHECK_MSG(limits > 0, "%s never hit the time limit", sc->name);
+    cmf_tokenizer_free(tok);
+}
+
+/* The callout prefix must not change what a pattern matches: whole-pattern options (only valid at
+ * the head), a trailing extended-mode comment (which would swallow a closing parenthesis), inline
+ * options and alternations, against Oniguruma without the prefix. */
+static void check_wrapping(void) {
+    static const char *pats[] = {
+        "(?x) a b # trailing comment",
+        "(?x)a#c\\",
+        "(?L)a|ab",
+        "(?Li)A|AB",
+        "(?C)(a)|(b)c",
+        "a(?i)B|c",
+        "(?i:x)|a(?m:.)b",
+        "\\Gab|b",
+        "^a|c$",
+    };
+    static const char text[] = "xaBc ab ABb\na\nbc abababc";
+    size_t tl = sizeof text - 1;
+    for (size_t i = 0; i < sizeof pats / sizeof pats[0]; i++) {
+        tok_regex *mine;
+        cmf_err err;
+        cmf_status st = tok_regex_new(pats[i], strlen(pats[i]), &mine, &err);
+        CHECK_MSG(st == CMF_OK, "/%s/: %s", pats[i], err.msg);
+        regex_t *ref;
+        OnigErrorInfo einfo;
+        int rc =
+            onig_new(&ref, (const OnigUChar *)pats[i], (const OnigUChar *)pats[i] + strlen(pats[i]),
+                     ONIG_OPTION_NONE, ONIG_ENCODING_UTF8, ONIG_SYNTAX_DEFAULT, &einfo);
+        CHECK(rc == ONIG_NORMAL);
+        if (st || rc != ONIG_NORMAL) {
+            if (!st) tok_regex_free(mine);
+            if (rc == ONIG_NORMAL) onig_free(ref);
+            continue;
+        }
+        OnigRegion *rg = onig_region_new();
+        const OnigUChar *b = (const OnigUChar *)text;
+        for (size_t start = 0; rg && start <= tl; start++) {
+            size_t ms = 0, me = 0;
+            bool hit = tok_regex_search(mine, text, tl, start, &ms, &me);
+            int r = onig_search(ref, b, b + tl, b + start, b + tl, rg, ONIG_OPTION_NONE);
+            CHECK_MSG(hit == (r >= 0) &&
+                          (!hit || (ms == (size_t)rg->beg[0] && me == (size_t)rg->end[0])),
+                      "/%s/ from %zu: %d %zu-%zu, unwrapped %d", pats[i], start, hit, ms, me, r);
+        }
+        onig_region_free(rg, 1);
+        onig_free(ref);
+        tok_regex_free(mine);
+    }
+    /* a pattern that does not compile is reported as written */
+    tok_regex *bad;
+    cmf_err err;
+    CHECK(tok_regex_new("a)b", 3, &bad, &err) == CMF_E_PARSE);
+    CHECK_MSG(strstr(err.msg, "/a)b/ does not compile") != NULL, "%s", err.msg);
+    /* whole-pattern options in a group with contents cannot take the callout: refused, not run
+     * without the time limit */
+    CHECK(tok_regex_new("(?L:ab)", 7, &bad, &err) == CMF_E_PARSE);
+    CHECK_MSG(strstr(err.msg, "time-limit callout") != NULL, "%s", err.msg);
 }
 
 int main(void) {
@@ -244,7 +356,7 @@ int main(void) {
     CHECK_MSG(limits > 0, "the quadratic lookahead pattern never hit the budget");
 
     /* exponential: 2^64 paths for 64 letters without the budget */
-    char *json = hostile_json();
+    char *json = hostile_json("(?:a|a)+b|(?:\\\\s|\\\\s)+x");
     cmf_tokenizer *tok;
     cmf_status st = json ? cmf_tokenizer_load(json, strlen(json), &tok, &err) : CMF_E_NOMEM;
     free(json);
@@ -265,5 +377,9 @@ int main(void) {
     run_case(tok, "hostile_nested", NULL, 0, &limits);
     CHECK(limits > 0);
     cmf_tokenizer_free(tok);
+
+    for (size_t c = 0; c < sizeof SCANS / sizeof SCANS[0]; c++)
+        run_scan_case(&SCANS[c]);
+    check_wrapping();
     TEST_DONE();
 }
