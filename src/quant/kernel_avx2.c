@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include <stdlib.h>
 
+#include "quant/hsum_avx2.h"
 #include "quant/kernel_impl.h"
 
 static inline float h16(const uint8_t *p) {
@@ -38,13 +39,63 @@ static inline float hsum8(__m256 v) {
 #define S_Q8(i)    ((float)(int8_t)row[i])
 #define S_Q8_2F(i) ((float)(int8_t)row[i] * h16(colf + 2 * (i)))
 
-#define STREAM_KERNEL(NAME, ES, SETUP, LOADW, LOADS)                                               \
+/* PRE runs once per call (q8_2f: defines `colf`); ROW(r) is the first byte of row r, RS(r)
+ * the factor applied to its sum. LOADW(i) returns weights i..i+7 of `row`, LOADS(i) weight i
+ * (the cols % 8 tail). One token (decode) takes rows 8 at a time, STREAM_ROWS step by step
+ * together with two accumulators each, reduced by cq_hsum8x8_avx2: a row at a time, each
+ * row's FMA chains and its horizontal sum left the core idle on short rows. */
+#define STREAM_KERNEL(NAME, ES, PRE, ROW, RS, LOADW, LOADS)                                        \
     static void NAME(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,            \
                      size_t ldy, uint64_t r0, uint64_t r1, unsigned flags) {                       \
         (void)flags;                                                                               \
+        PRE;                                                                                       \
         const uint64_t C = m->cols, CF = C & ~(uint64_t)7;                                         \
-        for (uint64_t r = r0; r < r1; r++) {                                                       \
-            SETUP;                                                                                 \
+        uint64_t r = r0;                                                                           \
+        for (; n == 1 && r + 8 <= r1; r += 8) {                                                    \
+            __m256 v[8];                                                                           \
+            float tail[8], rsv[8];                                                                 \
+            for (uint64_t q = 0; q < 8; q += STREAM_ROWS) {                                        \
+                const uint8_t *rowsN[STREAM_ROWS];                                                 \
+                __m256 a[STREAM_ROWS], b[STREAM_ROWS];                                             \
+                for (unsigned k = 0; k < STREAM_ROWS; k++) {                                       \
+                    rowsN[k] = ROW(r + q + k);                                                     \
+                    a[k] = b[k] = ZERO;                                                            \
+                }                                                                                  \
+                uint64_t i = 0;                                                                    \
+                for (; i + 16 <= CF; i += 16) {                                                    \
+                    __m256 xa = _mm256_loadu_ps(X + i), xb = _mm256_loadu_ps(X + i + 8);           \
+                    for (unsigned k = 0; k < STREAM_ROWS; k++) {                                   \
+                        const uint8_t *row = rowsN[k];                                             \
+                        if (ES * 16 >= 64 || (i & (64 / ES - 1)) == 0)                             \
+                            _mm_prefetch((const char *)row + ES * i + CQ_PF_DIST, _MM_HINT_T0);    \
+                        a[k] = _mm256_fmadd_ps(LOADW(i), xa, a[k]);                                \
+                        b[k] = _mm256_fmadd_ps(LOADW(i + 8), xb, b[k]);                            \
+                    }                                                                              \
+                }                                                                                  \
+                if (i < CF) {                                                                      \
+                    __m256 xa = _mm256_loadu_ps(X + i);                                            \
+                    for (unsigned k = 0; k < STREAM_ROWS; k++) {                                   \
+                        const uint8_t *row = rowsN[k];                                             \
+                        a[k] = _mm256_fmadd_ps(LOADW(i), xa, a[k]);                                \
+                    }                                                                              \
+                }                                                                                  \
+                for (unsigned k = 0; k < STREAM_ROWS; k++) {                                       \
+                    const uint8_t *row = rowsN[k];                                                 \
+                    float s = 0.0f;                                                                \
+                    for (uint64_t j = CF; j < C; j++)                                              \
+                        s += LOADS(j) * X[j];                                                      \
+                    v[q + k] = _mm256_add_ps(a[k], b[k]);                                          \
+                    tail[q + k] = s;                                                               \
+                    rsv[q + k] = RS(r + q + k);                                                    \
+                }                                                                                  \
+            }                                                                                      \
+            __m256 y = cq_hsum8x8_avx2(v);                                                         \
+            if (CF < C) y = _mm256_add_ps(y, _mm256_loadu_ps(tail));                               \
+            _mm256_storeu_ps(Y + (r - r0), _mm256_mul_ps(y, _mm256_loadu_ps(rsv)));                \
+        }                                                                                          \
+        for (; r < r1; r++) {                                                                      \
+            const uint8_t *row = ROW(r);                                                           \
+            const float rs = RS(r);                                                                \
             size_t t = 0;                                                                          \
             for (; t + 4 <= n && cq_fits_l1(4, 4 * m->cols); t += 4) {                             \
                 const float *x0 = X + t * ldx, *x1 = x0 + ldx, *x2 = x1 + ldx, *x3 = x2 + ldx;     \
@@ -92,16 +143,20 @@ static inline float hsum8(__m256 v) {
         }                                                                                          \
     }
 
-STREAM_KERNEL(mm_f32, 4, const uint8_t *row = m->data + 4 * r * C;
-              const float rs = 1.0f, LD_F32, S_F32)
-STREAM_KERNEL(mm_f16, 2, const uint8_t *row = m->data + 2 * r * C;
-              const float rs = 1.0f, LD_F16, S_F16)
-STREAM_KERNEL(mm_bf16, 2, const uint8_t *row = m->data + 2 * r * C;
-              const float rs = 1.0f, LD_BF16, S_BF16)
-STREAM_KERNEL(mm_q8_row, 1, const uint8_t *row = m->quants + r * C;
-              const float rs = h16(m->scales + 2 * r), LD_Q8, S_Q8)
-STREAM_KERNEL(mm_q8_2f, 1, const uint8_t *row = m->quants + r * C; const uint8_t *colf = m->extra;
-              const float rs = h16(m->scales + 2 * r), LD_Q8_2F, S_Q8_2F)
+/* Rows stepped through together (divides 8): 4 measured ahead of 2 and 8. */
+#define STREAM_ROWS    4
+#define NO_PRE         (void)0
+#define COLF_PRE       const uint8_t *colf = m->extra
+#define ROW_F32(r)     (m->data + 4 * (r)*C)
+#define ROW_F16(r)     (m->data + 2 * (r)*C)
+#define ROW_Q8(r)      (m->quants + (r)*C)
+#define RS_ONE(r)      1.0f
+#define RS_ROWSCALE(r) h16(m->scales + 2 * (r))
+STREAM_KERNEL(mm_f32, 4, NO_PRE, ROW_F32, RS_ONE, LD_F32, S_F32)
+STREAM_KERNEL(mm_f16, 2, NO_PRE, ROW_F16, RS_ONE, LD_F16, S_F16)
+STREAM_KERNEL(mm_bf16, 2, NO_PRE, ROW_F16, RS_ONE, LD_BF16, S_BF16)
+STREAM_KERNEL(mm_q8_row, 1, NO_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8, S_Q8)
+STREAM_KERNEL(mm_q8_2f, 1, COLF_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8_2F, S_Q8_2F)
 
 /* q8_2f as q8_row on activations pre-multiplied by the column field (x'[i] = col[i] * x[i],
  * once per call): w·x = scale[r] * sum q[i] * x'[i]. The quants and row scales sit where

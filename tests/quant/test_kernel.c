@@ -29,10 +29,12 @@ typedef struct {
 } shape_t;
 
 /* {3, 544} and {2, 1248} (17 and 39 groups) have whole 16-group blocks plus a tail; {19, 100}
- * and {37, 48}: 16-row blocks (the one-token stream kernels) plus odd rows, with a masked tail. */
+ * and {37, 48}: 16-row blocks (the one-token stream kernels) plus odd rows, with a masked tail;
+ * {11, 59} and {21, 96}: 8-row blocks (the AVX2 one-token kernels) plus odd rows, with an
+ * 8-column step and a cols % 8 tail (59) and an odd group count (96, the int8 path). */
 static const shape_t k_shapes[] = {{1, 32},   {3, 64},   {7, 96},   {17, 256}, {5, 1024}, {2, 4096},
                                    {33, 160}, {1, 7},    {5, 33},   {9, 100},  {4, 17},   {6, 250},
-                                   {3, 544},  {2, 1248}, {19, 100}, {37, 48}};
+                                   {3, 544},  {2, 1248}, {19, 100}, {37, 48},  {11, 59},  {21, 96}};
 #define N_SHAPES (sizeof k_shapes / sizeof k_shapes[0])
 
 /* Reference y and sum|w x| (over final and, for overlays, base weights) in double. */

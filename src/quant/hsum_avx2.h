@@ -1,0 +1,19 @@
+/* hsum_avx2.h - the horizontal sums of 8 vectors at once, for the one-token kernels of the AVX2
+ * tier that reduce rows 8 at a time (kernel_avx2.c, kernel_i8_avx2.c). AVX2 files only. */
+#ifndef CORTIQ_QUANT_HSUM_AVX2_H
+#define CORTIQ_QUANT_HSUM_AVX2_H
+
+#include <immintrin.h>
+
+/* Lane k of the result = the sum of the 8 lanes of v[k]. Two rounds of pairwise horizontal
+ * adds leave each row's two 128-bit halves' sums in lane k of the low and high halves; one
+ * cross-half add finishes: 9 operations for 8 rows instead of ~5 dependent ones per row. */
+static inline __attribute__((always_inline)) __m256 cq_hsum8x8_avx2(const __m256 *v) {
+    __m256 t0 = _mm256_hadd_ps(v[0], v[1]), t1 = _mm256_hadd_ps(v[2], v[3]);
+    __m256 t2 = _mm256_hadd_ps(v[4], v[5]), t3 = _mm256_hadd_ps(v[6], v[7]);
+    __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3); /* rows 0-3, rows 4-7 */
+    return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20),
+                         _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+#endif
