@@ -23,8 +23,8 @@
  *
  * Short rows (real models: 18-64 groups) pay per-row and per-tail costs that long rows hide:
  * a tail of <= 4 groups is one step with its scales built in lane order; q4tp ladders are
- * built 16 rows at a time without a division; q4 rows run 8 at a time, step by step (their
- * chains overlap; two q4_tiled tails of 1-2 groups share one step). */
+ * built 16 rows at a time without a division; q4tp rows, and q4_tiled rows of 16-18 groups,
+ * run two at a time (their chains overlap; two q4_tiled tails of 1-2 groups share one step). */
 #include <immintrin.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,9 +106,22 @@ static inline __mmask64 bytes_mask(unsigned n) {
     return n >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << n) - 1;
 }
 
-/* ---- q4 family ---- */
+/* y[r - r0] for r in [r0, r1) from ROW(r), the row's unreduced 16-lane sum: 16 rows at a
+ * time through hsum16, the rest one by one. */
+#define ROWS_BY_16(ROW)                                                                            \
+    do {                                                                                           \
+        uint64_t r_ = r0;                                                                          \
+        for (; r_ + 16 <= r1; r_ += 16) {                                                          \
+            __m512 v_[16];                                                                         \
+            for (int k_ = 0; k_ < 16; k_++)                                                        \
+                v_[k_] = ROW(r_ + (uint64_t)k_);                                                   \
+            _mm512_storeu_ps(y + (r_ - r0), cq_hsum16_avx512(v_));                                 \
+        }                                                                                          \
+        for (; r_ < r1; r_++)                                                                      \
+            y[r_ - r0] = _mm512_reduce_add_ps(ROW(r_));                                            \
+    } while (0)
 
-#define Q4_ROWS_TOGETHER 8 /* rows stepped through together (q4_rowN); divides 16 */
+/* ---- q4 family ---- */
 
 typedef struct {
     __m512i tidx;    /* q4_tiled: nibble bytes of 4 tiles from (A = p[0..64), B = p[8..72)) */
@@ -329,55 +342,65 @@ TGT_INL void q4t_tail_pair(const cmf_qmat *m, const q4_tab *t, uint64_t r, uint6
     *acc_b = _mm512_mask3_fmadd_ps(f, sdx, *acc_b, 0xFF00);
 }
 
-/* Rows r .. r + N - 1 into y[0 .. N), unreduced, step by step together: their dependency
- * chains (dpbusd -> cvt -> fma, the q4tp scale lookups) overlap within the reorder window
- * instead of one row's chain waiting on the last, and the per-row loop costs are paid once per
- * N rows. q4tp: lad holds the rows' ladders (lad[2i], lad[2i + 1] for row r + i). N = 8 over
- * N = 2 measured +7-14 % in cache at 576-896 columns (q4_tiled, q4tp, q4_block), +1-2 % at 4096;
- * N = 1 is the lone-row path. */
-TGT_INL void q4_rowN(const cmf_qmat *m, const act *a, const q4_tab *t, const cmf_dtype dt,
-                     uint64_t r, const __m512 *lad, const int N, __m512 *y) {
+/* Rows r and r + 1 (ONE: r only) into y[0], y[1], unreduced, step by step together so
+ * that their dependency chains overlap and the per-row loop costs are paid once per pair.
+ * q4tp: lad holds the rows' ladders (lad[0..1] row r, lad[2..3] row r + 1). */
+TGT_INL void q4_row2(const cmf_qmat *m, const act *a, const q4_tab *t, const cmf_dtype dt,
+                     uint64_t r, const __m512 *lad, const bool ONE, __m512 *y) {
     const uint64_t G = m->groups, GF = G & ~(uint64_t)15;
-    __m512 acc[2 * Q4_ROWS_TOGETHER];
-    for (int i = 0; i < 2 * N; i++)
-        acc[i] = _mm512_setzero_ps();
-    for (uint64_t g = 0; g < GF; g += 16)
-        for (int i = 0; i < N; i++)
-            q4_blk(m, t, a, r + i, g, 16, true, dt, lad + 2 * i, &acc[2 * i], &acc[2 * i + 1]);
-    if (G - GF > 4) {
-        for (int i = 0; i < N; i++)
-            q4_blk(m, t, a, r + i, GF, (unsigned)(G - GF), false, dt, lad + 2 * i, &acc[2 * i],
-                   &acc[2 * i + 1]);
-    } else if (dt == CMF_DT_Q4_TILED && N % 2 == 0 && GF < G && G - GF <= 2) {
-        for (int i = 0; i < N; i += 2)
-            q4t_tail_pair(m, t, r + i, GF, (unsigned)(G - GF), &acc[2 * i + 1], &acc[2 * i + 3]);
-    } else if (GF < G) {
-        for (int i = 0; i < N; i++)
-            q4_tail4(m, t, a, r + i, GF, (unsigned)(G - GF), dt, lad + 2 * i, &acc[2 * i + 1]);
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+    __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+    for (uint64_t g = 0; g < GF; g += 16) {
+        q4_blk(m, t, a, r, g, 16, true, dt, lad, &a0, &a1);
+        if (!ONE) q4_blk(m, t, a, r + 1, g, 16, true, dt, lad + 2, &b0, &b1);
     }
-    for (int i = 0; i < N; i++)
-        y[i] = _mm512_add_ps(acc[2 * i], acc[2 * i + 1]);
+    if (G - GF > 4) {
+        q4_blk(m, t, a, r, GF, (unsigned)(G - GF), false, dt, lad, &a0, &a1);
+        if (!ONE) q4_blk(m, t, a, r + 1, GF, (unsigned)(G - GF), false, dt, lad + 2, &b0, &b1);
+    } else if (dt == CMF_DT_Q4_TILED && !ONE && GF < G && G - GF <= 2) {
+        q4t_tail_pair(m, t, r, GF, (unsigned)(G - GF), &a1, &b1);
+    } else if (GF < G) {
+        q4_tail4(m, t, a, r, GF, (unsigned)(G - GF), dt, lad, &a1);
+        if (!ONE) q4_tail4(m, t, a, r + 1, GF, (unsigned)(G - GF), dt, lad + 2, &b1);
+    }
+    y[0] = _mm512_add_ps(a0, a1);
+    if (!ONE) y[1] = _mm512_add_ps(b0, b1);
+}
+
+/* Row r's unreduced sum (q4_tiled and q4_block rows that gain nothing from pairs). */
+TGT_INL __m512 q4_row(const cmf_qmat *m, const act *a, const q4_tab *t, const cmf_dtype dt,
+                      uint64_t r) {
+    __m512 y;
+    q4_row2(m, a, t, dt, r, t->lads[0], true, &y);
+    return y;
 }
 
 /* Rows [r0, r1) into y, 16 at a time (q4tp: the 16 rows' ladders first; they are
  * independent, so their exp2 chains overlap instead of each row waiting ~70 cycles on its
  * own before its scales exist: a ladder per row is a large share of the work on rows of
- * 18-28 groups), Q4_ROWS_TOGETHER rows per step, reduced together by hsum16. */
+ * 18-28 groups), two rows per step, reduced together by hsum16. */
 TGT_INL void q4_rows(const cmf_qmat *m, const act *a, q4_tab *t, const cmf_dtype dt, float *y,
                      uint64_t r0, uint64_t r1) {
+    const bool pairs = dt == CMF_DT_Q4TP || (m->groups < 32 && m->groups % 16 <= 2);
+    if (!pairs) {
+#define Q4_ROW(r) q4_row(m, a, t, dt, r)
+        ROWS_BY_16(Q4_ROW);
+#undef Q4_ROW
+        return;
+    }
     uint64_t c0 = r0;
     for (; c0 + 16 <= r1; c0 += 16) { /* a fixed trip count: measured faster than one loop */
         if (dt == CMF_DT_Q4TP) q4tp_ladders(m, c0, 16, t->lads);
         __m512 v[16];
-        for (unsigned k = 0; k < 16; k += Q4_ROWS_TOGETHER)
-            q4_rowN(m, a, t, dt, c0 + k, &t->lads[k][0], Q4_ROWS_TOGETHER, &v[k]);
+        for (unsigned k = 0; k < 16; k += 2)
+            q4_row2(m, a, t, dt, c0 + k, &t->lads[k][0], false, &v[k]);
         _mm512_storeu_ps(y + (c0 - r0), cq_hsum16_avx512(v));
     }
     if (c0 < r1) {
         if (dt == CMF_DT_Q4TP) q4tp_ladders(m, c0, (unsigned)(r1 - c0), t->lads);
         for (uint64_t r = c0; r < r1; r++) {
             __m512 v;
-            q4_rowN(m, a, t, dt, r, &t->lads[r - c0][0], 1, &v);
+            q4_row2(m, a, t, dt, r, &t->lads[r - c0][0], true, &v);
             y[r - r0] = _mm512_reduce_add_ps(v);
         }
     }
@@ -490,27 +513,6 @@ TGT_INL __m512 vb_row(const cmf_qmat *m, const act *a, const vb_tab *tabs, const
     return _mm512_fnmadd_ps(L, accL, _mm512_add_ps(acc0, acc1));
 }
 
-/* Two 4-bit rows r, r + 1 (the common width of real allocations) step by step together, as
- * q4_rowN does: +3-5 % in cache at 576-4096 columns with a realistic width mix. */
-TGT_INL void vb4_row2(const cmf_qmat *m, const act *a, const __m512i *cidx4, uint64_t r,
-                      __m512 *v) {
-    const uint64_t G = m->groups, GF = G & ~(uint64_t)15;
-    const uint8_t *ra = cq_vbit_row(m, r), *rb = cq_vbit_row(m, r + 1);
-    const uint8_t *sa = m->scales + 2 * r * G, *sb = sa + 2 * G;
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, aL = a0, b0 = a0, b1 = a0, bL = a0;
-    for (uint64_t g = 0; g < GF; g += 16) {
-        vb4_blk(ra, sa, cidx4, a, g, 16, true, &a0, &a1, &aL);
-        vb4_blk(rb, sb, cidx4, a, g, 16, true, &b0, &b1, &bL);
-    }
-    if (GF < G) {
-        vb4_blk(ra, sa, cidx4, a, GF, (unsigned)(G - GF), false, &a0, &a1, &aL);
-        vb4_blk(rb, sb, cidx4, a, GF, (unsigned)(G - GF), false, &b0, &b1, &bL);
-    }
-    const __m512 seven = _mm512_set1_ps(7.0f);
-    v[0] = _mm512_fnmadd_ps(seven, aL, _mm512_add_ps(a0, a1));
-    v[1] = _mm512_fnmadd_ps(seven, bL, _mm512_add_ps(b0, b1));
-}
-
 TGT static void vb_rows(const cmf_qmat *m, const act *a, float *y, uint64_t r0, uint64_t r1) {
     vb_tab tabs[9];
     static const unsigned widths[5] = {3, 4, 5, 6, 8};
@@ -526,22 +528,9 @@ TGT static void vb_rows(const cmf_qmat *m, const act *a, float *y, uint64_t r0, 
             ci[l] = 4 * c + l / 4;
         if (c < 4) cidx4[c] = _mm512_loadu_si512(ci);
     }
-    uint64_t c0 = r0;
-    for (; c0 + 16 <= r1; c0 += 16) {
-        __m512 v[16];
-        for (unsigned k = 0; k < 16;) {
-            if (k < 15 && cq_vbit_bits(m, c0 + k) == 4 && cq_vbit_bits(m, c0 + k + 1) == 4) {
-                vb4_row2(m, a, cidx4, c0 + k, &v[k]);
-                k += 2;
-            } else {
-                v[k] = vb_row(m, a, tabs, cidx, cidx4, c0 + k);
-                k++;
-            }
-        }
-        _mm512_storeu_ps(y + (c0 - r0), cq_hsum16_avx512(v));
-    }
-    for (; c0 < r1; c0++)
-        y[c0 - r0] = _mm512_reduce_add_ps(vb_row(m, a, tabs, cidx, cidx4, c0));
+#define VB_ROW(r) vb_row(m, a, tabs, cidx, cidx4, r)
+    ROWS_BY_16(VB_ROW);
+#undef VB_ROW
 }
 
 TGT static void q4_dispatch(const cmf_qmat *m, const act *a, float *y, uint64_t r0, uint64_t r1) {
