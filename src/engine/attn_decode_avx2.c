@@ -11,8 +11,9 @@
 #include "engine/attn_decode.h"
 #include "engine/attn_math_avx2.h"
 
-#define VW 8 /* floats per vector; keys per score block */
-#define AI static inline __attribute__((always_inline))
+#define VW      8  /* floats per vector; keys per score block */
+#define PF_ROWS 16 /* cache rows fetched ahead (cq_kv_prefetch_row) */
+#define AI      static inline __attribute__((always_inline))
 
 /* Integer lane mask: lanes below n set. */
 static inline __m256i lanes_below(uint32_t n) {
@@ -70,6 +71,8 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
             size_t at = ((size_t)slot * c->n_kv + sp.kvh) * hd;
             ks[k] = c->type == CORTIQ_KV_Q8 ? c->ks[(size_t)slot * c->n_kv + sp.kvh] : 1.0f;
             const void *row = (const char *)c->k + at * esz;
+            if (j0 + k + PF_ROWS < sp.cnt)
+                cq_kv_prefetch_row(c, c->k, sp.kvh, sp.s0, j0 + k + PF_ROWS);
             for (uint32_t i = 0; i < hd; i += VW)
                 _mm256_storeu_ps(dst + i, ld(row, i));
             if (++slot == c->slots) slot = 0;
@@ -149,6 +152,8 @@ AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *
         const char *row = first + sp.s0 * step;
         uint32_t slot = sp.s0;
         for (uint32_t j = 0; j < sp.cnt; j++) {
+            if (i0 == i_begin && j + PF_ROWS < sp.cnt)
+                cq_kv_prefetch_row(c, c->v, sp.kvh, sp.s0, j + PF_ROWS);
             __m256 x[4];
             for (int v = 0; v < NV; v++)
                 x[v] = ld(row, (size_t)v * VW);
