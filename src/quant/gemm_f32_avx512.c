@@ -106,7 +106,7 @@ bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ld
     if (cq_kernel_no_scratch) return false;
     const size_t kp16 = (size_t)(m->cols + 15) / 16 * 16, groups = (n + TG - 1) / TG;
     size_t panel_bytes = kp16 * PR * sizeof(float), act_bytes = groups * kp16 * TG * sizeof(float);
-    uint8_t *mem = aligned_alloc(64, (panel_bytes + act_bytes + 63) / 64 * 64);
+    uint8_t *mem = cq_kernel_scratch(CQ_SCRATCH_ACT, panel_bytes + act_bytes);
     if (!mem) return false;
     float *panel = (float *)(void *)mem, *xg = (float *)(void *)(mem + panel_bytes);
     for (size_t g = 0; g < groups; g++)
@@ -121,6 +121,5 @@ bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ld
                                  mask);
         }
     }
-    free(mem);
     return true;
 }

@@ -1,25 +1,38 @@
-/* hsum16_avx512.h - the horizontal sums of 16 vectors at once, for the one-token kernels that
- * reduce rows 16 at a time (kernel_i8dec_avx512.c, kernel_i8_avx512.c). AVX-512 files only. */
+/* hsum16_avx512.h - the horizontal sums (and maxima) of 16 vectors at once, for the one-token
+ * kernels that reduce rows 16 at a time (kernel_i8dec_avx512.c, kernel_i8_avx512.c). AVX-512 files
+ * only. */
 #ifndef CORTIQ_QUANT_HSUM16_AVX512_H
 #define CORTIQ_QUANT_HSUM16_AVX512_H
 
 #include <immintrin.h>
 
-/* Lane k of the result = the sum of the 16 lanes of v[k]. Four rounds of "concatenate two
- * vectors, add adjacent lanes" (2 vpermt2ps + 1 add per pair): ~3 operations per row instead
- * of a ~9-deep horizontal reduction at the end of every row. */
+/* Lane k of the result = OP over the 16 lanes of v[k] (v is clobbered). Four rounds of
+ * "concatenate two vectors, combine adjacent lanes" (2 vpermt2ps + 1 OP per pair): ~3
+ * operations per vector instead of a ~9-deep horizontal reduction of each. */
+#define CQ_FOLD16_AVX512(v, OP)                                                                    \
+    do {                                                                                           \
+        const __m512i ie_ =                                                                        \
+            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);          \
+        const __m512i io_ = _mm512_add_epi32(ie_, _mm512_set1_epi32(1));                           \
+        for (int n_ = 16; n_ > 1; n_ /= 2)                                                         \
+            for (int k_ = 0; k_ < n_ / 2; k_++)                                                    \
+                (v)[k_] = OP(_mm512_permutex2var_ps((v)[2 * k_], ie_, (v)[2 * k_ + 1]),            \
+                             _mm512_permutex2var_ps((v)[2 * k_], io_, (v)[2 * k_ + 1]));           \
+    } while (0)
+
+/* Lane k of the result = the sum of the 16 lanes of v[k]. */
 static inline __attribute__((always_inline)) __m512 cq_hsum16_avx512(const __m512 *v) {
-    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
-    __m512 w[8];
-    for (int k = 0; k < 8; k++)
-        w[k] = _mm512_add_ps(_mm512_permutex2var_ps(v[2 * k], ie, v[2 * k + 1]),
-                             _mm512_permutex2var_ps(v[2 * k], io, v[2 * k + 1]));
-    for (int n = 8; n > 1; n /= 2)
-        for (int k = 0; k < n / 2; k++)
-            w[k] = _mm512_add_ps(_mm512_permutex2var_ps(w[2 * k], ie, w[2 * k + 1]),
-                                 _mm512_permutex2var_ps(w[2 * k], io, w[2 * k + 1]));
+    __m512 w[16];
+    for (int k = 0; k < 16; k++)
+        w[k] = v[k];
+    CQ_FOLD16_AVX512(w, _mm512_add_ps);
     return w[0];
+}
+
+/* Lane k of the result = the largest of the 16 lanes of v[k] (v is clobbered). */
+static inline __attribute__((always_inline)) __m512 cq_hmax16_avx512(__m512 *v) {
+    CQ_FOLD16_AVX512(v, _mm512_max_ps);
+    return v[0];
 }
 
 #endif

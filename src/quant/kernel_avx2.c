@@ -164,7 +164,7 @@ STREAM_KERNEL(mm_q8_2f, 1, COLF_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8_2F, S_Q8_2F)
 static void mm_q8_2f_scaled(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                             size_t ldy, uint64_t r0, uint64_t r1, unsigned flags) {
     const uint64_t C = m->cols;
-    float *xs = cq_kernel_no_scratch ? NULL : malloc(n * C * sizeof *xs);
+    float *xs = cq_kernel_scratch(CQ_SCRATCH_ACT, n * C * sizeof *xs);
     if (!xs) {
         mm_q8_2f(m, X, n, ldx, Y, ldy, r0, r1, flags);
         return;
@@ -173,7 +173,6 @@ static void mm_q8_2f_scaled(const cmf_qmat *m, const float *X, size_t n, size_t 
         for (uint64_t i = 0; i < C; i++)
             xs[t * C + i] = h16(m->extra + 2 * i) * X[t * ldx + i];
     mm_q8_row(m, xs, n, C, Y, ldy, r0, r1, 0);
-    free(xs);
 }
 
 /* ======== group dtypes: 32 weights per step, decoded into w[0..3] ======== */

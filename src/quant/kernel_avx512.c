@@ -154,7 +154,7 @@ STREAM_KERNEL(mm_q8_2f, 1, COLF_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8_2F)
 static void mm_q8_2f_scaled(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                             size_t ldy, uint64_t r0, uint64_t r1, unsigned flags) {
     const uint64_t C = m->cols;
-    float *xs = cq_kernel_no_scratch ? NULL : malloc(n * C * sizeof *xs);
+    float *xs = cq_kernel_scratch(CQ_SCRATCH_ACT, n * C * sizeof *xs);
     if (!xs) {
         mm_q8_2f(m, X, n, ldx, Y, ldy, r0, r1, flags);
         return;
@@ -163,7 +163,6 @@ static void mm_q8_2f_scaled(const cmf_qmat *m, const float *X, size_t n, size_t 
         for (uint64_t i = 0; i < C; i++)
             xs[t * C + i] = h16(m->extra + 2 * i) * X[t * ldx + i];
     mm_q8_row_f32(m, xs, n, C, Y, ldy, r0, r1, 0);
-    free(xs);
 }
 
 /* ======== group dtypes: 32 weights per step, decoded into (w0, w1) ======== */
@@ -482,8 +481,7 @@ ALWAYS_INLINE void q4_lut_nt(const cmf_qmat *m, const float *xd, size_t t0, cons
 /* A copy of the n token rows of X (stride ldx) with every 32-group reordered to
  * [x0 x2 .. x30 | x1 x3 .. x31]; NULL when out of memory. cols % 32 == 0. */
 static float *deinterleave(const float *X, size_t n, size_t ldx, uint64_t C) {
-    float *xd =
-        cq_kernel_no_scratch ? NULL : aligned_alloc(64, (n * C * sizeof *xd + 63) / 64 * 64);
+    float *xd = cq_kernel_scratch(CQ_SCRATCH_ACT, n * C * sizeof *xd);
     if (!xd) return NULL;
     const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
@@ -598,7 +596,6 @@ static bool vbit_by_width(const cmf_qmat *m, const float *X, size_t n, size_t ld
         vbit_nt(m, X, ldx, xd, tabs, t, 2, Y, ldy, r0, r1);
     for (; t < n; t++)
         vbit_nt(m, X, ldx, xd, tabs, t, 1, Y, ldy, r0, r1);
-    free(xd);
     return true;
 }
 
@@ -614,7 +611,6 @@ static bool q4_lut(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
         q4_lut_nt(m, xd, t, 2, Y, ldy, r0, r1);
     for (; t < n; t++)
         q4_lut_nt(m, xd, t, 1, Y, ldy, r0, r1);
-    free(xd);
     return true;
 }
 

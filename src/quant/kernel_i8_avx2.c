@@ -28,9 +28,7 @@ typedef struct {
 
 static bool act8_alloc(act8 *a, size_t n, uint64_t cols) {
     a->cols = cols;
-    a->mem = cq_kernel_no_scratch
-                 ? NULL
-                 : aligned_alloc(32, (n * (cols + cols + cols / 8) + 31) / 32 * 32);
+    a->mem = cq_kernel_scratch(CQ_SCRATCH_ACT, n * (cols + cols + cols / 8));
     if (!a->mem) return false;
     a->xq = (int8_t *)a->mem;
     a->corr = (int32_t *)(void *)(a->mem + n * cols);
@@ -294,7 +292,8 @@ ALWAYS_INLINE void q8_rowN(const cmf_qmat *m, const act8 *a, const int16_t *x16,
 static void q8_rows_one_token(const cmf_qmat *m, const act8 *a, float *Y, uint64_t r0,
                               uint64_t r1) {
     uint64_t r = r0;
-    int16_t *x16 = malloc(m->cols * sizeof *x16); /* without it, a row at a time */
+    int16_t *x16 =
+        cq_kernel_scratch(CQ_SCRATCH_AUX, m->cols * sizeof *x16); /* else a row at a time */
     if (x16) {
         for (uint64_t i = 0; i < m->cols; i++)
             x16[i] = a->xq[i];
@@ -304,7 +303,6 @@ static void q8_rows_one_token(const cmf_qmat *m, const act8 *a, float *Y, uint64
                 q8_rowN(m, a, x16, r + (uint64_t)k, Q8_ROWS_TOGETHER, v + k);
             _mm256_storeu_ps(Y + (r - r0), cq_hsum8x8_avx2(v));
         }
-        free(x16);
     }
     if (r < r1) q8_nt(m, a, 0, 1, Y + (r - r0), 1, r, r1);
 }
@@ -323,7 +321,6 @@ bool cq_avx2_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, 
      * longer leads the next rows. q8 and the stream kernels gained at both lengths. */
     if (n == 1 && (q8 || m->cols <= CQ_Q4_ROWS_TOGETHER_MAX_COLS)) {
         q8 ? q8_rows_one_token(m, &a, Y, r0, r1) : q4_rows_one_token(m, &a, Y, r0, r1);
-        free(a.mem);
         return true;
     }
     size_t t = 0;
@@ -333,6 +330,5 @@ bool cq_avx2_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, 
         q8 ? q8_nt(m, &a, t, 2, Y, ldy, r0, r1) : q4_nt(m, &a, t, 2, Y, ldy, r0, r1);
     for (; t < n; t++)
         q8 ? q8_nt(m, &a, t, 1, Y, ldy, r0, r1) : q4_nt(m, &a, t, 1, Y, ldy, r0, r1);
-    free(a.mem);
     return true;
 }

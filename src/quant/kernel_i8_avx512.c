@@ -28,7 +28,7 @@ static bool act8_alloc(act8 *a, size_t n, uint64_t cols) {
     a->cols = cols;
     a->lanes = cols / 4;
     size_t per = cols + 8 * (cols / 4);
-    a->mem = cq_kernel_no_scratch ? NULL : aligned_alloc(64, (n * per + 63) / 64 * 64);
+    a->mem = cq_kernel_scratch(CQ_SCRATCH_ACT, n * per);
     if (!a->mem) return false;
     a->xq = (int8_t *)a->mem;
     a->corr = (int32_t *)(void *)(a->mem + n * cols);
@@ -84,14 +84,49 @@ static void prep_q4(act8 *a, const float *X, size_t n, size_t ldx) {
     }
 }
 
-/* q8 order: natural, stored +128 as unsigned; dxl = the lane's group dx. */
+/* q8 order: natural, stored +128 as unsigned; dxl = the lane's group dx. One token (decode)
+ * runs this per matrix on every thread, so 16 groups go at a time: their maxima in one vector
+ * (hmax16: one division each for dx and 1/dx), dxl spread by vpermps; the last G % 16 groups
+ * one by one through quant32 (the same arithmetic). */
 static void prep_q8(act8 *a, const float *X, size_t n, size_t ldx) {
     uint64_t G = a->cols / 32;
+    const __m512i pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const __m256i bias = _mm256_set1_epi8((char)0x80);
     for (size_t t = 0; t < n; t++) {
+        const float *x = X + t * ldx;
         int8_t *xq = a->xq + t * a->cols;
         float *dxl = a->dxl + t * a->lanes;
-        for (uint64_t g = 0; g < G; g++) {
-            float d = quant32(X + t * ldx + 32 * g, xq + 32 * g);
+        uint64_t g = 0;
+        for (; g + 16 <= G; g += 16) {
+            __m512 mx[16];
+            for (int k = 0; k < 16; k++) {
+                const float *f = x + 32 * (g + (uint64_t)k);
+                mx[k] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(f)),
+                                      _mm512_abs_ps(_mm512_loadu_ps(f + 16)));
+            }
+            __m512 amax = cq_hmax16_avx512(mx);
+            __mmask16 nz = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ);
+            _Alignas(64) float inv[16];
+            _mm512_store_ps(inv, _mm512_maskz_div_ps(nz, _mm512_set1_ps(127.0f), amax));
+            __m512 dx = _mm512_div_ps(amax, _mm512_set1_ps(127.0f));
+            for (int k = 0; k < 16; k++) {
+                const float *f = x + 32 * (g + (uint64_t)k);
+                __m512 s = _mm512_set1_ps(inv[k]);
+                __m128i lo = _mm512_cvtsepi32_epi8(
+                            _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(f), s))),
+                        hi = _mm512_cvtsepi32_epi8(
+                            _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(f + 16), s)));
+                __m256i q = _mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1);
+                _mm256_storeu_si256((__m256i *)(void *)(xq + 32 * (g + (uint64_t)k)),
+                                    _mm256_xor_si256(q, bias));
+            }
+            for (int p = 0; p < 8; p++) /* lanes 0..7 group g + 2p, 8..15 group g + 2p + 1 */
+                _mm512_storeu_ps(
+                    dxl + 8 * (g + 2 * (uint64_t)p),
+                    _mm512_permutexvar_ps(_mm512_add_epi32(pair, _mm512_set1_epi32(2 * p)), dx));
+        }
+        for (; g < G; g++) {
+            float d = quant32(x + 32 * g, xq + 32 * g);
             for (int k = 0; k < 32; k++)
                 xq[32 * g + k] = (int8_t)(uint8_t)(xq[32 * g + k] + 128);
             for (int l = 0; l < 8; l++)
@@ -309,6 +344,5 @@ bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx
         prep_q4(&a, X, n, ldx);
         q4_rows(m, &a, n, Y, ldy, r0, r1);
     }
-    free(a.mem);
     return true;
 }

@@ -57,26 +57,32 @@ static bool act_alloc(act *a, uint64_t G, uint8_t *stack_buf) {
     a->G = G;
     a->Gp = (G + 15) & ~(uint64_t)15;
     size_t bytes = a->Gp * (32 + 32 + 32 + 4 + 4);
-    a->mem = bytes <= ACT_STACK_BYTES ? stack_buf
-             : cq_kernel_no_scratch   ? NULL
-                                      : aligned_alloc(64, bytes);
+    a->mem = bytes <= ACT_STACK_BYTES ? stack_buf : cq_kernel_scratch(CQ_SCRATCH_ACT, bytes);
     if (!a->mem) return false;
-    memset(a->mem, 0, bytes);
     a->xe = (int8_t *)a->mem;
     a->xn = a->xe + 32 * a->Gp;
     a->corr = (int32_t *)(void *)(a->mem + 64 * a->Gp);
     a->dx = (float *)(void *)(a->mem + 96 * a->Gp);
     a->sg = a->dx + a->Gp;
+    /* zeros where prep writes nothing: the padding groups G .. Gp of every array, and in xe
+     * the whole last block of 4 groups when it is partial (its groups are interleaved) */
+    uint64_t Gp = a->Gp, xe0 = 128 * (G / 4);
+    memset(a->xe + xe0, 0, 32 * Gp - xe0);
+    memset(a->xn + 32 * G, 0, 32 * (Gp - G));
+    memset(a->corr + 4 * G, 0, 16 * (Gp - G));
+    memset(a->dx + G, 0, 4 * (Gp - G));
+    memset(a->sg + G, 0, 4 * (Gp - G));
     return true;
 }
 
 /* Each group of 32 activations to int8 (round to nearest, dx = absmax / 127), written in both
- * orders, with its code sum and the -8 * sum of each q4 lane's 8 values, all from the int32
- * codes in registers (decode runs this once per matrix per token). */
-TGT static void prep(act *a, const float *x) {
+ * orders, with its code sum and the -8 * sum of each q4 lane's 8 values. Decode runs this once
+ * per matrix per token on every thread, so it works on 16 groups at a time (prep16) and the
+ * group-at-a-time routine (prep_tail, the same arithmetic) takes only the last G % 16. */
+TGT static void prep_tail(act *a, const float *x, uint64_t g0) {
     const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
-    for (uint64_t g = 0; g < a->G; g++) {
+    for (uint64_t g = g0; g < a->G; g++) {
         __m512 f0 = _mm512_loadu_ps(x + 32 * g), f1 = _mm512_loadu_ps(x + 32 * g + 16);
         float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(f0), _mm512_abs_ps(f1)));
         __m512 inv = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
@@ -100,6 +106,75 @@ TGT static void prep(act *a, const float *x) {
             corr[l] = -8 * (v[4 * l] + v[4 * l + 1] + v[4 * l + 2] + v[4 * l + 3]);
         a->sg[g] = (float)_mm512_reduce_add_epi32(_mm512_add_epi32(c0, c1));
     }
+}
+
+/* Groups [g0, g0 + 16): their 16 absolute maxima in one vector (hmax16), so one division each
+ * for dx and 1/dx; each group's int32 codes become its 64 bytes [natural | evens | odds] in
+ * one vpermt2b; the lane sums behind corr and sg come from vpdpbusd against ones, 4 groups
+ * (one xe block) per vector, and sg from folding those. */
+TGT_INL void prep16(act *a, const float *x, uint64_t g0, const __m512i bidx) {
+    __m512 mx[16];
+    for (int k = 0; k < 16; k++) {
+        const float *f = x + 32 * (g0 + (uint64_t)k);
+        mx[k] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(f)),
+                              _mm512_abs_ps(_mm512_loadu_ps(f + 16)));
+    }
+    __m512 amax = cq_hmax16_avx512(mx);
+    __mmask16 nz = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ);
+    _Alignas(64) float inv[16];
+    _mm512_store_ps(inv, _mm512_maskz_div_ps(nz, _mm512_set1_ps(127.0f), amax));
+    _mm512_storeu_ps(a->dx + g0, _mm512_div_ps(amax, _mm512_set1_ps(127.0f)));
+    const __m512i ones = _mm512_set1_epi8(1);
+    __m512i lane[4]; /* per xe block: sum of each q4 lane's 8 codes */
+    for (int b = 0; b < 4; b++) {
+        __m512i E = _mm512_setzero_si512(), O = _mm512_setzero_si512();
+        for (int k = 0; k < 4; k++) {
+            uint64_t g = g0 + 4 * (uint64_t)b + (uint64_t)k;
+            const float *f = x + 32 * g;
+            __m512 s = _mm512_set1_ps(inv[4 * b + k]);
+            __m512i c0 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(f), s)),
+                    c1 = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(f + 16), s));
+            __m512i P = _mm512_permutex2var_epi8(c0, bidx, c1); /* [natural | evens | odds] */
+            _mm256_storeu_si256((__m256i *)(void *)(a->xn + 32 * g), _mm512_castsi512_si256(P));
+            /* lane 2 (evens) to 16k of E, lane 3 (odds) to 16k of O */
+            E = _mm512_mask_shuffle_i32x4(E, (__mmask16)(0xFu << (4 * k)), P, P, 0xAA);
+            O = _mm512_mask_shuffle_i32x4(O, (__mmask16)(0xFu << (4 * k)), P, P, 0xFF);
+        }
+        int8_t *blk = a->xe + 128 * (g0 / 4 + (uint64_t)b);
+        _mm512_storeu_si512(blk, E);
+        _mm512_storeu_si512(blk + 64, O);
+        lane[b] =
+            _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, E), ones, O);
+        _mm512_storeu_si512(
+            a->corr + 4 * (g0 + 4 * (uint64_t)b),
+            _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(lane[b], 3)));
+    }
+    /* group k's code sum = the sum of its 4 lanes: fold 16 lanes of 4 blocks to 16 groups */
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i io = _mm512_add_epi32(ie, _mm512_set1_epi32(1));
+    __m512i p01 = _mm512_add_epi32(_mm512_permutex2var_epi32(lane[0], ie, lane[1]),
+                                   _mm512_permutex2var_epi32(lane[0], io, lane[1])),
+            p23 = _mm512_add_epi32(_mm512_permutex2var_epi32(lane[2], ie, lane[3]),
+                                   _mm512_permutex2var_epi32(lane[2], io, lane[3]));
+    __m512i sum = _mm512_add_epi32(_mm512_permutex2var_epi32(p01, ie, p23),
+                                   _mm512_permutex2var_epi32(p01, io, p23));
+    _mm512_storeu_ps(a->sg + g0, _mm512_cvtepi32_ps(sum));
+}
+
+TGT static void prep(act *a, const float *x) {
+    uint8_t bi[64];
+    for (int i = 0; i < 32; i++) /* natural: dword i of c0 || c1 */
+        bi[i] = (uint8_t)(i < 16 ? 4 * i : 64 + 4 * (i - 16));
+    for (int j = 0; j < 16; j++) { /* evens, then odds */
+        int e = 2 * j, o = 2 * j + 1;
+        bi[32 + j] = (uint8_t)(e < 16 ? 4 * e : 64 + 4 * (e - 16));
+        bi[48 + j] = (uint8_t)(o < 16 ? 4 * o : 64 + 4 * (o - 16));
+    }
+    const __m512i bidx = _mm512_loadu_si512(bi);
+    uint64_t g = 0;
+    for (; g + 16 <= a->G; g += 16)
+        prep16(a, x, g, bidx);
+    prep_tail(a, x, g);
 }
 
 static inline __mmask64 bytes_mask(unsigned n) {
@@ -567,6 +642,5 @@ bool cq_avx512_i8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_
         q4_dispatch(m, &a, y, r0, r1);
     else
         vb_rows(m, &a, y, r0, r1);
-    if (a.mem != stack_buf) free(a.mem);
     return true;
 }

@@ -35,6 +35,14 @@ extern const cq_kernel_table cq_kernels_avx512;
  * kernels down their allocation-free fallback paths (so those are tested too). */
 extern int cq_kernel_no_scratch;
 
+/* Per-thread scratch for one kernel call (kernel_scratch.c): a 64-byte aligned block of at
+ * least `bytes`, owned by the calling thread and reused by its next call with the same slot,
+ * so decode makes no allocation per token. Not to be freed. NULL when out of memory or when
+ * cq_kernel_no_scratch is set. A call that needs two blocks at once takes two slots; a
+ * kernel must not hand its slot's block to a callee that takes the same slot. */
+typedef enum { CQ_SCRATCH_ACT, CQ_SCRATCH_AUX, CQ_SCRATCH_SLOTS } cq_scratch_slot;
+void *cq_kernel_scratch(cq_scratch_slot slot, size_t bytes);
+
 /* True when nt tokens' activations of `bytes_per_token` bytes fit in L1 with room to spare
  * (32 KiB). Prefill kernels share one decoded weight group among up to 4 tokens only while
  * those tokens' activations stay in L1; beyond that re-reading them from L2 costs more than
