@@ -43,37 +43,45 @@ static float hsum_max8(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-static float quant32(const float *x, int8_t *q) {
+/* One group of 32 activations to int8 (dx = absmax / 127, round to nearest), its 32 codes
+ * returned in natural order: the two saturating packs interleave 4-element pieces, one vpermd
+ * puts them back in order. */
+static inline __m256i quant32_codes(const float *x, float *dx) {
     const __m256 sign = _mm256_set1_ps(-0.0f);
     __m256 mx = _mm256_setzero_ps();
     for (int i = 0; i < 32; i += 8)
         mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
     float amax = hsum_max8(mx);
-    float inv = amax > 0 ? 127.0f / amax : 0.0f;
-    __m256 vi = _mm256_set1_ps(inv);
-    for (int i = 0; i < 32; i += 8) {
-        __m256i v = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vi));
-        __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-        _mm_storel_epi64((__m128i *)(q + i), _mm_packs_epi16(w, w));
-    }
-    return amax / 127.0f;
+    __m256 vi = _mm256_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+    __m256i c[4];
+    for (int i = 0; i < 4; i++)
+        c[i] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), vi));
+    /* dwords: lane 0 = elements 0-3, 8-11, 16-19, 24-27; lane 1 = 4-7, 12-15, 20-23, 28-31 */
+    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3]));
+    *dx = amax / 127.0f;
+    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
+/* Per group: the codes (q4: reordered [even elements | odd elements] by a byte shuffle within
+ * each 16-byte half and a qword permute) and dx; q4 also corr = 8 * the sum of each lane's 4
+ * codes (vpmaddubsw + vpmaddwd against ones). Decode runs this once per matrix per thread
+ * per token, so it stays in registers. */
 static void prep(act8 *a, const float *X, size_t n, size_t ldx, bool q4) {
     uint64_t G = a->cols / 32;
-    int8_t q[32];
+    const __m256i eo = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2,
+                                        4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
     for (size_t t = 0; t < n; t++)
         for (uint64_t g = 0; g < G; g++) {
             int8_t *o = a->xq + t * a->cols + 32 * g;
-            a->dx[t * G + g] = quant32(X + t * ldx + 32 * g, q4 ? q : o);
-            if (!q4) continue;
-            for (int k = 0; k < 16; k++) {
-                o[k] = q[2 * k];
-                o[16 + k] = q[2 * k + 1];
+            __m256i q = quant32_codes(X + t * ldx + 32 * g, &a->dx[t * G + g]);
+            if (q4) {
+                q = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(q, eo), _MM_SHUFFLE(3, 1, 2, 0));
+                __m256i l4 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);
+                _mm256_storeu_si256((__m256i *)(void *)(a->corr + t * (a->cols / 4) + 8 * g),
+                                    _mm256_slli_epi32(l4, 3));
             }
-            for (int l = 0; l < 8; l++)
-                a->corr[t * (a->cols / 4) + 8 * g + l] =
-                    8 * (o[4 * l] + o[4 * l + 1] + o[4 * l + 2] + o[4 * l + 3]);
+            _mm256_storeu_si256((__m256i *)(void *)o, q);
         }
 }
 
