@@ -1,6 +1,6 @@
-/* hsum16_avx512.h - the horizontal sums (and maxima) of 16 vectors at once, for the one-token
- * kernels that reduce rows 16 at a time (kernel_i8dec_avx512.c, kernel_i8_avx512.c). AVX-512 files
- * only. */
+/* hsum16_avx512.h - horizontal sums and maxima of 16 vectors at once, and on them the int8
+ * activation scales of 16 groups, for the one-token kernels (kernel_i8dec_avx512.c,
+ * kernel_i8_avx512.c). AVX-512 files only. */
 #ifndef CORTIQ_QUANT_HSUM16_AVX512_H
 #define CORTIQ_QUANT_HSUM16_AVX512_H
 
@@ -33,6 +33,20 @@ static inline __attribute__((always_inline)) __m512 cq_hsum16_avx512(const __m51
 static inline __attribute__((always_inline)) __m512 cq_hmax16_avx512(__m512 *v) {
     CQ_FOLD16_AVX512(v, _mm512_max_ps);
     return v[0];
+}
+
+/* The int8 activation scales of 16 groups of 32 floats (group k at x + 32 k): lane k of the
+ * result = the group's absolute maximum, inv[k] = 127 / that (0 for an all-zero group). Their
+ * maxima come out of one fold, so each scale is one lane of a vector division. */
+static inline __attribute__((always_inline)) __m512 cq_absmax16_avx512(const float *x, float *inv) {
+    __m512 mx[16];
+    for (int k = 0; k < 16; k++)
+        mx[k] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(x + 32 * k)),
+                              _mm512_abs_ps(_mm512_loadu_ps(x + 32 * k + 16)));
+    __m512 amax = cq_hmax16_avx512(mx);
+    __mmask16 nz = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ);
+    _mm512_storeu_ps(inv, _mm512_maskz_div_ps(nz, _mm512_set1_ps(127.0f), amax));
+    return amax;
 }
 
 #endif

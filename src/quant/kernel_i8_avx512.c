@@ -98,17 +98,8 @@ static void prep_q8(act8 *a, const float *X, size_t n, size_t ldx) {
         float *dxl = a->dxl + t * a->lanes;
         uint64_t g = 0;
         for (; g + 16 <= G; g += 16) {
-            __m512 mx[16];
-            for (int k = 0; k < 16; k++) {
-                const float *f = x + 32 * (g + (uint64_t)k);
-                mx[k] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(f)),
-                                      _mm512_abs_ps(_mm512_loadu_ps(f + 16)));
-            }
-            __m512 amax = cq_hmax16_avx512(mx);
-            __mmask16 nz = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ);
             _Alignas(64) float inv[16];
-            _mm512_store_ps(inv, _mm512_maskz_div_ps(nz, _mm512_set1_ps(127.0f), amax));
-            __m512 dx = _mm512_div_ps(amax, _mm512_set1_ps(127.0f));
+            __m512 dx = _mm512_div_ps(cq_absmax16_avx512(x + 32 * g, inv), _mm512_set1_ps(127.0f));
             for (int k = 0; k < 16; k++) {
                 const float *f = x + 32 * (g + (uint64_t)k);
                 __m512 s = _mm512_set1_ps(inv[k]);

@@ -108,21 +108,13 @@ TGT static void prep_tail(act *a, const float *x, uint64_t g0) {
     }
 }
 
-/* Groups [g0, g0 + 16): their 16 absolute maxima in one vector (hmax16), so one division each
- * for dx and 1/dx; each group's int32 codes become its 64 bytes [natural | evens | odds] in
- * one vpermt2b; the lane sums behind corr and sg come from vpdpbusd against ones, 4 groups
+/* Groups [g0, g0 + 16): their 16 absolute maxima in one vector (cq_absmax16_avx512), so one
+ * division each for dx and 1/dx; each group's int32 codes become its 64 bytes [natural | evens |
+ * odds] in one vpermt2b; the lane sums behind corr and sg come from vpdpbusd against ones, 4 groups
  * (one xe block) per vector, and sg from folding those. */
 TGT_INL void prep16(act *a, const float *x, uint64_t g0, const __m512i bidx) {
-    __m512 mx[16];
-    for (int k = 0; k < 16; k++) {
-        const float *f = x + 32 * (g0 + (uint64_t)k);
-        mx[k] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(f)),
-                              _mm512_abs_ps(_mm512_loadu_ps(f + 16)));
-    }
-    __m512 amax = cq_hmax16_avx512(mx);
-    __mmask16 nz = _mm512_cmp_ps_mask(amax, _mm512_setzero_ps(), _CMP_GT_OQ);
     _Alignas(64) float inv[16];
-    _mm512_store_ps(inv, _mm512_maskz_div_ps(nz, _mm512_set1_ps(127.0f), amax));
+    __m512 amax = cq_absmax16_avx512(x + 32 * g0, inv);
     _mm512_storeu_ps(a->dx + g0, _mm512_div_ps(amax, _mm512_set1_ps(127.0f)));
     const __m512i ones = _mm512_set1_epi8(1);
     __m512i lane[4]; /* per xe block: sum of each q4 lane's 8 codes */
