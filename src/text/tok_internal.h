@@ -266,8 +266,18 @@ void tok_decoder_free(tok_decoder *d);
 void tok_pattern_free(tok_pattern *p);
 
 /* Running components */
-/* Normalize s into out (appending). false on allocation failure. */
+/* Normalize s into out (appending). false on allocation failure or past tok_norm_cap. */
 bool tok_normalize(const tok_normalizer *n, const char *s, size_t len, tok_buf *out);
+/* What normalizing a len-byte piece may append to `out`, every intermediate text of a Sequence
+ * included: TOK_NORM_GROWTH x len + TOK_NORM_GROWTH_BASE bytes. Real normalizers grow text by a
+ * small factor (Replace ' ' -> U+2581: 3x; NFKC/NFKD of compatibility characters: ~11x at
+ * most), but a tokenizer.json can chain Replace steps that each multiply the text (found by
+ * fuzz_tokenizer_json: 4 bytes asking for 8 GiB). Past the cap tok_normalize returns false and
+ * records the failure for this thread; tok_regex_fail_check then reports CMF_E_LIMIT. */
+#define TOK_NORM_GROWTH      64u
+#define TOK_NORM_GROWTH_BASE 65536u
+size_t tok_norm_cap(size_t len);
+void tok_norm_fail_growth(size_t len, size_t cap);
 /* Pre-tokenize: in -> out (out is reset first); `tmp` is scratch. false on allocation failure. */
 bool tok_pretokenize(const tok_pretok *p, tok_pieces *in, tok_pieces *out, tok_pieces *tmp);
 

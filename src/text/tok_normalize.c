@@ -51,14 +51,28 @@ static bool lowercase(const char *s, size_t len, tok_buf *out) {
     return true;
 }
 
-static bool replace(const tok_normalizer *n, const char *s, size_t len, tok_buf *out) {
-    size_t pos = 0, last = SIZE_MAX, ms, me, prev = 0;
+size_t tok_norm_cap(size_t len) {
+    return len > (SIZE_MAX - TOK_NORM_GROWTH_BASE) / TOK_NORM_GROWTH
+               ? SIZE_MAX
+               : TOK_NORM_GROWTH * len + TOK_NORM_GROWTH_BASE;
+}
+
+/* A step's result: done, out of memory, or its output would pass the cap. */
+typedef enum { NORM_OK, NORM_NOMEM, NORM_OVER } norm_rc;
+
+/* Replace stops as soon as what it appends would pass `room` bytes. */
+static norm_rc replace(const tok_normalizer *n, const char *s, size_t len, size_t room,
+                       tok_buf *out) {
+    size_t pos = 0, last = SIZE_MAX, ms, me, prev = 0, base = out->len;
     while (tok_pattern_next(&n->pat, s, len, &pos, &last, &ms, &me)) {
+        size_t used = out->len - base;
+        if (ms - prev > room - used || n->content_len > room - used - (ms - prev)) return NORM_OVER;
         if (!tok_buf_put(out, s + prev, ms - prev) || !tok_buf_put(out, n->content, n->content_len))
-            return false;
+            return NORM_NOMEM;
         prev = me;
     }
-    return tok_buf_put(out, s + prev, len - prev);
+    if (len - prev > room - (out->len - base)) return NORM_OVER;
+    return tok_buf_put(out, s + prev, len - prev) ? NORM_OK : NORM_NOMEM;
 }
 
 static bool strip(const tok_normalizer *n, const char *s, size_t len, tok_buf *out) {
@@ -74,7 +88,8 @@ static bool strip(const tok_normalizer *n, const char *s, size_t len, tok_buf *o
     if (n->right) {
         while (e > b) {
             size_t k = e - 1;
-            while (k > b && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+            while (k > b && ((unsigned char)s[k] & 0xC0) == 0x80)
+                k--;
             uint32_t cp;
             tok_utf8_decode(s, len, k, &cp);
             if (!tok_is_whitespace(cp)) break;
@@ -90,8 +105,10 @@ static bool drop_marks(const char *s, size_t len, bool all_marks, tok_buf *out) 
     for (size_t i = 0; i < len;) {
         uint32_t cp;
         size_t k = tok_utf8_decode(s, len, i, &cp);
-        utf8proc_category_t c = cp < 0x300 ? UTF8PROC_CATEGORY_LU : utf8proc_category((utf8proc_int32_t)cp);
-        bool mark = c == UTF8PROC_CATEGORY_MN || (all_marks && (c == UTF8PROC_CATEGORY_MC || c == UTF8PROC_CATEGORY_ME));
+        utf8proc_category_t c =
+            cp < 0x300 ? UTF8PROC_CATEGORY_LU : utf8proc_category((utf8proc_int32_t)cp);
+        bool mark = c == UTF8PROC_CATEGORY_MN ||
+                    (all_marks && (c == UTF8PROC_CATEGORY_MC || c == UTF8PROC_CATEGORY_ME));
         if (!mark) {
             if (!tok_buf_put(out, s + i, k)) return false;
         }
@@ -101,8 +118,9 @@ static bool drop_marks(const char *s, size_t len, bool all_marks, tok_buf *out) 
 }
 
 static bool is_cjk_ideograph(uint32_t c) {
-    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x20000 && c <= 0x2A6DF) ||
-           (c >= 0x2A700 && c <= 0x2B73F) || (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
+    return (c >= 0x4E00 && c <= 0x9FFF) || (c >= 0x3400 && c <= 0x4DBF) ||
+           (c >= 0x20000 && c <= 0x2A6DF) || (c >= 0x2A700 && c <= 0x2B73F) ||
+           (c >= 0x2B740 && c <= 0x2B81F) || (c >= 0x2B920 && c <= 0x2CEAF) ||
            (c >= 0xF900 && c <= 0xFAFF) || (c >= 0x2F800 && c <= 0x2FA1F);
 }
 
@@ -140,42 +158,76 @@ static bool bert(const tok_normalizer *n, const char *s, size_t len, tok_buf *ou
         a.len = 0;
         ok = ok && tok_buf_reserve(&a, b.len) && drop_marks(b.p, b.len, false, &a);
     }
-    if (ok) ok = n->lowercase ? lowercase(a.p ? a.p : "", a.len, out) : tok_buf_put(out, a.p, a.len);
+    if (ok)
+        ok = n->lowercase ? lowercase(a.p ? a.p : "", a.len, out) : tok_buf_put(out, a.p, a.len);
     tok_buf_free(&a);
     tok_buf_free(&b);
     return ok;
 }
 
-bool tok_normalize(const tok_normalizer *n, const char *s, size_t len, tok_buf *out) {
+/* One normalizer appending to out; `room`: the most it may append (every intermediate text of a
+ * Sequence gets the same cap, so chained steps cannot multiply past it). */
+static norm_rc norm_step(const tok_normalizer *n, const char *s, size_t len, size_t room,
+                         tok_buf *out) {
+    size_t base = out->len;
+    bool ok;
     switch (n->type) {
-    case TOK_NORM_NFC: return unicode_form(s, len, UTF8PROC_COMPOSE, out);
-    case TOK_NORM_NFD: return unicode_form(s, len, UTF8PROC_DECOMPOSE, out);
-    case TOK_NORM_NFKC: return unicode_form(s, len, UTF8PROC_COMPOSE | UTF8PROC_COMPAT, out);
-    case TOK_NORM_NFKD: return unicode_form(s, len, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, out);
-    case TOK_NORM_LOWERCASE: return lowercase(s, len, out);
-    case TOK_NORM_REPLACE: return replace(n, s, len, out);
+    case TOK_NORM_NFC:
+        ok = unicode_form(s, len, UTF8PROC_COMPOSE, out);
+        break;
+    case TOK_NORM_NFD:
+        ok = unicode_form(s, len, UTF8PROC_DECOMPOSE, out);
+        break;
+    case TOK_NORM_NFKC:
+        ok = unicode_form(s, len, UTF8PROC_COMPOSE | UTF8PROC_COMPAT, out);
+        break;
+    case TOK_NORM_NFKD:
+        ok = unicode_form(s, len, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, out);
+        break;
+    case TOK_NORM_LOWERCASE:
+        ok = lowercase(s, len, out);
+        break;
+    case TOK_NORM_REPLACE:
+        return replace(n, s, len, room, out);
     case TOK_NORM_PREPEND:
-        if (len && !tok_buf_put(out, n->content, n->content_len)) return false;
-        return tok_buf_put(out, s, len);
-    case TOK_NORM_STRIP: return strip(n, s, len, out);
-    case TOK_NORM_STRIP_ACCENTS: return drop_marks(s, len, true, out);
-    case TOK_NORM_BERT: return bert(n, s, len, out);
+        if (len && n->content_len > room) return NORM_OVER;
+        ok = (!len || tok_buf_put(out, n->content, n->content_len)) && tok_buf_put(out, s, len);
+        break;
+    case TOK_NORM_STRIP:
+        ok = strip(n, s, len, out);
+        break;
+    case TOK_NORM_STRIP_ACCENTS:
+        ok = drop_marks(s, len, true, out);
+        break;
+    case TOK_NORM_BERT:
+        ok = bert(n, s, len, out);
+        break;
     case TOK_NORM_SEQUENCE: {
         tok_buf a = {0}, b = {0};
-        if (!tok_buf_put(&a, s, len)) return false;
-        bool ok = true;
-        for (size_t i = 0; ok && i < n->nkids; i++) {
+        if (!tok_buf_put(&a, s, len)) return NORM_NOMEM;
+        norm_rc rc = NORM_OK;
+        for (size_t i = 0; rc == NORM_OK && i < n->nkids; i++) {
             b.len = 0;
-            ok = tok_buf_reserve(&b, 0) && tok_normalize(n->kids[i], a.p, a.len, &b);
+            rc = tok_buf_reserve(&b, 0) ? norm_step(n->kids[i], a.p, a.len, room, &b) : NORM_NOMEM;
             tok_buf t = a;
             a = b;
             b = t;
         }
-        ok = ok && tok_buf_put(out, a.p, a.len);
+        if (rc == NORM_OK && !tok_buf_put(out, a.p, a.len)) rc = NORM_NOMEM;
         tok_buf_free(&a);
         tok_buf_free(&b);
-        return ok;
+        return rc;
     }
+    default:
+        return NORM_NOMEM;
     }
-    return false;
+    if (!ok) return NORM_NOMEM;
+    return out->len - base > room ? NORM_OVER : NORM_OK;
+}
+
+bool tok_normalize(const tok_normalizer *n, const char *s, size_t len, tok_buf *out) {
+    size_t cap = tok_norm_cap(len);
+    norm_rc rc = norm_step(n, s, len, cap, out);
+    if (rc == NORM_OVER) tok_norm_fail_growth(len, cap);
+    return rc == NORM_OK;
 }

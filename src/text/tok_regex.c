@@ -30,8 +30,9 @@ struct tok_regex {
  * when it expires (see docs/SECURITY.md, "Regex time per byte"). The
  * default syntax (ONIG_SYNTAX_ONIGURUMA) already has (*name) callouts, so user patterns mean
  * what they meant before; the non-capturing group keeps group numbers and inline options. */
-#define TOK_RE_CALLOUT   "cortiq_deadline"
-#define TOK_RE_FAIL_TIME 1 /* re_state.fail_code of a search the time limit stopped */
+#define TOK_RE_CALLOUT     "cortiq_deadline"
+#define TOK_RE_FAIL_TIME   1 /* re_state.fail_code of a search the time limit stopped */
+#define TOK_RE_FAIL_GROWTH 2 /* re_state.fail_code: normalized text passed tok_norm_cap */
 #ifdef CLOCK_MONOTONIC_COARSE
 #define TOK_RE_TICK_CLOCK CLOCK_MONOTONIC_COARSE
 #else
@@ -268,12 +269,26 @@ void tok_regex_fail_reset(void) {
     if (st) st->fail_code = 0;
 }
 
+void tok_norm_fail_growth(size_t len, size_t cap) {
+    re_state *st = thread_state();
+    if (!st || st->fail_code) return; /* the first failure is the one reported */
+    st->fail_code = TOK_RE_FAIL_GROWTH;
+    st->fail_len = len;
+    st->fail_cap = (unsigned long)cap;
+}
+
 cmf_status tok_regex_fail_check(cmf_err *err, const char *ctx) {
     re_state *st = thread_state();
     if (!st) return cmf_err_set(err, CMF_E_NOMEM, ctx, "out of memory for the regex state");
     if (!st->fail_code) return CMF_OK;
     int code = st->fail_code;
     st->fail_code = 0;
+    if (code == TOK_RE_FAIL_GROWTH)
+        return cmf_err_set(err, CMF_E_LIMIT, ctx,
+                           "normalized text limit exceeded on a %zu-byte piece of text (%lu bytes "
+                           "= %u x its length + %u): the tokenizer's normalizers grow it too much",
+                           st->fail_len, st->fail_cap, (unsigned)TOK_NORM_GROWTH,
+                           (unsigned)TOK_NORM_GROWTH_BASE);
     if (code == TOK_RE_FAIL_TIME) {
         uint64_t allowed = tok_regex_time_ns(st->fail_len);
         return cmf_err_set(err, CMF_E_LIMIT, ctx,
