@@ -165,43 +165,41 @@ static bool bert(const tok_normalizer *n, const char *s, size_t len, tok_buf *ou
     return ok;
 }
 
+/* The normalizers that grow text by a bounded factor at most: held to the cap after the step. */
+static bool bounded_step(const tok_normalizer *n, const char *s, size_t len, tok_buf *out) {
+    switch (n->type) {
+    case TOK_NORM_NFC:
+        return unicode_form(s, len, UTF8PROC_COMPOSE, out);
+    case TOK_NORM_NFD:
+        return unicode_form(s, len, UTF8PROC_DECOMPOSE, out);
+    case TOK_NORM_NFKC:
+        return unicode_form(s, len, UTF8PROC_COMPOSE | UTF8PROC_COMPAT, out);
+    case TOK_NORM_NFKD:
+        return unicode_form(s, len, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, out);
+    case TOK_NORM_LOWERCASE:
+        return lowercase(s, len, out);
+    case TOK_NORM_STRIP:
+        return strip(n, s, len, out);
+    case TOK_NORM_STRIP_ACCENTS:
+        return drop_marks(s, len, true, out);
+    case TOK_NORM_BERT:
+        return bert(n, s, len, out);
+    default:
+        return false;
+    }
+}
+
 /* One normalizer appending to out; `room`: the most it may append (every intermediate text of a
  * Sequence gets the same cap, so chained steps cannot multiply past it). */
 static norm_rc norm_step(const tok_normalizer *n, const char *s, size_t len, size_t room,
                          tok_buf *out) {
-    size_t base = out->len;
-    bool ok;
     switch (n->type) {
-    case TOK_NORM_NFC:
-        ok = unicode_form(s, len, UTF8PROC_COMPOSE, out);
-        break;
-    case TOK_NORM_NFD:
-        ok = unicode_form(s, len, UTF8PROC_DECOMPOSE, out);
-        break;
-    case TOK_NORM_NFKC:
-        ok = unicode_form(s, len, UTF8PROC_COMPOSE | UTF8PROC_COMPAT, out);
-        break;
-    case TOK_NORM_NFKD:
-        ok = unicode_form(s, len, UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT, out);
-        break;
-    case TOK_NORM_LOWERCASE:
-        ok = lowercase(s, len, out);
-        break;
     case TOK_NORM_REPLACE:
         return replace(n, s, len, room, out);
     case TOK_NORM_PREPEND:
         if (len && n->content_len > room) return NORM_OVER;
-        ok = (!len || tok_buf_put(out, n->content, n->content_len)) && tok_buf_put(out, s, len);
-        break;
-    case TOK_NORM_STRIP:
-        ok = strip(n, s, len, out);
-        break;
-    case TOK_NORM_STRIP_ACCENTS:
-        ok = drop_marks(s, len, true, out);
-        break;
-    case TOK_NORM_BERT:
-        ok = bert(n, s, len, out);
-        break;
+        if (len && !tok_buf_put(out, n->content, n->content_len)) return NORM_NOMEM;
+        return tok_buf_put(out, s, len) ? NORM_OK : NORM_NOMEM;
     case TOK_NORM_SEQUENCE: {
         tok_buf a = {0}, b = {0};
         if (!tok_buf_put(&a, s, len)) return NORM_NOMEM;
@@ -218,11 +216,12 @@ static norm_rc norm_step(const tok_normalizer *n, const char *s, size_t len, siz
         tok_buf_free(&b);
         return rc;
     }
-    default:
-        return NORM_NOMEM;
+    default: {
+        size_t base = out->len;
+        if (!bounded_step(n, s, len, out)) return NORM_NOMEM;
+        return out->len - base > room ? NORM_OVER : NORM_OK;
     }
-    if (!ok) return NORM_NOMEM;
-    return out->len - base > room ? NORM_OVER : NORM_OK;
+    }
 }
 
 bool tok_normalize(const tok_normalizer *n, const char *s, size_t len, tok_buf *out) {
