@@ -12,8 +12,9 @@
  *   cmf_matmul            Y = X W^T for a small batch of token vectors (prefill),
  *                         each weight decoded once per row and reused for every token
  *
- * The implementation is chosen per call from src/common/cpu.h (scalar, AVX2, AVX-512;
- * env CORTIQ_CPU forces a lower tier). The scalar tier is the reference; the SIMD tiers
+ * The implementation is chosen per call from src/common/cpu.h (scalar, AVX2, AVX-512, and
+ * AMX for batches of f16 / bf16 weights; env CORTIQ_CPU forces a lower tier). The scalar
+ * tier is the reference; the SIMD tiers
  * differ from it by float summation order and operation order (scale applied per group,
  * overlays added as corrections, the q4tp ladder from a vector exp2 within ~2 ulp of
  * exp2f): within 2e-5 of sum|w·x| in the tests, typically ~1e-6. CMF_KF_INT8_ACT adds

@@ -4,10 +4,25 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __linux__
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 static cq_cpu_features g_feat;
 static int g_detected;
 static int g_isa = -1;
+
+/* Linux hands out the AMX tile data state (XCR0 bit 18) only to a process that asks for it. */
+static bool amx_permitted(uint64_t xcr0) {
+    if ((xcr0 & (3ull << 17)) != (3ull << 17)) return false; /* XTILECFG + XTILEDATA */
+#if defined(__linux__) && defined(SYS_arch_prctl)
+    enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
+    return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return false;
+#endif
+}
 
 static uint64_t xgetbv0(void) {
     uint32_t lo, hi;
@@ -33,6 +48,10 @@ const cq_cpu_features *cq_cpu_detect(void) {
             f.avx512bw = zmm && (b & (1u << 30));
             f.avx512vl = zmm && (b & (1u << 31));
             f.avx512vnni = zmm && (c & (1u << 11));
+            bool tile = (d & (1u << 24)) && zmm && amx_permitted(xcr0);
+            f.amx_tile = tile;
+            f.amx_bf16 = tile && (d & (1u << 22));
+            f.amx_int8 = tile && (d & (1u << 25));
         }
         if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
             f.avxvnni = ymm && (a & (1u << 4));
@@ -47,7 +66,7 @@ const cq_cpu_features *cq_cpu_detect(void) {
 static cq_isa best_isa(void) {
     const cq_cpu_features *f = cq_cpu_detect();
     if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq && f->fma && f->f16c)
-        return CQ_ISA_AVX512;
+        return f->amx_bf16 && f->avx512bf16 ? CQ_ISA_AMX : CQ_ISA_AVX512;
     if (f->avx2 && f->fma && f->f16c) return CQ_ISA_AVX2;
     return CQ_ISA_SCALAR;
 }
@@ -64,6 +83,8 @@ cq_isa cq_cpu_isa(void) {
             want = CQ_ISA_AVX2;
         else if (!strcmp(env, "avx512"))
             want = CQ_ISA_AVX512;
+        else if (!strcmp(env, "amx"))
+            want = CQ_ISA_AMX;
         if (want < isa) isa = want;
     }
     g_isa = (int)isa;
@@ -83,6 +104,8 @@ const char *cq_isa_name(cq_isa isa) {
         return "avx2";
     case CQ_ISA_AVX512:
         return "avx512";
+    case CQ_ISA_AMX:
+        return "amx";
     }
     return "?";
 }

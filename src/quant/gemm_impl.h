@@ -34,4 +34,9 @@ void cq_qact_quantize_avx512(cmf_qact *a, const float *X, size_t ldx, size_t t0,
 bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                           size_t ldy, uint64_t r0, uint64_t r1);
 
+/* Batched product for f16 / bf16 weights on AMX-BF16 tiles (gemm_half_amx.c; CQ_ISA_AMX): false
+ * (nothing written) for other dtypes or when its scratch cannot be allocated. */
+bool cq_gemm_half_amx(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
+                      uint64_t r0, uint64_t r1);
+
 #endif

@@ -308,10 +308,18 @@ static cq_mm_fn pick(cmf_dtype dt) {
  * 16-row panel and regrouping the activations costs more than it saves). */
 #define CQ_FLOAT_GEMM_MIN 4
 
+/* Batches from this many tokens take the AMX tiles for f16 / bf16 weights. */
+#define CQ_AMX_GEMM_MIN 4
+
 void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
                    uint64_t row_begin, uint64_t row_end, unsigned flags) {
     if (n == 0 || row_begin >= row_end) return;
     cq_mm_fn fn = pick(m->dtype);
+    /* half-precision weights, a batch, AMX: tile products (split bf16, as exact as f32) */
+    if (n >= CQ_AMX_GEMM_MIN && cq_cpu_isa() >= CQ_ISA_AMX &&
+        (m->dtype == CMF_DT_F16 || m->dtype == CMF_DT_BF16) &&
+        cq_gemm_half_amx(m, X, n, ldx, Y, ldy, row_begin, row_end))
+        return;
     /* float weights, a batch: the panel GEMM (each weight converted once per call) */
     if (n >= CQ_FLOAT_GEMM_MIN && cq_cpu_isa() >= CQ_ISA_AVX512 &&
         (m->dtype == CMF_DT_F32 || m->dtype == CMF_DT_F16 || m->dtype == CMF_DT_BF16) &&

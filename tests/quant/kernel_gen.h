@@ -46,13 +46,13 @@ typedef struct {
     unsigned ovl_per_row; /* mean overlay entries per row */
 } kg_opts;
 
-static int kg_cmp_u32(const void *a, const void *b) {
+static inline int kg_cmp_u32(const void *a, const void *b) {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     return x < y ? -1 : x > y;
 }
 
 /* Build a payload of dtype dt for W[rows][cols]; returns malloc'd bytes (exactly *nbytes). */
-static uint8_t *kg_payload(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *r, const kg_opts *o,
+static inline uint8_t *kg_payload(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *r, const kg_opts *o,
                            uint64_t *nbytes) {
     uint64_t n = rows * cols, G = cols / 32, sz = 0;
     uint8_t *p = NULL;

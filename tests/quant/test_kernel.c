@@ -175,7 +175,7 @@ static void test_all_tiers(void) {
                 CHECK_MSG(st == CMF_OK, "%s [%llu x %llu]: %s", cmf_dtype_name(dt),
                           (unsigned long long)sh.rows, (unsigned long long)sh.cols, err.msg);
                 if (st == CMF_OK) {
-                    for (int isa = CQ_ISA_SCALAR; isa <= CQ_ISA_AVX512; isa++) {
+                    for (int isa = CQ_ISA_SCALAR; isa <= CQ_ISA_AMX; isa++) {
                         int bad = check_tier(&m, (cq_isa)isa, &rng);
                         if (sh.cols % 32 == 0) bad += check_int8(&m, (cq_isa)isa, &rng);
                         CHECK_MSG(bad == 0, "%s [%llu x %llu] tier %s: %d mismatches",
@@ -266,7 +266,7 @@ static void test_overlay_order(void) {
     float x[32], y[2];
     for (int i = 0; i < 32; i++)
         x[i] = (float)(i % 5) - 2.0f;
-    for (int isa = CQ_ISA_SCALAR; isa <= CQ_ISA_AVX512; isa++) {
+    for (int isa = CQ_ISA_SCALAR; isa <= CQ_ISA_AMX; isa++) {
         cq_cpu_force((cq_isa)isa);
         cmf_matvec(&m, x, y, 1, 2);
         double want = 0;
@@ -354,9 +354,12 @@ static void test_force(void) {
         cq_cpu_force(CQ_ISA_AVX2);
         CHECK(cq_cpu_isa() == CQ_ISA_AVX2);
     }
-    printf("tiers tested up to: %s\n", cq_isa_name(f->avx512bw ? CQ_ISA_AVX512
-                                                   : f->avx2   ? CQ_ISA_AVX2
-                                                               : CQ_ISA_SCALAR));
+    cq_cpu_force(CQ_ISA_AMX);
+    CHECK(cq_cpu_isa() == CQ_ISA_AMX || !f->amx_bf16);
+    printf("tiers tested up to: %s\n", cq_isa_name(f->amx_bf16   ? CQ_ISA_AMX
+                                                   : f->avx512bw ? CQ_ISA_AVX512
+                                                   : f->avx2     ? CQ_ISA_AVX2
+                                                                 : CQ_ISA_SCALAR));
 }
 
 /* Tiling rows (used by the benchmarks) keeps every row and the layout valid. */
@@ -404,7 +407,7 @@ static void test_fallbacks(void) {
         uint8_t *p = kg_payload(dts[d], 9, 160, &rng, &o, &nb);
         cmf_qmat m;
         CHECK(cmf_qmat_init(&m, dts[d], 9, 160, p, nb, "t", NULL) == CMF_OK);
-        for (int isa = CQ_ISA_SCALAR; isa <= CQ_ISA_AVX512; isa++) {
+        for (int isa = CQ_ISA_SCALAR; isa <= CQ_ISA_AMX; isa++) {
             int bad = check_tier(&m, (cq_isa)isa, &rng) + check_int8(&m, (cq_isa)isa, &rng);
             CHECK_MSG(bad == 0, "fallback %s tier %s: %d mismatches", cmf_dtype_name(dts[d]),
                       cq_isa_name((cq_isa)isa), bad);
