@@ -14,7 +14,7 @@
 #include "engine/model.h"
 
 #ifndef CQ_BATCH
-#define CQ_BATCH 64 /* tokens per prefill chunk */
+#define CQ_BATCH 128 /* tokens per prefill chunk */
 #endif
 
 struct cortiq_session {
