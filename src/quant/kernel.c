@@ -308,8 +308,9 @@ static cq_mm_fn pick(cmf_dtype dt) {
  * 16-row panel and regrouping the activations costs more than it saves). */
 #define CQ_FLOAT_GEMM_MIN 4
 
-/* Batches from this many tokens take the AMX tiles for f16 / bf16 weights. */
-#define CQ_AMX_GEMM_MIN 4
+/* Batches from this many tokens take the AMX tiles for f16 / bf16 weights (below, converting
+ * every weight per call costs more than the tile products save: docs/KERNELS.md). */
+#define CQ_AMX_GEMM_MIN 32
 
 void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
                    uint64_t row_begin, uint64_t row_end, unsigned flags) {
