@@ -1,7 +1,9 @@
 /* bench_gemm.c - prefill matrix products on one thread: the integer GEMM (cmf_matmul_qact,
  * activations quantized once) against the f32-activation batched kernel (cmf_matmul), in
  * weight.token multiply-adds per second, for the matrix shapes of a Qwen2.5-0.5B layer. Float
- * dtypes (f16, bf16, f32) have no integer path: their cmf_matmul (the float panel GEMM) is timed.
+ * dtypes (f16, bf16, f32) have no integer path: their cmf_matmul is timed on the AVX-512 FMA
+ * panels and, for f16 / bf16 on CPUs with AMX, on the AMX tiles too, the two alternating call
+ * by call in this process so that the machine's drift hits both alike.
  *
  *   bench_gemm [--tokens N] [--reps R] [dtype...]     (default: q8_row q4_tiled q4tp)
  *
@@ -12,6 +14,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/cpu.h"
 #include "cortiq/kernels.h"
 #include "../tests/quant/kernel_gen.h"
 
@@ -39,8 +42,17 @@ static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) 
     void *sc = aligned_alloc(64, (cmf_qact_scratch_bytes(cols) + 63) / 64 * 64);
     cmf_qact a;
     cmf_qact_bind(&a, am, n, cols);
-    double best_i = 1e30, best_f = 1e30, best_q = 1e30;
+    double best_i = 1e30, best_f = 1e30, best_q = 1e30, best_amx = 1e30;
+    const bool amx = (dt == CMF_DT_F16 || dt == CMF_DT_BF16) && cq_cpu_detect()->amx_bf16;
     for (int k = 0; k < reps; k++) {
+        if (amx) { /* the AMX tile GEMM, then (below) the FMA panels */
+            cq_cpu_force(CQ_ISA_AMX);
+            double a0 = cpu_now();
+            cmf_matmul(&m, X, n, Y, rows, 0, rows);
+            double a1 = cpu_now() - a0;
+            if (a1 < best_amx) best_amx = a1;
+            cq_cpu_force(CQ_ISA_AVX512);
+        }
         double t0 = cpu_now();
         cmf_qact_quantize(&a, X, cols);
         double t1 = cpu_now();
@@ -59,6 +71,11 @@ static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) 
                "quantize %.1f us\n",
                cmf_dtype_get(dt)->name, (unsigned long long)rows, (unsigned long long)cols, n,
                macs / best_i * 1e-9, macs / best_f * 1e-9, best_f / best_i, best_q * 1e6);
+    else if (amx)
+        printf("%-9s %5llu x %-5llu n=%-3zu  AVX-512 FMA panels %6.1f GMAC/s  AMX tiles %6.1f "
+               "GMAC/s  (%.2fx)\n",
+               cmf_dtype_get(dt)->name, (unsigned long long)rows, (unsigned long long)cols, n,
+               macs / best_f * 1e-9, macs / best_amx * 1e-9, best_f / best_amx);
     else
         printf("%-9s %5llu x %-5llu n=%-3zu  f32-activation matmul %6.1f GMAC/s\n",
                cmf_dtype_get(dt)->name, (unsigned long long)rows, (unsigned long long)cols, n,
@@ -87,10 +104,12 @@ int main(int argc, char **argv) {
         }
     }
     if (!nd) dts[nd++] = CMF_DT_Q8_ROW, dts[nd++] = CMF_DT_Q4_TILED, dts[nd++] = CMF_DT_Q4TP;
+    cq_isa tier = cq_cpu_isa();
     printf("integer GEMM tier: %s\n", cmf_qact_fast() ? "AVX-512 VNNI" : "scalar");
     static const uint64_t shapes[][2] = {{896, 896}, {4864, 896}, {896, 4864}, {128, 896}};
     for (size_t d = 0; d < nd; d++)
         for (size_t s = 0; s < 4; s++)
             run(dts[d], shapes[s][0], shapes[s][1], n, reps);
+    cq_cpu_force(tier);
     return 0;
 }
