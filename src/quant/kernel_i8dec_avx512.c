@@ -276,6 +276,7 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
             const uint8_t *p = m->quants + (r * G + g) * CQ_Q4T_TILE;
             _mm_prefetch((const char *)p + CQ_PF_DIST, _MM_HINT_T0);
             _mm_prefetch((const char *)p + CQ_PF_DIST + 64, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + CQ_PF_DIST_L2, _MM_HINT_T1);
             __m512i A, B;
             if (vg == 4) {
                 A = _mm512_loadu_si512(p);
@@ -290,6 +291,7 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
         } else {
             const uint8_t *p = m->quants + (r * G + g) * 16;
             _mm_prefetch((const char *)p + CQ_PF_DIST, _MM_HINT_T0);
+            _mm_prefetch((const char *)p + CQ_PF_DIST_L2, _MM_HINT_T1);
             nib = vg == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_mask(16 * vg), p);
         }
         const int8_t *xc = a->xe + 32 * g;
