@@ -31,10 +31,10 @@ extern const cq_kernel_table cq_kernels_avx512;
 #define CQ_PF_DIST 4096
 #endif
 
-/* A second prefetch of the one-token int8 kernels (q8_row, the q4 family), into L2 only and
- * further ahead: with the work per byte of short rows (576-640 columns), the L1 prefetch alone
- * left 11-37 % of the two-core DRAM bandwidth unused; adding this one measured +6 to +27 %
- * (docs/KERNELS.md, "Two prefetch distances"). */
+/* A second prefetch of the one-token kernels (f16 / bf16 / f32 / q8 streams, the int8 q8_row
+ * and q4 paths), into L2 only and further ahead: with the work per byte of short rows (576-896
+ * columns), the L1 prefetch alone left 11-37 % of the two-core DRAM bandwidth unused; adding
+ * this one measured +6 to +27 % (docs/KERNELS.md, "Two prefetch distances"). */
 #ifndef CQ_PF_DIST_L2
 #define CQ_PF_DIST_L2 16384
 #endif
