@@ -31,10 +31,11 @@ extern const cq_kernel_table cq_kernels_avx512;
 #define CQ_PF_DIST 4096
 #endif
 
-/* A second prefetch of the one-token kernels (f16 / bf16 / f32 / q8 streams, the int8 q8_row
- * and q4 paths), into L2 only and further ahead: with the work per byte of short rows (576-896
- * columns), the L1 prefetch alone left 11-37 % of the two-core DRAM bandwidth unused; adding
- * this one measured +6 to +27 % (docs/KERNELS.md, "Two prefetch distances"). */
+/* A second prefetch of the one-token kernels (f16 / bf16 / f32 / q8 streams and the int8
+ * q8_row rows of both SIMD tiers, the AVX-512 int8 q4 paths), into L2 only and further ahead: with
+ * the work per byte of short rows (576-896 columns), the L1 prefetch alone left 11-37 % of the
+ * two-core DRAM bandwidth unused; adding this one measured +6 to +27 % (docs/KERNELS.md, "Two
+ * prefetch distances"). */
 #ifndef CQ_PF_DIST_L2
 #define CQ_PF_DIST_L2 16384
 #endif
