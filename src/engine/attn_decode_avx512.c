@@ -77,7 +77,10 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
         __m512 kscale = _mm512_mul_ps(_mm512_loadu_ps(ks), scale); /* q8: scale after the dot */
         for (uint32_t g = 0; g < group; g++) {
             const float *q = a->q + (size_t)(sp.kvh * group + g) * hd;
+            /* unrolled so that the 16 accumulators stay in registers: as a loop GCC kept them
+             * in a stack array (zeroed by rep stos, every FMA through memory); +4 to +14 % */
             __m512 acc[VW];
+#pragma GCC unroll 16
             for (int k = 0; k < VW; k++)
                 acc[k] = _mm512_setzero_ps();
             for (uint32_t i0 = 0; i0 < hd; i0 += 4 * VW) {
@@ -87,6 +90,7 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
                        q2 = _mm512_maskz_loadu_ps(m2, q + i0 + 2 * VW),
                        q3 = _mm512_maskz_loadu_ps(m3, q + i0 + 3 * VW);
                 const float *kr = kbuf + i0;
+#pragma GCC unroll 16
                 for (int k = 0; k < VW; k++, kr += hd) {
                     __m512 t = _mm512_fmadd_ps(q0, _mm512_loadu_ps(kr), acc[k]);
                     t = _mm512_fmadd_ps(q1, _mm512_maskz_loadu_ps(m1, kr + VW), t);
