@@ -16,10 +16,11 @@
  * per call), and C (f32, 16 rows x 16 tokens) is transposed once into Y at the end. A call has
  * far more weights than activations, so the transposes go where they are few.
  *
- * Tiles: C in 0..3 for 2 row blocks x 2 token blocks; A in 4 and 5; B in 6 and 7. Columns go in
- * blocks of KB_MAX: per block and 32-row pair the weights are converted into a 24 KiB buffer that
- * stays in L1 while every 32-token pair runs over it; between blocks the C tiles wait in an
- * accumulator in tile layout, kept in L2 by cutting the rows into chunks. */
+ * Tiles: C in 0..3 for 2 row blocks x 2 token blocks; A in 4 and 5; B in 6 and 7. The columns go
+ * in passes whose activations fit L2 (ACT_PASS_BYTES), a pass in blocks of KB_MAX: per block and
+ * 32-row pair the weights are converted into a 24 KiB buffer that stays in L1 while every
+ * 32-token pair runs over it. Between blocks the C tiles wait in an accumulator in tile layout
+ * (per row pair when there are several passes, else one row pair's worth). */
 #include <immintrin.h>
 #include <string.h>
 
@@ -125,10 +126,11 @@ TGT static inline void split_w32(__m512 a, __m512 b, __m512i *hi, __m512i *lo) {
 
 /* Weights of rows [r, r + 32) (rows >= r_end zero) for columns [k0, k0 + kb) into packed A tiles:
  * in step s, tile (b, hi / lo) row i = row r + 16 b + i, columns k0 + 32 s .. + 31. bf16 weights
- * leave the lo tiles unwritten (never read). pf_rows: prefetch kb columns at pf_off elements
- * from each row's block (the block converted next). */
+ * leave the lo tiles unwritten (never read). The block converted next, rows from r + next_dr and
+ * columns from next_k0, is prefetched: 32 rows are 32 streams, each only kb columns long per
+ * visit, too short for the hardware prefetcher alone. */
 TGT static void convert_weights(const cmf_qmat *m, uint64_t r, uint64_t r_end, uint64_t k0,
-                                size_t kb, bool pf_rows, int64_t pf_off, uint16_t *wp) {
+                                size_t kb, uint64_t next_dr, uint64_t next_k0, uint16_t *wp) {
     const uint16_t *base = (const uint16_t *)(const void *)m->data;
     const uint64_t cols = m->cols;
     const bool f16 = m->dtype == CMF_DT_F16;
@@ -136,11 +138,10 @@ TGT static void convert_weights(const cmf_qmat *m, uint64_t r, uint64_t r_end, u
         uint64_t row = r + i;
         uint16_t *d = wp + (i / 16) * TILE_U16 + (i % 16) * 32;
         const uint16_t *src = base + (row < r_end ? row : r) * cols;
-        /* the row's next block (or the next pair's first): 32 rows are 32 streams, each
-         * only kb columns long per visit, too short for the hardware prefetcher alone */
-        if (pf_rows && row + (pf_off > (int64_t)kb ? 32 : 0) < r_end)
+        if (row + next_dr < r_end)
             for (size_t c = 0; c < kb; c += 32)
-                _mm_prefetch((const char *)(src + k0 + pf_off + c), _MM_HINT_T0);
+                _mm_prefetch((const char *)(base + (row + next_dr) * cols + next_k0 + c),
+                             _MM_HINT_T0);
         for (size_t s = 0; s < kb / 32; s++, d += WSTEP_U16) {
             uint64_t c = k0 + 32 * s;
             __m512i w = _mm512_maskz_loadu_epi16(row < r_end ? mask32(c, cols) : 0, src + c);
@@ -276,7 +277,6 @@ TGT bool cq_gemm_half_amx(const cmf_qmat *m, const float *X, size_t n, size_t ld
     _tile_loadconfig(&cfg);
     const bool has_lo = m->dtype == CMF_DT_F16;
     const out_view o = {Y, ldy, n, r0, r1};
-    const int64_t cols = (int64_t)m->cols;
     for (size_t p0 = 0; p0 < kp; p0 += ks) {
         const size_t kpass = kp - p0 < ks ? kp - p0 : ks, psteps = kpass / 32;
         convert_acts(X, n, ldx, m->cols, np, p0, kpass, xp);
@@ -287,11 +287,8 @@ TGT bool cq_gemm_half_amx(const cmf_qmat *m, const float *X, size_t n, size_t ld
                 const size_t kbn = p0 + kpass - k0 < kb ? p0 + kpass - k0 : kb;
                 const bool first = k0 == 0, last = k0 + kbn >= kp,
                            pass_end = k0 + kbn >= p0 + kpass;
-                /* prefetch what is converted next: this pair's next block, else the next
-                 * pair's first block of this pass */
-                bool pf = !pass_end || r + 32 < r1;
-                int64_t pf_off = !pass_end ? (int64_t)kbn : 32 * cols + (int64_t)p0 - (int64_t)k0;
-                convert_weights(m, r, r1, k0, kbn, pf, pf_off, wp);
+                /* converted next: this pair's next block, else the next pair's first one */
+                convert_weights(m, r, r1, k0, kbn, pass_end ? 32 : 0, pass_end ? p0 : k0 + kbn, wp);
                 for (size_t tp = 0; tp < ntp; tp++)
                     block_2x2(&o, r, 32 * tp, first, last, wp,
                               xp + (tp * psteps + (k0 - p0) / 32) * XSTEP_U16, kbn / 32, has_lo,

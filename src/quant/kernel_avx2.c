@@ -66,10 +66,8 @@ static inline float hsum8(__m256 v) {
                     __m256 xa = _mm256_loadu_ps(X + i), xb = _mm256_loadu_ps(X + i + 8);           \
                     for (unsigned k = 0; k < STREAM_ROWS; k++) {                                   \
                         const uint8_t *row = rowsN[k];                                             \
-                        if (ES * 16 >= 64 || (i & (64 / ES - 1)) == 0) {                           \
-                            _mm_prefetch((const char *)row + ES * i + CQ_PF_DIST, _MM_HINT_T0);    \
-                            _mm_prefetch((const char *)row + ES * i + CQ_PF_DIST_L2, _MM_HINT_T1); \
-                        }                                                                          \
+                        if (ES * 16 >= 64 || (i & (64 / ES - 1)) == 0)                             \
+                            cq_prefetch_weights(row + ES * i);                                     \
                         a[k] = _mm256_fmadd_ps(LOADW(i), xa, a[k]);                                \
                         b[k] = _mm256_fmadd_ps(LOADW(i + 8), xb, b[k]);                            \
                     }                                                                              \

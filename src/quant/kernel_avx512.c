@@ -57,11 +57,8 @@ static inline float h16(const uint8_t *p) {
                     __m512 xa = _mm512_loadu_ps(X + i), xb = _mm512_loadu_ps(X + i + 16);          \
                     for (unsigned k = 0; k < 4; k++) {                                             \
                         const uint8_t *row = rows4[k];                                             \
-                        for (unsigned pf = 0; pf < (ES + 1) / 2; pf++) {                           \
-                            const char *pl = (const char *)row + ES * i + 64 * pf;                 \
-                            _mm_prefetch(pl + CQ_PF_DIST, _MM_HINT_T0);                            \
-                            _mm_prefetch(pl + CQ_PF_DIST_L2, _MM_HINT_T1);                         \
-                        }                                                                          \
+                        for (unsigned pf = 0; pf < (ES + 1) / 2; pf++)                             \
+                            cq_prefetch_weights(row + ES * i + 64 * pf);                           \
                         a[k] = _mm512_fmadd_ps(LOADW(i, kf), xa, a[k]);                            \
                         b[k] = _mm512_fmadd_ps(LOADW(i + 16, kf), xb, b[k]);                       \
                     }                                                                              \

@@ -286,8 +286,7 @@ ALWAYS_INLINE void q8_rowN(const cmf_qmat *m, const act8 *a, const int16_t *x16,
         __m256 dx = _mm256_set1_ps(a->dx[g]);
         for (int k = 0; k < N; k++) {
             const uint8_t *w = w0 + (uint64_t)k * C + 32 * g;
-            _mm_prefetch((const char *)w + CQ_PF_DIST, _MM_HINT_T0);
-            _mm_prefetch((const char *)w + CQ_PF_DIST_L2, _MM_HINT_T1);
+            cq_prefetch_weights(w);
             __m256i wl = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w));
             __m256i wh = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + 16)));
             __m256i is = _mm256_add_epi32(_mm256_madd_epi16(wl, xl), _mm256_madd_epi16(wh, xh));

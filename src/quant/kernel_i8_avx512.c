@@ -282,8 +282,7 @@ ALWAYS_INLINE void q8_rowN(const cmf_qmat *m, const act8 *a, uint64_t r, const i
         __m512 dx = _mm512_maskz_loadu_ps(kl, a->dxl + i / 4);
         for (int k = 0; k < N; k++) {
             const uint8_t *w = w0 + (uint64_t)k * C + i;
-            _mm_prefetch((const char *)w + CQ_PF_DIST, _MM_HINT_T0);
-            _mm_prefetch((const char *)w + CQ_PF_DIST_L2, _MM_HINT_T1);
+            cq_prefetch_weights(w);
             __m512i wv = _mm512_maskz_loadu_epi8(km, w);
             __m512i is = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), xq, wv),
                                           _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, wv));

@@ -274,9 +274,9 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
         __m512i nib;
         if (dt == CMF_DT_Q4_TILED) {
             const uint8_t *p = m->quants + (r * G + g) * CQ_Q4T_TILE;
-            _mm_prefetch((const char *)p + CQ_PF_DIST, _MM_HINT_T0);
-            _mm_prefetch((const char *)p + CQ_PF_DIST + 64, _MM_HINT_T0);
-            _mm_prefetch((const char *)p + CQ_PF_DIST_L2, _MM_HINT_T1);
+            cq_prefetch_weights(p);
+            _mm_prefetch((const char *)p + CQ_PF_DIST + 64,
+                         _MM_HINT_T0); /* a tile step spans 288 B */
             __m512i A, B;
             if (vg == 4) {
                 A = _mm512_loadu_si512(p);
@@ -290,8 +290,7 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
             sv = _mm512_mask_permutexvar_epi16(sv, (__mmask32)(0xFu << (4 * c)), t->widx, A);
         } else {
             const uint8_t *p = m->quants + (r * G + g) * 16;
-            _mm_prefetch((const char *)p + CQ_PF_DIST, _MM_HINT_T0);
-            _mm_prefetch((const char *)p + CQ_PF_DIST_L2, _MM_HINT_T1);
+            cq_prefetch_weights(p);
             nib = vg == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_mask(16 * vg), p);
         }
         const int8_t *xc = a->xe + 32 * g;
@@ -331,6 +330,30 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
     }
 }
 
+/* q4tp tails: the ladder index of code l/4 in dword lane l (codes 0..3, from the row's code
+ * bytes at offset 10 * (g0 / 16), at most `nb` of them read); vpermt2ps reads only an index's
+ * low 5 bits, so the bits above each code need no masking. */
+TGT_INL __m512i tail_code_idx(const cmf_qmat *m, const q4_tab *t, uint64_t r, uint64_t g0,
+                              uint64_t nb) {
+    uint64_t off = 10 * (g0 / 16), left = m->code_bytes - off;
+    __m128i cb = _mm_maskz_loadu_epi8((__mmask16)((1u << (left < nb ? left : nb)) - 1),
+                                      m->extra + r * m->code_bytes + off);
+    return _mm512_multishift_epi64_epi8(
+        t->cshift_t, _mm512_permutexvar_epi8(t->cperm_t, _mm512_castsi128_si512(cb)));
+}
+
+/* The tails of two rows in one step (q4t_tail_pair, q4tp_tail_pair): lanes 0..7 of nib / sc are
+ * row a's groups GF, GF + 1, lanes 8..15 row b's, against the tail activations held twice in t. */
+TGT_INL void tail_pair_acc(const q4_tab *t, __m512i nib, __m512 sc, __m512 *acc_a, __m512 *acc_b) {
+    __m512i lo = _mm512_and_si512(nib, _mm512_set1_epi8(15)),
+            hi = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
+    __m512i s = _mm512_dpbusd_epi32(t->corr_p, lo, t->xlo_p);
+    s = _mm512_dpbusd_epi32(s, hi, t->xhi_p);
+    __m512 f = _mm512_cvtepi32_ps(s), sdx = _mm512_mul_ps(sc, t->dx_p);
+    *acc_a = _mm512_mask3_fmadd_ps(f, sdx, *acc_a, 0x00FF);
+    *acc_b = _mm512_mask3_fmadd_ps(f, sdx, *acc_b, 0xFF00);
+}
+
 /* The tail of row r, groups [g0, g0 + ng) with g0 % 16 == 0 and ng <= 4, into acc: a
  * single step whose scales are built straight in lane order (lane l: group g0 + l/4), so
  * the tail pays no 16-group scale vector, no vpermps and no second accumulator's FMA. */
@@ -353,12 +376,7 @@ TGT_INL void q4_tail4(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t
                                                                   m->scales + 2 * (r * G + g0)));
             sc = _mm512_permutexvar_ps(t->cidx[0], s16);
         } else { /* 4 codes: at most 3 bytes */
-            uint64_t off = 10 * (g0 / 16), left = m->code_bytes - off;
-            __m128i cb = _mm_maskz_loadu_epi8((__mmask16)((1u << (left < 3 ? left : 3)) - 1),
-                                              m->extra + r * m->code_bytes + off);
-            __m512i idx = _mm512_multishift_epi64_epi8(
-                t->cshift_t, _mm512_permutexvar_epi8(t->cperm_t, _mm512_castsi128_si512(cb)));
-            sc = _mm512_permutex2var_ps(lad[0], idx, lad[1]);
+            sc = _mm512_permutex2var_ps(lad[0], tail_code_idx(m, t, r, g0, 3), lad[1]);
         }
     }
     const int8_t *xc = a->xe + 32 * g0;
@@ -402,13 +420,7 @@ TGT_INL void q4t_tail_pair(const cmf_qmat *m, const q4_tab *t, uint64_t r, uint6
             B = _mm512_maskz_loadu_epi8(k, p + m->groups * CQ_Q4T_TILE);
     __m512i nib = _mm512_permutex2var_epi8(A, t->tidx_p, B);
     __m512 sc = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(A, t->widx_p, B)));
-    __m512i lo = _mm512_and_si512(nib, _mm512_set1_epi8(15)),
-            hi = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
-    __m512i s = _mm512_dpbusd_epi32(t->corr_p, lo, t->xlo_p);
-    s = _mm512_dpbusd_epi32(s, hi, t->xhi_p);
-    __m512 f = _mm512_cvtepi32_ps(s), sdx = _mm512_mul_ps(sc, t->dx_p);
-    *acc_a = _mm512_mask3_fmadd_ps(f, sdx, *acc_a, 0x00FF);
-    *acc_b = _mm512_mask3_fmadd_ps(f, sdx, *acc_b, 0xFF00);
+    tail_pair_acc(t, nib, sc, acc_a, acc_b);
 }
 
 /* q4tp: the tails of rows r and r + 1, groups [g0, g0 + ng) with ng <= 2, in one step like
@@ -421,25 +433,11 @@ TGT_INL void q4tp_tail_pair(const cmf_qmat *m, const q4_tab *t, uint64_t r, uint
     __mmask32 k = ng >= 2 ? 0xFFFFFFFFu : 0xFFFFu;
     __m512i nib = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(k, p)),
                                      _mm256_maskz_loadu_epi8(k, p + G * 16), 1);
-    uint64_t off = 10 * (g0 / 16), left = m->code_bytes - off;
-    __mmask16 kc = (__mmask16)((1u << (left < 2 ? left : 2)) - 1); /* codes 0, 1: bits 0..9 */
-    const uint8_t *cb = m->extra + r * m->code_bytes + off;
-    __m512i ia = _mm512_multishift_epi64_epi8(
-                t->cshift_t, _mm512_permutexvar_epi8(
-                                 t->cperm_t, _mm512_castsi128_si512(_mm_maskz_loadu_epi8(kc, cb)))),
-            ib = _mm512_multishift_epi64_epi8(
-                t->cshift_t,
-                _mm512_permutexvar_epi8(t->cperm_t, _mm512_castsi128_si512(_mm_maskz_loadu_epi8(
-                                                        kc, cb + m->code_bytes))));
-    __m512 sc = _mm512_shuffle_f32x4(_mm512_permutex2var_ps(lad[0], ia, lad[1]),
-                                     _mm512_permutex2var_ps(lad[2], ib, lad[3]), 0x44);
-    __m512i lo = _mm512_and_si512(nib, _mm512_set1_epi8(15)),
-            hi = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
-    __m512i s = _mm512_dpbusd_epi32(t->corr_p, lo, t->xlo_p);
-    s = _mm512_dpbusd_epi32(s, hi, t->xhi_p);
-    __m512 f = _mm512_cvtepi32_ps(s), sdx = _mm512_mul_ps(sc, t->dx_p);
-    *acc_a = _mm512_mask3_fmadd_ps(f, sdx, *acc_a, 0x00FF);
-    *acc_b = _mm512_mask3_fmadd_ps(f, sdx, *acc_b, 0xFF00);
+    /* codes 0, 1 (bits 0..9): 2 bytes */
+    __m512 sc = _mm512_shuffle_f32x4(
+        _mm512_permutex2var_ps(lad[0], tail_code_idx(m, t, r, g0, 2), lad[1]),
+        _mm512_permutex2var_ps(lad[2], tail_code_idx(m, t, r + 1, g0, 2), lad[3]), 0x44);
+    tail_pair_acc(t, nib, sc, acc_a, acc_b);
 }
 
 /* Rows r and r + 1 (ONE: r only) into y[0], y[1], unreduced, step by step together so

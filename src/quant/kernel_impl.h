@@ -40,6 +40,13 @@ extern const cq_kernel_table cq_kernels_avx512;
 #define CQ_PF_DIST_L2 16384
 #endif
 
+/* The weight stream's two prefetches for the line at p: CQ_PF_DIST ahead into L1 and
+ * CQ_PF_DIST_L2 ahead into L2 only (prefetcht0, prefetcht1). */
+static inline void cq_prefetch_weights(const void *p) {
+    __builtin_prefetch((const char *)p + CQ_PF_DIST, 0, 3);
+    __builtin_prefetch((const char *)p + CQ_PF_DIST_L2, 0, 2);
+}
+
 /* Tests set this nonzero to make every per-call scratch allocation fail, which sends the
  * kernels down their allocation-free fallback paths (so those are tested too). */
 extern int cq_kernel_no_scratch;

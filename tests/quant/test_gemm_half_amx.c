@@ -8,7 +8,6 @@
  * the requested rows and tokens must be left as it was. Skipped on CPUs without AMX-BF16. */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "common/cpu.h"
 #include "common/f16.h"
@@ -20,18 +19,11 @@
 #define SENTINEL 12345.0f
 
 static uint16_t to_half(cmf_dtype dt, float v) {
-    if (dt == CMF_DT_F16) return f32_to_f16(v);
-    uint32_t u;
-    memcpy(&u, &v, 4);
-    return (uint16_t)((u + 0x7FFF + ((u >> 16) & 1)) >> 16); /* bf16, nearest even */
+    return dt == CMF_DT_F16 ? f32_to_f16(v) : f32_to_bf16(v);
 }
 
 static double from_half(cmf_dtype dt, uint16_t h) {
-    if (dt == CMF_DT_F16) return f16_to_f32(h);
-    uint32_t u = (uint32_t)h << 16;
-    float v;
-    memcpy(&v, &u, 4);
-    return v;
+    return dt == CMF_DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
 /* Returns the number of outputs outside the bound (printing the first few). */
