@@ -2,10 +2,10 @@
  * the scalar cq_attn_ops) against a naive double-precision attention that decodes the cache
  * element by element, and every other tier the CPU has (the generic tier with the AVX2 and
  * AVX-512 ops, the AVX2 and AVX-512 tiers, the dispatcher) against the scalar reference. Shapes:
- * SmolLM2 (9 heads / 3 kv, hd 64), Gemma 3 (4 / 1, hd 256), Qwen2.5 (14 / 2, hd 64), and hd 80, hd
- * 20, group 1, n_kv 1; contexts of 1, 2, 17 and 300 keys, sliding-window rings that wrap inside a
- * chunk; f32 / f16 / q8 caches; soft-cap on and off; the chunk sizes forward.c picks for 1 and 2
- * threads and the smallest (16 keys: many chunks to merge). Units run in reverse order, as
+ * SmolLM2 (9 heads / 3 kv, hd 64), Gemma 3 (4 / 1, hd 256), Qwen2.5 (14 / 2, hd 64), and hd 128,
+ * hd 80, hd 20, group 1, n_kv 1; contexts of 1, 2, 17 and 300 keys, sliding-window rings that wrap
+ * inside a chunk; f32 / f16 / q8 caches; soft-cap on and off; the chunk sizes forward.c picks for
+ * 1 and 2 threads and the smallest (16 keys: many chunks to merge). Units run in reverse order, as
  * threads may finish them in any order.
  *
  * Bound: scores carry float rounding of about hd * 2^-24 * sum |q_i k_i| (~1e-5 at hd 256 with
@@ -209,6 +209,7 @@ int main(void) {
         {9, 3, 64},  /* SmolLM2-135M */
         {4, 1, 256}, /* Gemma 3 270M */
         {14, 2, 64}, /* Qwen2.5-0.5B */
+        {8, 2, 128}, /* hd 128: the tiers' third unrolled head size */
         {2, 2, 80},  /* hd 80, group 1 */
         {1, 1, 64},  /* one head */
         {6, 2, 20},  /* hd 20: the AVX2 / AVX-512 tiers hand it to the generic tier */
