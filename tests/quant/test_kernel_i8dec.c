@@ -154,9 +154,10 @@ int main(void) {
             CHECK_MSG(bad == 0, "%s [%llu x %llu]: %d mismatches", cmf_dtype_name(k_dts[d]),
                       (unsigned long long)rows, (unsigned long long)cols, bad);
         }
-    /* rows of real models (18-48 groups) over whole 16-row blocks, reduced together, and
-     * odd row counts (a last row without a partner, a last block under 16 rows) */
-    static const uint64_t short_groups[] = {18, 20, 28, 48}, short_rows[] = {16, 35};
+    /* rows of real models (18-48 groups, and 17: a one-group tail) over whole 16-row blocks,
+     * four rows per step, reduced together, and odd row counts (rows left after the steps of
+     * four, a last block under 16 rows) */
+    static const uint64_t short_groups[] = {17, 18, 20, 28, 48}, short_rows[] = {16, 35};
     for (size_t d = 0; d < sizeof k_dts / sizeof k_dts[0]; d++)
         for (size_t s = 0; s < sizeof short_groups / sizeof short_groups[0]; s++)
             for (size_t n = 0; n < sizeof short_rows / sizeof short_rows[0]; n++) {
