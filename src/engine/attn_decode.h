@@ -80,6 +80,24 @@ void cq_attn_decode_combine(const cq_attn_decode_args *a, uint32_t kvh);
  * the generic tier with the AVX-512 (AVX2) ops. */
 void cq_attn_decode_unit_generic(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch,
                                  float *scratch, const cq_attn_ops *ops);
+/* The SIMD tiers' units, once per cache type and per common head size: inside a unit function
+ * with parameters (a, kvh, ch, s), calls RUN(a, kvh, ch, s, LD, HD) with HD = 64, 128 or 256 as
+ * a constant (so every loop over hd unrolls), or 0 (hd read at run time) for other sizes. */
+#define CQ_ATTN_UNIT_BY_HD(RUN, LD)                                                                \
+    switch (a->kv->hd) {                                                                           \
+    case 64:                                                                                       \
+        RUN(a, kvh, ch, s, LD, 64);                                                                \
+        return;                                                                                    \
+    case 128:                                                                                      \
+        RUN(a, kvh, ch, s, LD, 128);                                                               \
+        return;                                                                                    \
+    case 256:                                                                                      \
+        RUN(a, kvh, ch, s, LD, 256);                                                               \
+        return;                                                                                    \
+    default:                                                                                       \
+        RUN(a, kvh, ch, s, LD, 0);                                                                 \
+    }
+
 void cq_attn_decode_unit_avx2(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch,
                               float *scratch);
 void cq_attn_decode_unit_avx512(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch,

@@ -218,31 +218,16 @@ AI void unit_run(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float 
     }
 }
 
-/* One copy per cache type, so each ld_* inlines, and per common head size, so that hd is a
- * constant and every loop over it unrolls (+10 to +24 % per layer at hd 64 and 256; other sizes
- * take the copy that reads hd at run time). */
-#define UNIT_BY_HD(ld)                                                                             \
-    switch (a->kv->hd) {                                                                           \
-    case 64:                                                                                       \
-        unit_run(a, kvh, ch, s, ld, 64);                                                           \
-        return;                                                                                    \
-    case 128:                                                                                      \
-        unit_run(a, kvh, ch, s, ld, 128);                                                          \
-        return;                                                                                    \
-    case 256:                                                                                      \
-        unit_run(a, kvh, ch, s, ld, 256);                                                          \
-        return;                                                                                    \
-    default:                                                                                       \
-        unit_run(a, kvh, ch, s, ld, 0);                                                            \
-    }
+/* One copy per cache type, so each ld_* inlines, and per common head size (+4 to +25 % per layer at
+ * hd 64 and 256). */
 static void unit_f32(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float *s) {
-    UNIT_BY_HD(ld_f32)
+    CQ_ATTN_UNIT_BY_HD(unit_run, ld_f32)
 }
 static void unit_f16(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float *s) {
-    UNIT_BY_HD(ld_f16)
+    CQ_ATTN_UNIT_BY_HD(unit_run, ld_f16)
 }
 static void unit_q8(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float *s) {
-    UNIT_BY_HD(ld_q8)
+    CQ_ATTN_UNIT_BY_HD(unit_run, ld_q8)
 }
 
 void cq_attn_decode_unit_avx512(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch,
