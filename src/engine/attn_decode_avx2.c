@@ -52,9 +52,9 @@ typedef struct span {
 
 /* Final scores of the chunk, sc[g * chunk + j] for head g of the group and key j. */
 AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld_fn ld,
-               const uint32_t HD) {
+               const uint32_t hd) {
     const cq_kv_layer *c = a->kv;
-    uint32_t hd = HD ? HD : c->hd, group = a->n_heads / c->n_kv, slot = sp.s0;
+    uint32_t group = a->n_heads / c->n_kv, slot = sp.s0;
     uint32_t hd32 = hd / 32 * 32;
     size_t esz = elem_size(c->type);
     const __m256 scale = _mm256_set1_ps(a->scale), cap = _mm256_set1_ps(a->softcap);
@@ -138,9 +138,8 @@ AI void softmax(const cq_attn_decode_args *a, uint32_t cnt, float *s, const floa
  * sum over the chunk's keys of w[g][j] * value j. */
 AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *w, uint32_t g0,
                const int G, const int NV, uint32_t i_begin, uint32_t i_end, ld_fn ld,
-               const uint32_t HD) {
+               const uint32_t hd) {
     const cq_kv_layer *c = a->kv;
-    uint32_t hd = HD ? HD : c->hd;
     size_t esz = elem_size(c->type), step = (size_t)c->n_kv * hd * esz;
     float *part[8];
     for (int g = 0; g < G; g++)
@@ -175,23 +174,24 @@ AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *
 
 /* Heads g0 .. g0 + G - 1 over all hd outputs: whole slices of NV vectors, then single ones. */
 AI void values_heads(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *w,
-                     uint32_t g0, const int G, const int NV, ld_fn ld, const uint32_t HD) {
-    uint32_t hd = HD ? HD : a->kv->hd, whole = hd / (NV * VW) * (NV * VW);
-    values(a, sp, ch, w, g0, G, NV, 0, whole, ld, HD);
-    if (whole < hd) values(a, sp, ch, w, g0, G, 1, whole, hd, ld, HD);
+                     uint32_t g0, const int G, const int NV, ld_fn ld, const uint32_t hd) {
+    uint32_t whole = hd / (NV * VW) * (NV * VW);
+    values(a, sp, ch, w, g0, G, NV, 0, whole, ld, hd);
+    if (whole < hd) values(a, sp, ch, w, g0, G, 1, whole, hd, ld, hd);
 }
 
 AI void unit_run(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float *scratch, ld_fn ld,
                  const uint32_t HD) {
     const cq_kv_layer *c = a->kv;
+    const uint32_t hd = HD ? HD : c->hd; /* a constant in the copies per head size */
     uint32_t group = a->n_heads / c->n_kv;
     uint32_t x0 = cq_attn_decode_first_key(a) + ch * a->chunk;
     uint32_t cnt = a->pos + 1 - x0 < a->chunk ? a->pos + 1 - x0 : a->chunk;
     span sp = {kvh, cnt, x0 % c->slots};
     float *sc = scratch, *kbuf = sc + (size_t)group * a->chunk, *vs = NULL;
-    scores(a, sp, sc, kbuf, ld, HD);
+    scores(a, sp, sc, kbuf, ld, hd);
     if (c->type == CORTIQ_KV_Q8) { /* the value scales of the chunk, gathered once */
-        vs = kbuf + (size_t)16 * c->hd;
+        vs = kbuf + (size_t)16 * hd;
         for (uint32_t j = 0, slot = sp.s0; j < cnt; j++, slot = slot + 1 == c->slots ? 0 : slot + 1)
             vs[j] = c->vs[(size_t)slot * c->n_kv + kvh];
     }
@@ -200,28 +200,28 @@ AI void unit_run(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float 
     for (uint32_t g0 = 0; g0 < group; g0 += 8) {
         switch (group - g0 < 8 ? group - g0 : 8) {
         case 1:
-            values_heads(a, sp, ch, sc, g0, 1, 4, ld, HD);
+            values_heads(a, sp, ch, sc, g0, 1, 4, ld, hd);
             break;
         case 2:
-            values_heads(a, sp, ch, sc, g0, 2, 4, ld, HD);
+            values_heads(a, sp, ch, sc, g0, 2, 4, ld, hd);
             break;
         case 3:
-            values_heads(a, sp, ch, sc, g0, 3, 2, ld, HD);
+            values_heads(a, sp, ch, sc, g0, 3, 2, ld, hd);
             break;
         case 4:
-            values_heads(a, sp, ch, sc, g0, 4, 2, ld, HD);
+            values_heads(a, sp, ch, sc, g0, 4, 2, ld, hd);
             break;
         case 5:
-            values_heads(a, sp, ch, sc, g0, 5, 2, ld, HD);
+            values_heads(a, sp, ch, sc, g0, 5, 2, ld, hd);
             break;
         case 6:
-            values_heads(a, sp, ch, sc, g0, 6, 2, ld, HD);
+            values_heads(a, sp, ch, sc, g0, 6, 2, ld, hd);
             break;
         case 7:
-            values_heads(a, sp, ch, sc, g0, 7, 1, ld, HD);
+            values_heads(a, sp, ch, sc, g0, 7, 1, ld, hd);
             break;
         default:
-            values_heads(a, sp, ch, sc, g0, 8, 1, ld, HD);
+            values_heads(a, sp, ch, sc, g0, 8, 1, ld, hd);
             break;
         }
     }

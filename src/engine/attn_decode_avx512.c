@@ -50,9 +50,9 @@ typedef struct span {
  * block); per head, 64 query values stay in registers while the 16 accumulators run down the
  * block's rows. */
 AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld_fn ld,
-               const uint32_t HD) {
+               const uint32_t hd) {
     const cq_kv_layer *c = a->kv;
-    uint32_t hd = HD ? HD : c->hd, group = a->n_heads / c->n_kv, slot = sp.s0;
+    uint32_t group = a->n_heads / c->n_kv, slot = sp.s0;
     size_t esz = elem_size(c->type);
     const __m512 scale = _mm512_set1_ps(a->scale), cap = _mm512_set1_ps(a->softcap);
     for (uint32_t j0 = 0; j0 < sp.cnt; j0 += VW) {
@@ -134,9 +134,8 @@ AI void softmax(const cq_attn_decode_args *a, uint32_t cnt, float *s, const floa
 /* acc of heads g0 .. g0 + G - 1: sum over the chunk's keys of w[g][j] * value j, NV vectors of
  * outputs per pass (G * NV <= 16 accumulators). */
 AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *w, uint32_t g0,
-               const int G, const int NV, ld_fn ld, const uint32_t HD) {
+               const int G, const int NV, ld_fn ld, const uint32_t hd) {
     const cq_kv_layer *c = a->kv;
-    uint32_t hd = HD ? HD : c->hd;
     size_t esz = elem_size(c->type), step = (size_t)c->n_kv * hd * esz;
     float *part[8];
     for (int g = 0; g < G; g++)
@@ -175,14 +174,15 @@ AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *
 AI void unit_run(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float *scratch, ld_fn ld,
                  const uint32_t HD) {
     const cq_kv_layer *c = a->kv;
+    const uint32_t hd = HD ? HD : c->hd; /* a constant in the copies per head size */
     uint32_t group = a->n_heads / c->n_kv;
     uint32_t x0 = cq_attn_decode_first_key(a) + ch * a->chunk;
     uint32_t cnt = a->pos + 1 - x0 < a->chunk ? a->pos + 1 - x0 : a->chunk;
     span sp = {kvh, cnt, x0 % c->slots};
     float *sc = scratch, *kbuf = sc + (size_t)group * a->chunk, *vs = NULL;
-    scores(a, sp, sc, kbuf, ld, HD);
+    scores(a, sp, sc, kbuf, ld, hd);
     if (c->type == CORTIQ_KV_Q8) { /* the value scales of the chunk, gathered once */
-        vs = kbuf + (size_t)VW * c->hd;
+        vs = kbuf + (size_t)VW * hd;
         for (uint32_t j = 0, slot = sp.s0; j < cnt; j++, slot = slot + 1 == c->slots ? 0 : slot + 1)
             vs[j] = c->vs[(size_t)slot * c->n_kv + kvh];
     }
@@ -191,28 +191,28 @@ AI void unit_run(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float 
     for (uint32_t g0 = 0; g0 < group; g0 += 8) {
         switch (group - g0 < 8 ? group - g0 : 8) {
         case 1:
-            values(a, sp, ch, sc, g0, 1, 4, ld, HD);
+            values(a, sp, ch, sc, g0, 1, 4, ld, hd);
             break;
         case 2:
-            values(a, sp, ch, sc, g0, 2, 4, ld, HD);
+            values(a, sp, ch, sc, g0, 2, 4, ld, hd);
             break;
         case 3:
-            values(a, sp, ch, sc, g0, 3, 4, ld, HD);
+            values(a, sp, ch, sc, g0, 3, 4, ld, hd);
             break;
         case 4:
-            values(a, sp, ch, sc, g0, 4, 4, ld, HD);
+            values(a, sp, ch, sc, g0, 4, 4, ld, hd);
             break;
         case 5:
-            values(a, sp, ch, sc, g0, 5, 2, ld, HD);
+            values(a, sp, ch, sc, g0, 5, 2, ld, hd);
             break;
         case 6:
-            values(a, sp, ch, sc, g0, 6, 2, ld, HD);
+            values(a, sp, ch, sc, g0, 6, 2, ld, hd);
             break;
         case 7:
-            values(a, sp, ch, sc, g0, 7, 2, ld, HD);
+            values(a, sp, ch, sc, g0, 7, 2, ld, hd);
             break;
         default:
-            values(a, sp, ch, sc, g0, 8, 2, ld, HD);
+            values(a, sp, ch, sc, g0, 8, 2, ld, hd);
             break;
         }
     }
