@@ -1,4 +1,4 @@
-/* act_ops.c - scalar (libm) gated activations and the tier dispatch. */
+/* act_ops.c - scalar (libm) gated activations, the reference argmax, and the tier dispatch. */
 #include "engine/act_ops.h"
 
 #include <math.h>
@@ -18,7 +18,14 @@ static void gelu_tanh_mul(float *g, const float *u, size_t n) {
     }
 }
 
-const cq_act_ops cq_act_ops_scalar = {silu_mul, gelu_tanh_mul};
+static uint32_t argmax(const float *x, uint32_t n) {
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+const cq_act_ops cq_act_ops_scalar = {silu_mul, gelu_tanh_mul, argmax};
 
 const cq_act_ops *cq_act_ops_get(void) {
     cq_isa isa = cq_cpu_isa();

@@ -1,18 +1,27 @@
-/* act_ops.h - the MLP's gated activations over a row range, per SIMD tier:
- * g[i] = act(g[i]) * u[i] with act = SiLU (x / (1 + e^-x)) or GELU-tanh
- * (0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))). The SIMD tiers use a polynomial e^x
- * (range reduction by ln 2, degree-6 minimax-style Taylor tail: within 2e-7 relative of expf
- * for |x| < 87, saturating beyond), so they match the scalar tier to ~1e-6 relative. */
+/* act_ops.h - elementwise work on activation vectors, per SIMD tier.
+ *
+ * The MLP's gated activations over a row range: g[i] = act(g[i]) * u[i] with act = SiLU
+ * (x / (1 + e^-x)) or GELU-tanh (0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))). The SIMD
+ * tiers use a polynomial e^x (range reduction by ln 2, degree-6 minimax-style Taylor tail:
+ * within 2e-7 relative of expf for |x| < 87, saturating beyond), so they match the scalar tier
+ * to ~1e-6 relative.
+ *
+ * The greedy pick over logits: the index of the first maximum, exactly as the scalar scan
+ * `if (x[i] > x[best]) best = i` finds it (a NaN never wins; a NaN at index 0 wins by default,
+ * since nothing compares greater). Every tier returns the same index. */
 #ifndef CORTIQ_ENGINE_ACT_OPS_H
 #define CORTIQ_ENGINE_ACT_OPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef void (*cq_glu_fn)(float *g, const float *u, size_t n);
+typedef uint32_t (*cq_argmax_fn)(const float *x, uint32_t n); /* n >= 1 */
 
 typedef struct cq_act_ops {
     cq_glu_fn silu_mul;
     cq_glu_fn gelu_tanh_mul;
+    cq_argmax_fn argmax;
 } cq_act_ops;
 
 /* The ops of the tier in effect (src/common/cpu.h). */

@@ -53,4 +53,34 @@ static void gelu_tanh_mul(float *g, const float *u, size_t n) {
     if (i < n) cq_act_ops_scalar.gelu_tanh_mul(g + i, u + i, n - i);
 }
 
-const cq_act_ops cq_act_ops_avx2 = {silu_mul, gelu_tanh_mul};
+/* As in the AVX-512 tier: the maximum (NaNs drop out of max_ps(v, m)), then its first lane. */
+static uint32_t argmax(const float *x, uint32_t n) {
+    if (n < 32 || x[0] != x[0]) return cq_act_ops_scalar.argmax(x, n);
+    __m256 m0 = _mm256_set1_ps(x[0]), m1 = m0, m2 = m0, m3 = m0;
+    uint32_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        m0 = _mm256_max_ps(_mm256_loadu_ps(x + i), m0);
+        m1 = _mm256_max_ps(_mm256_loadu_ps(x + i + 8), m1);
+        m2 = _mm256_max_ps(_mm256_loadu_ps(x + i + 16), m2);
+        m3 = _mm256_max_ps(_mm256_loadu_ps(x + i + 24), m3);
+    }
+    __m256 m = _mm256_max_ps(_mm256_max_ps(m0, m1), _mm256_max_ps(m2, m3));
+    _Alignas(32) float v[8];
+    _mm256_store_ps(v, m);
+    float mx = v[0];
+    for (int k = 1; k < 8; k++)
+        mx = v[k] > mx ? v[k] : mx;
+    for (uint32_t j = i; j < n; j++)
+        mx = x[j] > mx ? x[j] : mx;
+    const __m256 mv = _mm256_set1_ps(mx);
+    for (i = 0; i + 8 <= n; i += 8) {
+        unsigned hit =
+            (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(x + i), mv, _CMP_EQ_OQ));
+        if (hit) return i + (uint32_t)__builtin_ctz(hit);
+    }
+    while (x[i] != mx) /* the maximum is in the tail */
+        i++;
+    return i;
+}
+
+const cq_act_ops cq_act_ops_avx2 = {silu_mul, gelu_tanh_mul, argmax};

@@ -46,4 +46,30 @@ static void gelu_tanh_mul(float *g, const float *u, size_t n) {
     }
 }
 
-const cq_act_ops cq_act_ops_avx512 = {silu_mul, gelu_tanh_mul};
+/* Two passes, both vectorized: the maximum (max_ps(v, m) keeps m when v is NaN, so NaNs drop
+ * out as in the scalar scan), then the first lane equal to it. The scalar scan is one dependent
+ * compare per element: 390 us over Gemma 3's 262,144 logits, ~5 % of its decode step. */
+static uint32_t argmax(const float *x, uint32_t n) {
+    if (n < 64 || x[0] != x[0]) return cq_act_ops_scalar.argmax(x, n);
+    __m512 m0 = _mm512_set1_ps(x[0]), m1 = m0, m2 = m0, m3 = m0;
+    uint32_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        m0 = _mm512_max_ps(_mm512_loadu_ps(x + i), m0);
+        m1 = _mm512_max_ps(_mm512_loadu_ps(x + i + 16), m1);
+        m2 = _mm512_max_ps(_mm512_loadu_ps(x + i + 32), m2);
+        m3 = _mm512_max_ps(_mm512_loadu_ps(x + i + 48), m3);
+    }
+    for (; i < n; i += 16) { /* lanes past n keep m0 */
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        m0 = _mm512_max_ps(_mm512_mask_loadu_ps(m0, k, x + i), m0);
+    }
+    const __m512 mx = _mm512_set1_ps(
+        _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3))));
+    for (i = 0;; i += 16) { /* the maximum is there, so this ends by i < n */
+        __mmask16 k = n - i >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        unsigned hit = _mm512_mask_cmpeq_ps_mask(k, _mm512_maskz_loadu_ps(k, x + i), mx);
+        if (hit) return i + (uint32_t)__builtin_ctz(hit);
+    }
+}
+
+const cq_act_ops cq_act_ops_avx512 = {silu_mul, gelu_tanh_mul, argmax};

@@ -1,6 +1,7 @@
 /* The MLP gated activations (src/engine/act_ops*.c): every SIMD tier against the libm scalar
  * tier over [-120, 120] (dense near 0, the saturated tails, lengths that leave SIMD tails), and
- * the scalar tier against the definitions evaluated in double. */
+ * the scalar tier against the definitions evaluated in double. The argmax of every tier against
+ * the scalar scan: the maximum at each place, ties, NaNs (at 0 and elsewhere), +-0, -inf. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -42,7 +43,50 @@ static void check_tier(const cq_act_ops *ops, const char *name, size_t n) {
     free(x), free(u), free(a), free(b);
 }
 
+static uint32_t scan_argmax(const float *x, uint32_t n) {
+    uint32_t best = 0;
+    for (uint32_t i = 1; i < n; i++)
+        if (x[i] > x[best]) best = i;
+    return best;
+}
+
+static void check_argmax(const cq_act_ops *ops, const char *name) {
+    static const uint32_t lens[] = {1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1000, 4099};
+    uint64_t rng = 12345;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        uint32_t n = lens[li];
+        float *x = malloc(n * sizeof *x);
+        for (int mode = 0; mode < 7; mode++)
+            for (uint32_t at = 0; at<n; at += n> 70 ? n / 7 + 1 : 1) {
+                for (uint32_t i = 0; i < n; i++) {
+                    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+                    x[i] = (float)((double)(rng >> 40) / 16777216.0 * 20 - 10);
+                }
+                x[at] = 11;
+                if (mode == 1) x[n - 1 - at] = 11;    /* a tie */
+                if (mode == 2) x[(at + 1) % n] = NAN; /* a NaN next to it */
+                if (mode == 3) x[0] = NAN;            /* NaN first: index 0 */
+                if (mode == 4)                        /* all -inf but one NaN */
+                    for (uint32_t i = 0; i < n; i++)
+                        x[i] = i == at ? NAN : -INFINITY;
+                if (mode == 5) /* +0 and -0 the maximum */
+                    for (uint32_t i = 0; i < n; i++)
+                        x[i] = i == at ? -0.0f : i == n - 1 - at ? 0.0f : -fabsf(x[i]) - 1;
+                if (mode == 6) /* NaNs everywhere but one */
+                    for (uint32_t i = 1; i < n; i++)
+                        x[i] = i == at ? 5.0f : NAN;
+                uint32_t want = scan_argmax(x, n), got = ops->argmax(x, n);
+                CHECK_MSG(got == want, "%s argmax n %u mode %d at %u: %u, the scan %u", name, n,
+                          mode, at, got, want);
+            }
+        free(x);
+    }
+}
+
 int main(void) {
+    check_argmax(&cq_act_ops_scalar, "scalar");
+    if (cq_cpu_detect()->avx2 && cq_cpu_detect()->fma) check_argmax(&cq_act_ops_avx2, "avx2");
+    if (cq_cpu_detect()->avx512f) check_argmax(&cq_act_ops_avx512, "avx512");
     static const size_t lens[] = {1, 7, 8, 15, 16, 17, 1000, 4099};
     for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
         check_tier(&cq_act_ops_scalar, "scalar", lens[k]);
