@@ -110,6 +110,25 @@ enum {
 void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
                    uint64_t row_begin, uint64_t row_end, unsigned flags);
 
+/* ---- Decode: one token's int8 activations, quantized once for many row ranges ----
+ *
+ * cmf_matmul_ex(m, x, 1, ..., CMF_KF_INT8_ACT) quantizes x on every call. A decode step that
+ * splits its products into row chunks claimed by threads as they go would pay that once per
+ * chunk; here each thread quantizes the token once (cmf_tok8_prepare) and runs any number of
+ * row ranges of any supported matrices with that many columns on it.
+ *
+ * cmf_tok8_bytes(cols): bytes of a prepared token, or 0 when this CPU (as CORTIQ_CPU leaves
+ * it) has no such path: use cmf_matmul_ex then. cmf_tok8_supports(m): m takes the path (the
+ * 4-bit class and vbit / vbit_ro with cols % 32 == 0). cmf_tok8_prepare: x (cols floats) into
+ * buf (cmf_tok8_bytes(cols) bytes, 64-byte aligned). cmf_matvec_tok8: y[r - row_begin] for r
+ * in [row_begin, row_end) of a supported m with m->cols == cols; bit-identical to
+ * cmf_matmul_ex(m, x, 1, cols, y, 1, row_begin, row_end, CMF_KF_INT8_ACT). */
+size_t cmf_tok8_bytes(uint64_t cols);
+int cmf_tok8_supports(const cmf_qmat *m);
+void cmf_tok8_prepare(void *buf, const float *x, uint64_t cols);
+void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_begin,
+                     uint64_t row_end);
+
 /* ---- Integer prefill GEMM (int8 activations x integer weight codes) ----
  *
  * For a batch of tokens the products are compute-bound, and integer dot products (AVX-512
@@ -174,8 +193,8 @@ size_t cmf_qact_scratch_bytes(uint64_t cols);
 /* Y[t*ldy + (r - row_begin)] = sum_i W[r][i] * Xq[t][i] for t < a->n, r in [row_begin, row_end),
  * where Xq is the dequantized activation. Requires cmf_qact_supports(m), a->cols == m->cols,
  * scratch of cmf_qact_scratch_bytes(m->cols) bytes, 64-byte aligned, private to the call. */
-void cmf_matmul_qact(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy,
-                     uint64_t row_begin, uint64_t row_end, void *scratch);
+void cmf_matmul_qact(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t row_begin,
+                     uint64_t row_end, void *scratch);
 
 #ifdef __cplusplus
 }

@@ -17,6 +17,13 @@
 #define CQ_BATCH 128 /* tokens per prefill chunk */
 #endif
 
+/* A thread's share of a decode product: per part, how many rows of its range are claimed, as
+ * job << 32 | rows (a value left by an earlier job counts as none claimed, so nobody has to
+ * reset it: the owner's line stays in its own cache until another thread takes from it). */
+typedef struct cq_claim {
+    _Alignas(64) atomic_ullong taken[3];
+} cq_claim;
+
 struct cortiq_session {
     cortiq_model *m;
     uint32_t ctx, pos;
@@ -38,6 +45,11 @@ struct cortiq_session {
     float *ad_scratch, *ad_part;
     size_t ad_stride; /* floats per thread */
     atomic_uint *ad_done;
+    /* decode products (mm_decode_task): per-thread prepared tokens and claims */
+    uint8_t *tok8;
+    size_t tok8_stride;
+    cq_claim *claim;
+    uint32_t job; /* decode products run so far (the tag of their claims) */
 };
 
 const char *cortiq_kv_type_name(cortiq_kv_type t) {
@@ -106,6 +118,18 @@ cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_typ
         malloc(cq_attn_decode_part_floats(s->max_qd / m->head_dim, m->head_dim) * sizeof(float));
     s->ad_done = malloc(m->n_kv * sizeof *s->ad_done);
     ok = ok && s->ad_scratch && s->ad_part && s->ad_done;
+    unsigned nt = cq_pool_size(m->pool);
+    s->claim = aligned_alloc(64, nt * sizeof *s->claim);
+    ok = ok && s->claim;
+    if (s->claim) /* tag 0 is no job's: memory reused from another session may hold its tags */
+        memset(s->claim, 0, nt * sizeof *s->claim);
+    size_t in_cols = H > s->max_qd ? H : s->max_qd; /* the widest input of a product */
+    if (s->max_ffn > in_cols) in_cols = s->max_ffn;
+    s->tok8_stride = (cmf_tok8_bytes(in_cols) + 63) / 64 * 64;
+    if (s->tok8_stride) {
+        s->tok8 = aligned_alloc(64, nt * s->tok8_stride);
+        ok = ok && s->tok8;
+    }
     if (m->prefill_qact) {
         size_t cols = H > s->max_qd ? H : s->max_qd;
         if (s->max_ffn > cols) cols = s->max_ffn;
@@ -132,6 +156,7 @@ void cortiq_session_free(cortiq_session *s) {
     free(s->g), free(s->u), free(s->logits);
     free(s->qa_mem), free(s->qa_scratch), free(s->ab_scratch);
     free(s->ad_scratch), free(s->ad_part), free(s->ad_done);
+    free(s->tok8), free(s->claim);
     free(s);
 }
 
@@ -208,6 +233,14 @@ typedef struct mm_job {
     uint8_t *scratch;   /* its per-thread panels, stride bytes each */
     size_t stride;
     unsigned q4flags; /* added to flags for integer-coded weights (int8 activations) */
+    /* one token (mm_decode_task): the parts that hand out rows (a glu job's pieces cover gate
+     * and up rows together), per-thread prepared tokens (NULL: no part takes them) and
+     * claims */
+    unsigned nclaim;
+    uint32_t job;
+    uint8_t *tok8;
+    size_t tok8_stride;
+    cq_claim *claim;
 } mm_job;
 
 static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t *r0, uint64_t *r1) {
@@ -226,30 +259,112 @@ static int int_coded(const cmf_qmat *w) {
            w->dtype == CMF_DT_VBIT_RO;
 }
 
-static void mm_task(void *ctx, unsigned tid, unsigned nt) {
-    mm_job *j = ctx;
-    for (unsigned k = 0; k < j->np; k++) {
-        const mm_part *p = &j->p[k];
-        uint64_t r0, r1;
-        rows_of(p->w->rows, tid, nt, &r0, &r1);
-        if (r0 >= r1) continue;
-        if (j->qa && cmf_qact_supports(p->w))
-            cmf_matmul_qact(p->w, j->qa, p->Y + r0, p->ldy, r0, r1, j->scratch + tid * j->stride);
-        else if (j->flags || int_coded(p->w))
-            cmf_matmul_ex(p->w, j->X, j->n, (size_t)p->w->cols, p->Y + r0, p->ldy, r0, r1,
-                          j->flags | (int_coded(p->w) ? j->q4flags : 0));
-        else if (j->n == 1)
-            cmf_matvec(p->w, j->X, p->Y + r0, r0, r1);
-        else
-            cmf_matmul(p->w, j->X, j->n, p->Y + r0, p->ldy, r0, r1);
-    }
-    if (!j->glu) return;
-    uint64_t r0, r1;
-    rows_of(j->p[0].w->rows, tid, nt, &r0, &r1);
+/* Rows [r0, r1) of part p (r0 < r1); tok: this thread's prepared token, or NULL. */
+static void mm_part_rows(const mm_job *j, const mm_part *p, uint64_t r0, uint64_t r1,
+                         const void *tok) {
+    unsigned f = j->flags | (int_coded(p->w) ? j->q4flags : 0);
+    if (tok && (f & CMF_KF_INT8_ACT) && cmf_tok8_supports(p->w))
+        cmf_matvec_tok8(p->w, tok, p->Y + r0, r0, r1);
+    else if (j->qa && cmf_qact_supports(p->w))
+        cmf_matmul_qact(p->w, j->qa, p->Y + r0, p->ldy, r0, r1, j->scratch);
+    else if (f)
+        cmf_matmul_ex(p->w, j->X, j->n, (size_t)p->w->cols, p->Y + r0, p->ldy, r0, r1, f);
+    else if (j->n == 1)
+        cmf_matvec(p->w, j->X, p->Y + r0, r0, r1);
+    else
+        cmf_matmul(p->w, j->X, j->n, p->Y + r0, p->ldy, r0, r1);
+}
+
+/* The glu of rows [r0, r1) of every token: gate (part 0) becomes act(gate) * up (part 1). */
+static void mm_glu_rows(const mm_job *j, uint64_t r0, uint64_t r1) {
     const cq_act_ops *ops = cq_act_ops_get();
     cq_glu_fn glu = j->act == CQ_ACT_SILU ? ops->silu_mul : ops->gelu_tanh_mul;
     for (size_t t = 0; r0 < r1 && t < j->n; t++)
         glu(j->p[0].Y + t * j->p[0].ldy + r0, j->p[1].Y + t * j->p[1].ldy + r0, (size_t)(r1 - r0));
+}
+
+/* A batch: each part split over the threads in equal row ranges. */
+static void mm_task(void *ctx, unsigned tid, unsigned nt) {
+    mm_job *j = ctx;
+    mm_job jt = *j; /* the integer GEMM's scratch is this thread's */
+    if (j->qa) jt.scratch = j->scratch + tid * j->stride;
+    for (unsigned k = 0; k < j->np; k++) {
+        uint64_t r0, r1;
+        rows_of(j->p[k].w->rows, tid, nt, &r0, &r1);
+        if (r0 < r1) mm_part_rows(&jt, &j->p[k], r0, r1, NULL);
+    }
+    if (!j->glu) return;
+    uint64_t r0, r1;
+    rows_of(j->p[0].w->rows, tid, nt, &r0, &r1);
+    mm_glu_rows(j, r0, r1);
+}
+
+/* The next piece [*r0, *r1) of a thread's range [lo, end) of part k for job `job`: half of
+ * what is left, in multiples of 16 rows (at least 16), so a range goes in a few large pieces
+ * and ends in small ones. */
+static bool claim_rows(cq_claim *c, unsigned k, uint32_t job, uint64_t lo, uint64_t end,
+                       uint64_t *r0, uint64_t *r1) {
+    unsigned long long cur = atomic_load_explicit(&c->taken[k], memory_order_relaxed);
+    for (;;) {
+        uint64_t done = cur >> 32 == job ? cur & 0xFFFFFFFFu : 0;
+        if (lo + done >= end) return false;
+        uint64_t left = end - lo - done, n = (left / 2 + 15) / 16 * 16;
+        if (n < 16) n = 16;
+        if (n > left) n = left;
+        unsigned long long want = (unsigned long long)job << 32 | (done + n);
+        if (atomic_compare_exchange_weak_explicit(&c->taken[k], &cur, want, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *r0 = lo + done, *r1 = lo + done + n;
+            return true;
+        }
+    }
+}
+
+/* One token. Thread t owns the rows a static split gives it (rows_of) and takes them in
+ * pieces of half what is left of its range; once done it takes pieces of the others' ranges
+ * the same way, so the threads finish within one small piece of each other, whichever a
+ * hypervisor or a late wake-up slowed. Pieces start on 16-row blocks, so every row's result
+ * is the static split's (the kernels reduce rows 16 at a time). Each thread quantizes the
+ * token once for the whole job (cmf_tok8_prepare) where the kernels would do it per call. */
+static void mm_decode_task(void *ctx, unsigned tid, unsigned nt) {
+    const mm_job *j = ctx;
+    const void *tok = NULL;
+    if (j->tok8) {
+        uint8_t *buf = j->tok8 + tid * j->tok8_stride;
+        cmf_tok8_prepare(buf, j->X, j->p[0].w->cols);
+        tok = buf;
+    }
+    for (unsigned i = 0; i < nt; i++) {
+        unsigned v = (tid + i) % nt;
+        for (unsigned k = 0; k < j->nclaim; k++) {
+            uint64_t lo, end, r0, r1;
+            rows_of(j->p[k].w->rows, v, nt, &lo, &end);
+            while (claim_rows(&j->claim[v], k, j->job, lo, end, &r0, &r1)) {
+                mm_part_rows(j, &j->p[k], r0, r1, tok);
+                if (j->glu) {
+                    mm_part_rows(j, &j->p[1], r0, r1, tok);
+                    mm_glu_rows(j, r0, r1);
+                }
+            }
+        }
+    }
+}
+
+/* Runs job j on the pool: a batch by equal row ranges, one token by claimed pieces. */
+static void run_job(cortiq_session *s, mm_job *j) {
+    if (j->n != 1) {
+        cq_pool_run(s->m->pool, mm_task, j);
+        return;
+    }
+    j->nclaim = j->glu ? 1 : j->np;
+    j->tok8 = NULL;
+    for (unsigned k = 0; k < j->np; k++)
+        if (s->tok8 && ((j->flags | j->q4flags) & CMF_KF_INT8_ACT) && cmf_tok8_supports(j->p[k].w))
+            j->tok8 = s->tok8;
+    j->tok8_stride = s->tok8_stride;
+    j->claim = s->claim;
+    j->job = ++s->job; /* after 2^32 jobs a tag repeats; each claim is rewritten every token */
+    cq_pool_run(s->m->pool, mm_decode_task, j);
 }
 
 /* Batches of at least this many tokens take the integer GEMM (below it, repacking each
@@ -259,8 +374,14 @@ static void mm_task(void *ctx, unsigned tid, unsigned nt) {
 /* One product with f32 activations (the output head: one token). */
 static void matmul(cortiq_session *s, const cmf_qmat *w, const float *X, size_t n, float *Y,
                    size_t ldy) {
-    mm_job j = {{{w, Y, ldy}}, 1, X, n, s->m->kflags, 0, s->m->act, NULL, NULL, 0, s->m->q4flags};
-    cq_pool_run(s->m->pool, mm_task, &j);
+    mm_job j = {.p = {{w, Y, ldy}},
+                .np = 1,
+                .X = X,
+                .n = n,
+                .flags = s->m->kflags,
+                .act = s->m->act,
+                .q4flags = s->m->q4flags};
+    run_job(s, &j);
 }
 
 /* ---- per-token work of a layer, split over the threads by tokens for a batch ----
@@ -371,7 +492,7 @@ static void stage_then_job(cortiq_session *s, tok_job *tj, mm_job *j) {
     tj->qx = j->X;
     tj->qcols = (size_t)j->p[0].w->cols;
     if (tj->stage != TOK_QUANT || tj->quant) run_tokens(tj);
-    cq_pool_run(s->m->pool, mm_task, j);
+    run_job(s, j);
 }
 
 /* Prefill attention: work units of (kv head, token range) handed out dynamically (later tokens
@@ -465,40 +586,44 @@ static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0
     uint32_t H = m->hidden, hd = m->head_dim;
     size_t qd = (size_t)y->n_heads * hd, kvd = (size_t)m->n_kv * hd;
     tok_job tj = {s, y, c, n, pos0, TOK_ATTN_IN, NULL, 0, 0};
-    mm_job qkv = {{{&y->wq, s->q, qd}, {&y->wk, s->k, kvd}, {&y->wv, s->v, kvd}},
-                  3,
-                  s->xn,
-                  n,
-                  m->kflags,
-                  0,
-                  m->act,
-                  NULL,
-                  NULL,
-                  0,
-                  m->q4flags};
+    mm_job qkv = {.p = {{&y->wq, s->q, qd}, {&y->wk, s->k, kvd}, {&y->wv, s->v, kvd}},
+                  .np = 3,
+                  .X = s->xn,
+                  .n = n,
+                  .flags = m->kflags,
+                  .act = m->act,
+                  .q4flags = m->q4flags};
     stage_then_job(s, &tj, &qkv);
     tj.stage = TOK_QKV_OUT;
     tj.quant = 0;
     run_tokens(&tj);
     attention(s, y, c, n, pos0);
-    mm_job wo = {{{&y->wo, s->o, H}}, 1, s->att, n, m->kflags, 0, m->act, NULL, NULL, 0,
-                 m->q4flags};
+    mm_job wo = {.p = {{&y->wo, s->o, H}},
+                 .np = 1,
+                 .X = s->att,
+                 .n = n,
+                 .flags = m->kflags,
+                 .act = m->act,
+                 .q4flags = m->q4flags};
     tj.stage = TOK_QUANT;
     stage_then_job(s, &tj, &wo);
-    mm_job gu = {{{&y->wg, s->g, y->ffn}, {&y->wu, s->u, y->ffn}},
-                 2,
-                 s->xn,
-                 n,
-                 m->kflags,
-                 1,
-                 m->act,
-                 NULL,
-                 NULL,
-                 0,
-                 m->q4flags};
+    mm_job gu = {.p = {{&y->wg, s->g, y->ffn}, {&y->wu, s->u, y->ffn}},
+                 .np = 2,
+                 .X = s->xn,
+                 .n = n,
+                 .flags = m->kflags,
+                 .glu = 1,
+                 .act = m->act,
+                 .q4flags = m->q4flags};
     tj.stage = TOK_ATTN_OUT;
     stage_then_job(s, &tj, &gu);
-    mm_job wd = {{{&y->wd, s->o, H}}, 1, s->g, n, m->kflags, 0, m->act, NULL, NULL, 0, m->q4flags};
+    mm_job wd = {.p = {{&y->wd, s->o, H}},
+                 .np = 1,
+                 .X = s->g,
+                 .n = n,
+                 .flags = m->kflags,
+                 .act = m->act,
+                 .q4flags = m->q4flags};
     tj.stage = TOK_QUANT;
     stage_then_job(s, &tj, &wd);
     tj.stage = TOK_FFN_OUT;

@@ -6,6 +6,7 @@
 #include "common/checked.h"
 #include "common/cpu.h"
 #include "quant/gemm_impl.h"
+#include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 
 #define ULL(x) ((unsigned long long)(x))
@@ -340,6 +341,29 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
             fn(m, X + t * ldx, nt, ldx, Y + t * ldy + (r - row_begin), ldy, r, re, flags);
         }
     }
+}
+
+/* The prepared-token path is the AVX-512 tier's int8 decode kernel, so it follows that tier's
+ * choice (CORTIQ_CPU may lower it) and its VNNI test (try_i8 in kernel_avx512.c). */
+static bool tok8_tier(void) {
+    return cq_cpu_isa() >= CQ_ISA_AVX512 && cq_cpu_detect()->avx512vnni;
+}
+
+size_t cmf_tok8_bytes(uint64_t cols) {
+    return tok8_tier() ? cq_avx512_i8dec_tok_bytes(cols) : 0;
+}
+
+int cmf_tok8_supports(const cmf_qmat *m) {
+    return tok8_tier() && cq_avx512_i8dec_supports(m);
+}
+
+void cmf_tok8_prepare(void *buf, const float *x, uint64_t cols) {
+    cq_avx512_i8dec_tok_prepare(buf, x, cols);
+}
+
+void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_begin,
+                     uint64_t row_end) {
+    if (row_begin < row_end) cq_avx512_i8dec_tok_matvec(m, tok, y, row_begin, row_end);
 }
 
 void cmf_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t row_begin, uint64_t row_end) {

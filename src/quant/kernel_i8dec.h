@@ -16,4 +16,17 @@
  * memory); the caller then uses another path. */
 bool cq_avx512_i8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t r0, uint64_t r1);
 
+/* Whether cq_avx512_i8dec_matvec takes m on this CPU. */
+bool cq_avx512_i8dec_supports(const cmf_qmat *m);
+
+/* The same product in two steps, so that one quantized token serves many row ranges
+ * (cmf_tok8_* in cortiq/kernels.h): bytes of a prepared token of `cols` columns (0 when this
+ * CPU lacks the features or cols % 32 != 0), quantizing x into buf (that many bytes, 64-byte
+ * aligned), and rows [r0, r1) of a supported m with m->cols == cols, the same result as
+ * cq_avx512_i8dec_matvec over the same rows. */
+size_t cq_avx512_i8dec_tok_bytes(uint64_t cols);
+void cq_avx512_i8dec_tok_prepare(void *buf, const float *x, uint64_t cols);
+void cq_avx512_i8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
+                                uint64_t r1);
+
 #endif

@@ -53,12 +53,15 @@ typedef struct {
  * fits (up to 624 groups, i.e. 19,968 columns); longer rows allocate. */
 #define ACT_STACK_BYTES (64u << 10)
 
-static bool act_alloc(act *a, uint64_t G, uint8_t *stack_buf) {
+static size_t act_bytes(uint64_t G) {
+    return ((G + 15) & ~(uint64_t)15) * (32 + 32 + 32 + 4 + 4);
+}
+
+/* Lays the arrays of a over mem (act_bytes(G) bytes, 64-byte aligned) and zeroes the padding. */
+static void act_layout(act *a, uint64_t G, uint8_t *mem) {
     a->G = G;
     a->Gp = (G + 15) & ~(uint64_t)15;
-    size_t bytes = a->Gp * (32 + 32 + 32 + 4 + 4);
-    a->mem = bytes <= ACT_STACK_BYTES ? stack_buf : cq_kernel_scratch(CQ_SCRATCH_ACT, bytes);
-    if (!a->mem) return false;
+    a->mem = mem;
     a->xe = (int8_t *)a->mem;
     a->xn = a->xe + 32 * a->Gp;
     a->corr = (int32_t *)(void *)(a->mem + 64 * a->Gp);
@@ -72,6 +75,13 @@ static bool act_alloc(act *a, uint64_t G, uint8_t *stack_buf) {
     memset(a->corr + 4 * G, 0, 16 * (Gp - G));
     memset(a->dx + G, 0, 4 * (Gp - G));
     memset(a->sg + G, 0, 4 * (Gp - G));
+}
+
+static bool act_alloc(act *a, uint64_t G, uint8_t *stack_buf) {
+    size_t bytes = act_bytes(G);
+    uint8_t *mem = bytes <= ACT_STACK_BYTES ? stack_buf : cq_kernel_scratch(CQ_SCRATCH_ACT, bytes);
+    if (!mem) return false;
+    act_layout(a, G, mem);
     return true;
 }
 
@@ -662,19 +672,49 @@ TGT static void q4_dispatch(const cmf_qmat *m, const act *a, float *y, uint64_t 
         q4_rows(m, a, &t, CMF_DT_Q4TP, y, r0, r1);
 }
 
-bool cq_avx512_i8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t r0, uint64_t r1) {
-    bool have = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi") &&
-                __builtin_cpu_supports("gfni");
+static bool have_features(void) {
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512vbmi") &&
+           __builtin_cpu_supports("gfni");
+}
+
+bool cq_avx512_i8dec_supports(const cmf_qmat *m) {
     bool q4 = m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || m->dtype == CMF_DT_Q4TP,
          vb = m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO;
-    if (!have || m->cols % 32 || !(q4 || vb)) return false;
+    return have_features() && m->cols % 32 == 0 && (q4 || vb);
+}
+
+TGT static void rows_with(const cmf_qmat *m, const act *a, float *y, uint64_t r0, uint64_t r1) {
+    if (m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO)
+        vb_rows(m, a, y, r0, r1);
+    else
+        q4_dispatch(m, a, y, r0, r1);
+}
+
+bool cq_avx512_i8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t r0, uint64_t r1) {
+    if (!cq_avx512_i8dec_supports(m)) return false;
     act a;
     _Alignas(64) uint8_t stack_buf[ACT_STACK_BYTES];
     if (!act_alloc(&a, m->groups, stack_buf)) return false;
     prep(&a, x);
-    if (q4)
-        q4_dispatch(m, &a, y, r0, r1);
-    else
-        vb_rows(m, &a, y, r0, r1);
+    rows_with(m, &a, y, r0, r1);
     return true;
+}
+
+/* A prepared token: its act header in the first 64 bytes, the arrays after it. */
+#define TOK_HEAD 64
+_Static_assert(sizeof(act) <= TOK_HEAD, "act header fits its slot");
+
+size_t cq_avx512_i8dec_tok_bytes(uint64_t cols) {
+    return have_features() && cols % 32 == 0 ? TOK_HEAD + act_bytes(cols / 32) : 0;
+}
+
+void cq_avx512_i8dec_tok_prepare(void *buf, const float *x, uint64_t cols) {
+    act *a = buf;
+    act_layout(a, cols / 32, (uint8_t *)buf + TOK_HEAD);
+    prep(a, x);
+}
+
+void cq_avx512_i8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
+                                uint64_t r1) {
+    rows_with(m, buf, y, r0, r1);
 }

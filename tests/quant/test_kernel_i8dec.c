@@ -3,7 +3,8 @@
  * (dx = absmax/127 per 32-group, xq = round-to-nearest-even(x * 127/absmax)). With the
  * activation rounding taken out of the comparison, the kernels must match within float
  * summation error, so a wrong bias, scale or code order shows even where the looser
- * CMF_KF_INT8_ACT bound of test_kernel.c would hide it. Skipped without VNNI + VBMI + GFNI. */
+ * CMF_KF_INT8_ACT bound of test_kernel.c would hide it. The prepared-token entry points
+ * (cmf_tok8_*) must give the same bits over row chunks. Skipped without VNNI + VBMI + GFNI. */
 #include <math.h>
 
 #include "common/cpu.h"
@@ -70,6 +71,25 @@ static int check_payload(cmf_dtype dt, uint8_t *p, uint64_t nb, uint64_t rows, u
             fprintf(stderr, "  %s: cmf_matmul_ex gave %.9g, the decode kernel %.9g\n",
                     cmf_dtype_name(dt), y2[r], y[r]);
     }
+    /* the prepared token (cmf_tok8_*, decode's row chunks): prepared once, run over chunks of
+     * 16 and of 32 rows, bit for bit the one-call result (chunks start on 16-row blocks) */
+    if (dispatch) {
+        CHECK(cmf_tok8_supports(&m));
+        size_t tb = cmf_tok8_bytes(cols);
+        CHECK(tb > 0);
+        void *tok = aligned_alloc(64, (tb + 63) / 64 * 64);
+        cmf_tok8_prepare(tok, x, cols);
+        for (uint64_t c = 16; c <= 32; c += 16) {
+            for (uint64_t r0 = 0; r0 < rows; r0 += c)
+                cmf_matvec_tok8(&m, tok, y2 + r0, r0, r0 + c < rows ? r0 + c : rows);
+            for (uint64_t r = 0; r < rows; r++)
+                if (y2[r] != y[r] && bad++ < 3)
+                    fprintf(stderr, "  %s: chunks of %llu, row %llu: %.9g vs %.9g\n",
+                            cmf_dtype_name(dt), (unsigned long long)c, (unsigned long long)r, y2[r],
+                            y[r]);
+        }
+        free(tok);
+    }
     /* a sub-range of rows lands at y[0]; bit for bit only where both calls reduce row 1 on
      * its own (from 16 rows on, rows are reduced 16 together, in another summation order) */
     if (rows > 2 && rows < 16) {
@@ -134,6 +154,7 @@ static void test_other_dtypes_refused(void) {
         CHECK(cmf_qmat_init(&m, other[d], 2, 64, p, nb, "t", NULL) == CMF_OK);
         float x[64] = {1}, y[2] = {0};
         CHECK(!cq_avx512_i8dec_matvec(&m, x, y, 0, 2));
+        CHECK(!cmf_tok8_supports(&m));
         cmf_qmat_free(&m);
         free(p);
     }
