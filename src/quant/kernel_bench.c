@@ -2,6 +2,8 @@
 #include "quant/kernel_bench.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -16,9 +18,53 @@ double cq_bench_now(void) {
 
 #define MAX_THREADS 64
 
+/* Work shared out as the runtime shares a decode product (src/engine/forward.c): thread k of
+ * nt owns units [k * n / nt, (k + 1) * n / nt) and takes them in pieces of half what is left
+ * of its range (a multiple of `step`, at least `step`), then takes pieces of the other ranges
+ * the same way. Threads of a virtual machine run at different speeds from one moment to the
+ * next (the two halves of a static split measured finishing up to 22 % apart); this way they
+ * end within one small piece of each other, both in the runtime and in the measurements. */
+typedef struct {
+    _Alignas(64) atomic_ullong taken; /* units of this range claimed */
+} claim;
+
+typedef struct {
+    claim c[MAX_THREADS];
+    uint64_t n, step;
+    unsigned nt;
+} pieces;
+
+static void pieces_init(pieces *s, uint64_t n, uint64_t step, unsigned nt) {
+    for (unsigned k = 0; k < nt; k++)
+        atomic_init(&s->c[k].taken, 0);
+    s->n = n, s->step = step, s->nt = nt;
+}
+
+/* The next piece [*a, *b) for thread tid (its own range first); false when none is left. */
+static bool pieces_next(pieces *s, unsigned tid, uint64_t *a, uint64_t *b) {
+    for (unsigned i = 0; i < s->nt; i++) {
+        unsigned v = (tid + i) % s->nt;
+        uint64_t lo = s->n * v / s->nt / s->step * s->step,
+                 end = v + 1 == s->nt ? s->n : s->n * (v + 1) / s->nt / s->step * s->step;
+        unsigned long long cur = atomic_load_explicit(&s->c[v].taken, memory_order_relaxed);
+        while (lo + cur < end) {
+            uint64_t left = end - lo - cur, k = (left / 2 + s->step - 1) / s->step * s->step;
+            if (k < s->step) k = s->step;
+            if (k > left) k = left;
+            if (atomic_compare_exchange_weak_explicit(&s->c[v].taken, &cur, cur + k,
+                                                      memory_order_relaxed, memory_order_relaxed)) {
+                *a = lo + cur, *b = lo + cur + k;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
 typedef struct {
     const uint8_t *p;
-    size_t n;
+    pieces *sh;
+    unsigned tid;
     uint64_t sum;
     double cpu;
 } sum_job;
@@ -43,9 +89,12 @@ static void *sum_thread(void *arg) {
     sum_job *j = arg;
     double c0 = thread_cpu_now();
     cq_isa isa = cq_cpu_isa();
-    j->sum = isa >= CQ_ISA_AVX512 ? cq_bench_sum_avx512(j->p, j->n)
-             : isa >= CQ_ISA_AVX2 ? cq_bench_sum_avx2(j->p, j->n)
-                                  : sum_scalar(j->p, j->n);
+    uint64_t a, b;
+    j->sum = 0;
+    while (pieces_next(j->sh, j->tid, &a, &b)) /* units of 256 bytes */
+        j->sum += isa >= CQ_ISA_AVX512 ? cq_bench_sum_avx512(j->p + 256 * a, 256 * (b - a))
+                  : isa >= CQ_ISA_AVX2 ? cq_bench_sum_avx2(j->p + 256 * a, 256 * (b - a))
+                                       : sum_scalar(j->p + 256 * a, 256 * (b - a));
     j->cpu = thread_cpu_now() - c0;
     return NULL;
 }
@@ -97,11 +146,13 @@ double cq_bench_bw_run(cq_bench_bw *b, unsigned reps, double *cpu_gbs) {
     unsigned nthreads = b->nthreads;
     size_t share = b->share;
     sum_job jobs[MAX_THREADS];
+    pieces sh;
     double best = 1e30, best_cpu = 1e30;
     uint64_t check = 0;
     for (unsigned r = 0; r < reps; r++) {
+        pieces_init(&sh, share * nthreads / 256, 64, nthreads); /* pieces of >= 16 KiB */
         for (unsigned k = 0; k < nthreads; k++)
-            jobs[k] = (sum_job){b->buf + k * share, share, 0, 0};
+            jobs[k] = (sum_job){b->buf, &sh, k, 0, 0};
         double t0 = cq_bench_now();
         if (!run_threads(sum_thread, jobs, sizeof jobs[0], nthreads)) return -1;
         double dt = cq_bench_now() - t0;
@@ -133,15 +184,17 @@ typedef struct {
     const float *X;
     size_t n;
     float *Y;
-    uint64_t r0, r1;
-    unsigned flags;
+    pieces *sh;
+    unsigned tid, flags;
     double cpu;
 } mm_job;
 
 static void *mm_thread(void *arg) {
     mm_job *j = arg;
     double c0 = thread_cpu_now();
-    cmf_matmul_ex(j->m, j->X, j->n, j->m->cols, j->Y + j->r0, j->m->rows, j->r0, j->r1, j->flags);
+    uint64_t r0, r1; /* pieces of 16-row multiples, as the runtime's */
+    while (pieces_next(j->sh, j->tid, &r0, &r1))
+        cmf_matmul_ex(j->m, j->X, j->n, j->m->cols, j->Y + r0, j->m->rows, r0, r1, j->flags);
     j->cpu = thread_cpu_now() - c0;
     return NULL;
 }
@@ -151,11 +204,12 @@ double cq_bench_matmul(const cmf_qmat *m, const float *X, size_t n, float *Y, un
     if (nthreads < 1) nthreads = 1;
     if (nthreads > MAX_THREADS) nthreads = MAX_THREADS;
     mm_job jobs[MAX_THREADS];
+    pieces sh;
     for (unsigned k = 0; k < nthreads; k++)
-        jobs[k] =
-            (mm_job){m, X, n, Y, m->rows * k / nthreads, m->rows * (k + 1) / nthreads, flags, 0};
+        jobs[k] = (mm_job){m, X, n, Y, &sh, k, flags, 0};
     double best = 1e30, best_cpu = 1e30;
     for (unsigned r = 0; r < reps; r++) {
+        pieces_init(&sh, m->rows, 16, nthreads);
         double t0 = cq_bench_now();
         if (!run_threads(mm_thread, jobs, sizeof jobs[0], nthreads)) return -1;
         double dt = cq_bench_now() - t0, cpu = 0;

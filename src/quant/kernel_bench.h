@@ -11,8 +11,10 @@
 /* Monotonic clock in seconds. */
 double cq_bench_now(void);
 
-/* Read bandwidth in GB/s (1e9 bytes/s): nthreads threads each sum their share of a
- * `bytes`-byte buffer with the widest vector loads the CPU has; the best of `reps` passes
+/* Read bandwidth in GB/s (1e9 bytes/s): nthreads threads sum a `bytes`-byte buffer with the
+ * widest vector loads the CPU has, each its own share in pieces of half what is left and then
+ * pieces of the others' shares (as the runtime splits a decode product, so one thread that a
+ * virtual machine slows does not hold the rest back); the best of `reps` passes
  * (the buffer is written once first so every page is resident). If cpu_gbs is not NULL it
  * receives the rate computed from the slowest thread's CPU time instead of the wall time
  * (see cq_bench_matmul). Returns a negative value when the buffer cannot be allocated or a
@@ -29,7 +31,8 @@ double cq_bench_bw_run(cq_bench_bw *b, unsigned reps, double *cpu_gbs);
 void cq_bench_bw_free(cq_bench_bw *b);
 
 /* Seconds of the fastest of `reps` calls of cmf_matmul_ex(m, X, n, cols, Y, rows, ...) with
- * the rows split into nthreads contiguous ranges, one thread each. X holds n * cols floats,
+ * the rows shared out like the probe's bytes (pieces of 16-row multiples, as the runtime's
+ * decode products take them). X holds n * cols floats,
  * Y n * rows. If cpu_s is not NULL it receives the smallest, over the reps, of the largest
  * per-thread CPU time: the wall time the call would take if every thread had a core to
  * itself (robust against other processes competing for the cores). Returns a negative

@@ -8,12 +8,10 @@
  * 2 threads then check that timing (who steals what) changes nothing either. */
 #include <string.h>
 
-#include "cortiq/converter.h"
 #include "cortiq/engine.h"
-#include "npy.h"
 #include "test.h"
+#include "tiny_fixture.h"
 
-#define TINY  CORTIQ_SOURCE_DIR "/tests/fixtures/tiny/"
 #define STEPS 40
 
 /* The logits of STEPS single-token steps, [STEPS][V]; NULL on failure. */
@@ -37,19 +35,11 @@ static float *decode_logits(const char *cmf, unsigned threads, const int32_t *to
 }
 
 static void run(const char *fam, const char *quant) {
-    char dir[512], path[600], out[256];
-    snprintf(dir, sizeof dir, TINY "%s", fam);
+    char out[256];
     snprintf(out, sizeof out, "split_%s_%s.cmf", fam, quant);
-    cmf_convert_opts o;
-    cmf_convert_opts_default(&o);
-    CHECK(cmf_convert_quant_from_name(quant, &o.quant));
-    cmf_err err;
-    CHECK_MSG(cmf_convert_hf(dir, out, NULL, &o, NULL, &err) == CMF_OK, "%s", err.msg);
-    snprintf(path, sizeof path, "%s/tokens.npy", dir);
     size_t nt = 0;
-    char dt;
-    int32_t *tokens = npy_load(path, &nt, &dt);
-    CHECK(tokens && nt >= STEPS);
+    int32_t *tokens = tiny_convert(fam, quant, out, &nt);
+    CHECK(nt >= STEPS);
     if (!tokens || nt < STEPS) return;
     uint32_t V = 0, V2 = 0;
     float *ref = decode_logits(out, 1, tokens, &V);

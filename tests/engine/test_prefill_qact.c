@@ -8,15 +8,12 @@
  *    (CMF_KF_INT8_ACT) within the same 3e-2, and really taken (nonzero difference). */
 #include <math.h>
 
-#include "cortiq/converter.h"
 #include "cortiq/engine.h"
 #include "common/cpu.h"
 #include "cortiq/kernels.h"
 #include "logits_cmp.h"
-#include "npy.h"
 #include "test.h"
-
-#define TINY CORTIQ_SOURCE_DIR "/tests/fixtures/tiny/"
+#include "tiny_fixture.h"
 
 static float *eval_all(const char *path, int exact, const int32_t *tokens, size_t n, int one_by_one,
                        uint32_t *V) {
@@ -42,19 +39,11 @@ static float *eval_all(const char *path, int exact, const int32_t *tokens, size_
 }
 
 static void run(const char *fam, const char *quant) {
-    char dir[512], path[600], out[256];
-    snprintf(dir, sizeof dir, TINY "%s", fam);
+    char out[256];
     snprintf(out, sizeof out, "prefill_qact_%s_%s.cmf", fam, quant);
-    cmf_convert_opts o;
-    cmf_convert_opts_default(&o);
-    CHECK(cmf_convert_quant_from_name(quant, &o.quant));
-    cmf_err err;
-    CHECK_MSG(cmf_convert_hf(dir, out, NULL, &o, NULL, &err) == CMF_OK, "%s", err.msg);
     size_t nt = 0;
-    char dt;
-    snprintf(path, sizeof path, "%s/tokens.npy", dir);
-    int32_t *tokens = npy_load(path, &nt, &dt);
-    CHECK(tokens && nt == 64);
+    int32_t *tokens = tiny_convert(fam, quant, out, &nt);
+    CHECK(nt == 64);
     if (!tokens) return;
     uint32_t V = 0;
     float *exact = eval_all(out, 1, tokens, 64, 0, &V), *fast = eval_all(out, 0, tokens, 64, 0, &V);
