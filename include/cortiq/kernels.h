@@ -113,19 +113,22 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
 /* ---- Decode: one token's int8 activations, quantized once for many row ranges ----
  *
  * cmf_matmul_ex(m, x, 1, ..., CMF_KF_INT8_ACT) quantizes x on every call. A decode step that
- * splits its products into row chunks claimed by threads as they go would pay that once per
- * chunk; here each thread quantizes the token once (cmf_tok8_prepare) and runs any number of
+ * splits its products into row pieces claimed by threads as they go would pay that once per
+ * piece; here each thread quantizes the token once (cmf_tok8_prepare) and runs any number of
  * row ranges of any supported matrices with that many columns on it.
  *
  * cmf_tok8_bytes(cols): bytes of a prepared token, or 0 when this CPU (as CORTIQ_CPU leaves
- * it) has no such path: use cmf_matmul_ex then. cmf_tok8_supports(m): m takes the path (the
- * 4-bit class and vbit / vbit_ro with cols % 32 == 0). cmf_tok8_prepare: x (cols floats) into
- * buf (cmf_tok8_bytes(cols) bytes, 64-byte aligned). cmf_matvec_tok8: y[r - row_begin] for r
- * in [row_begin, row_end) of a supported m with m->cols == cols; bit-identical to
+ * it) has no such path: use cmf_matmul_ex then. cmf_tok8_supports(m): 0 when m does not take
+ * the path, else the layout it reads (q8_row: CMF_TOK8_Q8; with VBMI and GFNI the 4-bit class
+ * and vbit / vbit_ro: CMF_TOK8_I8DEC; cols % 32 == 0). cmf_tok8_prepare: x (cols floats) into
+ * buf (cmf_tok8_bytes(cols) bytes, 64-byte aligned) in the layouts OR-ed in `layouts`.
+ * cmf_matvec_tok8: y[r - row_begin] for r in [row_begin, row_end) of a supported m with
+ * m->cols == cols whose layout was prepared; bit-identical to
  * cmf_matmul_ex(m, x, 1, cols, y, 1, row_begin, row_end, CMF_KF_INT8_ACT). */
+enum { CMF_TOK8_Q8 = 1, CMF_TOK8_I8DEC = 2 };
 size_t cmf_tok8_bytes(uint64_t cols);
 int cmf_tok8_supports(const cmf_qmat *m);
-void cmf_tok8_prepare(void *buf, const float *x, uint64_t cols);
+void cmf_tok8_prepare(void *buf, const float *x, uint64_t cols, int layouts);
 void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_begin,
                      uint64_t row_end);
 

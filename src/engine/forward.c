@@ -238,6 +238,7 @@ typedef struct mm_job {
      * claims */
     unsigned nclaim;
     uint32_t job;
+    int tok8_layouts; /* what cmf_tok8_prepare must lay out for the job's matrices */
     uint8_t *tok8;
     size_t tok8_stride;
     cq_claim *claim;
@@ -331,7 +332,7 @@ static void mm_decode_task(void *ctx, unsigned tid, unsigned nt) {
     const void *tok = NULL;
     if (j->tok8) {
         uint8_t *buf = j->tok8 + tid * j->tok8_stride;
-        cmf_tok8_prepare(buf, j->X, j->p[0].w->cols);
+        cmf_tok8_prepare(buf, j->X, j->p[0].w->cols, j->tok8_layouts);
         tok = buf;
     }
     for (unsigned i = 0; i < nt; i++) {
@@ -358,9 +359,11 @@ static void run_job(cortiq_session *s, mm_job *j) {
     }
     j->nclaim = j->glu ? 1 : j->np;
     j->tok8 = NULL;
+    j->tok8_layouts = 0;
     for (unsigned k = 0; k < j->np; k++)
-        if (s->tok8 && ((j->flags | j->q4flags) & CMF_KF_INT8_ACT) && cmf_tok8_supports(j->p[k].w))
-            j->tok8 = s->tok8;
+        if (s->tok8 && ((j->flags | j->q4flags) & CMF_KF_INT8_ACT))
+            j->tok8_layouts |= cmf_tok8_supports(j->p[k].w);
+    if (j->tok8_layouts) j->tok8 = s->tok8;
     j->tok8_stride = s->tok8_stride;
     j->claim = s->claim;
     j->job = ++s->job; /* after 2^32 jobs a tag repeats; each claim is rewritten every token */

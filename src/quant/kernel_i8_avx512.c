@@ -337,3 +337,26 @@ bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx
     }
     return true;
 }
+
+/* q8_row's prepared token (cmf_tok8_*): its act8 header in the first 64 bytes, then xq, corr
+ * and dxl of one token (3 * cols bytes), as act8_alloc lays them out for n = 1. */
+#define Q8_TOK_HEAD 64
+_Static_assert(sizeof(act8) <= Q8_TOK_HEAD, "act8 header fits its slot");
+
+size_t cq_avx512_q8_tok_bytes(uint64_t cols) {
+    return cols % 32 ? 0 : Q8_TOK_HEAD + (3 * cols + 63) / 64 * 64;
+}
+
+void cq_avx512_q8_tok_prepare(void *buf, const float *x, uint64_t cols) {
+    act8 *a = buf;
+    uint8_t *mem = (uint8_t *)buf + Q8_TOK_HEAD;
+    *a = (act8){
+        mem,  (int8_t *)mem, (int32_t *)(void *)(mem + cols), (float *)(void *)(mem + 2 * cols),
+        cols, cols / 4};
+    prep_q8(a, x, 1, cols);
+}
+
+void cq_avx512_q8_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
+                             uint64_t r1) {
+    q8_rows_one_token(m, buf, y, r0, r1);
+}

@@ -200,6 +200,14 @@ void cq_avx512_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);
  * q4_block, q4tp, q8_row). Return false, writing nothing, when they cannot run. */
 bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                          size_t ldy, uint64_t r0, uint64_t r1);
+
+/* q8_row's one-token int8 path in two steps (cmf_tok8_*, kernel.c): bytes of a prepared token
+ * of `cols` columns (0 unless cols % 32 == 0), quantizing x into buf (64-byte aligned), and
+ * rows [r0, r1) on it: the same bits as cq_avx512_i8_matmul with n = 1 over those rows. */
+size_t cq_avx512_q8_tok_bytes(uint64_t cols);
+void cq_avx512_q8_tok_prepare(void *buf, const float *x, uint64_t cols);
+void cq_avx512_q8_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
+                             uint64_t r1);
 /* q4tp ladder of row r with AVX2 (as cq_avx512_q4tp_ladder). */
 void cq_avx2_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);
 bool cq_avx2_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,

@@ -78,7 +78,7 @@ static int check_payload(cmf_dtype dt, uint8_t *p, uint64_t nb, uint64_t rows, u
         size_t tb = cmf_tok8_bytes(cols);
         CHECK(tb > 0);
         void *tok = aligned_alloc(64, (tb + 63) / 64 * 64);
-        cmf_tok8_prepare(tok, x, cols);
+        cmf_tok8_prepare(tok, x, cols, cmf_tok8_supports(&m));
         for (uint64_t c = 16; c <= 32; c += 16) {
             for (uint64_t r0 = 0; r0 < rows; r0 += c)
                 cmf_matvec_tok8(&m, tok, y2 + r0, r0, r0 + c < rows ? r0 + c : rows);
@@ -143,6 +143,37 @@ static void test_vbit_width_runs(void) {
         }
 }
 
+/* q8_row's prepared token (kernel_i8_avx512.c, shared with the 4-bit class's in one buffer):
+ * over chunks of 16 and 32 rows, bit for bit cmf_matmul_ex with CMF_KF_INT8_ACT over all rows. */
+static void test_q8_row_tok8(kg_rng *rng) {
+    cq_cpu_force(CQ_ISA_AVX512);
+    if (cq_cpu_isa() < CQ_ISA_AVX512) return; /* CORTIQ_CPU capped the tier */
+    static const uint64_t shapes[][2] = {{16, 32}, {35, 576}, {100, 640}, {67, 4864}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        uint64_t rows = shapes[k][0], cols = shapes[k][1], nb;
+        kg_opts o = {0, 0};
+        uint8_t *p = kg_payload(CMF_DT_Q8_ROW, rows, cols, rng, &o, &nb);
+        cmf_qmat m;
+        CHECK(cmf_qmat_init(&m, CMF_DT_Q8_ROW, rows, cols, p, nb, "t", NULL) == CMF_OK);
+        float *x = malloc(cols * sizeof *x), *want = malloc(rows * sizeof *want),
+              *got = malloc(rows * sizeof *got);
+        for (uint64_t i = 0; i < cols; i++)
+            x[i] = kg_unif(rng, -1, 1) * (i % 29 == 0 ? 20.0f : 1.0f);
+        cmf_matmul_ex(&m, x, 1, cols, want, rows, 0, rows, CMF_KF_INT8_ACT);
+        CHECK(cmf_tok8_supports(&m));
+        void *tok = aligned_alloc(64, (cmf_tok8_bytes(cols) + 63) / 64 * 64);
+        cmf_tok8_prepare(tok, x, cols, cmf_tok8_supports(&m));
+        for (uint64_t c = 16; c <= 32; c += 16) {
+            for (uint64_t r0 = 0; r0 < rows; r0 += c)
+                cmf_matvec_tok8(&m, tok, got + r0, r0, r0 + c < rows ? r0 + c : rows);
+            CHECK_MSG(!memcmp(got, want, rows * sizeof *got), "q8_row [%llu x %llu] chunks of %llu",
+                      (unsigned long long)rows, (unsigned long long)cols, (unsigned long long)c);
+        }
+        cmf_qmat_free(&m);
+        free(tok), free(p), free(x), free(want), free(got);
+    }
+}
+
 static void test_other_dtypes_refused(void) {
     kg_rng rng = {5};
     static const cmf_dtype other[] = {CMF_DT_F32, CMF_DT_Q8_ROW, CMF_DT_Q1T};
@@ -154,7 +185,7 @@ static void test_other_dtypes_refused(void) {
         CHECK(cmf_qmat_init(&m, other[d], 2, 64, p, nb, "t", NULL) == CMF_OK);
         float x[64] = {1}, y[2] = {0};
         CHECK(!cq_avx512_i8dec_matvec(&m, x, y, 0, 2));
-        CHECK(!cmf_tok8_supports(&m));
+        CHECK(cmf_tok8_supports(&m) == (other[d] == CMF_DT_Q8_ROW ? CMF_TOK8_Q8 : 0));
         cmf_qmat_free(&m);
         free(p);
     }
@@ -189,5 +220,6 @@ int main(void) {
             }
     test_vbit_width_runs();
     test_other_dtypes_refused();
+    test_q8_row_tok8(&rng);
     TEST_DONE();
 }
