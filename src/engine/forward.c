@@ -260,14 +260,15 @@ static int int_coded(const cmf_qmat *w) {
            w->dtype == CMF_DT_VBIT_RO;
 }
 
-/* Rows [r0, r1) of part p (r0 < r1); tok: this thread's prepared token, or NULL. */
+/* Rows [r0, r1) of part p (r0 < r1); tok: this thread's prepared token, or NULL; scratch:
+ * this thread's integer-GEMM panels (a batch with j->qa). */
 static void mm_part_rows(const mm_job *j, const mm_part *p, uint64_t r0, uint64_t r1,
-                         const void *tok) {
+                         const void *tok, uint8_t *scratch) {
     unsigned f = j->flags | (int_coded(p->w) ? j->q4flags : 0);
     if (tok && (f & CMF_KF_INT8_ACT) && cmf_tok8_supports(p->w))
         cmf_matvec_tok8(p->w, tok, p->Y + r0, r0, r1);
     else if (j->qa && cmf_qact_supports(p->w))
-        cmf_matmul_qact(p->w, j->qa, p->Y + r0, p->ldy, r0, r1, j->scratch);
+        cmf_matmul_qact(p->w, j->qa, p->Y + r0, p->ldy, r0, r1, scratch);
     else if (f)
         cmf_matmul_ex(p->w, j->X, j->n, (size_t)p->w->cols, p->Y + r0, p->ldy, r0, r1, f);
     else if (j->n == 1)
@@ -286,13 +287,12 @@ static void mm_glu_rows(const mm_job *j, uint64_t r0, uint64_t r1) {
 
 /* A batch: each part split over the threads in equal row ranges. */
 static void mm_task(void *ctx, unsigned tid, unsigned nt) {
-    mm_job *j = ctx;
-    mm_job jt = *j; /* the integer GEMM's scratch is this thread's */
-    if (j->qa) jt.scratch = j->scratch + tid * j->stride;
+    const mm_job *j = ctx;
+    uint8_t *scratch = j->qa ? j->scratch + tid * j->stride : NULL;
     for (unsigned k = 0; k < j->np; k++) {
         uint64_t r0, r1;
         rows_of(j->p[k].w->rows, tid, nt, &r0, &r1);
-        if (r0 < r1) mm_part_rows(&jt, &j->p[k], r0, r1, NULL);
+        if (r0 < r1) mm_part_rows(j, &j->p[k], r0, r1, NULL, scratch);
     }
     if (!j->glu) return;
     uint64_t r0, r1;
@@ -341,9 +341,9 @@ static void mm_decode_task(void *ctx, unsigned tid, unsigned nt) {
             uint64_t lo, end, r0, r1;
             rows_of(j->p[k].w->rows, v, nt, &lo, &end);
             while (claim_rows(&j->claim[v], k, j->job, lo, end, &r0, &r1)) {
-                mm_part_rows(j, &j->p[k], r0, r1, tok);
+                mm_part_rows(j, &j->p[k], r0, r1, tok, NULL);
                 if (j->glu) {
-                    mm_part_rows(j, &j->p[1], r0, r1, tok);
+                    mm_part_rows(j, &j->p[1], r0, r1, tok, NULL);
                     mm_glu_rows(j, r0, r1);
                 }
             }
