@@ -16,6 +16,12 @@ uint64_t cq_bench_sum_avx512(const uint8_t *p, size_t n) {
         a2 = _mm512_add_epi64(a2, _mm512_load_si512((const void *)(p + i + 128)));
         a3 = _mm512_add_epi64(a3, _mm512_load_si512((const void *)(p + i + 192)));
     }
-    return (uint64_t)_mm512_reduce_add_epi64(
-        _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+    /* lanes added as unsigned: the sums wrap by design (GCC's _mm512_reduce_add_epi64 adds
+     * them as signed long long, which UBSan reports once they overflow) */
+    _Alignas(64) uint64_t v[8];
+    _mm512_store_si512(v, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+    uint64_t s = 0;
+    for (int k = 0; k < 8; k++)
+        s += v[k];
+    return s;
 }
