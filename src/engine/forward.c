@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/pieces.h"
 #include "engine/act_ops.h"
 #include "engine/attn_batch.h"
 #include "engine/attn_decode.h"
@@ -219,6 +220,7 @@ typedef struct mm_part {
     const cmf_qmat *w;
     float *Y;
     size_t ldy;
+    int tok8; /* one token: the prepared-token layout this part reads (0: none; run_job) */
 } mm_part;
 
 typedef struct mm_job {
@@ -262,10 +264,15 @@ static int int_coded(const cmf_qmat *w) {
 
 /* Rows [r0, r1) of part p (r0 < r1); tok: this thread's prepared token, or NULL; scratch:
  * this thread's integer-GEMM panels (a batch with j->qa). */
+/* The kernel flags of part p's product. */
+static unsigned part_flags(const mm_job *j, const mm_part *p) {
+    return j->flags | (int_coded(p->w) ? j->q4flags : 0);
+}
+
 static void mm_part_rows(const mm_job *j, const mm_part *p, uint64_t r0, uint64_t r1,
                          const void *tok, uint8_t *scratch) {
-    unsigned f = j->flags | (int_coded(p->w) ? j->q4flags : 0);
-    if (tok && (f & CMF_KF_INT8_ACT) && cmf_tok8_supports(p->w))
+    unsigned f = part_flags(j, p);
+    if (tok && p->tok8)
         cmf_matvec_tok8(p->w, tok, p->Y + r0, r0, r1);
     else if (j->qa && cmf_qact_supports(p->w))
         cmf_matmul_qact(p->w, j->qa, p->Y + r0, p->ldy, r0, r1, scratch);
@@ -300,32 +307,11 @@ static void mm_task(void *ctx, unsigned tid, unsigned nt) {
     mm_glu_rows(j, r0, r1);
 }
 
-/* The next piece [*r0, *r1) of a thread's range [lo, end) of part k for job `job`: half of
- * what is left, in multiples of 16 rows (at least 16), so a range goes in a few large pieces
- * and ends in small ones. */
-static bool claim_rows(cq_claim *c, unsigned k, uint32_t job, uint64_t lo, uint64_t end,
-                       uint64_t *r0, uint64_t *r1) {
-    unsigned long long cur = atomic_load_explicit(&c->taken[k], memory_order_relaxed);
-    for (;;) {
-        uint64_t done = cur >> 32 == job ? cur & 0xFFFFFFFFu : 0;
-        if (lo + done >= end) return false;
-        uint64_t left = end - lo - done, n = (left / 2 + 15) / 16 * 16;
-        if (n < 16) n = 16;
-        if (n > left) n = left;
-        unsigned long long want = (unsigned long long)job << 32 | (done + n);
-        if (atomic_compare_exchange_weak_explicit(&c->taken[k], &cur, want, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
-            *r0 = lo + done, *r1 = lo + done + n;
-            return true;
-        }
-    }
-}
-
 /* One token. Thread t owns the rows a static split gives it (rows_of) and takes them in
- * pieces of half what is left of its range; once done it takes pieces of the others' ranges
- * the same way, so the threads finish within one small piece of each other, whichever a
- * hypervisor or a late wake-up slowed. Pieces start on 16-row blocks, so every row's result
- * is the static split's (the kernels reduce rows 16 at a time). Each thread quantizes the
+ * pieces of half what is left of its range (common/pieces.h); once done it takes pieces of
+ * the others' ranges the same way, so the threads finish within one small piece of each other,
+ * whichever a hypervisor or a late wake-up slowed. Pieces start on 16-row blocks, so every row's
+ * result is the static split's (the kernels reduce rows 16 at a time). Each thread quantizes the
  * token once for the whole job (cmf_tok8_prepare) where the kernels would do it per call. */
 static void mm_decode_task(void *ctx, unsigned tid, unsigned nt) {
     const mm_job *j = ctx;
@@ -340,7 +326,7 @@ static void mm_decode_task(void *ctx, unsigned tid, unsigned nt) {
         for (unsigned k = 0; k < j->nclaim; k++) {
             uint64_t lo, end, r0, r1;
             rows_of(j->p[k].w->rows, v, nt, &lo, &end);
-            while (claim_rows(&j->claim[v], k, j->job, lo, end, &r0, &r1)) {
+            while (cq_take_piece(&j->claim[v].taken[k], j->job, lo, end, 16, &r0, &r1)) {
                 mm_part_rows(j, &j->p[k], r0, r1, tok, NULL);
                 if (j->glu) {
                     mm_part_rows(j, &j->p[1], r0, r1, tok, NULL);
@@ -360,9 +346,11 @@ static void run_job(cortiq_session *s, mm_job *j) {
     j->nclaim = j->glu ? 1 : j->np;
     j->tok8 = NULL;
     j->tok8_layouts = 0;
-    for (unsigned k = 0; k < j->np; k++)
-        if (s->tok8 && ((j->flags | j->q4flags) & CMF_KF_INT8_ACT))
-            j->tok8_layouts |= cmf_tok8_supports(j->p[k].w);
+    for (unsigned k = 0; k < j->np; k++) {
+        mm_part *p = &j->p[k];
+        p->tok8 = s->tok8 && (part_flags(j, p) & CMF_KF_INT8_ACT) ? cmf_tok8_supports(p->w) : 0;
+        j->tok8_layouts |= p->tok8;
+    }
     if (j->tok8_layouts) j->tok8 = s->tok8;
     j->tok8_stride = s->tok8_stride;
     j->claim = s->claim;

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "common/cpu.h"
+#include "common/pieces.h"
 
 double cq_bench_now(void) {
     struct timespec ts;
@@ -18,14 +19,13 @@ double cq_bench_now(void) {
 
 #define MAX_THREADS 64
 
-/* Work shared out as the runtime shares a decode product (src/engine/forward.c): thread k of
- * nt owns units [k * n / nt, (k + 1) * n / nt) and takes them in pieces of half what is left
- * of its range (a multiple of `step`, at least `step`), then takes pieces of the other ranges
- * the same way. Threads of a virtual machine run at different speeds from one moment to the
- * next (the two halves of a static split measured finishing up to 22 % apart); this way they
- * end within one small piece of each other, both in the runtime and in the measurements. */
+/* Work shared out as the runtime shares a decode product (common/pieces.h): thread k of nt
+ * owns units [k * n / nt, (k + 1) * n / nt) (on multiples of `step`), takes them in pieces
+ * and then takes pieces of the other ranges. The two halves of a static split measured
+ * finishing up to 22 % apart on the development VM, so a timing measured whichever vCPU the
+ * hypervisor slowed at that moment. */
 typedef struct {
-    _Alignas(64) atomic_ullong taken; /* units of this range claimed */
+    _Alignas(64) atomic_ullong taken; /* units of this range claimed (tag 1) */
 } claim;
 
 typedef struct {
@@ -46,17 +46,7 @@ static bool pieces_next(pieces *s, unsigned tid, uint64_t *a, uint64_t *b) {
         unsigned v = (tid + i) % s->nt;
         uint64_t lo = s->n * v / s->nt / s->step * s->step,
                  end = v + 1 == s->nt ? s->n : s->n * (v + 1) / s->nt / s->step * s->step;
-        unsigned long long cur = atomic_load_explicit(&s->c[v].taken, memory_order_relaxed);
-        while (lo + cur < end) {
-            uint64_t left = end - lo - cur, k = (left / 2 + s->step - 1) / s->step * s->step;
-            if (k < s->step) k = s->step;
-            if (k > left) k = left;
-            if (atomic_compare_exchange_weak_explicit(&s->c[v].taken, &cur, cur + k,
-                                                      memory_order_relaxed, memory_order_relaxed)) {
-                *a = lo + cur, *b = lo + cur + k;
-                return true;
-            }
-        }
+        if (cq_take_piece(&s->c[v].taken, 1, lo, end, s->step, a, b)) return true;
     }
     return false;
 }
