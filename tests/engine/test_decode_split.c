@@ -16,22 +16,8 @@
 
 /* The logits of STEPS single-token steps, [STEPS][V]; NULL on failure. */
 static float *decode_logits(const char *cmf, unsigned threads, const int32_t *tokens, uint32_t *V) {
-    cmf_err err;
-    cortiq_model *m = NULL;
     cortiq_load_opts lo = {.threads = threads};
-    CHECK_MSG(cortiq_model_load(cmf, &lo, &m, &err) == CMF_OK, "%s", err.msg);
-    if (!m) return NULL;
-    *V = cortiq_model_vocab(m);
-    cortiq_session *s = NULL;
-    CHECK(cortiq_session_create(m, 64, &s, &err) == CMF_OK);
-    float *out = s ? malloc((size_t)STEPS * *V * sizeof *out) : NULL;
-    for (int t = 0; out && t < STEPS; t++) {
-        CHECK(cortiq_session_eval(s, &tokens[t], 1, NULL, &err) == CMF_OK);
-        memcpy(out + (size_t)t * *V, cortiq_session_logits(s), *V * sizeof *out);
-    }
-    cortiq_session_free(s);
-    cortiq_model_free(m);
-    return out;
+    return tiny_logits(cmf, &lo, 64, tokens, STEPS, 1, V);
 }
 
 static void run(const char *fam, const char *quant) {

@@ -17,25 +17,8 @@
 
 static float *eval_all(const char *path, int exact, const int32_t *tokens, size_t n, int one_by_one,
                        uint32_t *V) {
-    cortiq_model *m = NULL;
-    cmf_err err;
     cortiq_load_opts lo = {.threads = 2, .kv = CORTIQ_KV_F32, .f32_act = exact};
-    CHECK_MSG(cortiq_model_load(path, &lo, &m, &err) == CMF_OK, "%s", err.msg);
-    if (!m) return NULL;
-    *V = cortiq_model_vocab(m);
-    cortiq_session *s;
-    CHECK(cortiq_session_create(m, 128, &s, &err) == CMF_OK);
-    float *logits = malloc(n * (size_t)*V * sizeof(float));
-    if (one_by_one)
-        for (size_t i = 0; i < n; i++) {
-            CHECK(cortiq_session_eval(s, &tokens[i], 1, NULL, &err) == CMF_OK);
-            memcpy(logits + i * *V, cortiq_session_logits(s), *V * sizeof(float));
-        }
-    else
-        CHECK(cortiq_session_eval(s, tokens, n, logits, &err) == CMF_OK);
-    cortiq_session_free(s);
-    cortiq_model_free(m);
-    return logits;
+    return tiny_logits(path, &lo, 128, tokens, n, one_by_one, V);
 }
 
 static void run(const char *fam, const char *quant) {
