@@ -365,7 +365,7 @@ static void run_job(cortiq_session *s, mm_job *j) {
 /* One product with f32 activations (the output head: one token). */
 static void matmul(cortiq_session *s, const cmf_qmat *w, const float *X, size_t n, float *Y,
                    size_t ldy) {
-    mm_job j = {.p = {{w, Y, ldy}},
+    mm_job j = {.p = {{.w = w, .Y = Y, .ldy = ldy}},
                 .np = 1,
                 .X = X,
                 .n = n,
@@ -577,7 +577,9 @@ static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0
     uint32_t H = m->hidden, hd = m->head_dim;
     size_t qd = (size_t)y->n_heads * hd, kvd = (size_t)m->n_kv * hd;
     tok_job tj = {s, y, c, n, pos0, TOK_ATTN_IN, NULL, 0, 0};
-    mm_job qkv = {.p = {{&y->wq, s->q, qd}, {&y->wk, s->k, kvd}, {&y->wv, s->v, kvd}},
+    mm_job qkv = {.p = {{.w = &y->wq, .Y = s->q, .ldy = qd},
+                        {.w = &y->wk, .Y = s->k, .ldy = kvd},
+                        {.w = &y->wv, .Y = s->v, .ldy = kvd}},
                   .np = 3,
                   .X = s->xn,
                   .n = n,
@@ -589,7 +591,7 @@ static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0
     tj.quant = 0;
     run_tokens(&tj);
     attention(s, y, c, n, pos0);
-    mm_job wo = {.p = {{&y->wo, s->o, H}},
+    mm_job wo = {.p = {{.w = &y->wo, .Y = s->o, .ldy = H}},
                  .np = 1,
                  .X = s->att,
                  .n = n,
@@ -598,17 +600,18 @@ static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0
                  .q4flags = m->q4flags};
     tj.stage = TOK_QUANT;
     stage_then_job(s, &tj, &wo);
-    mm_job gu = {.p = {{&y->wg, s->g, y->ffn}, {&y->wu, s->u, y->ffn}},
-                 .np = 2,
-                 .X = s->xn,
-                 .n = n,
-                 .flags = m->kflags,
-                 .glu = 1,
-                 .act = m->act,
-                 .q4flags = m->q4flags};
+    mm_job gu = {
+        .p = {{.w = &y->wg, .Y = s->g, .ldy = y->ffn}, {.w = &y->wu, .Y = s->u, .ldy = y->ffn}},
+        .np = 2,
+        .X = s->xn,
+        .n = n,
+        .flags = m->kflags,
+        .glu = 1,
+        .act = m->act,
+        .q4flags = m->q4flags};
     tj.stage = TOK_ATTN_OUT;
     stage_then_job(s, &tj, &gu);
-    mm_job wd = {.p = {{&y->wd, s->o, H}},
+    mm_job wd = {.p = {{.w = &y->wd, .Y = s->o, .ldy = H}},
                  .np = 1,
                  .X = s->g,
                  .n = n,
