@@ -8,8 +8,11 @@
  * - q4 family: 4 groups (128 weights) per step. Their 64 nibble bytes sit in one vector
  *   (q4_tiled: two loads and one vpermt2b drop the scales out of the 72-byte span); an and
  *   gives the low nibbles, one vgf2p8affineqb the high ones, and two vpdpbusd multiply them
- *   into activations stored per 4 groups as [even elements | odd elements], starting from
- *   the precomputed -8*sum(xq) of each lane. Lane l then holds a partial sum of group l/4.
+ *   into activations stored per 4 groups as [even elements | odd elements]. Lane l then holds
+ *   a partial sum of group l/4 against the unsigned nibbles; the -8 offset is removed per 16
+ *   groups (one FMA of s_g dx_g by the groups' code sums), not per step: starting each step
+ *   from the lanes' -8*sum(xq) cost a load per step (+4-15 % in cache, Zen 5). Tails of <= 4
+ *   groups still start from those lane sums (corr).
  * - vbit: 2 groups (64 codes, 8b bytes) per step. vpermb puts the b bytes of every 8 codes
  *   byte-reversed into a qword (so the MSB-first codes become bit fields of a little-endian
  *   integer), vpmultishiftqb moves each code to its byte and an and isolates it: unsigned
@@ -268,7 +271,7 @@ TGT static void q4_tab_init(q4_tab *t) {
  * true when ng == 16 (then every load is a full one). */
 TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r, uint64_t g0,
                     unsigned ng, const bool NG16, const cmf_dtype dt, const __m512 *lad,
-                    __m512 *acc0, __m512 *acc1) {
+                    __m512 *acc0, __m512 *acc1, __m512 *accL) {
     const uint64_t G = m->groups;
     const __m512i m4 = _mm512_set1_epi8(15);
     __m512i I[4];
@@ -307,8 +310,7 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
         /* high nibble: one GF(2) affine op (bits 4..7 -> 0..3) instead of shift + and */
         __m512i lo = _mm512_and_si512(nib, m4),
                 hi = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
-        __m512i s = _mm512_loadu_si512(a->corr + 4 * g);
-        s = _mm512_dpbusd_epi32(s, lo, _mm512_loadu_si512(xc));
+        __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xc));
         I[c] = _mm512_dpbusd_epi32(s, hi, _mm512_loadu_si512(xc + 64));
     }
     __m512 sc;
@@ -328,6 +330,7 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
         sc = _mm512_permutex2var_ps(lad[0], idx, lad[1]);
     }
     __m512 sdx = _mm512_maskz_mul_ps(kg, sc, _mm512_loadu_ps(a->dx + g0));
+    *accL = _mm512_fmadd_ps(sdx, _mm512_loadu_ps(a->sg + g0), *accL);
     *acc0 =
         _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[0]), _mm512_permutexvar_ps(t->cidx[0], sdx), *acc0);
     *acc1 =
@@ -459,17 +462,19 @@ TGT_INL void q4_rows_n(const cmf_qmat *m, const act *a, const q4_tab *t, const c
                        uint64_t r, const __m512 *lad, const int N, __m512 *y) {
     const uint64_t G = m->groups, GF = G & ~(uint64_t)15;
     const unsigned tail = (unsigned)(G - GF);
-    __m512 acc[8];
+    __m512 acc[8], accL[4];
     for (int k = 0; k < 2 * N; k++)
         acc[k] = _mm512_setzero_ps();
+    for (int k = 0; k < N; k++)
+        accL[k] = _mm512_setzero_ps();
     for (uint64_t g = 0; g < GF; g += 16)
         for (int k = 0; k < N; k++)
             q4_blk(m, t, a, r + (uint64_t)k, g, 16, true, dt, lad + 2 * k, &acc[2 * k],
-                   &acc[2 * k + 1]);
+                   &acc[2 * k + 1], &accL[k]);
     if (tail > 4) {
         for (int k = 0; k < N; k++)
             q4_blk(m, t, a, r + (uint64_t)k, GF, tail, false, dt, lad + 2 * k, &acc[2 * k],
-                   &acc[2 * k + 1]);
+                   &acc[2 * k + 1], &accL[k]);
     } else if (N > 1 && tail > 0 && tail <= 2 && dt != CMF_DT_Q4_BLOCK) {
         for (int k = 0; k < N; k += 2) {
             if (dt == CMF_DT_Q4_TILED)
@@ -483,7 +488,8 @@ TGT_INL void q4_rows_n(const cmf_qmat *m, const act *a, const q4_tab *t, const c
             q4_tail4(m, t, a, r + (uint64_t)k, GF, tail, dt, lad + 2 * k, &acc[2 * k + 1]);
     }
     for (int k = 0; k < N; k++)
-        y[k] = _mm512_add_ps(acc[2 * k], acc[2 * k + 1]);
+        y[k] = _mm512_fnmadd_ps(_mm512_set1_ps(8.0f), accL[k],
+                                _mm512_add_ps(acc[2 * k], acc[2 * k + 1]));
 }
 
 /* Row r's unreduced sum (q4_tiled and q4_block rows that gain nothing from steps of 4 rows). */
