@@ -64,10 +64,10 @@ static inline float hsum8(__m256 v) {
                 uint64_t i = 0;                                                                    \
                 for (; i + 16 <= CF; i += 16) {                                                    \
                     __m256 xa = _mm256_loadu_ps(X + i), xb = _mm256_loadu_ps(X + i + 8);           \
+                    /* 4 rows x 16 weights: the span's next ES lines */                            \
+                    cq_prefetch_span(rowsN[0], STREAM_ROWS, i * (ES), ES);                         \
                     for (unsigned k = 0; k < STREAM_ROWS; k++) {                                   \
                         const uint8_t *row = rowsN[k];                                             \
-                        if (ES * 16 >= 64 || (i & (64 / ES - 1)) == 0)                             \
-                            cq_prefetch_weights(row + ES * i);                                     \
                         a[k] = _mm256_fmadd_ps(LOADW(i), xa, a[k]);                                \
                         b[k] = _mm256_fmadd_ps(LOADW(i + 8), xb, b[k]);                            \
                     }                                                                              \
@@ -144,7 +144,7 @@ static inline float hsum8(__m256 v) {
     }
 
 /* Rows stepped through together (divides 8): 4 measured ahead of 2 and 8. */
-#define STREAM_ROWS    4
+#define STREAM_ROWS    4 /* the prefetch above reads ES lines per step: 4 x 16 x ES bytes */
 #define NO_PRE         (void)0
 #define COLF_PRE       const uint8_t *colf = m->extra
 #define ROW_F32(r)     (m->data + 4 * (r)*C)

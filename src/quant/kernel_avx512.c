@@ -55,10 +55,9 @@ static inline float h16(const uint8_t *p) {
                 uint64_t i = 0;                                                                    \
                 for (; i + 32 <= C; i += 32) {                                                     \
                     __m512 xa = _mm512_loadu_ps(X + i), xb = _mm512_loadu_ps(X + i + 16);          \
+                    cq_prefetch_span(rows4[0], 4, i * (ES), 2 * ES);                               \
                     for (unsigned k = 0; k < 4; k++) {                                             \
                         const uint8_t *row = rows4[k];                                             \
-                        for (unsigned pf = 0; pf < (ES + 1) / 2; pf++)                             \
-                            cq_prefetch_weights(row + ES * i + 64 * pf);                           \
                         a[k] = _mm512_fmadd_ps(LOADW(i, kf), xa, a[k]);                            \
                         b[k] = _mm512_fmadd_ps(LOADW(i + 16, kf), xb, b[k]);                       \
                     }                                                                              \

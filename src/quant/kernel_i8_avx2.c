@@ -284,9 +284,10 @@ ALWAYS_INLINE void q8_rowN(const cmf_qmat *m, const act8 *a, const int16_t *x16,
         __m256i xl = _mm256_loadu_si256((const __m256i *)(x16 + 32 * g));
         __m256i xh = _mm256_loadu_si256((const __m256i *)(x16 + 32 * g + 16));
         __m256 dx = _mm256_set1_ps(a->dx[g]);
+        if (N >= 2 || (g & 1) == 0) /* the span's next N * 32 bytes: N / 2 lines */
+            cq_prefetch_span(w0, (uint64_t)N, 32 * g, N >= 2 ? (unsigned)N / 2 : 1);
         for (int k = 0; k < N; k++) {
             const uint8_t *w = w0 + (uint64_t)k * C + 32 * g;
-            cq_prefetch_weights(w);
             __m256i wl = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w));
             __m256i wh = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w + 16)));
             __m256i is = _mm256_add_epi32(_mm256_madd_epi16(wl, xl), _mm256_madd_epi16(wh, xh));

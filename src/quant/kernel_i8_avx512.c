@@ -280,9 +280,9 @@ ALWAYS_INLINE void q8_rowN(const cmf_qmat *m, const act8 *a, uint64_t r, const i
         __mmask16 kl = i < C64 ? 0xFFFF : 0x00FF; /* C % 64 is 0 or 32 */
         __m512i xq = _mm512_maskz_loadu_epi8(km, a->xq + i);
         __m512 dx = _mm512_maskz_loadu_ps(kl, a->dxl + i / 4);
+        cq_prefetch_span(w0, (uint64_t)N, i, (unsigned)N);
         for (int k = 0; k < N; k++) {
             const uint8_t *w = w0 + (uint64_t)k * C + i;
-            cq_prefetch_weights(w);
             __m512i wv = _mm512_maskz_loadu_epi8(km, w);
             __m512i is = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), xq, wv),
                                           _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, wv));

@@ -271,7 +271,7 @@ TGT static void q4_tab_init(q4_tab *t) {
  * true when ng == 16 (then every load is a full one). */
 TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r, uint64_t g0,
                     unsigned ng, const bool NG16, const cmf_dtype dt, const __m512 *lad,
-                    __m512 *acc0, __m512 *acc1, __m512 *accL) {
+                    const uint8_t *pfl, __m512 *acc0, __m512 *acc1, __m512 *accL) {
     const uint64_t G = m->groups;
     const __m512i m4 = _mm512_set1_epi8(15);
     __m512i I[4];
@@ -284,12 +284,13 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
         }
         unsigned vg = NG16 || ng - 4 * c >= 4 ? 4 : ng - 4 * c;
         uint64_t g = g0 + 4 * c;
+        if (NG16) { /* this block's 16 * bpg bytes of the rows' span: 4 lines, q4_tiled 4.5 */
+            cq_prefetch_weights(pfl + 64 * c);
+            if (dt == CMF_DT_Q4_TILED && c == 3) cq_prefetch_weights(pfl + 256);
+        }
         __m512i nib;
         if (dt == CMF_DT_Q4_TILED) {
             const uint8_t *p = m->quants + (r * G + g) * CQ_Q4T_TILE;
-            cq_prefetch_weights(p);
-            _mm_prefetch((const char *)p + CQ_PF_DIST + 64,
-                         _MM_HINT_T0); /* a tile step spans 288 B */
             __m512i A, B;
             if (vg == 4) {
                 A = _mm512_loadu_si512(p);
@@ -303,7 +304,6 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
             sv = _mm512_mask_permutexvar_epi16(sv, (__mmask32)(0xFu << (4 * c)), t->widx, A);
         } else {
             const uint8_t *p = m->quants + (r * G + g) * 16;
-            cq_prefetch_weights(p);
             nib = vg == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_mask(16 * vg), p);
         }
         const int8_t *xc = a->xe + 32 * g;
@@ -462,6 +462,9 @@ TGT_INL void q4_rows_n(const cmf_qmat *m, const act *a, const q4_tab *t, const c
                        uint64_t r, const __m512 *lad, const int N, __m512 *y) {
     const uint64_t G = m->groups, GF = G & ~(uint64_t)15;
     const unsigned tail = (unsigned)(G - GF);
+    /* the N rows' nibble bytes are one span, prefetched linearly (cq_prefetch_span) */
+    const uint64_t bpg = dt == CMF_DT_Q4_TILED ? CQ_Q4T_TILE : 16;
+    const uint8_t *span = m->quants + r * G * bpg;
     __m512 acc[8], accL[4];
     for (int k = 0; k < 2 * N; k++)
         acc[k] = _mm512_setzero_ps();
@@ -469,11 +472,13 @@ TGT_INL void q4_rows_n(const cmf_qmat *m, const act *a, const q4_tab *t, const c
         accL[k] = _mm512_setzero_ps();
     for (uint64_t g = 0; g < GF; g += 16)
         for (int k = 0; k < N; k++)
-            q4_blk(m, t, a, r + (uint64_t)k, g, 16, true, dt, lad + 2 * k, &acc[2 * k],
+            q4_blk(m, t, a, r + (uint64_t)k, g, 16, true, dt, lad + 2 * k,
+                   span + (uint64_t)N * bpg * g + 16 * bpg * (uint64_t)k, &acc[2 * k],
                    &acc[2 * k + 1], &accL[k]);
+    if (tail) cq_prefetch_span(span, (uint64_t)N, bpg * GF, (unsigned)((N * tail * bpg + 63) / 64));
     if (tail > 4) {
         for (int k = 0; k < N; k++)
-            q4_blk(m, t, a, r + (uint64_t)k, GF, tail, false, dt, lad + 2 * k, &acc[2 * k],
+            q4_blk(m, t, a, r + (uint64_t)k, GF, tail, false, dt, lad + 2 * k, NULL, &acc[2 * k],
                    &acc[2 * k + 1], &accL[k]);
     } else if (N > 1 && tail > 0 && tail <= 2 && dt != CMF_DT_Q4_BLOCK) {
         for (int k = 0; k < N; k += 2) {

@@ -47,6 +47,19 @@ static inline void cq_prefetch_weights(const void *p) {
     __builtin_prefetch((const char *)p + CQ_PF_DIST_L2, 0, 2);
 }
 
+/* Kernels that step N adjacent rows together read one contiguous span of N rows, N lines at
+ * a time. They prefetch that span linearly: after `done` of each row's bytes, the lines from
+ * span + N * done on (cq_prefetch_weights of each), so every line is fetched once, the
+ * distance stays fixed across row ends, and the next rows' heads are already on the way.
+ * Prefetching each row at its own position instead (N streams, each running into the next
+ * row at its end) left 16-29 % of a Zen 5 guest's two-core DRAM bandwidth unused on f16 and
+ * q8_row (docs/KERNELS.md, "Linear prefetch"). */
+static inline void cq_prefetch_span(const uint8_t *span, uint64_t N, uint64_t done,
+                                    unsigned lines) {
+    for (unsigned j = 0; j < lines; j++)
+        cq_prefetch_weights(span + N * done + 64 * (uint64_t)j);
+}
+
 /* Tests set this nonzero to make every per-call scratch allocation fail, which sends the
  * kernels down their allocation-free fallback paths (so those are tested too). */
 extern int cq_kernel_no_scratch;
