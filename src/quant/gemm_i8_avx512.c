@@ -37,14 +37,24 @@ static inline const uint8_t *q4_nibbles(const cmf_qmat *m, uint64_t row, uint64_
  * at panel + (16c + j) * 64, vector j holding columns 64c + 4j .. +3 of every row (block
  * 2c + j/8, step j%8). Scales go to rs[16] (q8_row) or bs[block][16] (q4 family). */
 static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, uint8_t *panel,
-                       float *bs, float *rs) {
+                       float *bs, float *rs, unsigned nn) {
     const uint64_t C = m->cols, G = m->groups;
+    /* the next panel's nn rows, prefetched into L2 column by column as this one is read (16
+     * short row streams, as in gemm_f32_avx512.c) */
+    const uint8_t *next = NULL;
+    uint64_t rb = 0;
+    if (nn) {
+        next = m->dtype == CMF_DT_Q8_ROW ? m->quants + (r + PR) * C : q4_nibbles(m, r + PR, 0);
+        rb = m->dtype == CMF_DT_Q8_ROW ? C : G * (m->dtype == CMF_DT_Q4_TILED ? CQ_Q4T_TILE : 16);
+    }
     if (m->dtype == CMF_DT_Q8_ROW) {
         const __m512i flip = _mm512_set1_epi8((char)0x80);
         for (unsigned i = 0; i < PR; i++)
             rs[i] = i < nr ? f16_to_f32(ld_u16(m->scales + 2 * (r + i))) : 0.0f;
         for (size_t c = 0; c < k64 / 64; c++) {
             uint64_t c0 = 64 * c;
+            for (unsigned i = 0; i < nn; i++)
+                _mm_prefetch((const char *)next + i * rb + c0, _MM_HINT_T1);
             __mmask64 k = C - c0 >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (C - c0)) - 1);
             __m512i v[16];
 #pragma GCC unroll 16
@@ -90,6 +100,9 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, u
     for (size_t c = 0; c < k64 / 64; c++) {
         uint64_t g0 = 2 * c;
         int pair = g0 + 1 < G;
+        if ((g0 * step) % 64 < 2 * step) /* a step reads 32 or 36 bytes: new lines every ~2 */
+            for (unsigned i = 0; i < nn; i++)
+                _mm_prefetch((const char *)next + i * rb + g0 * step, _MM_HINT_T1);
         __m512i v[16];
 #pragma GCC unroll 16
         for (unsigned i = 0; i < PR; i++) {
@@ -186,7 +199,8 @@ void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, 
     const int32_t *corr = cq_gemm_corr(m, a);
     for (uint64_t r = r0; r < r1; r += PR) {
         unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR;
-        pack_panel(m, r, nr, k64, panel, bs, rs);
+        unsigned nn = r + PR < r1 ? (r1 - (r + PR) < PR ? (unsigned)(r1 - (r + PR)) : PR) : 0;
+        pack_panel(m, r, nr, k64, panel, bs, rs, nn);
         __mmask16 mask = (__mmask16)((1u << nr) - 1);
         for (size_t g = 0; g * TMAX < a->n; g++) {
             size_t cnt = a->n - g * TMAX < TMAX ? a->n - g * TMAX : TMAX;
