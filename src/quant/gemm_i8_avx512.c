@@ -100,7 +100,9 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, u
     for (size_t c = 0; c < k64 / 64; c++) {
         uint64_t g0 = 2 * c;
         int pair = g0 + 1 < G;
-        if ((g0 * step) % 64 < 2 * step) /* a step reads 32 or 36 bytes: new lines every ~2 */
+        /* steps start 2 * step bytes apart (32 or 36): the one starting in a line's first
+         * 2 * step bytes prefetches that line, so each line once */
+        if ((g0 * step) % 64 < 2 * step)
             for (unsigned i = 0; i < nn; i++)
                 _mm_prefetch((const char *)next + i * rb + g0 * step, _MM_HINT_T1);
         __m512i v[16];
