@@ -9,6 +9,7 @@
 
 #include "engine/attn_decode.h"
 #include "engine/attn_math_avx512.h"
+#include "quant/hsum16_avx512.h"
 
 #define VW      16 /* floats per vector; keys per score block */
 #define PF_ROWS 16 /* cache rows fetched ahead (cq_kv_prefetch_row); 32 measured no better */
@@ -19,20 +20,9 @@ static inline __mmask16 first_lanes(uint32_t n) {
     return n >= VW ? ALL : (__mmask16)((1u << n) - 1);
 }
 
-/* Pairwise lane sums of a and b: lanes 0..7 from a, 8..15 from b. */
-AI __m512 fold(__m512 a, __m512 b) {
-    const __m512i even =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd =
-        _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-    return _mm512_add_ps(_mm512_permutex2var_ps(a, even, b), _mm512_permutex2var_ps(a, odd, b));
-}
-
-/* Lane k of the result = the sum of the lanes of v[k] (four levels of folds; v is clobbered). */
+/* Lane k of the result = the sum of the lanes of v[k] (v is clobbered). */
 AI __m512 transpose_add(__m512 *v) {
-    for (int n = 16; n > 1; n /= 2)
-        for (int k = 0; k < n / 2; k++)
-            v[k] = fold(v[2 * k], v[2 * k + 1]);
+    CQ_FOLD16_AVX512(v, _mm512_add_ps);
     return v[0];
 }
 
