@@ -36,18 +36,14 @@ static inline __m512 load16(const cmf_qmat *m, uint64_t row, uint64_t c0, __mmas
 }
 
 /* Rows [r, r + nr) of W as f32, transposed: panel[k * 16 + i] = W[r + i][k], k < kp16 (zero past
- * cols and for rows past nr). The next panel's nn rows (es bytes per weight) are prefetched into
- * L2 column by column as this one is read: a panel reads 16 short row streams, which the
- * hardware prefetchers left waiting on DRAM (pack_panel was a quarter of an f16 prefill profile
- * on Zen 5, 17 % with this). */
+ * cols and for rows past nr). The next panel's nn rows (es bytes per weight) are prefetched
+ * column by column as this one is read (cq_prefetch_panel_rows). */
 static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t kp16, float *panel,
                        unsigned nn, size_t es) {
     const uint64_t C = m->cols;
     const uint8_t *next = nn ? m->data + (r + PR) * C * es : NULL; /* the next panel's row 0 */
     for (size_t c0 = 0; c0 < kp16; c0 += 16) {
-        if ((c0 * es) % 64 == 0)
-            for (unsigned i = 0; i < nn; i++)
-                _mm_prefetch((const char *)next + i * C * es + c0 * es, _MM_HINT_T1);
+        if ((c0 * es) % 64 == 0) cq_prefetch_panel_rows(next, nn, C * es, c0 * es);
         __mmask16 k = C - c0 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c0)) - 1);
         __m512i v[16];
 #pragma GCC unroll 16
@@ -130,8 +126,7 @@ bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ld
     const size_t es = m->dtype == CMF_DT_F32 ? 4 : 2;
     for (uint64_t r = r0; r < r1; r += PR) {
         unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR;
-        unsigned nn = r + PR < r1 ? (r1 - (r + PR) < PR ? (unsigned)(r1 - (r + PR)) : PR) : 0;
-        pack_panel(m, r, nr, kp16, panel, nn, es);
+        pack_panel(m, r, nr, kp16, panel, cq_next_panel_rows(r, r1, PR), es);
         __mmask16 mask = (__mmask16)((1u << nr) - 1);
         for (size_t g = 0; g < groups; g++) {
             size_t cnt = n - g * TG < TG ? n - g * TG : TG;

@@ -39,8 +39,8 @@ static inline const uint8_t *q4_nibbles(const cmf_qmat *m, uint64_t row, uint64_
 static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, uint8_t *panel,
                        float *bs, float *rs, unsigned nn) {
     const uint64_t C = m->cols, G = m->groups;
-    /* the next panel's nn rows, prefetched into L2 column by column as this one is read (16
-     * short row streams, as in gemm_f32_avx512.c) */
+    /* the next panel's nn rows, prefetched column by column as this one is read
+     * (cq_prefetch_panel_rows) */
     const uint8_t *next = NULL;
     uint64_t rb = 0;
     if (nn) {
@@ -53,8 +53,7 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, u
             rs[i] = i < nr ? f16_to_f32(ld_u16(m->scales + 2 * (r + i))) : 0.0f;
         for (size_t c = 0; c < k64 / 64; c++) {
             uint64_t c0 = 64 * c;
-            for (unsigned i = 0; i < nn; i++)
-                _mm_prefetch((const char *)next + i * rb + c0, _MM_HINT_T1);
+            cq_prefetch_panel_rows(next, nn, rb, c0);
             __mmask64 k = C - c0 >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (C - c0)) - 1);
             __m512i v[16];
 #pragma GCC unroll 16
@@ -102,9 +101,7 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, u
         int pair = g0 + 1 < G;
         /* steps start 2 * step bytes apart (32 or 36): the one starting in a line's first
          * 2 * step bytes prefetches that line, so each line once */
-        if ((g0 * step) % 64 < 2 * step)
-            for (unsigned i = 0; i < nn; i++)
-                _mm_prefetch((const char *)next + i * rb + g0 * step, _MM_HINT_T1);
+        if ((g0 * step) % 64 < 2 * step) cq_prefetch_panel_rows(next, nn, rb, g0 * step);
         __m512i v[16];
 #pragma GCC unroll 16
         for (unsigned i = 0; i < PR; i++) {
@@ -201,8 +198,7 @@ void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, 
     const int32_t *corr = cq_gemm_corr(m, a);
     for (uint64_t r = r0; r < r1; r += PR) {
         unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR;
-        unsigned nn = r + PR < r1 ? (r1 - (r + PR) < PR ? (unsigned)(r1 - (r + PR)) : PR) : 0;
-        pack_panel(m, r, nr, k64, panel, bs, rs, nn);
+        pack_panel(m, r, nr, k64, panel, bs, rs, cq_next_panel_rows(r, r1, PR));
         __mmask16 mask = (__mmask16)((1u << nr) - 1);
         for (size_t g = 0; g * TMAX < a->n; g++) {
             size_t cnt = a->n - g * TMAX < TMAX ? a->n - g * TMAX : TMAX;

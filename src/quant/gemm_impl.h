@@ -1,5 +1,5 @@
-/* gemm_impl.h - what the integer prefill GEMM tiers share (see cmf_matmul_qact in
- * cortiq/kernels.h): the weight code form of each supported dtype. Internal to src/quant. */
+/* gemm_impl.h - what the prefill GEMM tiers share (see cmf_matmul_qact in cortiq/kernels.h):
+ * the weight code form of each integer dtype, the panels' prefetch. Internal to src/quant. */
 #ifndef CORTIQ_QUANT_GEMM_IMPL_H
 #define CORTIQ_QUANT_GEMM_IMPL_H
 
@@ -21,6 +21,23 @@ static inline cq_gemm_kind cq_gemm_kind_of(const cmf_qmat *m) {
 /* -off * (sum of activation codes) of token t, block b: the offset correction. */
 static inline const int32_t *cq_gemm_corr(const cmf_qmat *m, const cmf_qact *a) {
     return m->dtype == CMF_DT_Q8_ROW ? a->c128 : a->c8;
+}
+
+/* Both panel GEMMs (gemm_i8_avx512.c, gemm_f32_avx512.c) pack `pr` rows per panel, i.e. read
+ * that many short row streams, which the hardware prefetchers leave waiting on DRAM; while
+ * packing a panel they prefetch the next panel's rows into L2 at the same byte offsets
+ * (docs/KERNELS.md, "Prefill panels"). The rows of the panel after the one at r, within
+ * [r, r1): 0 for the last panel. */
+static inline unsigned cq_next_panel_rows(uint64_t r, uint64_t r1, unsigned pr) {
+    uint64_t s = r + pr;
+    return s < r1 ? (unsigned)(r1 - s < pr ? r1 - s : pr) : 0;
+}
+
+/* Into L2: the line at byte `off` of each of nn rows, row_bytes apart from `next`. */
+static inline void cq_prefetch_panel_rows(const uint8_t *next, unsigned nn, uint64_t row_bytes,
+                                          uint64_t off) {
+    for (unsigned i = 0; i < nn; i++)
+        __builtin_prefetch(next + i * row_bytes + off, 0, 2);
 }
 
 /* The AVX-512 VNNI tier (gemm_i8_avx512.c) and its activation quantizer (same codes as the

@@ -91,6 +91,7 @@ static void prep(act8 *a, const float *X, size_t n, size_t ldx, bool q4) {
 #define Q4_ROWS_TOGETHER 4
 #define Q8_ROWS_TOGETHER 4
 #define ALWAYS_INLINE    static inline __attribute__((always_inline))
+_Static_assert(Q8_ROWS_TOGETHER % 2 == 0, "q8_rowN prefetches N / 2 lines per 32 columns");
 
 ALWAYS_INLINE float hsum8(__m256 v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -284,8 +285,7 @@ ALWAYS_INLINE void q8_rowN(const cmf_qmat *m, const act8 *a, const int16_t *x16,
         __m256i xl = _mm256_loadu_si256((const __m256i *)(x16 + 32 * g));
         __m256i xh = _mm256_loadu_si256((const __m256i *)(x16 + 32 * g + 16));
         __m256 dx = _mm256_set1_ps(a->dx[g]);
-        if (N >= 2 || (g & 1) == 0) /* the span's next N * 32 bytes: N / 2 lines */
-            cq_prefetch_span(w0, (uint64_t)N, 32 * g, N >= 2 ? (unsigned)N / 2 : 1);
+        cq_prefetch_span(w0, (uint64_t)N, 32 * g, (unsigned)N / 2); /* N * 32 bytes */
         for (int k = 0; k < N; k++) {
             const uint8_t *w = w0 + (uint64_t)k * C + 32 * g;
             __m256i wl = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w));
