@@ -351,13 +351,10 @@ static bool tok8_tier(void) {
     return cq_cpu_isa() >= CQ_ISA_AVX512 && cq_cpu_detect()->avx512vnni;
 }
 
-static size_t tok8_q8_bytes(uint64_t cols) {
-    return (cq_avx512_q8_tok_bytes(cols) + 63) / 64 * 64;
-}
-
 size_t cmf_tok8_bytes(uint64_t cols) {
-    return tok8_tier() && cols % 32 == 0 ? tok8_q8_bytes(cols) + cq_avx512_i8dec_tok_bytes(cols)
-                                         : 0;
+    return tok8_tier() && cols % 32 == 0
+               ? cq_avx512_q8_tok_bytes(cols) + cq_avx512_i8dec_tok_bytes(cols)
+               : 0;
 }
 
 int cmf_tok8_supports(const cmf_qmat *m) {
@@ -370,7 +367,7 @@ int cmf_tok8_supports(const cmf_qmat *m) {
 void cmf_tok8_prepare(void *buf, const float *x, uint64_t cols, int layouts) {
     if (layouts & CMF_TOK8_Q8) cq_avx512_q8_tok_prepare(buf, x, cols);
     if ((layouts & CMF_TOK8_I8DEC) && cq_avx512_i8dec_tok_bytes(cols))
-        cq_avx512_i8dec_tok_prepare((uint8_t *)buf + tok8_q8_bytes(cols), x, cols);
+        cq_avx512_i8dec_tok_prepare((uint8_t *)buf + cq_avx512_q8_tok_bytes(cols), x, cols);
 }
 
 void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_begin,
@@ -379,8 +376,8 @@ void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_
     if (m->dtype == CMF_DT_Q8_ROW)
         cq_avx512_q8_tok_matvec(m, tok, y, row_begin, row_end);
     else
-        cq_avx512_i8dec_tok_matvec(m, (const uint8_t *)tok + tok8_q8_bytes(m->cols), y, row_begin,
-                                   row_end);
+        cq_avx512_i8dec_tok_matvec(m, (const uint8_t *)tok + cq_avx512_q8_tok_bytes(m->cols), y,
+                                   row_begin, row_end);
 }
 
 void cmf_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t row_begin, uint64_t row_end) {

@@ -215,7 +215,8 @@ bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx
                          size_t ldy, uint64_t r0, uint64_t r1);
 
 /* q8_row's one-token int8 path in two steps (cmf_tok8_*, kernel.c): bytes of a prepared token
- * of `cols` columns (0 unless cols % 32 == 0), quantizing x into buf (64-byte aligned), and
+ * of `cols` columns (a multiple of 64, so what follows it in a buffer stays aligned; 0 unless
+ * cols % 32 == 0), quantizing x into buf (64-byte aligned), and
  * rows [r0, r1) on it: the same bits as cq_avx512_i8_matmul with n = 1 over those rows. */
 size_t cq_avx512_q8_tok_bytes(uint64_t cols);
 void cq_avx512_q8_tok_prepare(void *buf, const float *x, uint64_t cols);
