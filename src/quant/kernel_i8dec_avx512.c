@@ -606,7 +606,7 @@ TGT_INL void vb_blk(const uint8_t *row, const uint8_t *sc, const vb_tab *t, cons
         if (!FULL && 2 * c >= ng) break;
         uint64_t g = g0 + 2 * c;
         const uint8_t *p = row + 4 * b * g;
-        _mm_prefetch((const char *)p + CQ_PF_DIST, _MM_HINT_T0);
+        cq_prefetch_weights(p);
         __m512i u;
         if (FULL) {
             u = _mm512_loadu_si512(p);
@@ -642,7 +642,7 @@ TGT_INL void vb4_blk(const uint8_t *row, const uint8_t *sc, const __m512i *cidx4
         unsigned vg = NG16 || ng - 4 * c >= 4 ? 4 : ng - 4 * c;
         uint64_t g = g0 + 4 * c;
         const uint8_t *p = row + 16 * g;
-        _mm_prefetch((const char *)p + CQ_PF_DIST, _MM_HINT_T0);
+        cq_prefetch_weights(p);
         __m512i nib =
             vg == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_mask(16 * vg), p);
         __m512i lo = _mm512_and_si512(nib, m4),
