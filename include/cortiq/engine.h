@@ -67,6 +67,10 @@ typedef struct cortiq_load_opts {
      * Nonzero keeps f32 activations everywhere (exact; what the transformers parity tests use
      * for quantized weights). int8_act above forces int8 for every supported product. */
     int f32_act;
+    /* Nonzero: leave the weights on the file mapping's 4 KiB pages. By default
+     * cortiq_model_prefetch moves the matrices a decode step streams onto 2 MiB pages where the
+     * kernel offers transparent huge pages (docs/KERNELS.md, "Weights on 2 MiB pages"). */
+    int no_huge_pages;
 } cortiq_load_opts;
 
 /* Open (cmf_open_model: shards are followed), validate the architecture against the tensors
@@ -88,9 +92,13 @@ uint64_t cortiq_model_weight_bytes(const cortiq_model *m);
  * untied embedding table, of which a token reads one row, stays lazy) and return when they are
  * resident. For a cold start: the file is read in large sequential requests while the caller
  * runs other set-up on another thread (cortiq_runtime_open builds the tokenizer meanwhile),
- * instead of page faults during the first prefill. Best effort (madvise hints; errors ignored);
- * resident pages cost nothing more. NULL allowed. */
-void cortiq_model_prefetch(const cortiq_model *m);
+ * instead of page faults during the first prefill. Unless the load set no_huge_pages, those
+ * matrices are then moved, at the same addresses and with the same bytes, onto anonymous
+ * 2 MiB pages where transparent huge pages are enabled (a decode step streams them faster:
+ * fewer TLB misses, prefetchers not stopped at every 4 KiB); they then count as anonymous
+ * rather than file pages in the RSS, the same amount. Best effort (hints; errors leave pages
+ * as they were and never change results). Returns the bytes on 2 MiB pages. NULL allowed. */
+uint64_t cortiq_model_prefetch(const cortiq_model *m);
 
 /* A session with room for ctx positions (sliding-window layers keep only their window), its
  * KV cache of the type chosen at load (cortiq_load_opts.kv). ctx is capped at the model's

@@ -53,13 +53,15 @@ static void print_first_token(int json, int text, double first_s, double first_c
 static void usage(void) {
     printf(
         "usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t THREADS] [-r 5] [--int8-act] "
-        "[--f32-act] [--kv f16|q8|f32] [--text] [--json]\n"
+        "[--f32-act] [--kv f16|q8|f32] [--no-huge-pages] [--text] [--json]\n"
         "  Prefill of -p tokens and decode of -n tokens (greedy), repeated -r times: tok/s mean ± "
         "sd,\n"
         "  model load time, weights read per decode step, peak RSS. --int8-act: int8 activations.\n"
         "  --f32-act: f32 activations everywhere (default: int8 GEMM for prefill on VNNI CPUs,\n"
         "  int8 activations for 4-bit weights at decode).\n"
         "  --kv: KV cache type (default f16); its size is reported as kv_bytes.\n"
+        "  --no-huge-pages: keep the weights on the file's 4 KiB pages (default: moved onto\n"
+        "          2 MiB pages where the kernel offers them; reported as huge_page_bytes).\n"
         "  --text: also load the tokenizer and chat template as `cortiq run` does: on a worker\n"
         "          while the weights are paged in (timed, and how long the first token waited).\n"
         "  cortiq bench quant   the quantization report (see cortiq bench quant --help)\n");
@@ -71,7 +73,7 @@ int bench_model_main(int argc, char **argv) {
     int json = 0, int8 = 0;
     int text = 0;
     cortiq_kv_type kv = CORTIQ_KV_F16;
-    int f32_act = 0;
+    int f32_act = 0, no_huge = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -93,6 +95,8 @@ int bench_model_main(int argc, char **argv) {
             int8 = 1;
         else if (!strcmp(a, "--f32-act"))
             f32_act = 1;
+        else if (!strcmp(a, "--no-huge-pages"))
+            no_huge = 1;
         else if (!strcmp(a, "--kv") && more && cortiq_kv_type_from_name(argv[++i], &kv))
             ;
         else if (a[0] == '-')
@@ -105,7 +109,11 @@ int bench_model_main(int argc, char **argv) {
     if (!path) return cli_usage_error("bench", "missing MODEL.cmf (or `quant`)");
     cmf_err err;
     cortiq_model *m;
-    cortiq_load_opts lo = {.threads = (unsigned)t, .int8_act = int8, .kv = kv, .f32_act = f32_act};
+    cortiq_load_opts lo = {.threads = (unsigned)t,
+                           .int8_act = int8,
+                           .kv = kv,
+                           .f32_act = f32_act,
+                           .no_huge_pages = no_huge};
     double t0 = now_s();
     cmf_status st = cortiq_model_load(path, &lo, &m, &err);
     double load_s = now_s() - t0;
@@ -118,7 +126,7 @@ int bench_model_main(int argc, char **argv) {
      * on a worker while the weights are paged in and the session allocated */
     cq_text_load tl;
     if (text) cq_text_load_start(&tl, m, path);
-    cortiq_model_prefetch(m);
+    uint64_t huge = cortiq_model_prefetch(m);
     cortiq_session *s = NULL;
     st = cortiq_session_create(m, (uint32_t)(p + n + 1), &s, &err);
     double wait0 = now_s(), first_clock = 0;
@@ -177,17 +185,19 @@ int bench_model_main(int argc, char **argv) {
                    "\"load_s\": %.4f, \"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, "
                    "\"decode_tok_s\": %.2f, "
                    "\"decode_tok_s_sd\": %.2f, \"weight_bytes_per_token\": %llu, \"peak_rss_mb\": "
-                   "%.1f, \"kv\": \"%s\", \"kv_bytes\": %llu, ",
+                   "%.1f, \"kv\": \"%s\", \"kv_bytes\": %llu, \"huge_page_bytes\": %llu, ",
                    path, cortiq_model_threads(m), (unsigned long long)p, (unsigned long long)n,
                    (unsigned long long)r, load_s, pm, psd, dm, dsd, (unsigned long long)wb, rss_mb,
-                   cortiq_kv_type_name(kv), (unsigned long long)cortiq_session_kv_bytes(s));
+                   cortiq_kv_type_name(kv), (unsigned long long)cortiq_session_kv_bytes(s),
+                   (unsigned long long)huge);
         else
             printf("%s: %u threads, load %.3f s\n  prefill %llu tokens: %.1f ± %.1f tok/s\n  "
                    "decode %llu tokens: %.2f ± "
-                   "%.2f tok/s (%.2f GB/s of weights)\n  peak RSS %.1f MB, KV cache %s %.1f MB\n",
+                   "%.2f tok/s (%.2f GB/s of weights)\n  peak RSS %.1f MB, KV cache %s %.1f MB, "
+                   "%.1f MB of weights on 2 MiB pages\n",
                    path, cortiq_model_threads(m), load_s, (unsigned long long)p, pm, psd,
                    (unsigned long long)n, dm, dsd, dm * wb / 1e9, rss_mb, cortiq_kv_type_name(kv),
-                   cortiq_session_kv_bytes(s) / 1048576.0);
+                   cortiq_session_kv_bytes(s) / 1048576.0, huge / 1048576.0);
         print_first_token(json, text, first_clock - t_begin, first_clock, tok_s, tpl_s,
                           text_wait_s);
     }

@@ -23,6 +23,8 @@ static void usage(void) {
            "  --kv f16|q8|f32      KV cache type (default f16; q8: int8 + a scale per head)\n"
            "  --f32-act            f32 activations everywhere (default: int8 GEMM for the prompt on\n"
            "                       VNNI CPUs, int8 activations for 4-bit weights)\n"
+           "  --no-huge-pages      keep the weights on the file's 4 KiB pages (default: moved onto\n"
+           "                       2 MiB pages where the kernel offers transparent huge pages)\n"
            "  -t, --threads N      compute threads (default: all cores)\n"
            "  Generation stops on any of the file's eos_token_ids. A stats line ends each answer "
            "on stderr.\n");
@@ -151,6 +153,7 @@ int cmd_run(int argc, char **argv) {
                  cli_parse_u64(argv[++i], &u) && u <= 64)
             ro.threads = (unsigned)u;
         else if (!strcmp(a, "--f32-act")) ro.f32_act = 1;
+        else if (!strcmp(a, "--no-huge-pages")) ro.no_huge_pages = 1;
         else if (!strcmp(a, "--kv") && more && cortiq_kv_type_from_name(argv[++i], &ro.kv))
             ;
         else if (a[0] == '-')

@@ -52,6 +52,11 @@ struct cortiq_model {
     cortiq_kv_type kv; /* KV cache type of new sessions (cortiq_load_opts.kv) */
     bool prefill_qact;  /* batched products use cmf_matmul_qact where the weights allow */
     unsigned q4flags;   /* extra cmf_matmul_ex flags for integer-coded weights (q8_row, q4_*, vbit*) */
+    bool huge_pages;    /* cortiq_model_prefetch moves the matrices onto 2 MiB pages */
 };
+
+/* Move the decode step's matrices onto anonymous 2 MiB pages at the same addresses
+ * (model_hugepages.c); returns the bytes moved. */
+uint64_t cq_model_huge_pages(const cortiq_model *m);
 
 #endif

@@ -284,6 +284,7 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     m->kflags = o && o->int8_act ? CMF_KF_INT8_ACT : 0;
     m->prefill_qact = !(o && o->f32_act) && cmf_qact_fast();
     m->q4flags = o && o->f32_act ? 0 : CMF_KF_INT8_ACT;
+    m->huge_pages = !(o && o->no_huge_pages);
     m->kv = o ? o->kv : CORTIQ_KV_F16;
     if ((unsigned)m->kv >= CORTIQ_KV_COUNT)
         return cmf_err_set(L->err, CMF_E_INVALID_ARG, path, "KV cache type %u: known are 0 (f16), 1 (q8), 2 (f32)",

@@ -25,11 +25,13 @@ static void each_matrix(const cortiq_model *m, int advice) {
     advise(m->head.data, m->head.nbytes, advice);
 }
 
-void cortiq_model_prefetch(const cortiq_model *m) {
-    if (!m) return;
+uint64_t cortiq_model_prefetch(const cortiq_model *m) {
+    if (!m) return 0;
     /* queue read-ahead of everything first (asynchronous), then wait for it range by range */
     each_matrix(m, MADV_WILLNEED);
+    uint64_t huge = m->huge_pages ? cq_model_huge_pages(m) : 0;
 #ifdef MADV_POPULATE_READ
-    each_matrix(m, MADV_POPULATE_READ);
+    each_matrix(m, MADV_POPULATE_READ); /* what stayed on file pages */
 #endif
+    return huge;
 }
