@@ -87,7 +87,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_matvec: bad option value (--cols: a multiple of 32 up to 65504)\n");
         return 2;
     }
-    cq_bench_bw *probe = cq_bench_bw_new((size_t)1 << 30, threads);
+    cq_bench_bw *probe = cq_bench_bw_new((size_t)1 << 30, threads, false);
     double bw_cpu = 0, bw = probe ? cq_bench_bw_run(probe, 3, &bw_cpu) : -1;
     if (bw <= 0) {
         fprintf(stderr, "bench_matvec: cannot measure bandwidth (out of memory?)\n");

@@ -10,6 +10,7 @@
 #include "cli/bench_quant_real.h"
 #include "cli/cli.h"
 #include "common/cpu.h"
+#include "common/hugepages.h"
 #include "cortiq/kernels.h"
 #include "cortiq/quant.h"
 #include "quant/kernel_bench.h"
@@ -18,6 +19,7 @@ static void usage(void) {
     printf(
         "usage: cortiq bench quant [--rows R] [--cols C] [--mb N] [--threads T] [--reps N]\n"
         "                          [--dtypes a,b,...] [--seed S] [--bw-mb N] [--model FILE|none]\n"
+        "                          [--pages 2m|4k]\n"
         "  Encodes two R x C float matrices (default 1024 x 4096) -- Gaussian, and heavy-tailed\n"
         "  (Student-t, 3 d.o.f.) with 1%% outlier input channels x8 -- in every matrix dtype and "
         "prints,\n"
@@ -31,6 +33,8 @@ static void usage(void) {
         "  dequantized to f32 and encoded like the random ones. --model none: random ones only.\n"
         "  --dtypes  comma-separated subset (default: all 13)   --reps  timed runs, best kept (3)\n"
         "  --bw-mb   size of the bandwidth buffer in MiB (1024)  --seed  matrix seed (1)\n"
+        "  --pages   the probe's and the tiled copies' pages: 2m (default where the kernel offers\n"
+        "            transparent huge pages; the runtime keeps its weights so) or 4k\n"
         "\n"
         "usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t N] [-r 5] [--json]\n"
         "  Prefill and decode throughput of a model (cortiq bench MODEL.cmf --help).\n");
@@ -46,6 +50,7 @@ typedef struct bench_opts {
     const char *models[BQ_MAX_MODELS];
     size_t nmodels;
     bool no_models, models_given;
+    bool huge; /* probe and tiled copies on 2 MiB pages */
 } bench_opts;
 
 static const cmf_dtype k_all[] = {CMF_DT_F32,   CMF_DT_F16,      CMF_DT_BF16,     CMF_DT_Q8_ROW,
@@ -117,6 +122,15 @@ static void throughput(const cmf_qmat *m, const bench_opts *o, unsigned flags, c
     uint8_t *big;
     uint64_t nb;
     if (cq_qmat_tile_rows(m, rows_out, &big, &nb, err) != CMF_OK) return;
+    uint8_t *paged = cq_bench_alloc(nb, o->huge); /* on the pages the run measures */
+    if (!paged) {
+        free(big);
+        cmf_err_set(err, CMF_E_NOMEM, NULL, "no memory for the tiled copy");
+        return;
+    }
+    memcpy(paged, big, nb);
+    free(big);
+    big = paged;
     cmf_qmat t;
     if (cmf_qmat_init(&t, m->dtype, rows_out, m->cols, big, nb, "tiled", err) == CMF_OK) {
         float *x = malloc(m->cols * sizeof *x), *y = malloc(rows_out * sizeof *y);
@@ -139,7 +153,7 @@ static void throughput(const cmf_qmat *m, const bench_opts *o, unsigned flags, c
         free(y);
         cmf_qmat_free(&t);
     }
-    free(big);
+    cq_bench_free(big, nb);
 }
 
 /* One table row per dtype for matrix w[rows][cols]; returns a CLI exit code. */
@@ -233,7 +247,7 @@ static int run_quant(const bench_opts *o) {
             bq_matrix_free(&real[i]);
         return rc;
     }
-    cq_bench_bw *probe = cq_bench_bw_new((size_t)o->bw_mb << 20, o->threads);
+    cq_bench_bw *probe = cq_bench_bw_new((size_t)o->bw_mb << 20, o->threads, o->huge);
     double bwc = 0, bw = probe ? cq_bench_bw_run(probe, 3, &bwc) : -1;
     uint64_t n = o->rows * o->cols;
     float *w = bw > 0 && bwc > 0 ? malloc(n * sizeof *w) : NULL;
@@ -246,12 +260,12 @@ static int run_quant(const bench_opts *o) {
     }
     printf("## cortiq bench quant\n\n");
     printf("%llu x %llu random matrices and %zu real ones; matvec on copies tiled to %llu MiB; %u "
-           "threads; kernel tier %s%s.\n"
+           "threads; kernel tier %s%s; %s pages.\n"
            "Read bandwidth (%u threads summing %llu MiB): %.1f GB/s wall, %.1f GB/s cpu.\n\n",
            (unsigned long long)o->rows, (unsigned long long)o->cols, nreal,
            (unsigned long long)o->mb, o->threads, cq_isa_name(cq_cpu_isa()),
-           cq_cpu_detect()->avx512vnni ? " (+VNNI)" : "", o->threads, (unsigned long long)o->bw_mb,
-           bw, bwc);
+           cq_cpu_detect()->avx512vnni ? " (+VNNI)" : "", o->huge ? "2 MiB" : "4 KiB", o->threads,
+           (unsigned long long)o->bw_mb, bw, bwc);
     printf("wall: bytes / elapsed time. cpu: bytes / the slowest thread's CPU time, i.e. the rate\n"
            "when every thread has a core to itself; robust when other processes compete for the\n"
            "cores. Each %% is of the bandwidth measured the same way, probed again just before\n"
@@ -295,8 +309,14 @@ int cmd_bench(int argc, char **argv) {
     }
     if (strcmp(argv[1], "quant") != 0)
         return bench_model_main(argc, argv); /* cortiq bench MODEL.cmf */
-    bench_opts o = {
-        .rows = 1024, .cols = 4096, .mb = 512, .seed = 1, .bw_mb = 1024, .threads = 2, .reps = 3};
+    bench_opts o = {.rows = 1024,
+                    .cols = 4096,
+                    .mb = 512,
+                    .seed = 1,
+                    .bw_mb = 1024,
+                    .threads = 2,
+                    .reps = 3,
+                    .huge = cq_thp_available()};
     memcpy(o.dtypes, k_all, sizeof k_all);
     o.ndtypes = sizeof k_all / sizeof k_all[0];
     for (int i = 2; i < argc; i++) {
@@ -318,6 +338,12 @@ int cmd_bench(int argc, char **argv) {
             } else {
                 return cli_usage_error("bench", "at most %d --model options", BQ_MAX_MODELS);
             }
+            continue;
+        }
+        if (!strcmp(a, "--pages")) {
+            if (strcmp(val, "2m") && strcmp(val, "4k"))
+                return cli_usage_error("bench", "--pages takes 2m or 4k, not '%s'", val);
+            o.huge = !strcmp(val, "2m");
             continue;
         }
         if (!strcmp(a, "--dtypes")) {

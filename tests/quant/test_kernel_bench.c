@@ -3,7 +3,7 @@
  * then the others'), so what is checked is that every byte / row is covered exactly once:
  *  - the bandwidth probe's sum check passes (it returns a negative value when the bytes it
  *    summed are not every byte of the buffer once) for 1-3 threads and sizes that leave
- *    ranges of unequal length;
+ *    ranges of unequal length, on 4 KiB and on 2 MiB pages (cq_bench_alloc);
  *  - cq_bench_matmul's output equals one cmf_matmul_ex call over all rows, bit for bit (pieces
  *    start on 16-row blocks), for row counts that are and are not multiples of 16. */
 #include <stdlib.h>
@@ -18,8 +18,11 @@ int main(void) {
     static const size_t sizes[] = {768, 4096 + 256, 1u << 20, (1u << 20) + 768 * 3};
     for (unsigned nt = 1; nt <= 3; nt++)
         for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
-            double cpu = 0, gbs = cq_bench_read_bw(sizes[i], nt, 3, &cpu);
-            CHECK_MSG(gbs > 0 && cpu > 0, "read bw %zu bytes, %u threads: %g", sizes[i], nt, gbs);
+            for (int huge = 0; huge <= 1; huge++) {
+                double cpu = 0, gbs = cq_bench_read_bw(sizes[i], nt, 3, &cpu, huge);
+                CHECK_MSG(gbs > 0 && cpu > 0, "read bw %zu bytes, %u threads, huge %d: %g",
+                          sizes[i], nt, huge, gbs);
+            }
         }
     kg_rng rng = {7};
     static const cmf_dtype dts[] = {CMF_DT_Q4TP, CMF_DT_Q8_ROW, CMF_DT_F16};
