@@ -122,7 +122,7 @@ static void throughput(const cmf_qmat *m, const bench_opts *o, unsigned flags, c
     uint8_t *big;
     uint64_t nb;
     if (cq_qmat_tile_rows(m, rows_out, &big, &nb, err) != CMF_OK) return;
-    uint8_t *paged = cq_bench_alloc(nb, o->huge); /* on the pages the run measures */
+    uint8_t *paged = cq_huge_alloc(nb, o->huge); /* on the pages the run measures */
     if (!paged) {
         free(big);
         cmf_err_set(err, CMF_E_NOMEM, NULL, "no memory for the tiled copy");
@@ -153,7 +153,7 @@ static void throughput(const cmf_qmat *m, const bench_opts *o, unsigned flags, c
         free(y);
         cmf_qmat_free(&t);
     }
-    cq_bench_free(big, nb);
+    cq_huge_free(big, nb);
 }
 
 /* One table row per dtype for matrix w[rows][cols]; returns a CLI exit code. */

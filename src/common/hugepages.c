@@ -20,21 +20,38 @@ static int by_start(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
+static size_t whole_windows(size_t bytes) {
+    return (bytes + CQ_HUGE_PAGE - 1) & ~(size_t)(CQ_HUGE_PAGE - 1);
+}
+
+void *cq_huge_alloc(size_t bytes, bool huge) {
+    const uintptr_t H = CQ_HUGE_PAGE;
+    size_t len = whole_windows(bytes);
+    if (!len) return NULL;
+    uint8_t *raw = mmap(NULL, len + H, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    uintptr_t r = (uintptr_t)raw, p = (r + H - 1) & ~(H - 1);
+    if (p > r) munmap(raw, p - r); /* keep only the aligned windows */
+    if (r + H > p) munmap((void *)(p + len), r + H - p);
+    (void)madvise((void *)p, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+    return (void *)p;
+}
+
+void cq_huge_free(void *p, size_t bytes) {
+    if (p) munmap(p, whole_windows(bytes));
+}
+
 bool cq_huge_window_move(uintptr_t w) {
     const uintptr_t H = CQ_HUGE_PAGE;
-    uint8_t *raw = mmap(NULL, 2 * H, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) return false;
-    uintptr_t r = (uintptr_t)raw, dst = (r + H - 1) & ~(H - 1);
-    if (dst > r) munmap(raw, dst - r); /* keep only the aligned window */
-    if (r + H > dst) munmap((void *)(dst + H), r + H - dst);
-    (void)madvise((void *)dst, H, MADV_HUGEPAGE);
+    uint8_t *dst = cq_huge_alloc(H, true);
+    if (!dst) return false;
 #ifdef MADV_POPULATE_READ
     (void)madvise((void *)w, H, MADV_POPULATE_READ); /* one call, not a fault per 4 KiB page */
 #endif
-    memcpy((void *)dst, (const void *)w, H);
-    if (mprotect((void *)dst, H, PROT_READ) != 0 ||
-        mremap((void *)dst, H, H, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)w) == MAP_FAILED) {
-        munmap((void *)dst, H);
+    memcpy(dst, (const void *)w, H);
+    if (mprotect(dst, H, PROT_READ) != 0 ||
+        mremap(dst, H, H, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)w) == MAP_FAILED) {
+        cq_huge_free(dst, H);
         return false;
     }
     return true;

@@ -20,6 +20,13 @@ typedef struct cq_span {
     uint64_t n;
 } cq_span;
 
+/* bytes, rounded up to whole 2 MiB windows, of zeroed anonymous memory starting on a window:
+ * MADV_HUGEPAGE when huge (2 MiB pages where the kernel offers them), else MADV_NOHUGEPAGE
+ * (4 KiB pages even where THP is "always"). NULL when out of memory. Release with
+ * cq_huge_free(p, bytes). */
+void *cq_huge_alloc(size_t bytes, bool huge);
+void cq_huge_free(void *p, size_t bytes);
+
 /* Transparent huge pages are enabled for madvise'd regions (THP "always" or "madvise"). */
 bool cq_thp_available(void);
 

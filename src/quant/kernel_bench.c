@@ -6,10 +6,10 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "common/cpu.h"
+#include "common/hugepages.h"
 #include "common/pieces.h"
 
 double cq_bench_now(void) {
@@ -112,32 +112,13 @@ struct cq_bench_bw {
     unsigned nthreads;
 };
 
-#define HUGE ((uintptr_t)2 << 20)
-
-void *cq_bench_alloc(size_t bytes, bool huge) {
-    size_t len = (bytes + HUGE - 1) & ~(HUGE - 1);
-    if (!len) return NULL;
-    uint8_t *raw =
-        mmap(NULL, len + HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) return NULL;
-    uintptr_t r = (uintptr_t)raw, p = (r + HUGE - 1) & ~(HUGE - 1);
-    if (p > r) munmap(raw, p - r);
-    if (r + HUGE > p) munmap((void *)(p + len), r + HUGE - p);
-    (void)madvise((void *)p, len, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
-    return (void *)p;
-}
-
-void cq_bench_free(void *p, size_t bytes) {
-    if (p) munmap(p, (bytes + HUGE - 1) & ~(HUGE - 1));
-}
-
 cq_bench_bw *cq_bench_bw_new(size_t bytes, unsigned nthreads, bool huge) {
     if (nthreads < 1) nthreads = 1;
     if (nthreads > MAX_THREADS) nthreads = MAX_THREADS;
     size_t share = bytes / nthreads / 256 * 256;
     cq_bench_bw *b = share ? malloc(sizeof *b) : NULL;
     if (!b) return NULL;
-    *b = (cq_bench_bw){cq_bench_alloc(share * nthreads, huge), share, nthreads};
+    *b = (cq_bench_bw){cq_huge_alloc(share * nthreads, huge), share, nthreads};
     if (!b->buf) {
         free(b);
         return NULL;
@@ -148,7 +129,7 @@ cq_bench_bw *cq_bench_bw_new(size_t bytes, unsigned nthreads, bool huge) {
 
 void cq_bench_bw_free(cq_bench_bw *b) {
     if (!b) return;
-    cq_bench_free(b->buf, b->share * b->nthreads);
+    cq_huge_free(b->buf, b->share * b->nthreads);
     free(b);
 }
 

@@ -12,13 +12,6 @@
 /* Monotonic clock in seconds. */
 double cq_bench_now(void);
 
-/* `bytes` of zeroed memory (a probe buffer, a tiled matrix) on 2 MiB pages when huge (as the
- * runtime keeps its weights, docs/KERNELS.md "Weights on 2 MiB pages"; MADV_HUGEPAGE), else
- * on 4 KiB pages (MADV_NOHUGEPAGE, even where THP is "always"). 2 MiB-aligned. NULL when out of
- * memory. Release with cq_bench_free(p, bytes). */
-void *cq_bench_alloc(size_t bytes, bool huge);
-void cq_bench_free(void *p, size_t bytes);
-
 /* Read bandwidth in GB/s (1e9 bytes/s): nthreads threads sum a `bytes`-byte buffer with the
  * widest vector loads the CPU has, each its own share in pieces of half what is left and then
  * pieces of the others' shares (as the runtime splits a decode product, so one thread that a
@@ -34,6 +27,7 @@ double cq_bench_read_bw(size_t bytes, unsigned nthreads, unsigned reps, double *
  * (18-31 GB/s on the 2-core development VM, docs/PERFORMANCE.md); compared with a figure taken
  * minutes earlier, a kernel would be charged with that drift. NULL when out of memory. */
 typedef struct cq_bench_bw cq_bench_bw;
+/* huge: the buffer on 2 MiB pages (cq_huge_alloc), as the runtime keeps its weights */
 cq_bench_bw *cq_bench_bw_new(size_t bytes, unsigned nthreads, bool huge);
 double cq_bench_bw_run(cq_bench_bw *b, unsigned reps, double *cpu_gbs);
 void cq_bench_bw_free(cq_bench_bw *b);

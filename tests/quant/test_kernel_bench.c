@@ -3,7 +3,7 @@
  * then the others'), so what is checked is that every byte / row is covered exactly once:
  *  - the bandwidth probe's sum check passes (it returns a negative value when the bytes it
  *    summed are not every byte of the buffer once) for 1-3 threads and sizes that leave
- *    ranges of unequal length, on 4 KiB and on 2 MiB pages (cq_bench_alloc);
+ *    ranges of unequal length, on 4 KiB and on 2 MiB pages (cq_huge_alloc);
  *  - cq_bench_matmul's output equals one cmf_matmul_ex call over all rows, bit for bit (pieces
  *    start on 16-row blocks), for row counts that are and are not multiples of 16. */
 #include <stdlib.h>
