@@ -2,9 +2,10 @@
  * not 2 MiB-aligned: the windows overlapping the spans become anonymous mappings with the
  * same bytes at the same addresses, the windows no span touches and the partial ends stay
  * file-backed, a span outside the mapping is ignored, and one munmap of the whole mapping
- * releases every piece. Then cortiq_model_prefetch on a model: the same logits with the
- * weights moved and with no_huge_pages. Whether the kernel really backed a window with a huge
- * page depends on its free memory, so AnonHugePages is printed, not required. */
+ * releases every piece. Whether the kernel really backed a window with a huge page depends on
+ * its free memory, so AnonHugePages is printed, not required. The model-level use is in
+ * test_model_prefetch (logits) and test_real_chat (real models through cortiq_runtime_open,
+ * whose windows do move). */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -14,30 +15,10 @@
 #include <unistd.h>
 
 #include "common/hugepages.h"
-#include "cortiq/converter.h"
-#include "cortiq/engine.h"
+#include "maps.h"
 #include "test.h"
 
-#define TINY CORTIQ_SOURCE_DIR "/tests/fixtures/tiny/"
-#define MIB  ((uint64_t)1 << 20)
-
-/* The /proc/self/maps line of the mapping that holds address a: whether it names a file, and
- * its bounds. false when nothing is mapped there. */
-static bool mapping_at(uintptr_t a, bool *file_backed, uintptr_t *lo, uintptr_t *hi) {
-    FILE *f = fopen("/proc/self/maps", "r");
-    CHECK(f != NULL);
-    char line[512];
-    bool found = false;
-    while (!found && fgets(line, sizeof line, f)) {
-        uintptr_t s, e;
-        char path[256] = "";
-        if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %*s %*s %*s %*s %255s", &s, &e, path) < 2)
-            continue;
-        if (a >= s && a < e) found = true, *file_backed = path[0] == '/', *lo = s, *hi = e;
-    }
-    fclose(f);
-    return found;
-}
+#define MIB ((uint64_t)1 << 20)
 
 /* AnonHugePages (kB) of the mapping that starts at lo, from /proc/self/smaps. */
 static long anon_huge_kb(uintptr_t lo) {
@@ -102,56 +83,25 @@ static void check_windows(void) {
         CHECK(moved == 0);
     } else {
         CHECK_MSG(moved == 6 * MIB, "moved %" PRIu64 " bytes, want windows 1, 3 and 4", moved);
-        CHECK(mapping_at(w0 + 2 * MIB, &fb, &lo, &hi) && !fb && lo == w0 + 2 * MIB &&
+        CHECK(test_mapping_at(w0 + 2 * MIB, &fb, &lo, &hi) && !fb && lo == w0 + 2 * MIB &&
               hi == w0 + 4 * MIB);
         printf("window 1: AnonHugePages %ld kB\n", anon_huge_kb(lo));
-        CHECK(mapping_at(w0 + 6 * MIB, &fb, &lo, &hi) && !fb && lo == w0 + 6 * MIB);
-        CHECK(mapping_at(w0 + 8 * MIB, &fb, &lo, &hi) && !fb && hi == w0 + 10 * MIB);
-        CHECK(mapping_at(w0 + 4 * MIB, &fb, &lo, &hi) && fb); /* window 2: no span */
+        CHECK(test_mapping_at(w0 + 6 * MIB, &fb, &lo, &hi) && !fb && lo == w0 + 6 * MIB);
+        CHECK(test_mapping_at(w0 + 8 * MIB, &fb, &lo, &hi) && !fb && hi == w0 + 10 * MIB);
+        CHECK(test_mapping_at(w0 + 4 * MIB, &fb, &lo, &hi) && fb); /* window 2: no span */
     }
-    CHECK(mapping_at(at, &fb, &lo, &hi) && fb);           /* the partial first window */
-    CHECK(mapping_at(at + len - 1, &fb, &lo, &hi) && fb); /* the partial last window */
-    CHECK(mprotect(base, len, PROT_READ) == 0);           /* still read-only, all of it */
+    CHECK(test_mapping_at(at, &fb, &lo, &hi) && fb);           /* the partial first window */
+    CHECK(test_mapping_at(at + len - 1, &fb, &lo, &hi) && fb); /* the partial last window */
+    CHECK(mprotect(base, len, PROT_READ) == 0);                /* still read-only, all of it */
     CHECK(munmap(base, len) == 0);
     for (uint64_t o = 0; o < len; o += MIB)
-        CHECK_MSG(!mapping_at(at + o, &fb, &lo, &hi), "offset %" PRIu64 " still mapped", o);
+        CHECK_MSG(!test_mapping_at(at + o, &fb, &lo, &hi), "offset %" PRIu64 " still mapped", o);
     munmap(hole, len + 4 * MIB);
     unlink(path);
     free(want);
 }
 
-static void logits_of(const char *path, int no_huge, float *out, uint32_t *V) {
-    cmf_err err;
-    cortiq_model *m;
-    cortiq_load_opts lo = {.threads = 1, .no_huge_pages = no_huge};
-    CHECK_MSG(cortiq_model_load(path, &lo, &m, &err) == CMF_OK, "%s", err.msg);
-    uint64_t moved = cortiq_model_prefetch(m);
-    printf("%s: %" PRIu64 " bytes on 2 MiB pages\n", no_huge ? "no_huge_pages" : "default", moved);
-    if (no_huge) CHECK(moved == 0);
-    cortiq_session *s;
-    CHECK(cortiq_session_create(m, 16, &s, &err) == CMF_OK);
-    const int32_t prompt[4] = {1, 2, 3, 4};
-    CHECK(cortiq_session_eval(s, prompt, 4, NULL, &err) == CMF_OK);
-    *V = cortiq_model_vocab(m);
-    memcpy(out, cortiq_session_logits(s), *V * sizeof(float));
-    cortiq_session_free(s);
-    cortiq_model_free(m);
-}
-
 int main(void) {
     check_windows();
-    const char *path = "hugepages_qwen3.cmf";
-    cmf_convert_opts o;
-    cmf_convert_opts_default(&o);
-    CHECK(cmf_convert_quant_from_name("q8", &o.quant));
-    cmf_err err;
-    CHECK_MSG(cmf_convert_hf(TINY "qwen3", path, NULL, &o, NULL, &err) == CMF_OK, "%s", err.msg);
-    static float a[1 << 16], b[1 << 16];
-    uint32_t va, vb;
-    logits_of(path, 0, a, &va);
-    logits_of(path, 1, b, &vb);
-    CHECK(va == vb && va <= sizeof a / sizeof a[0]);
-    CHECK_MSG(memcmp(a, b, va * sizeof(float)) == 0, "logits differ with huge pages");
-    unlink(path);
     TEST_DONE();
 }

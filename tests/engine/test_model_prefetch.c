@@ -1,6 +1,8 @@
 /* cortiq_model_prefetch: after it returns, every page of every layer matrix and of the output
  * head is resident (mincore), starting from a file whose pages were dropped from the page cache
- * (posix_fadvise DONTNEED), and the model computes the same logits as without it. NULL is
+ * (posix_fadvise DONTNEED), and the model computes the same logits as without it and as with
+ * no_huge_pages (which moves nothing; this file is too small to fill a 2 MiB window, see
+ * test_model_hugepages for the moves). NULL is
  * allowed. This tiny file is smaller than the kernel's read-ahead, so opening it already brings
  * every page in (the test prints both counts); the cold path proper is measured by
  * bench/vs_llamacpp's cold start on real models. */
@@ -53,16 +55,20 @@ static void drop_cache(const char *path) {
     close(fd);
 }
 
+/* prefetch: 0 none, 1 the default (weights moved onto 2 MiB pages where they fill a window),
+ * 2 with no_huge_pages (nothing moved) */
 static void logits_of(const char *path, int prefetch, float *out, uint32_t *V) {
     cmf_err err;
     cortiq_model *m;
-    cortiq_load_opts lo = {.threads = 1};
+    cortiq_load_opts lo = {.threads = 1, .no_huge_pages = prefetch == 2};
     CHECK_MSG(cortiq_model_load(path, &lo, &m, &err) == CMF_OK, "%s", err.msg);
     if (prefetch) {
         size_t before = model_missing(m);
-        cortiq_model_prefetch(m);
-        printf("weight pages not resident: %zu before prefetch, %zu after\n", before,
-               model_missing(m));
+        uint64_t moved = cortiq_model_prefetch(m);
+        printf("weight pages not resident: %zu before prefetch, %zu after; %llu bytes moved onto "
+               "2 MiB pages\n",
+               before, model_missing(m), (unsigned long long)moved);
+        if (prefetch == 2) CHECK(moved == 0);
         CHECK_MSG(model_missing(m) == 0, "%zu weight pages not resident after prefetch",
                   model_missing(m));
     }
@@ -83,14 +89,17 @@ int main(void) {
     CHECK(cmf_convert_quant_from_name("q8", &o.quant));
     cmf_err err;
     CHECK_MSG(cmf_convert_hf(TINY "qwen3", path, NULL, &o, NULL, &err) == CMF_OK, "%s", err.msg);
-    static float a[1 << 16], b[1 << 16];
-    uint32_t Va = 0, Vb = 0;
+    static float a[1 << 16], b[1 << 16], c[1 << 16];
+    uint32_t Va = 0, Vb = 0, Vc = 0;
     drop_cache(path);
     logits_of(path, 1, a, &Va);
     drop_cache(path);
     logits_of(path, 0, b, &Vb);
-    CHECK(Va == Vb && Va <= (1u << 16));
+    drop_cache(path);
+    logits_of(path, 2, c, &Vc);
+    CHECK(Va == Vb && Va == Vc && Va <= (1u << 16));
     CHECK(memcmp(a, b, Va * sizeof(float)) == 0);
+    CHECK(memcmp(a, c, Va * sizeof(float)) == 0);
     cortiq_model_prefetch(NULL);
     unlink(path);
     TEST_DONE();

@@ -8,7 +8,10 @@
 #include <math.h>
 #include <sys/stat.h>
 
+#include "common/hugepages.h"
 #include "cortiq/runtime.h"
+#include "engine/model.h"
+#include "maps.h"
 #include "test.h"
 
 static const char *cache_dir(char *buf, size_t cap) {
@@ -48,6 +51,15 @@ static void run_model(const char *name, const char *gguf_name, const char *templ
     cortiq_runtime_opts ro = {.threads = 2, .ctx = 512};
     CHECK_MSG(cortiq_runtime_open(cmf, &ro, &rt, &err) == CMF_OK, "%s", err.msg);
     if (!rt || !ref) return;
+    if (cq_thp_available()) { /* the runtime moved the weights onto 2 MiB pages (all that follows
+                                 runs on them): the middle of layer 0's MLP up matrix is no
+                                 longer file-backed */
+        const cmf_qmat *wu = &cortiq_runtime_model(rt)->layers[0].wu;
+        bool fb = true;
+        uintptr_t lo, hi;
+        CHECK(test_mapping_at((uintptr_t)wu->data + wu->nbytes / 2, &fb, &lo, &hi));
+        CHECK_MSG(!fb, "%s: layer 0 mlp.up still on the file mapping", name);
+    }
     cortiq_session *s = cortiq_runtime_session(rt);
     uint32_t V = cortiq_model_vocab(cortiq_runtime_model(rt));
     size_t i, prompts_ok = 0, gen_ok = 0, n_cases = json_array_size(json_object_get(ref, "cases"));
