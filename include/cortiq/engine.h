@@ -97,7 +97,9 @@ uint64_t cortiq_model_weight_bytes(const cortiq_model *m);
  * 2 MiB pages where transparent huge pages are enabled (a decode step streams them faster:
  * fewer TLB misses, prefetchers not stopped at every 4 KiB); they then count as anonymous
  * rather than file pages in the RSS, the same amount. Best effort (hints; errors leave pages
- * as they were and never change results). Returns the bytes on 2 MiB pages. NULL allowed. */
+ * as they were and never change results). Returns the bytes on 2 MiB pages. Meant to be called
+ * once per model (a second call would copy the moved windows again, to the same effect). NULL
+ * allowed. */
 uint64_t cortiq_model_prefetch(const cortiq_model *m);
 
 /* A session with room for ctx positions (sliding-window layers keep only their window), its
