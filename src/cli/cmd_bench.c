@@ -121,16 +121,8 @@ static void throughput(const cmf_qmat *m, const bench_opts *o, unsigned flags, c
     if (rows_out < m->rows) rows_out = m->rows;
     uint8_t *big;
     uint64_t nb;
-    if (cq_qmat_tile_rows(m, rows_out, &big, &nb, err) != CMF_OK) return;
-    uint8_t *paged = cq_huge_alloc(nb, o->huge); /* on the pages the run measures */
-    if (!paged) {
-        free(big);
-        cmf_err_set(err, CMF_E_NOMEM, NULL, "no memory for the tiled copy");
-        return;
-    }
-    memcpy(paged, big, nb);
-    free(big);
-    big = paged;
+    /* on the pages the run measures */
+    if (cq_qmat_tile_rows(m, rows_out, o->huge, &big, &nb, err) != CMF_OK) return;
     cmf_qmat t;
     if (cmf_qmat_init(&t, m->dtype, rows_out, m->cols, big, nb, "tiled", err) == CMF_OK) {
         float *x = malloc(m->cols * sizeof *x), *y = malloc(rows_out * sizeof *y);

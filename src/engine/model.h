@@ -55,8 +55,4 @@ struct cortiq_model {
     bool huge_pages;    /* cortiq_model_prefetch moves the matrices onto 2 MiB pages */
 };
 
-/* Move the decode step's matrices onto anonymous 2 MiB pages at the same addresses
- * (model_hugepages.c); returns the bytes moved. */
-uint64_t cq_model_huge_pages(const cortiq_model *m);
-
 #endif

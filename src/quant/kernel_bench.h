@@ -52,9 +52,10 @@ double cq_bench_matmul_near_bw(const cmf_qmat *m, const float *X, size_t n, floa
                                cq_bench_bw *bw, double *bw_gbs, double *bw_cpu_gbs);
 
 /* A payload of the same dtype and cols with rows_out rows, row r being row r % m->rows of m
- * (*out malloc'd, *out_nbytes long). CMF_E_NOMEM, CMF_E_LIMIT when a u32 field of the
+ * (*out from cq_huge_alloc(*out_nbytes, huge): on 2 MiB pages when huge; release
+ * with cq_huge_free(*out, *out_nbytes)). CMF_E_NOMEM, CMF_E_LIMIT when a u32 field of the
  * layout would overflow, CMF_E_UNSUPPORTED for q4_block with cols % 32 != 0. */
-cmf_status cq_qmat_tile_rows(const cmf_qmat *m, uint64_t rows_out, uint8_t **out,
+cmf_status cq_qmat_tile_rows(const cmf_qmat *m, uint64_t rows_out, bool huge, uint8_t **out,
                              uint64_t *out_nbytes, cmf_err *err);
 
 /* The vector sum loops behind cq_bench_read_bw (one per tier; n is a multiple of 256). */

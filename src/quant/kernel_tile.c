@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "common/hugepages.h"
 #include "quant/kernel_bench.h"
 #include "quant/kernel_impl.h"
 
@@ -20,7 +21,7 @@ static uint8_t *tile_section(uint8_t *dst, const uint8_t *src, uint64_t per, uin
     return dst;
 }
 
-cmf_status cq_qmat_tile_rows(const cmf_qmat *m, uint64_t rows_out, uint8_t **out,
+cmf_status cq_qmat_tile_rows(const cmf_qmat *m, uint64_t rows_out, bool huge, uint8_t **out,
                              uint64_t *out_nbytes, cmf_err *err) {
     const uint64_t R = m->rows, C = m->cols, G = m->groups;
     *out = NULL;
@@ -88,7 +89,7 @@ cmf_status cq_qmat_tile_rows(const cmf_qmat *m, uint64_t rows_out, uint8_t **out
     if (!ck_mul_u64(per, rows_out, &total) || !ck_add_u64(total, fixed + var, &total) ||
         total > SIZE_MAX)
         return cmf_err_set(err, CMF_E_LIMIT, NULL, "tiled payload size overflows");
-    uint8_t *buf = malloc(total ? total : 1), *d = buf;
+    uint8_t *buf = cq_huge_alloc(total ? total : 1, huge), *d = buf;
     if (!buf)
         return cmf_err_set(err, CMF_E_NOMEM, NULL, "no memory for a %llu-byte payload",
                            (unsigned long long)total);
@@ -126,7 +127,7 @@ cmf_status cq_qmat_tile_rows(const cmf_qmat *m, uint64_t rows_out, uint8_t **out
             uint64_t s = r % R, len = cq_vbit_bits(m, s) * C / 8;
             if (m->dtype == CMF_DT_VBIT_RO) {
                 if (off > UINT32_MAX) {
-                    free(buf);
+                    cq_huge_free(buf, total);
                     return cmf_err_set(err, CMF_E_LIMIT, NULL, "vbit_ro packed area exceeds 4 GiB");
                 }
                 st_u32(offs + 4 * r, (uint32_t)off);
@@ -147,7 +148,7 @@ cmf_status cq_qmat_tile_rows(const cmf_qmat *m, uint64_t rows_out, uint8_t **out
             for (uint64_t j = 0; j < cnt; j++, k++) {
                 uint64_t idx = r * C + cq_ovl_col(m, r % R, e + j * stride);
                 if (idx > UINT32_MAX) {
-                    free(buf);
+                    cq_huge_free(buf, total);
                     return cmf_err_set(err, CMF_E_LIMIT, NULL, "q1s flat index exceeds u32");
                 }
                 st_u32(d + 6 * k, (uint32_t)idx);
@@ -155,7 +156,7 @@ cmf_status cq_qmat_tile_rows(const cmf_qmat *m, uint64_t rows_out, uint8_t **out
             }
         }
         if (k > UINT32_MAX) {
-            free(buf);
+            cq_huge_free(buf, total);
             return cmf_err_set(err, CMF_E_LIMIT, NULL, "q1s overlay count exceeds u32");
         }
         st_u32(cntp, (uint32_t)k);
@@ -172,7 +173,7 @@ cmf_status cq_qmat_tile_rows(const cmf_qmat *m, uint64_t rows_out, uint8_t **out
             memcpy(d + 4 * k, e, 4 * cnt);
             k += cnt;
             if (k > UINT32_MAX) {
-                free(buf);
+                cq_huge_free(buf, total);
                 return cmf_err_set(err, CMF_E_LIMIT, NULL, "q1t overlay count exceeds u32");
             }
             st_u32(rp + 4 * (r + 1), (uint32_t)k);

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "common/cpu.h"
+#include "common/hugepages.h"
 #include "common/test.h"
 #include "cortiq/kernels.h"
 #include "quant/kernel_gen.h"
@@ -372,7 +373,7 @@ static void test_tile_rows(void) {
         cmf_qmat m, m2;
         CHECK(cmf_qmat_init(&m, k_all[d], rows, cols, p, nb, "t", NULL) == CMF_OK);
         cmf_err err;
-        cmf_status st = cq_qmat_tile_rows(&m, rows_out, &q, &nb2, &err);
+        cmf_status st = cq_qmat_tile_rows(&m, rows_out, d % 2, &q, &nb2, &err);
         CHECK_MSG(st == CMF_OK, "%s: %s", cmf_dtype_name(k_all[d]), err.msg);
         if (st == CMF_OK) {
             st = cmf_qmat_init(&m2, k_all[d], rows_out, cols, q, nb2, "tiled", &err);
@@ -388,8 +389,8 @@ static void test_tile_rows(void) {
                 CHECK_MSG(same, "%s tiled rows differ", cmf_dtype_name(k_all[d]));
                 cmf_qmat_free(&m2);
             }
+            cq_huge_free(q, nb2);
         }
-        free(q);
         cmf_qmat_free(&m);
         free(p);
     }
