@@ -323,7 +323,10 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
         unsigned vg = NG16 || ng - 4 * c >= 4 ? 4 : ng - 4 * c;
         uint64_t g = g0 + 4 * c;
         if (NG16) { /* this block's 16 * bpg bytes of the rows' span: 4 lines, q4_tiled 4.5 */
-            cq_prefetch_weights(pfl + 64 * c);
+            if (dt == CMF_DT_Q4TP)
+                cq_prefetch_weights_pinned(pfl + 64 * c);
+            else
+                cq_prefetch_weights(pfl + 64 * c);
             if (dt == CMF_DT_Q4_TILED && c == 3) cq_prefetch_weights(pfl + 256);
         }
         __m512i nib;
@@ -508,11 +511,22 @@ TGT_INL void q4_rows_n(const cmf_qmat *m, const act *a, const q4_tab *t, const c
         acc[k] = _mm512_setzero_ps();
     for (int k = 0; k < N; k++)
         accL[k] = _mm512_setzero_ps();
-    for (uint64_t g = 0; g < GF; g += 16)
-        for (int k = 0; k < N; k++)
-            q4_blk(m, t, a, r + (uint64_t)k, g, 16, true, dt, lad + 2 * k,
-                   span + (uint64_t)N * bpg * g + 16 * bpg * (uint64_t)k, &acc[2 * k],
-                   &acc[2 * k + 1], &accL[k]);
+    if (dt == CMF_DT_Q4TP) {
+        /* unrolled so that the N rows' accumulators stay in registers (as a loop GCC kept
+         * them in a stack array, every FMA through memory) */
+        for (uint64_t g = 0; g < GF; g += 16)
+#pragma GCC unroll 4
+            for (int k = 0; k < N; k++)
+                q4_blk(m, t, a, r + (uint64_t)k, g, 16, true, dt, lad + 2 * k,
+                       span + (uint64_t)N * bpg * g + 16 * bpg * (uint64_t)k, &acc[2 * k],
+                       &acc[2 * k + 1], &accL[k]);
+    } else {
+        for (uint64_t g = 0; g < GF; g += 16)
+            for (int k = 0; k < N; k++)
+                q4_blk(m, t, a, r + (uint64_t)k, g, 16, true, dt, lad + 2 * k,
+                       span + (uint64_t)N * bpg * g + 16 * bpg * (uint64_t)k, &acc[2 * k],
+                       &acc[2 * k + 1], &accL[k]);
+    }
     if (tail) cq_prefetch_span(span, (uint64_t)N, bpg * GF, (unsigned)((N * tail * bpg + 63) / 64));
     if (tail > 4) {
         for (int k = 0; k < N; k++)
@@ -606,7 +620,7 @@ TGT_INL void vb_blk(const uint8_t *row, const uint8_t *sc, const vb_tab *t, cons
         if (!FULL && 2 * c >= ng) break;
         uint64_t g = g0 + 2 * c;
         const uint8_t *p = row + 4 * b * g;
-        cq_prefetch_weights(p);
+        cq_prefetch_weights_pinned(p);
         __m512i u;
         if (FULL) {
             u = _mm512_loadu_si512(p);
@@ -642,7 +656,7 @@ TGT_INL void vb4_blk(const uint8_t *row, const uint8_t *sc, const __m512i *cidx4
         unsigned vg = NG16 || ng - 4 * c >= 4 ? 4 : ng - 4 * c;
         uint64_t g = g0 + 4 * c;
         const uint8_t *p = row + 16 * g;
-        cq_prefetch_weights(p);
+        cq_prefetch_weights_pinned(p);
         __m512i nib =
             vg == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_mask(16 * vg), p);
         __m512i lo = _mm512_and_si512(nib, m4),

@@ -47,6 +47,21 @@ static inline void cq_prefetch_weights(const void *p) {
     __builtin_prefetch((const char *)p + CQ_PF_DIST_L2, 0, 2);
 }
 
+/* The same two prefetches, kept where the source puts them. GCC schedules
+ * __builtin_prefetch freely and may gather a block's prefetches into one burst ahead of its
+ * loads (it did in the q4tp int8 kernel: 32 in a row). A volatile asm statement is not moved
+ * past the code around it, so the prefetches stay spread among the loads: q4tp's int8 matvec
+ * went from 77-88 % to 84-100 % of the two-core DRAM bandwidth (Intel Xeon guest,
+ * docs/KERNELS.md "Prefetches kept in place"). Other kernels measured no gain or a loss. */
+static inline void cq_prefetch_weights_pinned(const void *p) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("prefetcht0 %0" ::"m"(*((const char *)p + CQ_PF_DIST)));
+    __asm__ volatile("prefetcht1 %0" ::"m"(*((const char *)p + CQ_PF_DIST_L2)));
+#else
+    cq_prefetch_weights(p);
+#endif
+}
+
 /* Kernels that step N adjacent rows together read one contiguous span of N rows, N lines at
  * a time. They prefetch that span linearly: after `done` of each row's bytes, the lines from
  * span + N * done on (cq_prefetch_weights of each), so every line is fetched once, the
