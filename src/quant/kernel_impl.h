@@ -50,9 +50,10 @@ static inline void cq_prefetch_weights(const void *p) {
 /* The same two prefetches, kept where the source puts them. GCC schedules
  * __builtin_prefetch freely and may gather a block's prefetches into one burst ahead of its
  * loads (it did in the q4tp int8 kernel: 32 in a row). A volatile asm statement is not moved
- * past the code around it, so the prefetches stay spread among the loads: q4tp's int8 matvec
- * went from 77-88 % to 84-100 % of the two-core DRAM bandwidth (Intel Xeon guest,
- * docs/KERNELS.md "Prefetches kept in place"). Other kernels measured no gain or a loss. */
+ * past the code around it, so the prefetches stay spread among the loads. The q4tp and vbit
+ * int8 rows use it (q4tp 76-88 -> 83-103 % of the two-core DRAM bandwidth, vbit +2-5 points,
+ * Intel Xeon guest); f16, q8_row and q4_tiled measured a loss with it (docs/KERNELS.md,
+ * "Prefetches kept in place"). */
 static inline void cq_prefetch_weights_pinned(const void *p) {
 #if defined(__x86_64__) || defined(__i386__)
     __asm__ volatile("prefetcht0 %0" ::"m"(*((const char *)p + CQ_PF_DIST)));
