@@ -58,10 +58,11 @@ typedef struct cortiq_load_opts {
      *    q8_row / q4_* weights when the CPU has AVX-512 VNNI: several times faster than f32,
      *    with the rounding of llama.cpp's Q8_0 activations (logits within ~2e-2, PPL within
      *    ~0.5 % on the real models measured);
-     *  - every other product on integer-coded weights (q8_row, q4_block, q4_tiled, q4tp, vbit,
-     *    vbit_ro: decode, and batches where the GEMM does not run) uses int8 activations
-     *    (CMF_KF_INT8_ACT, the int8 matvec kernels: 100 % of the read bandwidth for q8_row
-     *    against 92 % with f32); float weights (f16, bf16, f32) keep f32 activations.
+     *  - every other product on integer-coded weights (q4_block, q4_tiled, q4tp, vbit,
+     *    vbit_ro: decode, and batches where the GEMM does not run; q8_row: those batches only)
+     *    uses int8 activations (CMF_KF_INT8_ACT, the int8 matvec kernels);
+     *  - one token through q8_row weights, and products on float weights (f16, bf16, f32),
+     *    keep f32 activations (for q8_row as fast or faster from memory than int8).
      * Measured: the 12 + 12 real-model greedy chat continuations of tests/engine/test_real_chat.c
      * stay identical to transformers' with these defaults.
      * Nonzero keeps f32 activations everywhere (exact; what the transformers parity tests use
