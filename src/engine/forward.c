@@ -273,7 +273,6 @@ static unsigned part_flags(const mm_job *j, const mm_part *p) {
 
 /* Rows [r0, r1) of part p (r0 < r1); tok: this thread's prepared token, or NULL; scratch:
  * this thread's integer-GEMM panels (a batch with j->qa). */
-
 static void mm_part_rows(const mm_job *j, const mm_part *p, uint64_t r0, uint64_t r1,
                          const void *tok, uint8_t *scratch) {
     unsigned f = part_flags(j, p);
