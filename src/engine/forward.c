@@ -254,21 +254,30 @@ static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t *r0, uint
     *r1 = *r0 + per < rows ? *r0 + per : rows;
 }
 
-/* Weights stored as integer codes (q8_row, q4_*, vbit*): products on them may quantize the
- * activations to int8 (model->q4flags), the arithmetic of llama.cpp's Q8_0 activations. */
-static int int_coded(const cmf_qmat *w) {
-    return w->dtype == CMF_DT_Q8_ROW || w->dtype == CMF_DT_Q4_BLOCK ||
-           w->dtype == CMF_DT_Q4_TILED || w->dtype == CMF_DT_Q4TP || w->dtype == CMF_DT_VBIT ||
-           w->dtype == CMF_DT_VBIT_RO;
+/* Whether a product of n tokens on w quantizes its activations to int8 by default
+ * (model->q4flags; the arithmetic of llama.cpp's Q8_0 activations): weights stored as integer
+ * codes (q8_row, q4_*, vbit*), except one token through q8_row, which keeps f32. From DRAM
+ * q8_row's f32 rows ran at 88-98 % of the bandwidth against 81-88 % for the int8 ones, and
+ * decode measured Qwen2.5-0.5B-shape q8 +2 to +6 %, Gemma 3 270M q8 +6 to +10 %, SmolLM2 q8
+ * within noise (docs/KERNELS.md). */
+static int int8_by_default(const cmf_qmat *w, size_t n) {
+    switch (w->dtype) {
+    case CMF_DT_Q8_ROW:
+        return n > 1;
+    case CMF_DT_Q4_BLOCK:
+    case CMF_DT_Q4_TILED:
+    case CMF_DT_Q4TP:
+    case CMF_DT_VBIT:
+    case CMF_DT_VBIT_RO:
+        return 1;
+    default:
+        return 0;
+    }
 }
 
-/* The kernel flags of part p's product. One token through q8_row weights keeps f32
- * activations unless int8 is forced (j->flags): from DRAM its f32 rows ran at 88-98 % of the
- * bandwidth against 81-88 % for the int8 ones, and decode measured Qwen2.5-0.5B-shape q8
- * +2 to +6 %, Gemma 3 270M q8 +6 to +10 %, SmolLM2 q8 within noise (docs/KERNELS.md). */
+/* The kernel flags of part p's product (j->flags forces int8 for every supported one). */
 static unsigned part_flags(const mm_job *j, const mm_part *p) {
-    if (j->n == 1 && p->w->dtype == CMF_DT_Q8_ROW) return j->flags;
-    return j->flags | (int_coded(p->w) ? j->q4flags : 0);
+    return j->flags | (int8_by_default(p->w, j->n) ? j->q4flags : 0);
 }
 
 /* Rows [r0, r1) of part p (r0 < r1); tok: this thread's prepared token, or NULL; scratch:
