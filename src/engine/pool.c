@@ -1,7 +1,7 @@
 /* pool.c - persistent worker threads. A run is published by bumping an atomic generation;
- * workers spin on it for a short while (CQ_SPIN_NS, env CORTIQ_SPIN_US) before sleeping on a condition variable,
- * so the many short parallel regions of a decode step cost no futex round trip each. The
- * caller likewise spins on the pending count before sleeping. */
+ * workers spin on it for a short while (CQ_SPIN_NS, env CORTIQ_SPIN_US) before sleeping on a
+ * condition variable, so the many short parallel regions of a decode step cost no futex round trip
+ * each. The caller likewise spins on the pending count before sleeping. */
 #include "engine/pool.h"
 
 #include <pthread.h>
@@ -28,6 +28,8 @@ struct cq_pool {
     atomic_ulong generation;
     atomic_uint pending;
     atomic_int quit;
+    atomic_uint sleepers;      /* workers inside (or about to enter) the start wait */
+    atomic_int caller_waiting; /* the caller inside (or about to enter) the done wait */
     cq_task_fn fn;
     void *ctx;
     long long spin_ns;
@@ -54,8 +56,10 @@ static int spin_until(int (*cond)(cq_pool *, unsigned long), cq_pool *p, unsigne
         CQ_PAUSE();
         if ((i & 31) != 31) continue;
         long long t = now_ns();
-        if (!t0) t0 = t;
-        else if (t - t0 > p->spin_ns) return cond(p, arg);
+        if (!t0)
+            t0 = t;
+        else if (t - t0 > p->spin_ns)
+            return cond(p, arg);
     }
 }
 
@@ -77,14 +81,18 @@ static void *worker(void *arg) {
     for (;;) {
         if (!spin_until(new_work, p, seen)) {
             pthread_mutex_lock(&p->mu);
-            while (!new_work(p, seen)) pthread_cond_wait(&p->start, &p->mu);
+            atomic_fetch_add(&p->sleepers, 1);
+            while (!new_work(p, seen))
+                pthread_cond_wait(&p->start, &p->mu);
+            atomic_fetch_sub(&p->sleepers, 1);
             pthread_mutex_unlock(&p->mu);
         }
         if (atomic_load(&p->quit)) break;
         seen = atomic_load(&p->generation);
         p->fn(p->ctx, tid, p->n);
-        if (atomic_fetch_sub(&p->pending, 1) == 1) {
-            /* the caller may be asleep: it checks pending under the mutex before waiting */
+        if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_waiting)) {
+            /* the caller may be asleep: it sets caller_waiting under the mutex before its last
+             * look at pending, so one that missed this decrement is seen waiting here */
             pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done);
             pthread_mutex_unlock(&p->mu);
@@ -108,6 +116,8 @@ cq_pool *cq_pool_create(unsigned n) {
     atomic_init(&p->generation, 0);
     atomic_init(&p->pending, 0);
     atomic_init(&p->quit, 0);
+    atomic_init(&p->sleepers, 0);
+    atomic_init(&p->caller_waiting, 0);
     p->spin_ns = CQ_SPIN_NS;
     const char *e = getenv("CORTIQ_SPIN_US"); /* tuning knob for shared or dedicated machines */
     if (e && *e) p->spin_ns = atoll(e) * 1000LL;
@@ -132,7 +142,8 @@ void cq_pool_free(cq_pool *p) {
     atomic_store(&p->quit, 1);
     pthread_cond_broadcast(&p->start);
     pthread_mutex_unlock(&p->mu);
-    for (unsigned i = 1; i < p->n; i++) pthread_join(p->threads[i], NULL);
+    for (unsigned i = 1; i < p->n; i++)
+        pthread_join(p->threads[i], NULL);
     pthread_mutex_destroy(&p->mu);
     pthread_cond_destroy(&p->start);
     pthread_cond_destroy(&p->done);
@@ -140,7 +151,9 @@ void cq_pool_free(cq_pool *p) {
     free(p);
 }
 
-unsigned cq_pool_size(const cq_pool *p) { return p->n; }
+unsigned cq_pool_size(const cq_pool *p) {
+    return p->n;
+}
 
 void cq_pool_run(cq_pool *p, cq_task_fn fn, void *ctx) {
     if (p->n == 1) {
@@ -150,16 +163,24 @@ void cq_pool_run(cq_pool *p, cq_task_fn fn, void *ctx) {
     p->fn = fn;
     p->ctx = ctx;
     atomic_store(&p->pending, p->n - 1);
-    /* the seq_cst increment publishes fn/ctx; a worker that checked the generation under the
-     * mutex before this increment is waiting by the time we get the mutex, so it is woken */
+    /* The seq_cst increment publishes fn/ctx. A worker counts itself in sleepers, under the
+     * mutex, before its last look at the generation (both seq_cst): either it sees this
+     * increment and does not wait, or we see it counted and take the mutex, which it holds
+     * until it waits, so the broadcast wakes it. Skipping the mutex while nobody sleeps halves
+     * an empty run (0.61 -> 0.32 us on the 2-vCPU Intel guest; 150-180 runs per token). */
     atomic_fetch_add(&p->generation, 1);
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_broadcast(&p->start);
-    pthread_mutex_unlock(&p->mu);
+    if (atomic_load(&p->sleepers)) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->start);
+        pthread_mutex_unlock(&p->mu);
+    }
     fn(ctx, 0, p->n);
     if (!spin_until(all_done, p, 0)) {
         pthread_mutex_lock(&p->mu);
-        while (atomic_load(&p->pending)) pthread_cond_wait(&p->done, &p->mu);
+        atomic_store(&p->caller_waiting, 1);
+        while (atomic_load(&p->pending))
+            pthread_cond_wait(&p->done, &p->mu);
+        atomic_store(&p->caller_waiting, 0);
         pthread_mutex_unlock(&p->mu);
     }
 }
