@@ -70,14 +70,11 @@ AI void scores(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b
                 kp[k] = kp[0], ks[k] = 0;
                 continue;
             }
-            size_t at = cq_attn_vec_at(c, slot, kvh);
+            const uint8_t *row = cq_kv_row(c, c->kb, slot, kvh);
             ks[k] = c->type == CORTIQ_KV_Q8 ? cq_attn_scale_at(c->ks, c, slot, kvh) : 1.0f;
             if (c->type == CORTIQ_KV_F32) {
-                kp[k] = (const float *)c->k + at;
+                kp[k] = (const float *)row;
             } else {
-                const void *row = c->type == CORTIQ_KV_F16
-                                      ? (const void *)((const uint16_t *)c->k + at)
-                                      : (const void *)((const int8_t *)c->k + at);
                 float *dst = kbuf + (size_t)k * hd;
                 for (uint32_t i = 0; i < hd; i += VW)
                     _mm512_storeu_ps(dst + i, ld(row, i, 0xFFFF));
@@ -176,17 +173,14 @@ AI void values4(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *
     uint32_t hd = c->hd, left = (hd - i0) / VW;
     __mmask16 m0 = 0xFFFF, m1 = left > 1 ? 0xFFFF : 0, m2 = left > 2 ? 0xFFFF : 0,
               m3 = left > 3 ? 0xFFFF : 0;
-    const void *base = c->v;
-    size_t esz = c->type == CORTIQ_KV_F32 ? 4 : c->type == CORTIQ_KV_F16 ? 2 : 1;
+    size_t off = i0 * cq_kv_elem_size(c->type);
     int32_t ul = b->lo[r0], uh = b->hi[r0 + 3], cl = b->lo[r0 + 3], ch = b->hi[r0];
     uint32_t slot = (uint32_t)ul % c->slots;
     __m512 a00 = _mm512_setzero_ps(), a01 = a00, a02 = a00, a03 = a00, a10 = a00, a11 = a00,
            a12 = a00, a13 = a00, a20 = a00, a21 = a00, a22 = a00, a23 = a00, a30 = a00, a31 = a00,
            a32 = a00, a33 = a00;
-    /* the value rows advance by one slot (n_kv * hd elements) and wrap to slot 0 */
-    const char *first = (const char *)base + ((size_t)kvh * c->hd + i0) * esz;
-    const char *row = first + (size_t)slot * c->n_kv * c->hd * esz;
-    size_t step = (size_t)c->n_kv * c->hd * esz;
+    /* the value rows advance by one slot and wrap to slot 0 (cq_kv_next) */
+    const uint8_t *row = cq_kv_row(c, c->vb, slot, kvh) + off;
     const float *w = St + (size_t)(ul - (int32_t)b->klo) * L + r0;
     for (int32_t j = ul; j <= uh; j++, w += L) {
         __m512 v0 = ld(row, 0, m0), v1 = ld(row, 16, m1), v2 = ld(row, 32, m2),
@@ -202,8 +196,7 @@ AI void values4(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *
             if (j >= b->lo[r0 + 2] && j <= b->hi[r0 + 2]) FMA4(a20, a21, a22, a23, w[2]);
             if (j >= b->lo[r0 + 3] && j <= b->hi[r0 + 3]) FMA4(a30, a31, a32, a33, w[3]);
         }
-        row += step;
-        if (++slot == c->slots) slot = 0, row = first;
+        row = cq_kv_next(c, c->vb, &slot, kvh, row, off);
     }
     STORE4(0, a00, a01, a02, a03);
     STORE4(1, a10, a11, a12, a13);

@@ -38,10 +38,6 @@ static inline void cq_attn_block_fill(cq_attn_block *b, const cq_attn_batch_args
     b->khi = (uint32_t)b->hi[lanes - 1];
 }
 
-/* Element offset of kv head kvh's vector in slot `slot` (keys and values alike). */
-static inline size_t cq_attn_vec_at(const cq_kv_layer *c, uint32_t slot, uint32_t kvh) {
-    return ((size_t)slot * c->n_kv + kvh) * c->hd;
-}
 /* q8 scale of that vector (keys: c->ks, values: c->vs). */
 static inline float cq_attn_scale_at(const float *s, const cq_kv_layer *c, uint32_t slot,
                                      uint32_t kvh) {

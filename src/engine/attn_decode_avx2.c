@@ -12,7 +12,7 @@
 #include "engine/attn_math_avx2.h"
 
 #define VW      8  /* floats per vector; keys per score block */
-#define PF_ROWS 16 /* cache rows fetched ahead (cq_kv_prefetch_row) */
+#define PF_ROWS 24 /* cache rows fetched ahead (cq_kv_prefetch_row); see attn_decode_avx512.c */
 #define AI      static inline __attribute__((always_inline))
 
 /* Integer lane mask: lanes below n set. */
@@ -41,10 +41,6 @@ static inline float hsum(__m256 v) {
     return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
 }
 
-static inline size_t elem_size(cortiq_kv_type t) {
-    return t == CORTIQ_KV_F32 ? 4 : t == CORTIQ_KV_F16 ? 2 : 1;
-}
-
 /* The unit's keys: positions x0 .. x0 + cnt - 1 of kv head kvh, starting at ring slot s0. */
 typedef struct span {
     uint32_t kvh, cnt, s0;
@@ -56,7 +52,6 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
     const cq_kv_layer *c = a->kv;
     uint32_t group = a->n_heads / c->n_kv, slot = sp.s0;
     uint32_t hd32 = hd / 32 * 32;
-    size_t esz = elem_size(c->type);
     const __m256 scale = _mm256_set1_ps(a->scale), cap = _mm256_set1_ps(a->softcap);
     for (uint32_t j0 = 0; j0 < sp.cnt; j0 += VW) {
         uint32_t kc = sp.cnt - j0 < VW ? sp.cnt - j0 : VW;
@@ -69,11 +64,10 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
                 ks[k] = 1.0f;
                 continue;
             }
-            size_t at = ((size_t)slot * c->n_kv + sp.kvh) * hd;
             ks[k] = c->type == CORTIQ_KV_Q8 ? c->ks[(size_t)slot * c->n_kv + sp.kvh] : 1.0f;
-            const void *row = (const char *)c->k + at * esz;
+            const uint8_t *row = cq_kv_row(c, c->kb, slot, sp.kvh);
             if (j0 + k + PF_ROWS < sp.cnt)
-                cq_kv_prefetch_row(c, c->k, sp.kvh, sp.s0, j0 + k + PF_ROWS);
+                cq_kv_prefetch_row(c, c->kb, sp.kvh, sp.s0, j0 + k + PF_ROWS);
             for (uint32_t i = 0; i < hd; i += VW)
                 _mm256_storeu_ps(dst + i, ld(row, i));
             if (++slot == c->slots) slot = 0;
@@ -137,10 +131,9 @@ AI void softmax(const cq_attn_decode_args *a, uint32_t cnt, float *s, const floa
 /* acc of heads g0 .. g0 + G - 1, outputs i_begin .. i_end - 1 (a multiple of NV * 8 of them):
  * sum over the chunk's keys of w[g][j] * value j. */
 AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *w, uint32_t g0,
-               const int G, const int NV, uint32_t i_begin, uint32_t i_end, ld_fn ld,
-               const uint32_t hd) {
+               const int G, const int NV, uint32_t i_begin, uint32_t i_end, ld_fn ld) {
     const cq_kv_layer *c = a->kv;
-    size_t esz = elem_size(c->type), step = (size_t)c->n_kv * hd * esz;
+    size_t esz = cq_kv_elem_size(c->type);
     float *part[8];
     for (int g = 0; g < G; g++)
         part[g] = cq_attn_decode_part_at(a, sp.kvh, ch, g0 + (uint32_t)g);
@@ -149,12 +142,12 @@ AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *
         for (int g = 0; g < G; g++)
             for (int v = 0; v < NV; v++)
                 acc[g][v] = _mm256_setzero_ps();
-        const char *first = (const char *)c->v + ((size_t)sp.kvh * hd + i0) * esz;
-        const char *row = first + sp.s0 * step;
+        size_t off = i0 * esz;
         uint32_t slot = sp.s0;
+        const uint8_t *row = cq_kv_row(c, c->vb, slot, sp.kvh) + off;
         for (uint32_t j = 0; j < sp.cnt; j++) {
             if (i0 == i_begin && j + PF_ROWS < sp.cnt)
-                cq_kv_prefetch_row(c, c->v, sp.kvh, sp.s0, j + PF_ROWS);
+                cq_kv_prefetch_row(c, c->vb, sp.kvh, sp.s0, j + PF_ROWS);
             __m256 x[4];
             for (int v = 0; v < NV; v++)
                 x[v] = ld(row, (size_t)v * VW);
@@ -163,8 +156,7 @@ AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *
                 for (int v = 0; v < NV; v++)
                     acc[g][v] = _mm256_fmadd_ps(wv, x[v], acc[g][v]);
             }
-            row += step;
-            if (++slot == c->slots) slot = 0, row = first;
+            row = cq_kv_next(c, c->vb, &slot, sp.kvh, row, off);
         }
         for (int g = 0; g < G; g++)
             for (int v = 0; v < NV; v++)
@@ -176,8 +168,8 @@ AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *
 AI void values_heads(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *w,
                      uint32_t g0, const int G, const int NV, ld_fn ld, const uint32_t hd) {
     uint32_t whole = hd / (NV * VW) * (NV * VW);
-    values(a, sp, ch, w, g0, G, NV, 0, whole, ld, hd);
-    if (whole < hd) values(a, sp, ch, w, g0, G, 1, whole, hd, ld, hd);
+    values(a, sp, ch, w, g0, G, NV, 0, whole, ld);
+    if (whole < hd) values(a, sp, ch, w, g0, G, 1, whole, hd, ld);
 }
 
 AI void unit_run(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float *scratch, ld_fn ld,

@@ -12,10 +12,12 @@
 #include "quant/hsum16_avx512.h"
 
 #define VW 16 /* floats per vector; keys per score block */
-/* Cache rows fetched ahead (cq_kv_prefetch_row). 48: decode reads this layer's cache from DRAM
- * (the weights stream evicts it); on the Zen 5 guest SmolLM2 at 512-640 positions decoded
- * +1 to +2 % (q8), +0.6 to +5 % (q4tp) against 16 (old and new binaries alternating). */
-#define PF_ROWS 48
+/* Cache rows fetched ahead (cq_kv_prefetch_row): decode reads this layer's cache from L3 or
+ * DRAM (the weights stream evicts it). On the Zen 5 guest 48 beat 16 (SmolLM2 at 512-640
+ * positions: +1 to +2 % decode for q8, +0.6 to +5 % for q4tp); on the Intel guest 24 took 7 to
+ * 8 % less time per attention job than 48 for SmolLM2 and Qwen2.5-0.5B-shape, 2 to 4 % for
+ * Gemma 3 (no prefetch: +40 %). */
+#define PF_ROWS 24
 #define AI      static inline __attribute__((always_inline))
 #define ALL     ((__mmask16)0xFFFF)
 
@@ -27,10 +29,6 @@ static inline __mmask16 first_lanes(uint32_t n) {
 AI __m512 transpose_add(__m512 *v) {
     CQ_FOLD16_AVX512(v, _mm512_add_ps);
     return v[0];
-}
-
-static inline size_t elem_size(cortiq_kv_type t) {
-    return t == CORTIQ_KV_F32 ? 4 : t == CORTIQ_KV_F16 ? 2 : 1;
 }
 
 /* The unit's keys: positions x0 .. x0 + cnt - 1 of kv head kvh, starting at ring slot s0. */
@@ -46,7 +44,6 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
                const uint32_t hd) {
     const cq_kv_layer *c = a->kv;
     uint32_t group = a->n_heads / c->n_kv, slot = sp.s0;
-    size_t esz = elem_size(c->type);
     const __m512 scale = _mm512_set1_ps(a->scale), cap = _mm512_set1_ps(a->softcap);
     for (uint32_t j0 = 0; j0 < sp.cnt; j0 += VW) {
         uint32_t kc = sp.cnt - j0 < VW ? sp.cnt - j0 : VW;
@@ -59,11 +56,10 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
                 ks[k] = 1.0f;
                 continue;
             }
-            size_t at = ((size_t)slot * c->n_kv + sp.kvh) * hd;
             ks[k] = c->type == CORTIQ_KV_Q8 ? c->ks[(size_t)slot * c->n_kv + sp.kvh] : 1.0f;
-            const void *row = (const char *)c->k + at * esz;
+            const uint8_t *row = cq_kv_row(c, c->kb, slot, sp.kvh);
             if (j0 + k + PF_ROWS < sp.cnt)
-                cq_kv_prefetch_row(c, c->k, sp.kvh, sp.s0, j0 + k + PF_ROWS);
+                cq_kv_prefetch_row(c, c->kb, sp.kvh, sp.s0, j0 + k + PF_ROWS);
             for (uint32_t i = 0; i < hd; i += VW)
                 _mm512_storeu_ps(dst + i, ld(row, i, ALL));
             if (++slot == c->slots) slot = 0;
@@ -129,7 +125,7 @@ AI void softmax(const cq_attn_decode_args *a, uint32_t cnt, float *s, const floa
 AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *w, uint32_t g0,
                const int G, const int NV, ld_fn ld, const uint32_t hd) {
     const cq_kv_layer *c = a->kv;
-    size_t esz = elem_size(c->type), step = (size_t)c->n_kv * hd * esz;
+    size_t esz = cq_kv_elem_size(c->type);
     float *part[8];
     for (int g = 0; g < G; g++)
         part[g] = cq_attn_decode_part_at(a, sp.kvh, ch, g0 + (uint32_t)g);
@@ -141,12 +137,12 @@ AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *
         for (int g = 0; g < G; g++)
             for (int v = 0; v < NV; v++)
                 acc[g][v] = _mm512_setzero_ps();
-        const char *first = (const char *)c->v + ((size_t)sp.kvh * hd + i0) * esz;
-        const char *row = first + sp.s0 * step;
+        size_t off = i0 * esz;
         uint32_t slot = sp.s0;
+        const uint8_t *row = cq_kv_row(c, c->vb, slot, sp.kvh) + off;
         for (uint32_t j = 0; j < sp.cnt; j++) {
             if (i0 == 0 && j + PF_ROWS < sp.cnt)
-                cq_kv_prefetch_row(c, c->v, sp.kvh, sp.s0, j + PF_ROWS);
+                cq_kv_prefetch_row(c, c->vb, sp.kvh, sp.s0, j + PF_ROWS);
             __m512 x[4];
             for (int v = 0; v < NV; v++)
                 x[v] = ld(row, (size_t)v * VW, mk[v]);
@@ -155,8 +151,7 @@ AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *
                 for (int v = 0; v < NV; v++)
                     acc[g][v] = _mm512_fmadd_ps(wv, x[v], acc[g][v]);
             }
-            row += step;
-            if (++slot == c->slots) slot = 0, row = first;
+            row = cq_kv_next(c, c->vb, &slot, sp.kvh, row, off);
         }
         for (int g = 0; g < G; g++)
             for (int v = 0; v < NV; v++)

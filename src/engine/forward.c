@@ -30,6 +30,7 @@ struct cortiq_session {
     uint32_t ctx, pos;
     cortiq_kv_type kv_type;
     cq_kv_layer *kv; /* per layer; slots = ctx, or window + CQ_BATCH for sliding layers (a ring) */
+    cq_kv_arena kv_arena; /* their blocks, position-first, on 2 MiB pages unless no_huge_pages */
     /* scratch for one chunk of up to CQ_BATCH tokens */
     float *x, *xn, *q, *k, *v, *att, *o, *g, *u, *logits;
     uint32_t max_ffn, max_qd;
@@ -89,13 +90,16 @@ cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_typ
     }
     size_t kvd = (size_t)m->n_kv * m->head_dim, B = CQ_BATCH;
     s->kv = calloc(m->n_layers, sizeof *s->kv);
-    int ok = s->kv != NULL;
+    uint32_t *slots = malloc(m->n_layers * sizeof *slots);
+    int ok = s->kv && slots;
     for (uint32_t l = 0; ok && l < m->n_layers; l++) {
-        uint32_t slots = ctx;
+        slots[l] = ctx;
         if (m->layers[l].sliding && (uint64_t)m->sliding_window + B < ctx)
-            slots = m->sliding_window + (uint32_t)B;
-        ok = cq_kv_layer_init(&s->kv[l], kv, slots, m->n_kv, m->head_dim);
+            slots[l] = m->sliding_window + (uint32_t)B;
     }
+    ok = ok && cq_kv_arena_init(&s->kv_arena, s->kv, m->n_layers, kv, slots, m->n_kv, m->head_dim,
+                                m->huge_pages);
+    free(slots);
     size_t H = m->hidden;
     s->x = malloc(B * H * sizeof(float));
     s->xn = malloc(B * H * sizeof(float));
@@ -150,8 +154,7 @@ cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_typ
 
 void cortiq_session_free(cortiq_session *s) {
     if (!s) return;
-    for (uint32_t l = 0; s->kv && l < s->m->n_layers; l++)
-        cq_kv_layer_free(&s->kv[l]);
+    cq_kv_arena_free(&s->kv_arena, s->kv, s->kv ? s->m->n_layers : 0);
     free(s->kv);
     free(s->x), free(s->xn), free(s->o), free(s->q), free(s->att), free(s->k), free(s->v);
     free(s->g), free(s->u), free(s->logits);

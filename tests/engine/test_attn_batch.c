@@ -16,6 +16,7 @@
 #include "common/cpu.h"
 #include "common/f16.h"
 #include "engine/attn_batch.h"
+#include "kv_fixture.h"
 #include "test.h"
 
 #define TOL 2e-5
@@ -30,16 +31,14 @@ static float frand(void) { /* uniform in [-1, 1) */
 
 /* element i of kv head h's key (or value) at slot s, as the cache stores it */
 static double cached(const cq_kv_layer *c, int value, uint32_t s, uint32_t h, uint32_t i) {
-    size_t at = ((size_t)s * c->n_kv + h) * c->hd + i;
-    const void *base = value ? c->v : c->k;
+    const void *row = cq_kv_row(c, value ? c->vb : c->kb, s, h);
     switch (c->type) {
     case CORTIQ_KV_F32:
-        return ((const float *)base)[at];
+        return ((const float *)row)[i];
     case CORTIQ_KV_F16:
-        return f16_to_f32(((const uint16_t *)base)[at]);
+        return f16_to_f32(((const uint16_t *)row)[i]);
     default:
-        return (double)(value ? c->vs : c->ks)[(size_t)s * c->n_kv + h] *
-               ((const int8_t *)base)[at];
+        return (double)(value ? c->vs : c->ks)[(size_t)s * c->n_kv + h] * ((const int8_t *)row)[i];
     }
 }
 
@@ -80,33 +79,36 @@ typedef struct geometry {
 } geometry;
 
 static const geometry geoms[] = {
-    {37, 21, 0, 64},  /* causal chunk after a cached prefix */
-    {0, 19, 0, 19},   /* first chunk */
-    {50, 21, 13, 34}, /* sliding window, ring of window + chunk that wraps */
-    {61, 12, 3, 15},  /* window narrower than a row block */
-    {70, 40, 0, 110}, /* more tokens than one AVX-512 row block holds at group 1 */
-    {90, 45, 20, 65}, /* the same with a wrapping sliding window */
+    {37, 21, 0, 64},     /* causal chunk after a cached prefix */
+    {0, 19, 0, 19},      /* first chunk */
+    {50, 21, 13, 34},    /* sliding window, ring of window + chunk that wraps */
+    {61, 12, 3, 15},     /* window narrower than a row block */
+    {70, 40, 0, 110},    /* more tokens than one AVX-512 row block holds at group 1 */
+    {90, 45, 20, 65},    /* the same with a wrapping sliding window */
+    {230, 50, 0, 300},   /* keys and tokens across the end of a KV block (CQ_KV_BLOCK) */
+    {700, 40, 300, 340}, /* a wrapping window across block ends and the ring's */
 };
 
 /* Run every tier over one configuration and compare with the reference. */
 static void run_case(cortiq_kv_type type, uint32_t group, uint32_t hd, const geometry *g,
                      float cap) {
     const uint32_t n_kv = 2, nh = n_kv * group;
-    cq_kv_layer c;
-    CHECK(cq_kv_layer_init(&c, type, g->slots, n_kv, hd));
+    kv_fixture fx;
+    cq_kv_layer *c = kv_fixture_init(&fx, type, g->slots, n_kv, hd);
+    CHECK(c);
     size_t kvd = (size_t)n_kv * hd, qd = (size_t)nh * hd, total = g->pos0 + g->n;
     float *k = malloc(sizeof(float) * kvd), *v = malloc(sizeof(float) * kvd);
     for (uint32_t p = 0; p < total; p++) { /* in order, so the ring keeps the latest positions */
         for (size_t i = 0; i < kvd; i++)
             k[i] = frand(), v[i] = frand();
-        cq_kv_store(&c, p % g->slots, k, v);
+        cq_kv_store(c, p % g->slots, k, v);
     }
     float *q = malloc(sizeof(float) * qd * g->n), *out = malloc(sizeof(float) * qd * g->n);
     double *ref = malloc(sizeof(double) * qd * g->n);
     float *scalar = malloc(sizeof(float) * qd * g->n); /* the scalar tier's output */
     for (size_t i = 0; i < qd * g->n; i++)
         q[i] = 3.0f * frand();
-    cq_attn_batch_args a = {&c, q, out, nh, g->pos0, g->window, 1.0f / sqrtf((float)hd), cap};
+    cq_attn_batch_args a = {c, q, out, nh, g->pos0, g->window, 1.0f / sqrtf((float)hd), cap};
     reference(&a, g->n, ref);
     for (size_t i = 0; i < qd * g->n; i++) /* until the scalar tier has run */
         scalar[i] = (float)ref[i];
@@ -138,7 +140,7 @@ static void run_case(cortiq_kv_type type, uint32_t group, uint32_t hd, const geo
     }
     cq_cpu_force(CQ_ISA_AVX512);
     free(scratch), free(scalar), free(ref), free(out), free(q), free(k), free(v);
-    cq_kv_layer_free(&c);
+    kv_fixture_free(&fx);
 }
 
 /* An infinite value at the chunk's last position: every tier leaves earlier tokens finite (a

@@ -18,6 +18,7 @@
 #include "common/cpu.h"
 #include "common/f16.h"
 #include "engine/attn_decode.h"
+#include "kv_fixture.h"
 #include "test.h"
 
 #define TOL 2e-5
@@ -32,16 +33,14 @@ static float frand(void) { /* uniform in [-1, 1) */
 
 /* element i of kv head h's key (or value) at slot s, as the cache stores it */
 static double cached(const cq_kv_layer *c, int value, uint32_t s, uint32_t h, uint32_t i) {
-    size_t at = ((size_t)s * c->n_kv + h) * c->hd + i;
-    const void *base = value ? c->v : c->k;
+    const void *row = cq_kv_row(c, value ? c->vb : c->kb, s, h);
     switch (c->type) {
     case CORTIQ_KV_F32:
-        return ((const float *)base)[at];
+        return ((const float *)row)[i];
     case CORTIQ_KV_F16:
-        return f16_to_f32(((const uint16_t *)base)[at]);
+        return f16_to_f32(((const uint16_t *)row)[i]);
     default:
-        return (double)(value ? c->vs : c->ks)[(size_t)s * c->n_kv + h] *
-               ((const int8_t *)base)[at];
+        return (double)(value ? c->vs : c->ks)[(size_t)s * c->n_kv + h] * ((const int8_t *)row)[i];
     }
 }
 
@@ -139,14 +138,15 @@ typedef struct shape {
 static void run_case(const shape *sh, cortiq_kv_type type, uint32_t pos, uint32_t window,
                      uint32_t slots, float cap) {
     uint32_t hd = sh->hd, group = sh->n_heads / sh->n_kv;
-    cq_kv_layer c;
-    CHECK(cq_kv_layer_init(&c, type, slots, sh->n_kv, hd));
+    kv_fixture fx;
+    cq_kv_layer *c = kv_fixture_init(&fx, type, slots, sh->n_kv, hd);
+    CHECK(c);
     size_t kvd = (size_t)sh->n_kv * hd, qd = (size_t)sh->n_heads * hd;
     float *k = malloc(sizeof(float) * kvd), *v = malloc(sizeof(float) * kvd);
     for (uint32_t p = 0; p <= pos; p++) {
         for (size_t i = 0; i < kvd; i++)
             k[i] = frand(), v[i] = frand();
-        cq_kv_store(&c, p % slots, k, v);
+        cq_kv_store(c, p % slots, k, v);
     }
     float *q = malloc(sizeof(float) * qd), *out = malloc(sizeof(float) * qd);
     float *scalar = malloc(sizeof(float) * qd);
@@ -156,7 +156,7 @@ static void run_case(const shape *sh, cortiq_kv_type type, uint32_t pos, uint32_
     float *part = malloc(sizeof(float) * cq_attn_decode_part_floats(sh->n_heads, hd));
     float *scratch = aligned_alloc(64, (cq_attn_decode_scratch_floats(hd, group, slots) + 15) / 16 *
                                            16 * sizeof(float));
-    cq_attn_decode_args a = {&c, q, out, part, sh->n_heads, pos, window, 0, 1.0f / sqrtf((float)hd),
+    cq_attn_decode_args a = {c,  q, out, part, sh->n_heads, pos, window, 0, 1.0f / sqrtf((float)hd),
                              cap};
     naive(&a, ref);
     uint32_t keys = pos + 1 - cq_attn_decode_first_key(&a);
@@ -187,7 +187,7 @@ static void run_case(const shape *sh, cortiq_kv_type type, uint32_t pos, uint32_
         }
     }
     free(scratch), free(part), free(ref), free(scalar), free(out), free(q), free(k), free(v);
-    cq_kv_layer_free(&c);
+    kv_fixture_free(&fx);
 }
 
 /* The chunk rule keeps within the scratch and partials sized for a context. */
