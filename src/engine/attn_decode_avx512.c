@@ -45,6 +45,9 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
     const cq_kv_layer *c = a->kv;
     uint32_t group = a->n_heads / c->n_kv, slot = sp.s0;
     const __m512 scale = _mm512_set1_ps(a->scale), cap = _mm512_set1_ps(a->softcap);
+    /* the unit's first rows (the loop below fetches PF_ROWS ahead from there on) */
+    for (uint32_t j = 0; j < PF_ROWS && j < sp.cnt; j++)
+        cq_kv_prefetch_row(c, c->kb, sp.kvh, sp.s0, j);
     for (uint32_t j0 = 0; j0 < sp.cnt; j0 += VW) {
         uint32_t kc = sp.cnt - j0 < VW ? sp.cnt - j0 : VW;
         float ks[VW];
@@ -58,8 +61,11 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
             }
             ks[k] = c->type == CORTIQ_KV_Q8 ? c->ks[(size_t)slot * c->n_kv + sp.kvh] : 1.0f;
             const uint8_t *row = cq_kv_row(c, c->kb, slot, sp.kvh);
+            /* one stream: past the last key the values pass's first rows */
             if (j0 + k + PF_ROWS < sp.cnt)
                 cq_kv_prefetch_row(c, c->kb, sp.kvh, sp.s0, j0 + k + PF_ROWS);
+            else if (j0 + k + PF_ROWS - sp.cnt < sp.cnt)
+                cq_kv_prefetch_row(c, c->vb, sp.kvh, sp.s0, j0 + k + PF_ROWS - sp.cnt);
             for (uint32_t i = 0; i < hd; i += VW)
                 _mm512_storeu_ps(dst + i, ld(row, i, ALL));
             if (++slot == c->slots) slot = 0;
