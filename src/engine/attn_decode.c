@@ -13,7 +13,7 @@ static uint32_t round16(uint64_t x) {
 }
 
 uint32_t cq_attn_decode_chunk(uint32_t keys, uint32_t n_kv, unsigned threads) {
-    uint64_t units = 8 * (uint64_t)(threads ? threads : 1);
+    uint64_t units = 4 * (uint64_t)(threads ? threads : 1);
     uint32_t c = round16(((uint64_t)keys * n_kv + units - 1) / units);
     if (c < CQ_ATTN_DECODE_MIN_CHUNK) c = CQ_ATTN_DECODE_MIN_CHUNK;
     if (c > CQ_ATTN_DECODE_MAX_CHUNK) c = CQ_ATTN_DECODE_MAX_CHUNK;

@@ -56,7 +56,7 @@ static inline uint32_t cq_attn_decode_first_key(const cq_attn_decode_args *a) {
     return a->window && a->pos + 1 > a->window ? a->pos + 1 - a->window : 0;
 }
 
-/* Keys per chunk for `keys` attended keys: about 8 units per thread over the kv heads, within
+/* Keys per chunk for `keys` attended keys: about 4 units per thread over the kv heads, within
  * [MIN_CHUNK, MAX_CHUNK], rounded up to 16, and never so small that more than MAX_CHUNKS
  * chunks are needed. */
 uint32_t cq_attn_decode_chunk(uint32_t keys, uint32_t n_kv, unsigned threads);
