@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "engine/pool_profile.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define CQ_PAUSE() _mm_pause()
@@ -89,7 +91,9 @@ static void *worker(void *arg) {
         }
         if (atomic_load(&p->quit)) break;
         seen = atomic_load(&p->generation);
+        cq_pool_prof_worker(0);
         p->fn(p->ctx, tid, p->n);
+        cq_pool_prof_worker(1);
         if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->caller_waiting)) {
             /* the caller may be asleep: it sets caller_waiting under the mutex before its last
              * look at pending, so one that missed this decrement is seen waiting here */
@@ -160,6 +164,8 @@ void cq_pool_run(cq_pool *p, cq_task_fn fn, void *ctx) {
         fn(ctx, 0, 1);
         return;
     }
+    long long t0 = cq_pool_prof_now();
+    cq_pool_prof_publish();
     p->fn = fn;
     p->ctx = ctx;
     atomic_store(&p->pending, p->n - 1);
@@ -175,6 +181,7 @@ void cq_pool_run(cq_pool *p, cq_task_fn fn, void *ctx) {
         pthread_mutex_unlock(&p->mu);
     }
     fn(ctx, 0, p->n);
+    long long t_caller = cq_pool_prof_now();
     if (!spin_until(all_done, p, 0)) {
         pthread_mutex_lock(&p->mu);
         atomic_store(&p->caller_waiting, 1);
@@ -183,4 +190,5 @@ void cq_pool_run(cq_pool *p, cq_task_fn fn, void *ctx) {
         atomic_store(&p->caller_waiting, 0);
         pthread_mutex_unlock(&p->mu);
     }
+    cq_pool_prof_run(fn, t0, t_caller);
 }
