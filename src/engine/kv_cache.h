@@ -40,7 +40,7 @@ uint64_t cq_kv_layer_bytes(const cq_kv_layer *c);
 /* n layers with slots[l] slots each, their blocks in one region laid out position-first, on
  * 2 MiB pages when huge (where the kernel offers them). Decode reads every layer's rows once
  * per token; on 4 KiB pages that is a TLB miss every few rows (SmolLM2-135M at 512-640
- * positions: +8 % decode on the Intel guest of docs/PERFORMANCE.md). False when out of
+ * positions: +4 to +8 % decode on the Intel guest of docs/KERNELS.md). False when out of
  * memory; the layers and the arena are then safe to free. */
 typedef struct cq_kv_arena {
     void *base;
