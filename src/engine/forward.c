@@ -199,18 +199,27 @@ static void rmsnorm(float *out, const float *x, const float *w, uint32_t n, floa
         out[i] = x[i] * r * w[i];
 }
 
-static void rope(float *v, uint32_t n_heads, uint32_t head_dim, uint32_t rot, const float *inv,
-                 float mscale, uint32_t pos) {
+/* Rotate pair i of each of n_heads heads of v by (c, s). */
+static void rotate_pair(float *v, uint32_t n_heads, uint32_t head_dim, uint32_t i, uint32_t half,
+                        float c, float s) {
+    for (uint32_t h = 0; h < n_heads; h++) {
+        float *x = v + (size_t)h * head_dim;
+        float a = x[i], b = x[i + half];
+        x[i] = a * c - b * s;
+        x[i + half] = b * c + a * s;
+    }
+}
+
+/* RoPE of one token's queries (nq heads) and keys (nk heads) at position pos: each pair's
+ * cos / sin once for both (a decode step's serial work before attention). */
+static void rope(float *q, uint32_t nq, float *k, uint32_t nk, uint32_t head_dim, uint32_t rot,
+                 const float *inv, float mscale, uint32_t pos) {
     uint32_t half = rot / 2;
     for (uint32_t i = 0; i < half; i++) {
         float f = (float)pos * inv[i];
         float c = cosf(f) * mscale, s = sinf(f) * mscale;
-        for (uint32_t h = 0; h < n_heads; h++) {
-            float *x = v + (size_t)h * head_dim;
-            float a = x[i], b = x[i + half];
-            x[i] = a * c - b * s;
-            x[i + half] = b * c + a * s;
-        }
+        rotate_pair(q, nq, head_dim, i, half, c, s);
+        rotate_pair(k, nk, head_dim, i, half, c, s);
     }
 }
 
@@ -437,8 +446,8 @@ static void tok_range(const tok_job *j, size_t t0, size_t t1) {
             if (y->k_norm)
                 for (uint32_t h = 0; h < m->n_kv; h++)
                     rmsnorm(k + h * hd, k + h * hd, y->k_norm, hd, m->eps);
-            rope(q, y->n_heads, hd, y->rot_dim, y->inv_freq, y->rope_mscale, j->pos0 + (uint32_t)t);
-            rope(k, m->n_kv, hd, y->rot_dim, y->inv_freq, y->rope_mscale, j->pos0 + (uint32_t)t);
+            rope(q, y->n_heads, k, m->n_kv, hd, y->rot_dim, y->inv_freq, y->rope_mscale,
+                 j->pos0 + (uint32_t)t);
             uint32_t slot = (j->pos0 + (uint32_t)t) % j->c->slots;
             cq_kv_store(j->c, slot, k, v); /* converted once, to the cache's type */
             break;
