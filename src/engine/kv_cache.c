@@ -9,17 +9,23 @@
 #include "common/f16.h"
 #include "common/hugepages.h"
 
-/* Room for the block tables and, for q8, the scales of a layer of `slots` slots. */
+/* Room for the block tables and, for q8, the scales of a layer of `slots` slots; *bytes gets
+ * the size of its keys (and of its values). A context the address space cannot hold counts as
+ * out of memory. */
 static bool layer_tables(cq_kv_layer *c, cortiq_kv_type type, uint32_t slots, uint32_t n_kv,
-                         uint32_t hd) {
+                         uint32_t hd, size_t *bytes) {
     *c = (cq_kv_layer){.type = type, .slots = slots, .n_kv = n_kv, .hd = hd};
+    size_t vecs;
+    if (!ck_mul_size(slots, n_kv, &vecs) ||
+        !ck_mul_size(vecs, (size_t)hd * cq_kv_elem_size(type), bytes))
+        return false;
     c->n_blocks = (uint32_t)(((uint64_t)slots + CQ_KV_BLOCK - 1) >> CQ_KV_BLOCK_SHIFT);
     c->kb = calloc(c->n_blocks, sizeof *c->kb);
     c->vb = calloc(c->n_blocks, sizeof *c->vb);
     if (!c->kb || !c->vb) return false;
     if (type != CORTIQ_KV_Q8) return true;
-    size_t sbytes; /* a context the address space cannot hold counts as out of memory */
-    if (!ck_mul_size((size_t)slots * n_kv, sizeof(float), &sbytes)) return false;
+    size_t sbytes;
+    if (!ck_mul_size(vecs, sizeof(float), &sbytes)) return false;
     c->ks = malloc(sbytes);
     c->vs = malloc(sbytes);
     return c->ks && c->vs;
@@ -34,13 +40,8 @@ static size_t block_bytes(const cq_kv_layer *c, uint32_t b) {
 
 bool cq_kv_layer_init(cq_kv_layer *c, cortiq_kv_type type, uint32_t slots, uint32_t n_kv,
                       uint32_t hd) {
-    size_t vecs, bytes;
-    if (!ck_mul_size(slots, n_kv, &vecs) ||
-        !ck_mul_size(vecs, (size_t)hd * cq_kv_elem_size(type), &bytes)) {
-        *c = (cq_kv_layer){0};
-        return false;
-    }
-    if (!layer_tables(c, type, slots, n_kv, hd)) return false;
+    size_t bytes;
+    if (!layer_tables(c, type, slots, n_kv, hd, &bytes)) return false;
     uint8_t *k = c->own_k = malloc(bytes), *v = c->own_v = malloc(bytes);
     if (!k || !v) return false;
     for (uint32_t b = 0; b < c->n_blocks; b++) {
@@ -67,10 +68,8 @@ bool cq_kv_arena_init(cq_kv_arena *a, cq_kv_layer *layers, uint32_t n, cortiq_kv
     size_t total = 0;
     bool ok = true;
     for (uint32_t l = 0; l < n; l++) {
-        size_t vecs, bytes;
-        if (!ck_mul_size(slots[l], n_kv, &vecs) ||
-            !ck_mul_size(vecs, (size_t)hd * cq_kv_elem_size(type), &bytes) ||
-            !layer_tables(&layers[l], type, slots[l], n_kv, hd)) {
+        size_t bytes;
+        if (!layer_tables(&layers[l], type, slots[l], n_kv, hd, &bytes)) {
             ok = false;
             continue;
         }
