@@ -69,8 +69,9 @@ typedef struct cortiq_load_opts {
      * for quantized weights). int8_act above forces int8 for every supported product. */
     int f32_act;
     /* Nonzero: leave the weights on the file mapping's 4 KiB pages. By default
-     * cortiq_model_prefetch moves the matrices a decode step streams onto 2 MiB pages where the
-     * kernel offers transparent huge pages (docs/KERNELS.md, "Weights on 2 MiB pages"). */
+     * cortiq_model_move_step / cortiq_model_prefetch move the matrices a decode step streams
+     * onto 2 MiB pages where the kernel offers transparent huge pages (docs/KERNELS.md,
+     * "Weights on 2 MiB pages"). */
     int no_huge_pages;
 } cortiq_load_opts;
 
@@ -93,15 +94,26 @@ uint64_t cortiq_model_weight_bytes(const cortiq_model *m);
  * untied embedding table, of which a token reads one row, stays lazy) and return when they are
  * resident. For a cold start: the file is read in large sequential requests while the caller
  * runs other set-up on another thread (cortiq_runtime_open builds the tokenizer meanwhile),
- * instead of page faults during the first prefill. Unless the load set no_huge_pages, those
- * matrices are then moved, at the same addresses and with the same bytes, onto anonymous
- * 2 MiB pages where transparent huge pages are enabled (a decode step streams them faster:
- * fewer TLB misses, prefetchers not stopped at every 4 KiB); they then count as anonymous
- * rather than file pages in the RSS, the same amount. Best effort (hints; errors leave pages
- * as they were and never change results). Returns the bytes on 2 MiB pages. Meant to be called
- * once per model (a second call would copy the moved windows again, to the same effect). NULL
- * allowed. */
-uint64_t cortiq_model_prefetch(const cortiq_model *m);
+ * instead of page faults during the first prefill. Unless the load set no_huge_pages, and
+ * where transparent huge pages are enabled, it also lists the 2 MiB windows of those matrices
+ * for cortiq_model_move_step. Returns the bytes so listed (0: nothing to move). Best effort
+ * (hints; never changes results). Meant to be called once per model. NULL allowed. */
+uint64_t cortiq_model_page_in(cortiq_model *m);
+/* Move up to max_bytes (at least one window) of the windows cortiq_model_page_in listed onto
+ * anonymous 2 MiB pages, at the same addresses and with the same bytes, on the model's
+ * threads: a decode step then streams them faster (fewer TLB misses, prefetchers not stopped
+ * at every 4 KiB). They then count as anonymous rather than file pages in the RSS, the same
+ * amount. Copying costs time (the kernel zeroes each fresh page, and a virtual machine's host
+ * may back it only then), so cortiq_generate moves a few windows after each generated token
+ * instead of before the first one. Must not run while a session of the model evaluates.
+ * Returns the bytes moved (a window that could not move stays on file pages); 0 once none
+ * are left. NULL allowed. */
+uint64_t cortiq_model_move_step(cortiq_model *m, uint64_t max_bytes);
+/* Bytes of listed windows not yet moved. NULL allowed (0). */
+uint64_t cortiq_model_moves_left(const cortiq_model *m);
+/* cortiq_model_page_in, then every listed window moved at once (what a benchmark wants before
+ * it measures). Returns the bytes moved onto 2 MiB pages. NULL allowed. */
+uint64_t cortiq_model_prefetch(cortiq_model *m);
 
 /* A session with room for ctx positions (sliding-window layers keep only their window), its
  * KV cache of the type chosen at load (cortiq_load_opts.kv). ctx is capped at the model's

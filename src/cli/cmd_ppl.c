@@ -70,6 +70,8 @@ int cmd_ppl(int argc, char **argv) {
         cortiq_runtime_free(rt);
         return cli_exit_code(st);
     }
+    /* a batch job: every window onto 2 MiB pages now, not token by token as chat does */
+    cortiq_model_move_step(cortiq_runtime_model(rt), UINT64_MAX);
     cortiq_session *s = cortiq_runtime_session(rt);
     uint32_t win = cortiq_session_ctx(s);
     if (!stride || stride > win) stride = win / 2 ? win / 2 : 1;

@@ -24,7 +24,8 @@ static void usage(void) {
            "  --f32-act            f32 activations everywhere (default: int8 GEMM for the prompt on\n"
            "                       VNNI CPUs, int8 activations for 4-bit weights)\n"
            "  --no-huge-pages      keep the weights on the file's 4 KiB pages (default: moved onto\n"
-           "                       2 MiB pages where the kernel offers transparent huge pages)\n"
+           "                       2 MiB pages where the kernel offers transparent huge pages,\n"
+           "                       a few at a time after each generated token)\n"
            "  -t, --threads N      compute threads (default: all cores)\n"
            "  Generation stops on any of the file's eos_token_ids. A stats line ends each answer "
            "on stderr.\n");

@@ -53,6 +53,10 @@ struct cortiq_model {
     bool prefill_qact;  /* batched products use cmf_matmul_qact where the weights allow */
     unsigned q4flags;   /* extra cmf_matmul_ex flags for integer-coded weights (q8_row, q4_*, vbit*) */
     bool huge_pages;    /* cortiq_model_prefetch moves the matrices onto 2 MiB pages */
+    /* 2 MiB windows of the decode matrices left on file pages by cortiq_model_page_in, moved
+     * by cortiq_model_move_step: moves[moved .. n_moves) */
+    uintptr_t *moves;
+    size_t n_moves, moved;
 };
 
 #endif

@@ -324,6 +324,7 @@ void cortiq_model_free(cortiq_model *m) {
     }
     cmf_qmat_free(&m->embed);
     cmf_qmat_free(&m->head);
+    free(m->moves);
     free(m->layers);
     free(m->final_norm);
     free(m->freq_store);

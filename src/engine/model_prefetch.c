@@ -1,8 +1,9 @@
 /* model_prefetch.c - page in the weights every decode step reads, so that a cold start reads
  * the model file while other set-up (the tokenizer) runs instead of faulting it in during the
- * first prefill; then move them onto 2 MiB pages (common/hugepages.h): a decode step streams
- * every weight byte once, and on the 2-vCPU Xeon guest of docs/PERFORMANCE.md a two-thread read
- * ran at 28 GB/s on 4 KiB pages and 34 GB/s on 2 MiB pages. */
+ * first prefill; then move them onto 2 MiB pages (common/hugepages.h), all at once or a few
+ * windows at a time between tokens: a decode step streams every weight byte once, and on the
+ * 2-vCPU Xeon guest of docs/PERFORMANCE.md a two-thread read ran at 28 GB/s on 4 KiB pages and
+ * 34 GB/s on 2 MiB pages. */
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -55,33 +56,61 @@ static void move_some(void *ctx, unsigned tid, unsigned nthreads) {
     atomic_fetch_add(&j->moved, moved);
 }
 
-/* The windows of every shard that hold the spans, onto 2 MiB pages; the bytes moved. */
-static uint64_t move_to_huge_pages(const cortiq_model *m, cq_span *spans, size_t n) {
-    uint64_t moved = 0;
+/* The windows of every shard that hold the spans, in m->moves (nothing on allocation failure:
+ * the weights then stay on file pages). */
+static void list_windows(cortiq_model *m, cq_span *spans, size_t n) {
+    size_t cap = 0;
+    for (size_t s = 0; s < cmf_file_shard_count(m->file); s++) {
+        size_t len = 0;
+        cmf_file_shard_bytes(m->file, s, &len);
+        cap += len / CQ_HUGE_PAGE + 1;
+    }
+    free(m->moves);
+    m->n_moves = m->moved = 0;
+    if (!(m->moves = malloc(cap * sizeof *m->moves))) return;
     for (size_t s = 0; s < cmf_file_shard_count(m->file); s++) {
         size_t len = 0;
         const uint8_t *base = cmf_file_shard_bytes(m->file, s, &len);
-        uintptr_t *w = malloc((len / CQ_HUGE_PAGE + 1) * sizeof *w);
-        if (!w) break;
-        move_job j = {w, cq_huge_windows(base, len, spans, n, w), 0};
-        if (j.n) cq_pool_run(m->pool, move_some, &j);
-        moved += atomic_load(&j.moved);
-        free(w);
+        m->n_moves += cq_huge_windows(base, len, spans, n, m->moves + m->n_moves);
     }
-    return moved;
 }
 
-uint64_t cortiq_model_prefetch(const cortiq_model *m) {
+uint64_t cortiq_model_page_in(cortiq_model *m) {
     if (!m || !m->layers) return 0;
     cq_span *spans = malloc(((size_t)m->n_layers * 7 + 1) * sizeof *spans);
     if (!spans) return 0; /* a hint: without it the pages come in on first use */
     size_t n = matrix_spans(m, spans);
-    /* queue read-ahead of everything first (asynchronous), then wait for it range by range */
+    /* queue read-ahead of everything first (asynchronous), then wait for it */
     advise_all(spans, n, MADV_WILLNEED);
-    uint64_t huge = m->huge_pages && cq_thp_available() ? move_to_huge_pages(m, spans, n) : 0;
 #ifdef MADV_POPULATE_READ
-    advise_all(spans, n, MADV_POPULATE_READ); /* what stayed on file pages */
+    advise_all(spans, n, MADV_POPULATE_READ);
 #endif
+    if (m->huge_pages && cq_thp_available()) list_windows(m, spans, n);
     free(spans);
-    return huge;
+    return (uint64_t)(m->n_moves - m->moved) * CQ_HUGE_PAGE;
+}
+
+uint64_t cortiq_model_move_step(cortiq_model *m, uint64_t max_bytes) {
+    if (!m || m->moved >= m->n_moves) return 0;
+    size_t k = m->n_moves - m->moved, most = (size_t)(max_bytes / CQ_HUGE_PAGE);
+    if (most < 1) most = 1;
+    if (k > most) k = most;
+    move_job j = {m->moves + m->moved, k, 0};
+    cq_pool_run(m->pool, move_some, &j);
+    m->moved += k;
+    if (m->moved == m->n_moves) { /* done: the list is not needed again */
+        free(m->moves);
+        m->moves = NULL;
+        m->n_moves = m->moved = 0;
+    }
+    return atomic_load(&j.moved);
+}
+
+uint64_t cortiq_model_moves_left(const cortiq_model *m) {
+    return m ? (uint64_t)(m->n_moves - m->moved) * CQ_HUGE_PAGE : 0;
+}
+
+uint64_t cortiq_model_prefetch(cortiq_model *m) {
+    cortiq_model_page_in(m);
+    return cortiq_model_move_step(m, UINT64_MAX);
 }

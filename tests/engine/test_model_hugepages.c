@@ -4,8 +4,8 @@
  * file-backed, a span outside the mapping is ignored, and one munmap of the whole mapping
  * releases every piece. Whether the kernel really backed a window with a huge page depends on
  * its free memory, so AnonHugePages is printed, not required. The model-level use is in
- * test_model_prefetch (logits) and test_real_chat (real models through cortiq_runtime_open,
- * whose windows do move). */
+ * test_model_prefetch (logits) and test_real_chat (real models through cortiq_runtime_open
+ * and cortiq_generate, whose windows do move). */
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>

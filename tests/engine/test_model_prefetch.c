@@ -1,4 +1,4 @@
-/* cortiq_model_prefetch: after it returns, every page of every layer matrix and of the output
+/* cortiq_model_prefetch (and cortiq_model_page_in with step-wise moves): after it returns, every page of every layer matrix and of the output
  * head is resident (mincore), starting from a file whose pages were dropped from the page cache
  * (posix_fadvise DONTNEED), and the model computes the same logits as without it and as with
  * no_huge_pages (which moves nothing; this file is too small to fill a 2 MiB window, see
@@ -56,13 +56,23 @@ static void drop_cache(const char *path) {
 }
 
 /* prefetch: 0 none, 1 the default (weights moved onto 2 MiB pages where they fill a window),
- * 2 with no_huge_pages (nothing moved) */
+ * 2 with no_huge_pages (nothing moved), 3 cortiq_model_page_in and then moves of one window
+ * at a time (as cortiq_generate does between tokens) */
 static void logits_of(const char *path, int prefetch, float *out, uint32_t *V) {
     cmf_err err;
     cortiq_model *m;
     cortiq_load_opts lo = {.threads = 1, .no_huge_pages = prefetch == 2};
     CHECK_MSG(cortiq_model_load(path, &lo, &m, &err) == CMF_OK, "%s", err.msg);
-    if (prefetch) {
+    if (prefetch == 3) {
+        uint64_t listed = cortiq_model_page_in(m), moved = 0, step;
+        CHECK_MSG(model_missing(m) == 0, "%zu weight pages not resident after page_in",
+                  model_missing(m));
+        CHECK(cortiq_model_moves_left(m) == listed);
+        while ((step = cortiq_model_move_step(m, 1)) > 0)
+            moved += step;
+        CHECK(moved <= listed && cortiq_model_moves_left(m) == 0);
+        CHECK(cortiq_model_move_step(m, UINT64_MAX) == 0); /* nothing left */
+    } else if (prefetch) {
         size_t before = model_missing(m);
         uint64_t moved = cortiq_model_prefetch(m);
         printf("weight pages not resident: %zu before prefetch, %zu after; %llu bytes moved onto "
@@ -97,10 +107,16 @@ int main(void) {
     logits_of(path, 0, b, &Vb);
     drop_cache(path);
     logits_of(path, 2, c, &Vc);
-    CHECK(Va == Vb && Va == Vc && Va <= (1u << 16));
+    static float d[1 << 16];
+    uint32_t Vd = 0;
+    drop_cache(path);
+    logits_of(path, 3, d, &Vd);
+    CHECK(Va == Vb && Va == Vc && Va == Vd && Va <= (1u << 16));
     CHECK(memcmp(a, b, Va * sizeof(float)) == 0);
     CHECK(memcmp(a, c, Va * sizeof(float)) == 0);
-    cortiq_model_prefetch(NULL);
+    CHECK(memcmp(a, d, Va * sizeof(float)) == 0);
+    CHECK(cortiq_model_prefetch(NULL) == 0 && cortiq_model_page_in(NULL) == 0);
+    CHECK(cortiq_model_move_step(NULL, 1) == 0 && cortiq_model_moves_left(NULL) == 0);
     unlink(path);
     TEST_DONE();
 }

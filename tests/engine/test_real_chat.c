@@ -51,13 +51,36 @@ static void run_model(const char *name, const char *gguf_name, const char *templ
     cortiq_runtime_opts ro = {.threads = 2, .ctx = 512};
     CHECK_MSG(cortiq_runtime_open(cmf, &ro, &rt, &err) == CMF_OK, "%s", err.msg);
     if (!rt || !ref) return;
-    if (cq_thp_available()) { /* the runtime moved the weights onto 2 MiB pages (all that follows
-                                 runs on them): the middle of layer 0's MLP up matrix is no
-                                 longer file-backed */
-        const cmf_qmat *wu = &cortiq_runtime_model(rt)->layers[0].wu;
-        bool fb = true;
-        uintptr_t lo, hi;
-        CHECK(test_mapping_at((uintptr_t)wu->data + wu->nbytes / 2, &fb, &lo, &hi));
+    cortiq_model *model = cortiq_runtime_model(rt);
+    if (cq_thp_available()) {
+        /* the runtime reads the weights in but leaves them on file pages for the first token;
+         * cortiq_generate moves them onto 2 MiB pages a few windows per generated token (its
+         * answers, and all that follows here, run on them): the middle of layer 0's MLP up
+         * matrix is file-backed before and anonymous after */
+        const cmf_qmat *wu = &model->layers[0].wu;
+        uintptr_t mid = (uintptr_t)wu->data + wu->nbytes / 2, lo, hi;
+        bool fb = false;
+        uint64_t left = cortiq_model_moves_left(model);
+        CHECK_MSG(left > 0, "%s: nothing to move after cortiq_runtime_open", name);
+        CHECK(test_mapping_at(mid, &fb, &lo, &hi) && fb);
+        cortiq_generate_params gp;
+        cortiq_generate_defaults(&gp);
+        gp.sampler.temperature = 0;
+        gp.max_tokens = 24;
+        int answers = 0;
+        for (; answers < 64 && cortiq_model_moves_left(model); answers++) {
+            char *reply = NULL;
+            cortiq_generate_stats st;
+            CHECK(cortiq_chat_once(rt, NULL, "Tell me about the sea.", &gp, NULL, NULL, &reply, &st,
+                                   &err) == CMF_OK);
+            CHECK(st.generated_tokens > 1);
+            free(reply);
+        }
+        printf("%s: %llu MiB moved onto 2 MiB pages over %d answers\n", name,
+               (unsigned long long)(left >> 20), answers);
+        CHECK_MSG(cortiq_model_moves_left(model) == 0, "%s: windows left after %d answers", name,
+                  answers);
+        CHECK(test_mapping_at(mid, &fb, &lo, &hi));
         CHECK_MSG(!fb, "%s: layer 0 mlp.up still on the file mapping", name);
     }
     cortiq_session *s = cortiq_runtime_session(rt);
