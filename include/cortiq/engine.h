@@ -81,7 +81,8 @@ typedef struct cortiq_load_opts {
  * CMF_E_UNSUPPORTED (SKILL_FILE, MoE, linear attention, a dtype without kernels);
  * CMF_E_NOT_FOUND (a tensor the model needs, named); CMF_E_PARSE (a header field missing or
  * contradicting a tensor's shape); CMF_E_LIMIT (a dimension over the caps). */
-cmf_status cortiq_model_load(const char *path, const cortiq_load_opts *opts, cortiq_model **out, cmf_err *err);
+cmf_status cortiq_model_load(const char *path, const cortiq_load_opts *opts, cortiq_model **out,
+                             cmf_err *err);
 void cortiq_model_free(cortiq_model *m); /* NULL allowed */
 
 const cmf_file *cortiq_model_file(const cortiq_model *m);
@@ -120,8 +121,8 @@ uint64_t cortiq_model_prefetch(cortiq_model *m);
  * max_position_embeddings. Fails CMF_E_INVALID_ARG (ctx 0), CMF_E_NOMEM. */
 cmf_status cortiq_session_create(cortiq_model *m, uint32_t ctx, cortiq_session **out, cmf_err *err);
 /* The same with an explicit KV cache type (CMF_E_INVALID_ARG when out of range). */
-cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_type kv, cortiq_session **out,
-                                    cmf_err *err);
+cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_type kv,
+                                    cortiq_session **out, cmf_err *err);
 cortiq_kv_type cortiq_session_kv_type(const cortiq_session *s);
 /* Bytes held by the session's KV cache (keys, values and q8 scales, all layers). */
 uint64_t cortiq_session_kv_bytes(const cortiq_session *s);
@@ -135,30 +136,33 @@ uint32_t cortiq_session_ctx(const cortiq_session *s);
  * cortiq_session_logits() holds the logits of the last token. If all_logits is non-NULL it
  * receives n x vocab logits (one row per token; used by perplexity). Fails CMF_E_LIMIT when
  * the context would overflow, CMF_E_INVALID_ARG for a token id outside the vocabulary. */
-cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t n, float *all_logits,
-                               cmf_err *err);
+cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
+                               float *all_logits, cmf_err *err);
 const float *cortiq_session_logits(const cortiq_session *s);
 /* Drop positions >= pos (e.g. to re-run a prompt suffix). pos <= cortiq_session_pos(). */
 void cortiq_session_truncate(cortiq_session *s, uint32_t pos);
 
 /* ---- sampling ---- */
 typedef struct cortiq_sampler_params {
-    float temperature;     /* <= 0: greedy */
-    int top_k;             /* <= 0: off */
-    float top_p;           /* >= 1: off */
-    float min_p;           /* <= 0: off */
-    float repeat_penalty;  /* 1: off; applied to the last repeat_last_n tokens */
+    float temperature;    /* <= 0: greedy */
+    int top_k;            /* <= 0: off */
+    float top_p;          /* >= 1: off */
+    float min_p;          /* <= 0: off */
+    float repeat_penalty; /* 1: off; applied to the last repeat_last_n tokens */
     int repeat_last_n;
     uint64_t seed;
 } cortiq_sampler_params;
 
-void cortiq_sampler_defaults(cortiq_sampler_params *p); /* temp 0.7, top_k 40, top_p 0.95, min_p 0.05 */
+/* temp 0.7, top_k 40, top_p 0.95, min_p 0.05 */
+void cortiq_sampler_defaults(cortiq_sampler_params *p);
 
 typedef struct cortiq_sampler cortiq_sampler;
-cmf_status cortiq_sampler_create(const cortiq_sampler_params *p, uint32_t vocab, cortiq_sampler **out, cmf_err *err);
+cmf_status cortiq_sampler_create(const cortiq_sampler_params *p, uint32_t vocab,
+                                 cortiq_sampler **out, cmf_err *err);
 void cortiq_sampler_free(cortiq_sampler *s);
 /* Pick the next token from logits (not modified). history: tokens so far (for the penalty). */
-int32_t cortiq_sampler_sample(cortiq_sampler *s, const float *logits, const int32_t *history, size_t n_history);
+int32_t cortiq_sampler_sample(cortiq_sampler *s, const float *logits, const int32_t *history,
+                              size_t n_history);
 /* Argmax, lowest index on ties. */
 int32_t cortiq_argmax(const float *logits, uint32_t n);
 

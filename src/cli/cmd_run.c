@@ -9,26 +9,27 @@
 #include "cortiq/runtime.h"
 
 static void usage(void) {
-    printf("usage: cortiq run MODEL.cmf [--prompt TEXT] [options]\n"
-           "  With --prompt: answer once and exit. Without: interactive chat (history kept; "
-           "/reset, /exit).\n"
-           "  The file's chat template renders the conversation (ChatML when the file has none).\n"
-           "  --system TEXT        system message\n"
-           "  --raw                no template: the prompt text is tokenized as is (BOS added per "
-           "tokenizer)\n"
-           "  --max-tokens N       stop after N generated tokens (default 512)\n"
-           "  --greedy             always the most likely token (same as --temp 0)\n"
-           "  --temp T  --top-k K  --top-p P  --min-p P  --repeat-penalty R  --seed S\n"
-           "  --ctx N              context length (default min(4096, model max))\n"
-           "  --kv f16|q8|f32      KV cache type (default f16; q8: int8 + a scale per head)\n"
-           "  --f32-act            f32 activations everywhere (default: int8 GEMM for the prompt on\n"
-           "                       VNNI CPUs, int8 activations for 4-bit weights)\n"
-           "  --no-huge-pages      keep the weights on the file's 4 KiB pages (default: moved onto\n"
-           "                       2 MiB pages where the kernel offers transparent huge pages,\n"
-           "                       a few at a time after each generated token)\n"
-           "  -t, --threads N      compute threads (default: all cores)\n"
-           "  Generation stops on any of the file's eos_token_ids. A stats line ends each answer "
-           "on stderr.\n");
+    printf(
+        "usage: cortiq run MODEL.cmf [--prompt TEXT] [options]\n"
+        "  With --prompt: answer once and exit. Without: interactive chat (history kept; "
+        "/reset, /exit).\n"
+        "  The file's chat template renders the conversation (ChatML when the file has none).\n"
+        "  --system TEXT        system message\n"
+        "  --raw                no template: the prompt text is tokenized as is (BOS added per "
+        "tokenizer)\n"
+        "  --max-tokens N       stop after N generated tokens (default 512)\n"
+        "  --greedy             always the most likely token (same as --temp 0)\n"
+        "  --temp T  --top-k K  --top-p P  --min-p P  --repeat-penalty R  --seed S\n"
+        "  --ctx N              context length (default min(4096, model max))\n"
+        "  --kv f16|q8|f32      KV cache type (default f16; q8: int8 + a scale per head)\n"
+        "  --f32-act            f32 activations everywhere (default: int8 GEMM for the prompt on\n"
+        "                       VNNI CPUs, int8 activations for 4-bit weights)\n"
+        "  --no-huge-pages      keep the weights on the file's 4 KiB pages (default: moved onto\n"
+        "                       2 MiB pages where the kernel offers transparent huge pages,\n"
+        "                       a few at a time after each generated token)\n"
+        "  -t, --threads N      compute threads (default: all cores)\n"
+        "  Generation stops on any of the file's eos_token_ids. A stats line ends each answer "
+        "on stderr.\n");
 }
 
 static int print_piece(void *user, const char *text, size_t len) {
@@ -153,8 +154,10 @@ int cmd_run(int argc, char **argv) {
         else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && more &&
                  cli_parse_u64(argv[++i], &u) && u <= 64)
             ro.threads = (unsigned)u;
-        else if (!strcmp(a, "--f32-act")) ro.f32_act = 1;
-        else if (!strcmp(a, "--no-huge-pages")) ro.no_huge_pages = 1;
+        else if (!strcmp(a, "--f32-act"))
+            ro.f32_act = 1;
+        else if (!strcmp(a, "--no-huge-pages"))
+            ro.no_huge_pages = 1;
         else if (!strcmp(a, "--kv") && more && cortiq_kv_type_from_name(argv[++i], &ro.kv))
             ;
         else if (a[0] == '-')
