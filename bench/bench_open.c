@@ -16,8 +16,8 @@ int main(int argc, char **argv) {
     uint64_t shape[2] = {4, 64};
     for (size_t i = 0; i < n; i++) {
         char name[128];
-        snprintf(name, sizeof name, "model.layers.%zu.mlp.experts.%zu.%s_proj.weight", i / 250, (i / 3) % 84,
-                 (const char *[]){"gate", "up", "down"}[i % 3]);
+        snprintf(name, sizeof name, "model.layers.%zu.mlp.experts.%zu.%s_proj.weight", i / 250,
+                 (i / 3) % 84, (const char *[]){"gate", "up", "down"}[i % 3]);
         payload[0] = (uint16_t)i;
         if (cmf_writer_add_tensor(w, name, CMF_DT_F16, 2, shape, payload, sizeof payload, &err))
             return fprintf(stderr, "%s\n", err.msg), 1;
@@ -47,8 +47,9 @@ int main(int argc, char **argv) {
                 times[i] = times[j];
                 times[j] = t;
             }
-    printf("open of %zu tensors: median %.3f ms (min %.3f, max %.3f), RSS cost %.2f MiB\n", n, times[7] * 1e3,
-           times[0] * 1e3, times[14] * 1e3, rss_cost / 1048576.0);
-    printf("{\"tensors\": %zu, \"open_ms_median\": %.3f, \"rss_mib\": %.2f}\n", n, times[7] * 1e3, rss_cost / 1048576.0);
+    printf("open of %zu tensors: median %.3f ms (min %.3f, max %.3f), RSS cost %.2f MiB\n", n,
+           times[7] * 1e3, times[0] * 1e3, times[14] * 1e3, rss_cost / 1048576.0);
+    printf("{\"tensors\": %zu, \"open_ms_median\": %.3f, \"rss_mib\": %.2f}\n", n, times[7] * 1e3,
+           rss_cost / 1048576.0);
     return 0;
 }

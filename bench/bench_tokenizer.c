@@ -1,7 +1,8 @@
 /* bench_tokenizer.c - tokenizer load time and single-thread encode throughput.
  * usage: bench_tokenizer TOKENIZER.json CORPUS [reps]
  * The corpus is cut into chunks of <= 16 KiB at line ends (as tools/bench_tokenizer_hf.py does for
- * the Python package), each chunk encoded without special tokens; the best of `reps` runs counts. */
+ * the Python package), each chunk encoded without special tokens; the best of `reps` runs counts.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,12 @@ static double clock_s(clockid_t c) {
     clock_gettime(c, &t);
     return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
-static double now(void) { return clock_s(CLOCK_MONOTONIC); }
-static double cpu(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
+static double now(void) {
+    return clock_s(CLOCK_MONOTONIC);
+}
+static double cpu(void) {
+    return clock_s(CLOCK_PROCESS_CPUTIME_ID);
+}
 
 int main(int argc, char **argv) {
     if (argc < 3) {
@@ -57,12 +62,14 @@ int main(int argc, char **argv) {
             size_t end = start + CHUNK < clen ? start + CHUNK : clen;
             if (end < clen) {
                 size_t k = end;
-                while (k > start && corpus[k - 1] != '\n') k--;
+                while (k > start && corpus[k - 1] != '\n')
+                    k--;
                 if (k - 1 > start) end = k;
             }
             int32_t *ids;
             size_t n;
-            if (cmf_tokenizer_encode(tok, corpus + start, end - start, false, &ids, &n, &err) != CMF_OK) {
+            if (cmf_tokenizer_encode(tok, corpus + start, end - start, false, &ids, &n, &err) !=
+                CMF_OK) {
                 fprintf(stderr, "encode: %s\n", err.msg);
                 return 1;
             }
@@ -75,10 +82,11 @@ int main(int argc, char **argv) {
         if (dt < best) best = dt;
         if (dc < best_cpu) best_cpu = dc;
     }
-    printf("cortiq: load %.1f ms (cpu %.1f ms); encode %.2f MB in %.3f s = %.2f MB/s (cpu %.2f MB/s), %zu tokens "
-           "(%zu chunks)\n",
-           best_load * 1e3, best_load_cpu * 1e3, (double)clen / 1e6, best, (double)clen / 1e6 / best,
-           (double)clen / 1e6 / best_cpu, ntok, nchunks);
+    printf(
+        "cortiq: load %.1f ms (cpu %.1f ms); encode %.2f MB in %.3f s = %.2f MB/s (cpu %.2f MB/s), %zu tokens "
+        "(%zu chunks)\n",
+        best_load * 1e3, best_load_cpu * 1e3, (double)clen / 1e6, best, (double)clen / 1e6 / best,
+        (double)clen / 1e6 / best_cpu, ntok, nchunks);
     cmf_tokenizer_free(tok);
     free(json);
     free(corpus);

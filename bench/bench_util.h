@@ -66,7 +66,8 @@ static inline double bench_read_bandwidth(const uint8_t *p, size_t n, unsigned t
             j[k] = (bw_job){p + k * per, per, 0};
             pthread_create(&t[k], NULL, bw_worker, &j[k]);
         }
-        for (unsigned k = 0; k < threads; k++) pthread_join(t[k], NULL);
+        for (unsigned k = 0; k < threads; k++)
+            pthread_join(t[k], NULL);
         double bw = (double)(per * threads) / (bench_now() - t0);
         if (bw > best) best = bw;
     }

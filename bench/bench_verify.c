@@ -35,7 +35,8 @@ int main(int argc, char **argv) {
     struct stat sb;
     cmf_err err;
     cmf_file *f = NULL;
-    if (stat(path, &sb) != 0 || (uint64_t)sb.st_size < n * tensor_bytes || cmf_open(path, 0, &f, &err) != CMF_OK) {
+    if (stat(path, &sb) != 0 || (uint64_t)sb.st_size < n * tensor_bytes ||
+        cmf_open(path, 0, &f, &err) != CMF_OK) {
         cmf_writer *w;
         if (cmf_writer_create(path, NULL, &w, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
         gen *g = calloc(n, sizeof *g);
@@ -60,14 +61,17 @@ int main(int argc, char **argv) {
     double best = 0;
     cmf_verify_stats vs;
     for (int r = 0; r < 3; r++) {
-        if (cmf_verify(f, threads, NULL, NULL, &vs) != CMF_OK) return fprintf(stderr, "verify failed\n"), 1;
+        if (cmf_verify(f, threads, NULL, NULL, &vs) != CMF_OK)
+            return fprintf(stderr, "verify failed\n"), 1;
         double gbs = vs.bytes_hashed / vs.seconds;
         if (gbs > best) best = gbs;
     }
-    printf("file %.2f GiB, %u threads: read bandwidth %.1f GB/s, verify %.1f GB/s = %.0f %% of bandwidth\n",
-           len / 1073741824.0, threads, bw / 1e9, best / 1e9, 100.0 * best / bw);
-    printf("{\"file_gib\": %.2f, \"threads\": %u, \"read_gbs\": %.2f, \"verify_gbs\": %.2f, \"ratio\": %.3f}\n",
-           len / 1073741824.0, threads, bw / 1e9, best / 1e9, best / bw);
+    printf(
+        "file %.2f GiB, %u threads: read bandwidth %.1f GB/s, verify %.1f GB/s = %.0f %% of bandwidth\n",
+        len / 1073741824.0, threads, bw / 1e9, best / 1e9, 100.0 * best / bw);
+    printf(
+        "{\"file_gib\": %.2f, \"threads\": %u, \"read_gbs\": %.2f, \"verify_gbs\": %.2f, \"ratio\": %.3f}\n",
+        len / 1073741824.0, threads, bw / 1e9, best / 1e9, best / bw);
     cmf_close(f);
     return 0;
 }

@@ -32,8 +32,8 @@ typedef struct cmf_chat_template cmf_chat_template;
 
 /* Spec §6.1: files without a tokenizer_config.chat_template get this ChatML template
  * (the one transformers used as its default). */
-#define CMF_CHAT_TEMPLATE_CHATML                                                                   \
-    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] " \
+#define CMF_CHAT_TEMPLATE_CHATML                                                                     \
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] "   \
     "+ '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' " \
     "}}{% endif %}"
 

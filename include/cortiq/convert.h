@@ -27,7 +27,7 @@ extern "C" {
 
 /* ======================================================================== GGUF (v2, v3) */
 
-#define CMF_GGUF_MAX_DIMS 4
+#define CMF_GGUF_MAX_DIMS          4
 #define CMF_GGUF_DEFAULT_ALIGNMENT 32
 
 /* Metadata value types (GGUF numbering). */
@@ -94,17 +94,17 @@ typedef struct cmf_gguf_kv {
 } cmf_gguf_kv;
 
 typedef struct cmf_gguf_tensor {
-    const char *name;                    /* NUL-terminated copy */
-    uint32_t type;                       /* cmf_ggml_type (may be an id this reader cannot dequantize) */
-    uint32_t ndim;                       /* 1..4 */
-    uint64_t ne[CMF_GGUF_MAX_DIMS];      /* ggml order, unused dims = 1 */
-    uint64_t shape[CMF_GGUF_MAX_DIMS];   /* HF order: shape[i] = ne[ndim-1-i] */
-    uint64_t nelem;                      /* product of ne */
-    uint64_t row_len;                    /* ne[0] */
-    uint64_t nrows;                      /* nelem / ne[0] */
-    uint64_t off;                        /* absolute file offset of the payload */
-    uint64_t nbytes;                     /* payload size from the type's block layout */
-    const uint8_t *data;                 /* payload in the map */
+    const char *name;               /* NUL-terminated copy */
+    uint32_t type;                  /* cmf_ggml_type (may be an id this reader cannot dequantize) */
+    uint32_t ndim;                  /* 1..4 */
+    uint64_t ne[CMF_GGUF_MAX_DIMS]; /* ggml order, unused dims = 1 */
+    uint64_t shape[CMF_GGUF_MAX_DIMS]; /* HF order: shape[i] = ne[ndim-1-i] */
+    uint64_t nelem;                    /* product of ne */
+    uint64_t row_len;                  /* ne[0] */
+    uint64_t nrows;                    /* nelem / ne[0] */
+    uint64_t off;                      /* absolute file offset of the payload */
+    uint64_t nbytes;                   /* payload size from the type's block layout */
+    const uint8_t *data;               /* payload in the map */
 } cmf_gguf_tensor;
 
 typedef struct cmf_gguf cmf_gguf;
@@ -112,8 +112,8 @@ typedef struct cmf_gguf cmf_gguf;
 /* Resource caps applied while parsing (an untrusted count above a cap fails with
  * CMF_E_LIMIT before anything is allocated for it). */
 #define CMF_GGUF_MAX_TENSORS (1u << 20)
-#define CMF_GGUF_MAX_KV (1u << 16)
-#define CMF_GGUF_MAX_NAME 4096        /* tensor name and key length */
+#define CMF_GGUF_MAX_KV      (1u << 16)
+#define CMF_GGUF_MAX_NAME    4096 /* tensor name and key length */
 
 /* Open and validate a GGUF file (mmap). Fails with:
  *  CMF_E_INVALID_MAGIC   not "GGUF";  CMF_E_UNSUPPORTED_VERSION  version not 2 or 3;
@@ -128,7 +128,8 @@ typedef struct cmf_gguf cmf_gguf;
  *  CMF_E_IO / CMF_E_NOMEM. */
 cmf_status cmf_gguf_open(const char *path, cmf_gguf **out, cmf_err *err);
 /* Same on a memory image; buf must outlive the handle. name is used in messages. */
-cmf_status cmf_gguf_open_memory(const void *buf, size_t len, const char *name, cmf_gguf **out, cmf_err *err);
+cmf_status cmf_gguf_open_memory(const void *buf, size_t len, const char *name, cmf_gguf **out,
+                                cmf_err *err);
 void cmf_gguf_close(cmf_gguf *g); /* NULL allowed */
 
 uint32_t cmf_gguf_version(const cmf_gguf *g);
@@ -152,7 +153,8 @@ bool cmf_gguf_arr_float(const cmf_gguf_kv *kv, uint64_t i, double *out);
 
 size_t cmf_gguf_tensor_count(const cmf_gguf *g);
 const cmf_gguf_tensor *cmf_gguf_tensor_at(const cmf_gguf *g, size_t i); /* file order */
-const cmf_gguf_tensor *cmf_gguf_find_tensor(const cmf_gguf *g, const char *name); /* NULL if absent */
+const cmf_gguf_tensor *cmf_gguf_find_tensor(const cmf_gguf *g,
+                                            const char *name); /* NULL if absent */
 
 /* ggml type traits: name ("Q4_K", ... or NULL for an unknown id), block size in elements and
  * bytes per block (false for an id whose layout is unknown), and whether it dequantizes. */
@@ -165,14 +167,14 @@ bool cmf_ggml_type_can_dequantize(uint32_t type);
  * dequantize (same f32 operation order). Fails CMF_E_UNSUPPORTED naming the type for a type
  * not listed in the enum above as dequantizable, CMF_E_INVALID_ARG for n not a multiple of the
  * block size or src_len too small. */
-cmf_status cmf_ggml_dequantize(uint32_t type, const uint8_t *src, size_t src_len, uint64_t n, float *dst,
-                               cmf_err *err);
+cmf_status cmf_ggml_dequantize(uint32_t type, const uint8_t *src, size_t src_len, uint64_t n,
+                               float *dst, cmf_err *err);
 
 /* Rows [row0, row0 + nrows) of tensor t (a row = t->row_len elements) as f32 into dst
  * (nrows * row_len floats). Fails CMF_E_INVALID_ARG for a range past t->nrows, CMF_E_UNSUPPORTED
  * for a type that does not dequantize (message names tensor and type). */
-cmf_status cmf_gguf_tensor_rows_f32(const cmf_gguf *g, const cmf_gguf_tensor *t, uint64_t row0, uint64_t nrows,
-                                    float *dst, cmf_err *err);
+cmf_status cmf_gguf_tensor_rows_f32(const cmf_gguf *g, const cmf_gguf_tensor *t, uint64_t row0,
+                                    uint64_t nrows, float *dst, cmf_err *err);
 
 /* ------------------------------------------------------------ GGUF -> HF naming and layout */
 
@@ -195,12 +197,13 @@ cmf_gguf_fixup cmf_gguf_tensor_fixup(const cmf_gguf *g, const char *gguf_name);
 /* Undo llama.cpp's rotary row permutation of a [n_head*head_dim, cols] f32 matrix in place
  * (HF row h*hd + p*hd/2 + i = GGUF row h*hd + 2i + p). scratch holds rows*cols floats.
  * CMF_E_INVALID_ARG when rows is not a multiple of 2*n_head. */
-cmf_status cmf_gguf_unpermute_rows(float *w, uint64_t rows, uint64_t cols, uint64_t n_head, float *scratch,
-                                   cmf_err *err);
+cmf_status cmf_gguf_unpermute_rows(float *w, uint64_t rows, uint64_t cols, uint64_t n_head,
+                                   float *scratch, cmf_err *err);
 
 /* Dequantize a whole tensor in HF form: HF shape, row permutation undone, Gemma norm shift
  * applied. dst holds t->nelem floats. */
-cmf_status cmf_gguf_tensor_hf_f32(const cmf_gguf *g, const cmf_gguf_tensor *t, float *dst, cmf_err *err);
+cmf_status cmf_gguf_tensor_hf_f32(const cmf_gguf *g, const cmf_gguf_tensor *t, float *dst,
+                                  cmf_err *err);
 
 /* The header "arch" object (spec §2) from the GGUF metadata, as JSON text in a malloc'd
  * NUL-terminated buffer (*out; free() it). Families: llama (incl. SmolLM), qwen2, qwen3,
@@ -242,7 +245,7 @@ typedef enum cmf_st_dtype {
 } cmf_st_dtype;
 
 #define CMF_ST_MAX_HEADER (100u * 1000u * 1000u) /* header length cap, bytes */
-#define CMF_ST_MAX_DIMS 8
+#define CMF_ST_MAX_DIMS   8
 
 typedef struct cmf_st_tensor {
     const char *name;
@@ -272,7 +275,8 @@ typedef struct cmf_st cmf_st;
  * / CMF_E_IO with the file and tensor named. */
 cmf_status cmf_st_open(const char *path, cmf_st **out, cmf_err *err);
 /* One file image in memory (buf outlives the handle). */
-cmf_status cmf_st_open_memory(const void *buf, size_t len, const char *name, cmf_st **out, cmf_err *err);
+cmf_status cmf_st_open_memory(const void *buf, size_t len, const char *name, cmf_st **out,
+                              cmf_err *err);
 void cmf_st_close(cmf_st *s); /* NULL allowed */
 
 size_t cmf_st_file_count(const cmf_st *s);
@@ -289,8 +293,8 @@ const char *cmf_st_dtype_name(cmf_st_dtype d);
 /* Rows [row0, row0 + nrows) of t as f32 into dst (F32 copied, F16/BF16 converted exactly).
  * CMF_E_UNSUPPORTED naming tensor and dtype for any other dtype; CMF_E_INVALID_ARG for a
  * range past t->nrows. */
-cmf_status cmf_st_rows_f32(const cmf_st *s, const cmf_st_tensor *t, uint64_t row0, uint64_t nrows, float *dst,
-                           cmf_err *err);
+cmf_status cmf_st_rows_f32(const cmf_st *s, const cmf_st_tensor *t, uint64_t row0, uint64_t nrows,
+                           float *dst, cmf_err *err);
 
 #ifdef __cplusplus
 }

@@ -29,7 +29,7 @@ extern "C" {
 
 /* Encoder options. Always start from cmf_quant_opts_default(). */
 typedef struct cmf_quant_opts {
-    double vbit_mean_bits;    /* target mean bits/weight for vbit/vbit_ro allocation; default 4.25 */
+    double vbit_mean_bits; /* target mean bits/weight for vbit/vbit_ro allocation; default 4.25 */
     const float *row_weights; /* optional per-row B-field (router frequency) multiplier for vbit
                                  allocation, shape[0] entries, >= 0; NULL = none */
     double outlier_frac;      /* q1s/q1t overlay budget as a fraction of the weights; default 0.01
@@ -54,14 +54,15 @@ void cmf_quant_opts_default(cmf_quant_opts *o);
  *   CMF_E_INVALID_ARG  NULL pointers or bad option values;
  *   CMF_E_NOMEM        allocation failed. *out is NULL on failure. */
 cmf_status cmf_quant_encode(cmf_dtype dt, unsigned ndim, const uint64_t *shape, const float *src,
-                            const cmf_quant_opts *opts, uint8_t **out, size_t *out_len, cmf_err *err);
+                            const cmf_quant_opts *opts, uint8_t **out, size_t *out_len,
+                            cmf_err *err);
 
 /* Validate a payload fully: the size against the shape (exact for fixed dtypes), and for the
  * variable-length dtypes every internal count, offset, row pointer, index and code against
  * nbytes (vbit bit widths in {3,4,5,6,8}; q1t code bytes <= 242; exact span, no trailing bytes).
  * ctx names the tensor in messages. CMF_OK or CMF_E_PARSE. */
-cmf_status cmf_quant_validate(cmf_dtype dt, unsigned ndim, const uint64_t *shape, const uint8_t *data,
-                              uint64_t nbytes, const char *ctx, cmf_err *err);
+cmf_status cmf_quant_validate(cmf_dtype dt, unsigned ndim, const uint64_t *shape,
+                              const uint8_t *data, uint64_t nbytes, const char *ctx, cmf_err *err);
 
 /* Number of rows and the row length that cmf_quant_dequant_row uses: for 2-D, shape[0] rows of
  * shape[1]; otherwise numel/shape[ndim-1] rows of shape[ndim-1] (a scalar is 1 row of 1).
@@ -72,12 +73,13 @@ bool cmf_quant_rows(unsigned ndim, const uint64_t *shape, uint64_t *rows, uint64
  * payload it reads (O(1) for fixed dtypes and vbit_ro; vbit scans the bit widths of earlier
  * rows; q1s scans its whole overlay since spec §3.2 fixes no order for it).
  * CMF_E_INVALID_ARG if row is out of range, CMF_E_PARSE on a malformed payload. */
-cmf_status cmf_quant_dequant_row(cmf_dtype dt, unsigned ndim, const uint64_t *shape, const uint8_t *data,
-                                 uint64_t nbytes, uint64_t row, float *out, cmf_err *err);
+cmf_status cmf_quant_dequant_row(cmf_dtype dt, unsigned ndim, const uint64_t *shape,
+                                 const uint8_t *data, uint64_t nbytes, uint64_t row, float *out,
+                                 cmf_err *err);
 
 /* Dequantize the whole tensor into out[numel]. Runs cmf_quant_validate first. */
-cmf_status cmf_quant_dequant(cmf_dtype dt, unsigned ndim, const uint64_t *shape, const uint8_t *data,
-                             uint64_t nbytes, float *out, cmf_err *err);
+cmf_status cmf_quant_dequant(cmf_dtype dt, unsigned ndim, const uint64_t *shape,
+                             const uint8_t *data, uint64_t nbytes, float *out, cmf_err *err);
 
 /* The dtype a writer should store for `wanted` (spec §3.2): 1-D tensors and tensors with fewer
  * than 32 elements are always f16, whatever was wanted; a shape the wanted dtype cannot hold
@@ -89,9 +91,10 @@ cmf_dtype cmf_quant_policy_dtype(cmf_dtype wanted, unsigned ndim, const uint64_t
 /* ---- vbit: per-row bit allocation (spec §3.2, vbit) ---------------------------------------- */
 
 /* The bit widths vbit rows may use, ascending; the floor is the first. */
-#define CMF_VBIT_LEVELS {3, 4, 5, 6, 8}
-#define CMF_VBIT_NLEVELS 5
-#define CMF_VBIT_FLOOR 3
+#define CMF_VBIT_LEVELS                                                                            \
+    { 3, 4, 5, 6, 8 }
+#define CMF_VBIT_NLEVELS      5
+#define CMF_VBIT_FLOOR        3
 #define CMF_VBIT_DEFAULT_MEAN 4.25
 
 /* One tensor of an allocation family: rows x in float32 weights (in % 32 == 0) and an optional
@@ -118,19 +121,21 @@ cmf_status cmf_vbit_allocate(uint64_t rows, uint64_t in, const float *src, const
 /* Family variant (MoE experts of one layer x projection): ONE budget of mean_bits x (all weights
  * of all members) is water-filled jointly over every row of every member, so a loud expert gets
  * more bits and a quiet one is pinned to the floor. bits_out[m] must hold members[m].rows bytes. */
-cmf_status cmf_vbit_allocate_family(size_t n_members, const cmf_vbit_member *members, double mean_bits,
-                                    uint8_t *const *bits_out, cmf_err *err);
+cmf_status cmf_vbit_allocate_family(size_t n_members, const cmf_vbit_member *members,
+                                    double mean_bits, uint8_t *const *bits_out, cmf_err *err);
 
 /* Encode rows x in float32 as vbit or vbit_ro (dt) with the given per-row bit widths
  * (each in {3,4,5,6,8}). Per 32-group, with L = 2^(b-1) - 1 and codes u - L in [-L, L+1]:
  * scale = f16(max(max_pos / (L+1), max_neg / L)) (the smallest scale covering the group),
  * u = clamp(round(w / scale) + L, 0, 2^b - 1). *out malloc'd.
  * CMF_E_INVALID_ARG for a bad bit width; otherwise as cmf_quant_encode. */
-cmf_status cmf_vbit_encode(cmf_dtype dt, uint64_t rows, uint64_t in, const float *src, const uint8_t *bits,
-                           uint8_t **out, size_t *out_len, cmf_err *err);
+cmf_status cmf_vbit_encode(cmf_dtype dt, uint64_t rows, uint64_t in, const float *src,
+                           const uint8_t *bits, uint8_t **out, size_t *out_len, cmf_err *err);
 
 /* Packed bytes of one vbit row of `in` weights at `bits` bits (each row padded to a byte). */
-static inline uint64_t cmf_vbit_row_bytes(unsigned bits, uint64_t in) { return (in * bits + 7) / 8; }
+static inline uint64_t cmf_vbit_row_bytes(unsigned bits, uint64_t in) {
+    return (in * bits + 7) / 8;
+}
 
 /* ---- q1t helper ------------------------------------------------------------------------------ */
 

@@ -28,8 +28,8 @@ extern "C" {
 typedef struct cortiq_runtime cortiq_runtime;
 
 typedef struct cortiq_runtime_opts {
-    unsigned threads; /* 0 = online CPUs */
-    uint32_t ctx;     /* context length; 0 = min(4096, max_position_embeddings) */
+    unsigned threads;  /* 0 = online CPUs */
+    uint32_t ctx;      /* context length; 0 = min(4096, max_position_embeddings) */
     cortiq_kv_type kv; /* KV cache type (cortiq/engine.h); 0 = CORTIQ_KV_F16 */
     int f32_act;       /* nonzero: f32 activations everywhere (cortiq_load_opts.f32_act) */
     int no_huge_pages; /* nonzero: weights stay on 4 KiB file pages (cortiq_load_opts) */

@@ -8,9 +8,9 @@
  * Sequence. Pre-tokenizers: ByteLevel Split Metaspace Digits Punctuation Whitespace WhitespaceSplit
  * BertPreTokenizer Sequence. Post-processors: TemplateProcessing ByteLevel RobertaProcessing
  * BertProcessing Sequence. Decoders: ByteLevel ByteFallback Fuse Strip Replace Metaspace
- * BPEDecoder WordPiece Sequence. Added tokens: special or not, lstrip/rstrip/single_word/normalized.
- * Anything else is refused at load with CMF_E_UNSUPPORTED and a message naming the component
- * (e.g. the Precompiled normalizer, BPE dropout).
+ * BPEDecoder WordPiece Sequence. Added tokens: special or not,
+ * lstrip/rstrip/single_word/normalized. Anything else is refused at load with CMF_E_UNSUPPORTED and
+ * a message naming the component (e.g. the Precompiled normalizer, BPE dropout).
  *
  * A loaded tokenizer is immutable: encode/decode may run concurrently from many threads.
  * Text is UTF-8; invalid input bytes are first replaced by U+FFFD (one per maximal invalid

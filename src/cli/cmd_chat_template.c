@@ -11,42 +11,43 @@
 #include "cortiq/format.h"
 #include "cortiq/tokenizer.h"
 
-#define CMD_NAME "chat-template"
+#define CMD_NAME  "chat-template"
 #define MAX_INPUT ((size_t)256 << 20)
 
 static void usage(FILE *out) {
-    fprintf(out,
-            "usage: cortiq chat-template SRC --messages FILE [options]\n"
-            "\n"
-            "Render a chat template with the semantics of Hugging Face transformers'\n"
-            "apply_chat_template (jinja2 with trim_blocks, lstrip_blocks, loop controls,\n"
-            "raise_exception, strftime_now, tojson as json.dumps) and print exactly the\n"
-            "rendered text (no newline is added).\n"
-            "\n"
-            "SRC is one of:\n"
-            "  model.cmf               template from header.tokenizer_config (spec 6.1; ChatML\n"
-            "                          when the file has none); bos_token/eos_token are the\n"
-            "                          strings of bos_token_id and the first eos_token_ids entry,\n"
-            "                          looked up in the file's tokenizer section\n"
-            "  tokenizer_config.json   its chat_template (a string, or a list of named templates:\n"
-            "                          'tool_use' when --tools is given, else 'default'; when absent,\n"
-            "                          chat_template.jinja in the same folder) and its\n"
-            "                          bos/eos/unk/pad tokens and additional_special_tokens\n"
-            "  any other file          the template text itself (.jinja); special tokens only\n"
-            "                          come from --kwargs, e.g. '{\"bos_token\": \"<s>\"}'\n"
-            "\n"
-            "options:\n"
-            "  --messages FILE         JSON array of messages ('-' reads stdin)   (required)\n"
-            "  --tools FILE            JSON array of tool schemas (the template sees none without)\n"
-            "  --documents FILE        JSON array of documents\n"
-            "  --add-generation-prompt set add_generation_prompt\n"
-            "  --kwargs JSON           object of extra variables (enable_thinking, bos_token, ...);\n"
-            "                          they override the special tokens taken from SRC\n"
-            "  --template-name NAME    pick a named template from a tokenizer_config.json list\n"
-            "  --now SECONDS           fix strftime_now's clock to this unix time (UTC)\n"
-            "\n"
-            "exit codes: 0 ok, 1 the template or an input is invalid (or the template raised),\n"
-            "            2 usage, 3 system error\n");
+    fprintf(
+        out,
+        "usage: cortiq chat-template SRC --messages FILE [options]\n"
+        "\n"
+        "Render a chat template with the semantics of Hugging Face transformers'\n"
+        "apply_chat_template (jinja2 with trim_blocks, lstrip_blocks, loop controls,\n"
+        "raise_exception, strftime_now, tojson as json.dumps) and print exactly the\n"
+        "rendered text (no newline is added).\n"
+        "\n"
+        "SRC is one of:\n"
+        "  model.cmf               template from header.tokenizer_config (spec 6.1; ChatML\n"
+        "                          when the file has none); bos_token/eos_token are the\n"
+        "                          strings of bos_token_id and the first eos_token_ids entry,\n"
+        "                          looked up in the file's tokenizer section\n"
+        "  tokenizer_config.json   its chat_template (a string, or a list of named templates:\n"
+        "                          'tool_use' when --tools is given, else 'default'; when absent,\n"
+        "                          chat_template.jinja in the same folder) and its\n"
+        "                          bos/eos/unk/pad tokens and additional_special_tokens\n"
+        "  any other file          the template text itself (.jinja); special tokens only\n"
+        "                          come from --kwargs, e.g. '{\"bos_token\": \"<s>\"}'\n"
+        "\n"
+        "options:\n"
+        "  --messages FILE         JSON array of messages ('-' reads stdin)   (required)\n"
+        "  --tools FILE            JSON array of tool schemas (the template sees none without)\n"
+        "  --documents FILE        JSON array of documents\n"
+        "  --add-generation-prompt set add_generation_prompt\n"
+        "  --kwargs JSON           object of extra variables (enable_thinking, bos_token, ...);\n"
+        "                          they override the special tokens taken from SRC\n"
+        "  --template-name NAME    pick a named template from a tokenizer_config.json list\n"
+        "  --now SECONDS           fix strftime_now's clock to this unix time (UTC)\n"
+        "\n"
+        "exit codes: 0 ok, 1 the template or an input is invalid (or the template raised),\n"
+        "            2 usage, 3 system error\n");
 }
 
 static char *slurp(const char *path, size_t *len) {
@@ -94,7 +95,8 @@ static const char *token_field(json_t *cfg, const char *key) {
 }
 
 /* Template and special tokens of SRC; *special is a new JSON object. Returns an exit code. */
-static int load_source(const char *path, const char *tpl_name, bool have_tools, char **tpl, json_t *special) {
+static int load_source(const char *path, const char *tpl_name, bool have_tools, char **tpl,
+                       json_t *special) {
     size_t len = 0;
     cmf_err err;
     if (ends_with(path, ".cmf")) {
@@ -107,7 +109,9 @@ static int load_source(const char *path, const char *tpl_name, bool have_tools, 
         const cmf_header *h = cmf_file_header(f);
         const cmf_tokenizer_config *tc = &h->tokenizer_config;
         const char *t = tc->present && tc->chat_template ? tc->chat_template : NULL;
-        if (!t) fprintf(stderr, "cortiq %s: %s has no chat_template; using the ChatML fallback\n", CMD_NAME, path);
+        if (!t)
+            fprintf(stderr, "cortiq %s: %s has no chat_template; using the ChatML fallback\n",
+                    CMD_NAME, path);
         *tpl = strdup(t ? t : CMF_CHAT_TEMPLATE_CHATML);
         size_t vlen;
         const uint8_t *vocab = cmf_file_vocab(f, &vlen);
@@ -118,7 +122,8 @@ static int load_source(const char *path, const char *tpl_name, bool have_tools, 
             if (tc->present && tc->bos_token_id >= 0 && tc->bos_token_id <= INT32_MAX &&
                 (s = cmf_tokenizer_id_to_token(tok, (int32_t)tc->bos_token_id, &n)))
                 json_object_set_new(special, "bos_token", json_stringn(s, n));
-            if (tc->present && tc->n_eos && tc->eos_token_ids[0] >= 0 && tc->eos_token_ids[0] <= INT32_MAX &&
+            if (tc->present && tc->n_eos && tc->eos_token_ids[0] >= 0 &&
+                tc->eos_token_ids[0] <= INT32_MAX &&
                 (s = cmf_tokenizer_id_to_token(tok, (int32_t)tc->eos_token_ids[0], &n)))
                 json_object_set_new(special, "eos_token", json_stringn(s, n));
             if (tc->present && tc->pad_token_id >= 0 && tc->pad_token_id <= INT32_MAX &&
@@ -126,8 +131,10 @@ static int load_source(const char *path, const char *tpl_name, bool have_tools, 
                 json_object_set_new(special, "pad_token", json_stringn(s, n));
             cmf_tokenizer_free(tok);
         } else if (vocab)
-            fprintf(stderr, "cortiq %s: tokenizer section unusable (%s); special tokens only from --kwargs\n", CMD_NAME,
-                    err.msg);
+            fprintf(
+                stderr,
+                "cortiq %s: tokenizer section unusable (%s); special tokens only from --kwargs\n",
+                CMD_NAME, err.msg);
         cmf_close(f);
         return *tpl ? CLI_EXIT_OK : CLI_EXIT_SYSTEM;
     }
@@ -144,7 +151,8 @@ static int load_source(const char *path, const char *tpl_name, bool have_tools, 
     json_t *cfg = json_loadb(text, len, 0, &je);
     free(text);
     if (!json_is_object(cfg)) {
-        fprintf(stderr, "cortiq %s: %s: not a JSON object (line %d: %s)\n", CMD_NAME, path, je.line, je.text);
+        fprintf(stderr, "cortiq %s: %s: not a JSON object (line %d: %s)\n", CMD_NAME, path, je.line,
+                je.text);
         json_decref(cfg);
         return CLI_EXIT_INVALID;
     }
@@ -158,14 +166,15 @@ static int load_source(const char *path, const char *tpl_name, bool have_tools, 
             const char *nm = json_string_value(json_object_get(e, "name"));
             if (nm && !strcmp(nm, want)) t = json_string_value(json_object_get(e, "template"));
         }
-        if (!t && !tpl_name && have_tools)
-            json_array_foreach(ct, i, e) {
+        if (!t && !tpl_name && have_tools) json_array_foreach(ct, i, e) {
                 const char *nm = json_string_value(json_object_get(e, "name"));
-                if (nm && !strcmp(nm, "default")) t = json_string_value(json_object_get(e, "template"));
+                if (nm && !strcmp(nm, "default"))
+                    t = json_string_value(json_object_get(e, "template"));
             }
     }
     char *sidecar = NULL;
-    if (!t && !ct) { /* newer checkpoints keep the template in chat_template.jinja beside the config */
+    if (!t &&
+        !ct) { /* newer checkpoints keep the template in chat_template.jinja beside the config */
         const char *slash = strrchr(path, '/');
         size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
         char *side = malloc(dir + sizeof "chat_template.jinja");
@@ -179,8 +188,8 @@ static int load_source(const char *path, const char *tpl_name, bool have_tools, 
         t = sidecar;
     }
     if (!t) {
-        fprintf(stderr, "cortiq %s: %s: no chat_template%s%s\n", CMD_NAME, path, tpl_name ? " named " : "",
-                tpl_name ? tpl_name : "");
+        fprintf(stderr, "cortiq %s: %s: no chat_template%s%s\n", CMD_NAME, path,
+                tpl_name ? " named " : "", tpl_name ? tpl_name : "");
         json_decref(cfg);
         return CLI_EXIT_INVALID;
     }
@@ -197,8 +206,8 @@ static int load_source(const char *path, const char *tpl_name, bool have_tools, 
 }
 
 int cmd_chat_template(int argc, char **argv) {
-    const char *src = NULL, *messages_path = NULL, *tools_path = NULL, *docs_path = NULL, *kwargs = NULL,
-               *tpl_name = NULL;
+    const char *src = NULL, *messages_path = NULL, *tools_path = NULL, *docs_path = NULL,
+               *kwargs = NULL, *tpl_name = NULL;
     bool agp = false;
     int64_t now = -1;
     for (int i = 1; i < argc; i++) {
@@ -208,20 +217,30 @@ int cmd_chat_template(int argc, char **argv) {
             return CLI_EXIT_OK;
         }
         bool has_val = i + 1 < argc;
-        if (!strcmp(a, "--add-generation-prompt")) agp = true;
-        else if (!strcmp(a, "--messages") && has_val) messages_path = argv[++i];
-        else if (!strcmp(a, "--tools") && has_val) tools_path = argv[++i];
-        else if (!strcmp(a, "--documents") && has_val) docs_path = argv[++i];
-        else if (!strcmp(a, "--kwargs") && has_val) kwargs = argv[++i];
-        else if (!strcmp(a, "--template-name") && has_val) tpl_name = argv[++i];
+        if (!strcmp(a, "--add-generation-prompt"))
+            agp = true;
+        else if (!strcmp(a, "--messages") && has_val)
+            messages_path = argv[++i];
+        else if (!strcmp(a, "--tools") && has_val)
+            tools_path = argv[++i];
+        else if (!strcmp(a, "--documents") && has_val)
+            docs_path = argv[++i];
+        else if (!strcmp(a, "--kwargs") && has_val)
+            kwargs = argv[++i];
+        else if (!strcmp(a, "--template-name") && has_val)
+            tpl_name = argv[++i];
         else if (!strcmp(a, "--now") && has_val) {
             uint64_t v;
             if (!cli_parse_u64(argv[++i], &v) || v > INT64_MAX)
-                return cli_usage_error(CMD_NAME, "--now wants a non-negative unix time, got '%s'", argv[i]);
+                return cli_usage_error(CMD_NAME, "--now wants a non-negative unix time, got '%s'",
+                                       argv[i]);
             now = (int64_t)v;
-        } else if (a[0] == '-' && a[1]) return cli_usage_error(CMD_NAME, "unknown or incomplete option '%s'", a);
-        else if (!src) src = a;
-        else return cli_usage_error(CMD_NAME, "unexpected argument '%s'", a);
+        } else if (a[0] == '-' && a[1])
+            return cli_usage_error(CMD_NAME, "unknown or incomplete option '%s'", a);
+        else if (!src)
+            src = a;
+        else
+            return cli_usage_error(CMD_NAME, "unexpected argument '%s'", a);
     }
     if (!src) return cli_usage_error(CMD_NAME, "missing SRC");
     if (!messages_path) return cli_usage_error(CMD_NAME, "missing --messages FILE");
@@ -270,8 +289,10 @@ int cmd_chat_template(int argc, char **argv) {
         }
         cmf_chat_template_free(t);
         if (st) {
-            if (st == CMF_E_IO) fprintf(stderr, "cortiq %s: write error\n", CMD_NAME);
-            else cli_error(&err);
+            if (st == CMF_E_IO)
+                fprintf(stderr, "cortiq %s: write error\n", CMD_NAME);
+            else
+                cli_error(&err);
             rc = cli_exit_code(st);
         }
     }

@@ -13,24 +13,26 @@
 #include "cortiq/quant.h"
 
 static void usage(void) {
-    printf("usage: cortiq dequant FILE NAME [-o OUT.npy]\n"
-           "       cortiq dequant FILE --all DIR\n"
-           "  Dequantize tensors of a CMF file to float32 and write them as NumPy .npy files\n"
-           "  (format 1.0, dtype '<f4', C order, the tensor's shape). The payload is fully\n"
-           "  validated first; a malformed one is an error, never a partial file.\n"
-           "  -o OUT.npy   output path for NAME (default: ./NAME.npy)\n"
-           "  --all DIR    every tensor to DIR/<name>.npy ('/' in names becomes '_'); DIR is created\n"
-           "  Memory: one tensor's float32 copy at a time.\n");
+    printf(
+        "usage: cortiq dequant FILE NAME [-o OUT.npy]\n"
+        "       cortiq dequant FILE --all DIR\n"
+        "  Dequantize tensors of a CMF file to float32 and write them as NumPy .npy files\n"
+        "  (format 1.0, dtype '<f4', C order, the tensor's shape). The payload is fully\n"
+        "  validated first; a malformed one is an error, never a partial file.\n"
+        "  -o OUT.npy   output path for NAME (default: ./NAME.npy)\n"
+        "  --all DIR    every tensor to DIR/<name>.npy ('/' in names becomes '_'); DIR is created\n"
+        "  Memory: one tensor's float32 copy at a time.\n");
 }
 
 /* The .npy header: magic, version 1.0, u16 length, a Python dict literal padded with spaces to a
  * 64-byte boundary and ended by '\n'. */
 static size_t npy_header(const cmf_tensor *t, char *buf, size_t cap) {
     char dict[400];
-    size_t n = (size_t)snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
+    size_t n =
+        (size_t)snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
     for (unsigned i = 0; i < t->ndim; i++) /* numpy's repr: (n,) for 1-D, (a, b) otherwise */
-        n += (size_t)snprintf(dict + n, sizeof dict - n, "%s%llu%s", i ? ", " : "", (unsigned long long)t->shape[i],
-                              t->ndim == 1 ? "," : "");
+        n += (size_t)snprintf(dict + n, sizeof dict - n, "%s%llu%s", i ? ", " : "",
+                              (unsigned long long)t->shape[i], t->ndim == 1 ? "," : "");
     n += (size_t)snprintf(dict + n, sizeof dict - n, "), }");
     size_t total = (10 + n + 1 + 63) / 64 * 64;
     if (total > cap) return 0;
@@ -51,10 +53,12 @@ static int write_npy(const cmf_tensor *t, const char *out_path) {
     }
     float *vals = malloc((size_t)n * sizeof *vals);
     if (!vals) {
-        fprintf(stderr, "cortiq dequant: %s: cannot allocate %llu floats\n", t->name, (unsigned long long)n);
+        fprintf(stderr, "cortiq dequant: %s: cannot allocate %llu floats\n", t->name,
+                (unsigned long long)n);
         return CLI_EXIT_SYSTEM;
     }
-    cmf_status st = cmf_quant_dequant((cmf_dtype)t->dtype, t->ndim, t->shape, t->data, t->nbytes, vals, &err);
+    cmf_status st =
+        cmf_quant_dequant((cmf_dtype)t->dtype, t->ndim, t->shape, t->data, t->nbytes, vals, &err);
     if (st != CMF_OK) {
         fprintf(stderr, "cortiq dequant: %s: %s\n", t->name, err.msg);
         free(vals);
@@ -69,7 +73,8 @@ static int write_npy(const cmf_tensor *t, const char *out_path) {
     size_t hl = npy_header(t, hdr, sizeof hdr);
     FILE *fp = fopen(out_path, "wb");
     int rc = CLI_EXIT_OK;
-    if (!fp || fwrite(hdr, 1, hl, fp) != hl || fwrite(vals, sizeof *vals, (size_t)n, fp) != (size_t)n) {
+    if (!fp || fwrite(hdr, 1, hl, fp) != hl ||
+        fwrite(vals, sizeof *vals, (size_t)n, fp) != (size_t)n) {
         fprintf(stderr, "cortiq dequant: %s: %s\n", out_path, strerror(errno));
         rc = CLI_EXIT_SYSTEM;
     }
@@ -97,12 +102,18 @@ int cmd_dequant(int argc, char **argv) {
         if (cli_is_help(argv[i])) {
             usage();
             return CLI_EXIT_OK;
-        } else if (!strcmp(argv[i], "-o") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(argv[i], "--all") && i + 1 < argc) all_dir = argv[++i];
-        else if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("dequant", "unknown option '%s'", argv[i]);
-        else if (!path) path = argv[i];
-        else if (!name) name = argv[i];
-        else return cli_usage_error("dequant", "unexpected argument '%s'", argv[i]);
+        } else if (!strcmp(argv[i], "-o") && i + 1 < argc)
+            out = argv[++i];
+        else if (!strcmp(argv[i], "--all") && i + 1 < argc)
+            all_dir = argv[++i];
+        else if (argv[i][0] == '-' && argv[i][1])
+            return cli_usage_error("dequant", "unknown option '%s'", argv[i]);
+        else if (!path)
+            path = argv[i];
+        else if (!name)
+            name = argv[i];
+        else
+            return cli_usage_error("dequant", "unexpected argument '%s'", argv[i]);
     }
     if (!path) return cli_usage_error("dequant", "missing FILE");
     if (!all_dir == !name) return cli_usage_error("dequant", "give either NAME or --all DIR");

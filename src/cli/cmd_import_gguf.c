@@ -17,23 +17,24 @@
 #define IMPORT_TOOL_VERSION "0.1.0" /* the version `cortiq --version` prints */
 
 static void usage(void) {
-    printf("usage: cortiq import-gguf FILE.gguf --quant Q -o OUT.cmf [options]\n"
-           "  Convert a llama.cpp GGUF model (llama/SmolLM, qwen2, qwen3, gemma2, gemma3, ...) to CMF with\n"
-           "  HF tensor names and values. Tensors are dequantized (F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0\n"
-           "  Q2_K Q3_K Q4_K Q5_K Q6_K) and re-encoded; the tokenizer becomes the vocab section.\n"
-           "  --quant Q               f32 f16 bf16 q8 q8_2f q4 q4t q4tp vbit q1s q1t (q1: --allow-q1)\n"
-           "  -o, --output OUT.cmf    the file to write (atomically)\n"
-           "  --embed-quant Q         dtype of model.embed_tokens.weight (default: --quant)\n"
-           "  --head-quant Q          dtype of lm_head.weight (default: --quant)\n"
-           "  --mean-bits B           vbit target mean bits per weight (default 4.25)\n"
-           "  --chat-template FILE    use this Jinja template (else the GGUF's own, if any)\n"
-           "  --shard-max-gb G        split into shards of about G GB (f32 size)\n"
-           "  --skip-unmapped         drop tensors without an HF name instead of failing\n"
-           "  -t, --threads N         encoder threads (default: all cores)\n"
-           "  --allow-q1              permit q1 (for 1-bit-trained models only)\n"
-           "  -q, --quiet             no progress display\n"
-           "  1-D tensors, norms and tensors under 32 elements are always f16. A GGUF is already lossy:\n"
-           "  --quant f16 stores its dequantized values, not the original weights.\n");
+    printf(
+        "usage: cortiq import-gguf FILE.gguf --quant Q -o OUT.cmf [options]\n"
+        "  Convert a llama.cpp GGUF model (llama/SmolLM, qwen2, qwen3, gemma2, gemma3, ...) to CMF with\n"
+        "  HF tensor names and values. Tensors are dequantized (F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0\n"
+        "  Q2_K Q3_K Q4_K Q5_K Q6_K) and re-encoded; the tokenizer becomes the vocab section.\n"
+        "  --quant Q               f32 f16 bf16 q8 q8_2f q4 q4t q4tp vbit q1s q1t (q1: --allow-q1)\n"
+        "  -o, --output OUT.cmf    the file to write (atomically)\n"
+        "  --embed-quant Q         dtype of model.embed_tokens.weight (default: --quant)\n"
+        "  --head-quant Q          dtype of lm_head.weight (default: --quant)\n"
+        "  --mean-bits B           vbit target mean bits per weight (default 4.25)\n"
+        "  --chat-template FILE    use this Jinja template (else the GGUF's own, if any)\n"
+        "  --shard-max-gb G        split into shards of about G GB (f32 size)\n"
+        "  --skip-unmapped         drop tensors without an HF name instead of failing\n"
+        "  -t, --threads N         encoder threads (default: all cores)\n"
+        "  --allow-q1              permit q1 (for 1-bit-trained models only)\n"
+        "  -q, --quiet             no progress display\n"
+        "  1-D tensors, norms and tensors under 32 elements are always f16. A GGUF is already lossy:\n"
+        "  --quant f16 stores its dequantized values, not the original weights.\n");
 }
 
 typedef struct gguf_source {
@@ -67,7 +68,8 @@ static char *read_text(const char *path) {
 }
 
 /* Header JSON: format, version, arch, quant_type, tokenizer_config, provenance. */
-static char *build_header(const cmf_gguf *g, const char *src, const char *quant, const char *tpl, cmf_err *err) {
+static char *build_header(const cmf_gguf *g, const char *src, const char *quant, const char *tpl,
+                          cmf_err *err) {
     char *arch = NULL, *tc = NULL;
     if (cmf_gguf_arch_json(g, &arch, err) || cmf_gguf_tokenizer_config_json(g, &tc, err)) {
         free(arch);
@@ -118,7 +120,8 @@ static int parse_args(int argc, char **argv, import_args *a) {
         if (cli_is_help(s)) {
             usage();
             return CLI_EXIT_OK;
-        } else if ((!strcmp(s, "-o") || !strcmp(s, "--output")) && v) a->out = argv[++i];
+        } else if ((!strcmp(s, "-o") || !strcmp(s, "--output")) && v)
+            a->out = argv[++i];
         else if (!strcmp(s, "--quant") && v) {
             a->quant_name = argv[++i];
             if (!cmf_convert_quant_from_name(a->quant_name, &a->o.quant))
@@ -131,23 +134,34 @@ static int parse_args(int argc, char **argv, import_args *a) {
             if (!cmf_convert_quant_from_name(argv[++i], &a->o.head_quant))
                 return cli_usage_error("import-gguf", "unknown quant '%s'", argv[i]);
             a->o.has_head_quant = true;
-        } else if (!strcmp(s, "--mean-bits") && v && cli_parse_double(argv[++i], &dv) && dv >= 3 && dv <= 8)
+        } else if (!strcmp(s, "--mean-bits") && v && cli_parse_double(argv[++i], &dv) && dv >= 3 &&
+                   dv <= 8)
             a->o.vbit_mean_bits = dv;
         else if (!strcmp(s, "--shard-max-gb") && v && cli_parse_double(argv[++i], &dv) && dv > 0)
             a->o.shard_max_bytes = (uint64_t)(dv * 1e9);
-        else if ((!strcmp(s, "-t") || !strcmp(s, "--threads")) && v && cli_parse_u64(argv[++i], &uv) && uv <= 64)
+        else if ((!strcmp(s, "-t") || !strcmp(s, "--threads")) && v &&
+                 cli_parse_u64(argv[++i], &uv) && uv <= 64)
             a->o.threads = (unsigned)uv;
-        else if (!strcmp(s, "--chat-template") && v) a->tpl_path = argv[++i];
-        else if (!strcmp(s, "--skip-unmapped")) a->skip_unmapped = true;
-        else if (!strcmp(s, "--allow-q1")) a->o.allow_q1 = true;
-        else if (!strcmp(s, "-q") || !strcmp(s, "--quiet")) a->o.progress = 0;
-        else if (s[0] == '-') return cli_usage_error("import-gguf", "bad or incomplete option '%s'", s);
-        else if (!a->in) a->in = s;
-        else return cli_usage_error("import-gguf", "one input only");
+        else if (!strcmp(s, "--chat-template") && v)
+            a->tpl_path = argv[++i];
+        else if (!strcmp(s, "--skip-unmapped"))
+            a->skip_unmapped = true;
+        else if (!strcmp(s, "--allow-q1"))
+            a->o.allow_q1 = true;
+        else if (!strcmp(s, "-q") || !strcmp(s, "--quiet"))
+            a->o.progress = 0;
+        else if (s[0] == '-')
+            return cli_usage_error("import-gguf", "bad or incomplete option '%s'", s);
+        else if (!a->in)
+            a->in = s;
+        else
+            return cli_usage_error("import-gguf", "one input only");
     }
-    if (!a->in || !a->out || !a->quant_name) return cli_usage_error("import-gguf", "need FILE.gguf, --quant Q and -o OUT.cmf");
+    if (!a->in || !a->out || !a->quant_name)
+        return cli_usage_error("import-gguf", "need FILE.gguf, --quant Q and -o OUT.cmf");
     if (a->o.quant == CMF_DT_Q1 && !a->o.allow_q1)
-        return cli_usage_error("import-gguf", "q1 is for 1-bit-trained models: add --allow-q1 to mean it");
+        return cli_usage_error("import-gguf",
+                               "q1 is for 1-bit-trained models: add --allow-q1 to mean it");
     return -1;
 }
 
@@ -190,13 +204,17 @@ int cmd_import_gguf(int argc, char **argv) {
                 fprintf(stderr, "import-gguf: skipping '%s' (no HF name)\n", t->name);
                 continue;
             }
-            st = cmf_err_set(&err, CMF_E_UNSUPPORTED, a.in, "tensor '%s' has no HF name for architecture %s (--skip-unmapped drops it)",
-                             t->name, arch ? arch : "?");
+            st = cmf_err_set(
+                &err, CMF_E_UNSUPPORTED, a.in,
+                "tensor '%s' has no HF name for architecture %s (--skip-unmapped drops it)",
+                t->name, arch ? arch : "?");
             goto done;
         }
         if (!cmf_ggml_type_can_dequantize(t->type)) {
             const char *tn = cmf_ggml_type_name(t->type);
-            st = cmf_err_set(&err, CMF_E_UNSUPPORTED, a.in, "tensor '%s': ggml type %s cannot be dequantized", t->name, tn ? tn : "?");
+            st = cmf_err_set(&err, CMF_E_UNSUPPORTED, a.in,
+                             "tensor '%s': ggml type %s cannot be dequantized", t->name,
+                             tn ? tn : "?");
             goto done;
         }
         users[n] = (gguf_source){g, t};
@@ -206,10 +224,13 @@ int cmd_import_gguf(int argc, char **argv) {
     }
     cmf_convert_stats s;
     cmf_convert_sort_canonical(src, n);
-    st = cmf_convert_run(a.out, header, src, n, (const uint8_t *)vocab, vocab_len, NULL, 0, &a.o, &s, &err);
+    st = cmf_convert_run(a.out, header, src, n, (const uint8_t *)vocab, vocab_len, NULL, 0, &a.o,
+                         &s, &err);
     if (!st && a.o.progress)
-        fprintf(stderr, "import-gguf: %zu tensors (%zu skipped, %zu fallbacks), %.1f MB GGUF -> %.1f MB, %.2f s\n", s.tensors,
-                nt - n, s.fallbacks, s.source_bytes / 1e6, s.output_bytes / 1e6, s.seconds);
+        fprintf(
+            stderr,
+            "import-gguf: %zu tensors (%zu skipped, %zu fallbacks), %.1f MB GGUF -> %.1f MB, %.2f s\n",
+            s.tensors, nt - n, s.fallbacks, s.source_bytes / 1e6, s.output_bytes / 1e6, s.seconds);
 done:
     if (st) cli_error(&err);
     cmf_gguf_close(g);

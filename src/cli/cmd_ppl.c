@@ -11,13 +11,14 @@
 #include "cortiq/runtime.h"
 
 static void usage(void) {
-    printf("usage: cortiq ppl MODEL.cmf TEXTFILE [--ctx N] [--stride S] [-t N] [--kv f16|q8|f32] [--f32-act]\n"
-           "  Perplexity of the text (tokenized with special tokens, as transformers' "
-           "tokenizer(text)\n"
-           "  does) with a strided sliding window: N tokens per window (default 1024, at most the\n"
-           "  model's context), advancing S tokens (default N/2). Ends with `PPL = <value>`.\n"
-           "  --kv: KV cache type (default f16).\n"
-           "  --f32-act: f32 activations everywhere (default: int8 GEMM for batches on VNNI CPUs).\n");
+    printf(
+        "usage: cortiq ppl MODEL.cmf TEXTFILE [--ctx N] [--stride S] [-t N] [--kv f16|q8|f32] [--f32-act]\n"
+        "  Perplexity of the text (tokenized with special tokens, as transformers' "
+        "tokenizer(text)\n"
+        "  does) with a strided sliding window: N tokens per window (default 1024, at most the\n"
+        "  model's context), advancing S tokens (default N/2). Ends with `PPL = <value>`.\n"
+        "  --kv: KV cache type (default f16).\n"
+        "  --f32-act: f32 activations everywhere (default: int8 GEMM for batches on VNNI CPUs).\n");
 }
 
 int cmd_ppl(int argc, char **argv) {
@@ -37,8 +38,10 @@ int cmd_ppl(int argc, char **argv) {
         else if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) && i + 1 < argc &&
                  cli_parse_u64(argv[++i], &threads) && threads <= 64)
             ;
-        else if (!strcmp(argv[i], "--f32-act")) f32_act = 1;
-        else if (!strcmp(argv[i], "--kv") && i + 1 < argc && cortiq_kv_type_from_name(argv[++i], &kv))
+        else if (!strcmp(argv[i], "--f32-act"))
+            f32_act = 1;
+        else if (!strcmp(argv[i], "--kv") && i + 1 < argc &&
+                 cortiq_kv_type_from_name(argv[++i], &kv))
             ;
         else if (argv[i][0] == '-')
             return cli_usage_error("ppl", "bad or incomplete option '%s'", argv[i]);
@@ -58,7 +61,8 @@ int cmd_ppl(int argc, char **argv) {
     }
     cmf_err err;
     cortiq_runtime *rt = NULL;
-    cortiq_runtime_opts ro = {.threads = (unsigned)threads, .ctx = (uint32_t)ctx, .kv = kv, .f32_act = f32_act};
+    cortiq_runtime_opts ro = {
+        .threads = (unsigned)threads, .ctx = (uint32_t)ctx, .kv = kv, .f32_act = f32_act};
     cmf_status st = cortiq_runtime_open(path, &ro, &rt, &err);
     int32_t *ids = NULL;
     size_t n = 0;

@@ -1,4 +1,5 @@
-/* cmd_verify.c - `cortiq verify FILE...`: the whole hash chain of each file, every problem reported. */
+/* cmd_verify.c - `cortiq verify FILE...`: the whole hash chain of each file, every problem
+ * reported. */
 #include <stdio.h>
 #include <string.h>
 
@@ -8,16 +9,17 @@
 #include "cortiq/sign.h"
 
 static void usage(void) {
-    printf("usage: cortiq verify [-t THREADS] [--quiet] [--pubkey HEX] FILE...\n"
-           "  Validate each file's structure (everything open() checks), then its hash chain:\n"
-           "  header and directory hashes, section_hashes (masks, vocab, index) and every tensor's\n"
-           "  hash64, and every variable-length payload's internal counts and offsets (vbit, q1s,\n"
-           "  q1t). Every problem is printed, not only the first. A shard name verifies the\n"
-           "  whole shard set; --single checks exactly the named file.\n"
-           "  Signatures (spec 8.2): when <file>.sig sits beside a file (each shard has its own), it\n"
-           "  is checked too: a bad one is a problem; none is not (\"signature: none\").\n"
-           "  --pubkey HEX   require every file to be signed by this Ed25519 public key (64 hex digits)\n"
-           "  Exit status: 0 all files good, 1 any problem, 2 usage, 3 I/O error.\n");
+    printf(
+        "usage: cortiq verify [-t THREADS] [--quiet] [--pubkey HEX] FILE...\n"
+        "  Validate each file's structure (everything open() checks), then its hash chain:\n"
+        "  header and directory hashes, section_hashes (masks, vocab, index) and every tensor's\n"
+        "  hash64, and every variable-length payload's internal counts and offsets (vbit, q1s,\n"
+        "  q1t). Every problem is printed, not only the first. A shard name verifies the\n"
+        "  whole shard set; --single checks exactly the named file.\n"
+        "  Signatures (spec 8.2): when <file>.sig sits beside a file (each shard has its own), it\n"
+        "  is checked too: a bad one is a problem; none is not (\"signature: none\").\n"
+        "  --pubkey HEX   require every file to be signed by this Ed25519 public key (64 hex digits)\n"
+        "  Exit status: 0 all files good, 1 any problem, 2 usage, 3 I/O error.\n");
 }
 
 typedef struct {
@@ -34,7 +36,8 @@ static cmf_status check_signature(const char *path, const uint8_t *want, int qui
         return CMF_OK;
     }
     if (st == CMF_E_NOT_FOUND)
-        st = cmf_err_set(&err, CMF_E_HASH, path, "signature: none (%s.sig is missing) but --pubkey requires one", path);
+        st = cmf_err_set(&err, CMF_E_HASH, path,
+                         "signature: none (%s.sig is missing) but --pubkey requires one", path);
     if (st) {
         t->problems++;
         fprintf(stderr, "%s\n", err.msg);
@@ -72,8 +75,10 @@ int cmd_verify(int argc, char **argv) {
             return CLI_EXIT_OK;
         }
         if (!strcmp(argv[i], "--pubkey")) { /* applies to every FILE, wherever it stands */
-            if (i + 1 >= argc || !cmf_hex_decode(argv[i + 1], strlen(argv[i + 1]), want_pk, sizeof want_pk))
-                return cli_usage_error("verify", "--pubkey needs an Ed25519 public key as 64 lowercase hex digits");
+            if (i + 1 >= argc ||
+                !cmf_hex_decode(argv[i + 1], strlen(argv[i + 1]), want_pk, sizeof want_pk))
+                return cli_usage_error(
+                    "verify", "--pubkey needs an Ed25519 public key as 64 lowercase hex digits");
             want = want_pk;
             i++;
         }
@@ -98,7 +103,8 @@ int cmd_verify(int argc, char **argv) {
             single = 1;
             continue;
         }
-        if (argv[i][0] == '-' && argv[i][1]) return cli_usage_error("verify", "unknown option '%s'", argv[i]);
+        if (argv[i][0] == '-' && argv[i][1])
+            return cli_usage_error("verify", "unknown option '%s'", argv[i]);
         nfiles++;
         cmf_file *f;
         cmf_err err;
@@ -106,7 +112,8 @@ int cmd_verify(int argc, char **argv) {
         if (st) {
             cli_error(&err);
             tally sig_t = {0};
-            check_signature(argv[i], want, quiet, &sig_t); /* says whether the signer's bytes changed */
+            check_signature(argv[i], want, quiet,
+                            &sig_t); /* says whether the signer's bytes changed */
             if (!quiet) printf("%s: FAILED (%s)\n", argv[i], cmf_status_name(st));
             int c = cli_exit_code(st);
             if (c > rc) rc = c;
@@ -119,7 +126,8 @@ int cmd_verify(int argc, char **argv) {
         for (size_t k = 0; k < cmf_file_tensor_count(f); k++) {
             const cmf_tensor *x = cmf_file_tensor_at(f, k);
             cmf_err perr;
-            cmf_status ps = cmf_quant_validate((cmf_dtype)x->dtype, x->ndim, x->shape, x->data, x->nbytes, x->name, &perr);
+            cmf_status ps = cmf_quant_validate((cmf_dtype)x->dtype, x->ndim, x->shape, x->data,
+                                               x->nbytes, x->name, &perr);
             if (ps) {
                 on_problem(&t, cmf_file_shard_path(f, x->shard), ps, perr.msg);
                 if (!st) st = ps;
@@ -128,10 +136,13 @@ int cmd_verify(int argc, char **argv) {
         cmf_status ss = check_signatures(f, want, quiet, &t);
         if (ss && !st) st = ss;
         if (!quiet)
-            printf("%s: %s  (%zu shard%s, %llu tensors, %s hashed in %.3f s, %.2f GB/s, %lu problem%s)\n", argv[i],
-                   st ? "FAILED" : "OK", cmf_file_shard_count(f), cmf_file_shard_count(f) == 1 ? "" : "s",
-                   (unsigned long long)vs.tensors_checked, cli_bytes(vs.bytes_hashed), vs.seconds,
-                   vs.seconds > 0 ? vs.bytes_hashed / vs.seconds / 1e9 : 0.0, t.problems, t.problems == 1 ? "" : "s");
+            printf(
+                "%s: %s  (%zu shard%s, %llu tensors, %s hashed in %.3f s, %.2f GB/s, %lu problem%s)\n",
+                argv[i], st ? "FAILED" : "OK", cmf_file_shard_count(f),
+                cmf_file_shard_count(f) == 1 ? "" : "s", (unsigned long long)vs.tensors_checked,
+                cli_bytes(vs.bytes_hashed), vs.seconds,
+                vs.seconds > 0 ? vs.bytes_hashed / vs.seconds / 1e9 : 0.0, t.problems,
+                t.problems == 1 ? "" : "s");
         if (st) {
             int c = cli_exit_code(st);
             if (c > rc) rc = c;

@@ -14,7 +14,9 @@
 
 #define QK_K 256
 
-static float ld_f16(const uint8_t *p) { return f16_to_f32(ld_u16(p)); }
+static float ld_f16(const uint8_t *p) {
+    return f16_to_f32(ld_u16(p));
+}
 
 /* Q4_0: [f16 d][16 B nibbles]; element j = low nibble of qs[j], j+16 = high nibble. */
 static void deq_q4_0(const uint8_t *b, float *y) {
@@ -69,7 +71,8 @@ static void deq_q5_1(const uint8_t *b, float *y) {
 /* Q8_0: [f16 d][32 x i8]. */
 static void deq_q8_0(const uint8_t *b, float *y) {
     float d = ld_f16(b);
-    for (int j = 0; j < 32; j++) y[j] = (float)(int8_t)b[2 + j] * d;
+    for (int j = 0; j < 32; j++)
+        y[j] = (float)(int8_t)b[2 + j] * d;
 }
 
 /* Q2_K (256): [16 B scales: low nibble scale, high nibble min][64 B 2-bit quants][f16 d][f16 dmin].
@@ -176,46 +179,65 @@ typedef void (*block_fn)(const uint8_t *b, float *y);
 
 static block_fn block_function(uint32_t type) {
     switch (type) {
-    case CMF_GGML_Q4_0: return deq_q4_0;
-    case CMF_GGML_Q4_1: return deq_q4_1;
-    case CMF_GGML_Q5_0: return deq_q5_0;
-    case CMF_GGML_Q5_1: return deq_q5_1;
-    case CMF_GGML_Q8_0: return deq_q8_0;
-    case CMF_GGML_Q2_K: return deq_q2_k;
-    case CMF_GGML_Q3_K: return deq_q3_k;
-    case CMF_GGML_Q4_K: return deq_q4_k;
-    case CMF_GGML_Q5_K: return deq_q5_k;
-    case CMF_GGML_Q6_K: return deq_q6_k;
-    default: return NULL;
+    case CMF_GGML_Q4_0:
+        return deq_q4_0;
+    case CMF_GGML_Q4_1:
+        return deq_q4_1;
+    case CMF_GGML_Q5_0:
+        return deq_q5_0;
+    case CMF_GGML_Q5_1:
+        return deq_q5_1;
+    case CMF_GGML_Q8_0:
+        return deq_q8_0;
+    case CMF_GGML_Q2_K:
+        return deq_q2_k;
+    case CMF_GGML_Q3_K:
+        return deq_q3_k;
+    case CMF_GGML_Q4_K:
+        return deq_q4_k;
+    case CMF_GGML_Q5_K:
+        return deq_q5_k;
+    case CMF_GGML_Q6_K:
+        return deq_q6_k;
+    default:
+        return NULL;
     }
 }
 
-cmf_status cmf_ggml_dequantize(uint32_t type, const uint8_t *src, size_t src_len, uint64_t n, float *dst,
-                               cmf_err *err) {
+cmf_status cmf_ggml_dequantize(uint32_t type, const uint8_t *src, size_t src_len, uint64_t n,
+                               float *dst, cmf_err *err) {
     uint32_t be, bb;
     const char *name = cmf_ggml_type_name(type);
     if (!cmf_ggml_type_can_dequantize(type) || !cmf_ggml_type_size(type, &be, &bb))
         return cmf_err_set(err, CMF_E_UNSUPPORTED, NULL, "cannot dequantize ggml type %s (id %u)",
                            name ? name : "unknown", type);
     if (n % be != 0)
-        return cmf_err_set(err, CMF_E_INVALID_ARG, NULL, "%s: %llu elements is not a multiple of the block size %u",
-                           name, (unsigned long long)n, be);
+        return cmf_err_set(err, CMF_E_INVALID_ARG, NULL,
+                           "%s: %llu elements is not a multiple of the block size %u", name,
+                           (unsigned long long)n, be);
     uint64_t need;
     if (!ck_mul_u64(n / be, bb, &need) || need > src_len)
-        return cmf_err_set(err, CMF_E_INVALID_ARG, NULL, "%s: %llu elements need more than the %zu source bytes",
-                           name, (unsigned long long)n, src_len);
+        return cmf_err_set(err, CMF_E_INVALID_ARG, NULL,
+                           "%s: %llu elements need more than the %zu source bytes", name,
+                           (unsigned long long)n, src_len);
     switch (type) {
-    case CMF_GGML_F32: memcpy(dst, src, (size_t)n * 4); return CMF_OK;
+    case CMF_GGML_F32:
+        memcpy(dst, src, (size_t)n * 4);
+        return CMF_OK;
     case CMF_GGML_F16:
-        for (uint64_t i = 0; i < n; i++) dst[i] = f16_to_f32(ld_u16(src + 2 * i));
+        for (uint64_t i = 0; i < n; i++)
+            dst[i] = f16_to_f32(ld_u16(src + 2 * i));
         return CMF_OK;
     case CMF_GGML_BF16:
-        for (uint64_t i = 0; i < n; i++) dst[i] = bf16_to_f32(ld_u16(src + 2 * i));
+        for (uint64_t i = 0; i < n; i++)
+            dst[i] = bf16_to_f32(ld_u16(src + 2 * i));
         return CMF_OK;
-    default: break;
+    default:
+        break;
     }
     block_fn fn = block_function(type);
     uint64_t nb = n / be;
-    for (uint64_t i = 0; i < nb; i++) fn(src + i * bb, dst + i * be);
+    for (uint64_t i = 0; i < nb; i++)
+        fn(src + i * bb, dst + i * be);
     return CMF_OK;
 }

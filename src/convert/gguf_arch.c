@@ -48,8 +48,12 @@ static bool afloat(const arch_ctx *c, const char *suffix, double *out) {
     return true;
 }
 
-static void set_int(arch_ctx *c, const char *field, int64_t v) { json_object_set_new(c->obj, field, json_integer(v)); }
-static void set_real(arch_ctx *c, const char *field, double v) { json_object_set_new(c->obj, field, json_real(v)); }
+static void set_int(arch_ctx *c, const char *field, int64_t v) {
+    json_object_set_new(c->obj, field, json_integer(v));
+}
+static void set_real(arch_ctx *c, const char *field, double v) {
+    json_object_set_new(c->obj, field, json_real(v));
+}
 
 static bool copy_int(arch_ctx *c, const char *suffix, const char *field, int64_t *out) {
     int64_t v;
@@ -75,7 +79,8 @@ static bool copy_real(arch_ctx *c, const char *suffix, const char *field) {
 static void set_layer_pattern(arch_ctx *c, int64_t n_layers, int period) {
     json_t *a = json_array();
     for (int64_t i = 0; i < n_layers; i++)
-        json_array_append_new(a, json_string((i + 1) % period == 0 ? "FullAttention" : "SlidingAttention"));
+        json_array_append_new(
+            a, json_string((i + 1) % period == 0 ? "FullAttention" : "SlidingAttention"));
     json_object_set_new(c->obj, "layer_types", a);
 }
 
@@ -85,11 +90,13 @@ static bool explicit_pattern(arch_ctx *c, int64_t n_layers) {
     const cmf_gguf_kv *kv = akv(c, "attention.sliding_window_pattern");
     if (!kv) return false;
     int64_t period;
-    if (kv->type != CMF_GGUF_ARRAY && aint(c, "attention.sliding_window_pattern", &period) && period > 0) {
+    if (kv->type != CMF_GGUF_ARRAY && aint(c, "attention.sliding_window_pattern", &period) &&
+        period > 0) {
         set_layer_pattern(c, n_layers, (int)(period < 1000000 ? period : 1000000));
         return true;
     }
-    if (kv->type != CMF_GGUF_ARRAY || n_layers < 0 || kv->arr_len != (uint64_t)n_layers) return false;
+    if (kv->type != CMF_GGUF_ARRAY || n_layers < 0 || kv->arr_len != (uint64_t)n_layers)
+        return false;
     json_t *a = json_array();
     for (uint64_t i = 0; i < kv->arr_len; i++) {
         int64_t swa = 0;
@@ -112,7 +119,8 @@ static int64_t vocab_size(const cmf_gguf *g, const arch_ctx *c) {
 cmf_status cmf_gguf_arch_json(const cmf_gguf *g, char **out, cmf_err *err) {
     *out = NULL;
     const char *arch = cmf_gguf_get_str(g, "general.architecture");
-    if (!arch) return cmf_err_set(err, CMF_E_NOT_FOUND, cmf_gguf_name(g), "no general.architecture");
+    if (!arch)
+        return cmf_err_set(err, CMF_E_NOT_FOUND, cmf_gguf_name(g), "no general.architecture");
     arch_ctx c = {g, arch, json_object()};
     if (!c.obj) return cmf_err_set(err, CMF_E_NOMEM, cmf_gguf_name(g), "out of memory");
     bool gemma = strncmp(arch, "gemma", 5) == 0;
@@ -121,17 +129,20 @@ cmf_status cmf_gguf_arch_json(const cmf_gguf *g, char **out, cmf_err *err) {
     const char *missing = NULL;
     if (!copy_int(&c, "embedding_length", "hidden_size", &hidden)) missing = "embedding_length";
     if (!copy_int(&c, "block_count", "num_layers", &layers)) missing = "block_count";
-    if (!copy_int(&c, "attention.head_count", "num_attention_heads", &heads)) missing = "attention.head_count";
+    if (!copy_int(&c, "attention.head_count", "num_attention_heads", &heads))
+        missing = "attention.head_count";
     if (missing) {
         json_decref(c.obj);
         return cmf_err_set(err, CMF_E_NOT_FOUND, cmf_gguf_name(g), "no %s.%s", arch, missing);
     }
     copy_int(&c, "feed_forward_length", "intermediate_size", NULL);
-    if (!copy_int(&c, "attention.head_count_kv", "num_kv_heads", &kv)) set_int(&c, "num_kv_heads", kv = heads);
+    if (!copy_int(&c, "attention.head_count_kv", "num_kv_heads", &kv))
+        set_int(&c, "num_kv_heads", kv = heads);
     if (!copy_int(&c, "attention.key_length", "head_dim", &head_dim) && heads > 0)
         set_int(&c, "head_dim", head_dim = hidden / heads);
     set_int(&c, "vocab_size", vocab_size(g, &c));
-    if (!copy_real(&c, "attention.layer_norm_rms_epsilon", "rms_norm_eps")) set_real(&c, "rms_norm_eps", 1e-6);
+    if (!copy_real(&c, "attention.layer_norm_rms_epsilon", "rms_norm_eps"))
+        set_real(&c, "rms_norm_eps", 1e-6);
     json_object_set_new(c.obj, "norm_style", json_string(gemma ? "gemma" : "qwen"));
     if (!copy_real(&c, "rope.freq_base", "rope_theta")) set_real(&c, "rope_theta", 10000.0);
     int64_t rot;
@@ -160,8 +171,10 @@ cmf_status cmf_gguf_arch_json(const cmf_gguf *g, char **out, cmf_err *err) {
         json_object_set_new(c.obj, "hidden_act", json_string("gelu_pytorch_tanh"));
         /* llama.cpp scales queries by 1/sqrt(hidden/heads) for the 27B models (62 layers for
          * Gemma 3, 46 for Gemma 2) and by 1/sqrt(head_dim) otherwise: the HF configs agree. */
-        bool big = (strcmp(arch, "gemma3") == 0 && layers == 62) || (strcmp(arch, "gemma2") == 0 && layers == 46);
-        set_real(&c, "query_pre_attn_scalar", (double)(big && heads > 0 ? hidden / heads : head_dim));
+        bool big = (strcmp(arch, "gemma3") == 0 && layers == 62) ||
+                   (strcmp(arch, "gemma2") == 0 && layers == 46);
+        set_real(&c, "query_pre_attn_scalar",
+                 (double)(big && heads > 0 ? hidden / heads : head_dim));
         if (strcmp(arch, "gemma3") == 0) {
             set_real(&c, "rope_local_base_freq", 10000.0);
             if (has_window && !explicit_pattern(&c, layers)) set_layer_pattern(&c, layers, 6);
@@ -169,14 +182,16 @@ cmf_status cmf_gguf_arch_json(const cmf_gguf *g, char **out, cmf_err *err) {
             copy_real(&c, "attn_logit_softcapping", "attn_logit_softcapping");
             copy_real(&c, "final_logit_softcapping", "final_logit_softcapping");
             if (has_window) {
-                set_real(&c, "rope_local_base_freq", json_real_value(json_object_get(c.obj, "rope_theta")));
+                set_real(&c, "rope_local_base_freq",
+                         json_real_value(json_object_get(c.obj, "rope_theta")));
                 set_layer_pattern(&c, layers, 2);
             }
         }
     } else {
         json_object_set_new(c.obj, "hidden_act", json_string("silu"));
     }
-    json_object_set_new(c.obj, "tie_word_embeddings", json_boolean(cmf_gguf_find_tensor(g, "output.weight") == NULL));
+    json_object_set_new(c.obj, "tie_word_embeddings",
+                        json_boolean(cmf_gguf_find_tensor(g, "output.weight") == NULL));
     *out = json_dumps(c.obj, JSON_COMPACT | JSON_REAL_PRECISION(15));
     json_decref(c.obj);
     if (!*out) return cmf_err_set(err, CMF_E_NOMEM, cmf_gguf_name(g), "out of memory");
@@ -194,23 +209,28 @@ cmf_status cmf_gguf_tokenizer_config_json(const cmf_gguf *g, char **out, cmf_err
     const char *tpl = cmf_gguf_get_str(g, "tokenizer.chat_template");
     if (tpl) json_object_set_new(o, "chat_template", json_string(tpl));
     json_t *eos = json_array();
-    static const char *eos_keys[] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id", "tokenizer.ggml.eom_token_id"};
+    static const char *eos_keys[] = {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id",
+                                     "tokenizer.ggml.eom_token_id"};
     for (size_t i = 0; i < 3; i++) {
         int64_t v;
         if (!cmf_gguf_get_int(g, eos_keys[i], &v)) continue;
         bool dup = false;
-        for (size_t j = 0; j < json_array_size(eos); j++) dup |= json_integer_value(json_array_get(eos, j)) == v;
+        for (size_t j = 0; j < json_array_size(eos); j++)
+            dup |= json_integer_value(json_array_get(eos, j)) == v;
         if (!dup) json_array_append_new(eos, json_integer(v));
     }
     /* Gemma chat turns end with <end_of_turn>, which HF's generation config lists as an EOS
      * but the GGUF metadata does not */
     const char *arch = cmf_gguf_get_str(g, "general.architecture");
     const cmf_gguf_kv *toks = cmf_gguf_find_kv(g, "tokenizer.ggml.tokens");
-    if (arch && strncmp(arch, "gemma", 5) == 0 && toks && toks->type == CMF_GGUF_ARRAY && toks->arr_type == CMF_GGUF_STRING)
+    if (arch && strncmp(arch, "gemma", 5) == 0 && toks && toks->type == CMF_GGUF_ARRAY &&
+        toks->arr_type == CMF_GGUF_STRING)
         for (uint64_t i = 0; i < toks->arr_len; i++)
-            if (toks->arr_str[i].len == 13 && memcmp(toks->arr_str[i].ptr, "<end_of_turn>", 13) == 0) {
+            if (toks->arr_str[i].len == 13 &&
+                memcmp(toks->arr_str[i].ptr, "<end_of_turn>", 13) == 0) {
                 bool dup = false;
-                for (size_t j = 0; j < json_array_size(eos); j++) dup |= json_integer_value(json_array_get(eos, j)) == (json_int_t)i;
+                for (size_t j = 0; j < json_array_size(eos); j++)
+                    dup |= json_integer_value(json_array_get(eos, j)) == (json_int_t)i;
                 if (!dup) json_array_append_new(eos, json_integer((json_int_t)i));
                 break;
             }

@@ -7,10 +7,13 @@
 #include "common/checked.h"
 #include "cortiq/convert.h"
 
-static bool is_gemma(const char *arch) { return arch && strncmp(arch, "gemma", 5) == 0; }
+static bool is_gemma(const char *arch) {
+    return arch && strncmp(arch, "gemma", 5) == 0;
+}
 /* Gemma 2/3 have four norms per block; their ffn_norm is the PRE-feed-forward norm. */
 static bool has_sandwich_norms(const char *arch) {
-    return arch && (strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0 || strcmp(arch, "gemma3n") == 0);
+    return arch && (strcmp(arch, "gemma2") == 0 || strcmp(arch, "gemma3") == 0 ||
+                    strcmp(arch, "gemma3n") == 0);
 }
 
 typedef struct name_pair {
@@ -43,7 +46,8 @@ static const name_pair k_top[] = {
     {"output", "lm_head"},
 };
 
-static bool emit(char *out, size_t cap, const char *fmt_prefix, const char *mid, const char *suffix) {
+static bool emit(char *out, size_t cap, const char *fmt_prefix, const char *mid,
+                 const char *suffix) {
     int n = snprintf(out, cap, "%s%s%s", fmt_prefix, mid, suffix);
     return n > 0 && (size_t)n < cap;
 }
@@ -61,8 +65,8 @@ bool cmf_gguf_hf_name(const char *arch, const char *gguf_name, char *out, size_t
         if (strcmp(stem, k_top[i].gguf) == 0) return emit(out, cap, "", k_top[i].hf, dot);
     unsigned long layer;
     int consumed = 0;
-    if (strncmp(stem, "blk.", 4) != 0 || sscanf(stem + 4, "%lu%n", &layer, &consumed) != 1 || stem[4] < '0' ||
-        stem[4] > '9' || stem[4 + consumed] != '.')
+    if (strncmp(stem, "blk.", 4) != 0 || sscanf(stem + 4, "%lu%n", &layer, &consumed) != 1 ||
+        stem[4] < '0' || stem[4] > '9' || stem[4 + consumed] != '.')
         return false;
     const char *part = stem + 4 + consumed + 1;
     const char *hf = NULL;
@@ -90,24 +94,29 @@ cmf_gguf_fixup cmf_gguf_tensor_fixup(const cmf_gguf *g, const char *gguf_name) {
     if (!arch) return f;
     /* llama.cpp's converter interleaves the rotary halves of Q/K rows for the llama family
      * (its rope is the GPT-J style pairwise one); HF's llama keeps halves. */
-    if (strcmp(arch, "llama") == 0 && strncmp(gguf_name, "blk.", 4) == 0 && ends_with(gguf_name, ".weight")) {
+    if (strcmp(arch, "llama") == 0 && strncmp(gguf_name, "blk.", 4) == 0 &&
+        ends_with(gguf_name, ".weight")) {
         char key[128];
         int64_t heads = 0, kv = -1;
         snprintf(key, sizeof key, "%s.attention.head_count", arch);
         cmf_gguf_get_int(g, key, &heads);
         snprintf(key, sizeof key, "%s.attention.head_count_kv", arch);
         if (!cmf_gguf_get_int(g, key, &kv)) kv = heads;
-        if (ends_with(gguf_name, ".attn_q.weight") && heads > 0) f = (cmf_gguf_fixup){true, (uint64_t)heads, false};
-        if (ends_with(gguf_name, ".attn_k.weight") && kv > 0) f = (cmf_gguf_fixup){true, (uint64_t)kv, false};
+        if (ends_with(gguf_name, ".attn_q.weight") && heads > 0)
+            f = (cmf_gguf_fixup){true, (uint64_t)heads, false};
+        if (ends_with(gguf_name, ".attn_k.weight") && kv > 0)
+            f = (cmf_gguf_fixup){true, (uint64_t)kv, false};
     }
     /* Gemma's llama.cpp conversion stores every norm weight as (1 + w). */
     if (is_gemma(arch) && ends_with(gguf_name, "norm.weight")) f.minus_one = true;
     return f;
 }
 
-cmf_status cmf_gguf_unpermute_rows(float *w, uint64_t rows, uint64_t cols, uint64_t n_head, float *scratch, cmf_err *err) {
+cmf_status cmf_gguf_unpermute_rows(float *w, uint64_t rows, uint64_t cols, uint64_t n_head,
+                                   float *scratch, cmf_err *err) {
     if (n_head == 0 || rows % (2 * n_head) != 0)
-        return cmf_err_set(err, CMF_E_INVALID_ARG, NULL, "%llu rows do not split into %llu heads of an even size",
+        return cmf_err_set(err, CMF_E_INVALID_ARG, NULL,
+                           "%llu rows do not split into %llu heads of an even size",
                            (unsigned long long)rows, (unsigned long long)n_head);
     uint64_t hd = rows / n_head, half = hd / 2;
     memcpy(scratch, w, (size_t)(rows * cols) * sizeof(float));
@@ -119,7 +128,8 @@ cmf_status cmf_gguf_unpermute_rows(float *w, uint64_t rows, uint64_t cols, uint6
     return CMF_OK;
 }
 
-cmf_status cmf_gguf_tensor_hf_f32(const cmf_gguf *g, const cmf_gguf_tensor *t, float *dst, cmf_err *err) {
+cmf_status cmf_gguf_tensor_hf_f32(const cmf_gguf *g, const cmf_gguf_tensor *t, float *dst,
+                                  cmf_err *err) {
     cmf_gguf_fixup f = cmf_gguf_tensor_fixup(g, t->name);
     cmf_status st;
     if (!f.unpermute_rows) {
@@ -127,8 +137,10 @@ cmf_status cmf_gguf_tensor_hf_f32(const cmf_gguf *g, const cmf_gguf_tensor *t, f
     } else {
         /* dequantize each GGUF row straight into its HF row */
         if (f.n_head == 0 || t->nrows % (2 * f.n_head) != 0)
-            return cmf_err_set(err, CMF_E_PARSE, cmf_gguf_name(g), "tensor '%s': %llu rows do not split into %llu heads of an even size",
-                               t->name, (unsigned long long)t->nrows, (unsigned long long)f.n_head);
+            return cmf_err_set(
+                err, CMF_E_PARSE, cmf_gguf_name(g),
+                "tensor '%s': %llu rows do not split into %llu heads of an even size", t->name,
+                (unsigned long long)t->nrows, (unsigned long long)f.n_head);
         uint64_t hd = t->nrows / f.n_head, half = hd / 2;
         for (uint64_t r = 0; r < t->nrows; r++) {
             uint64_t h = r / hd, j = r % hd;
@@ -137,6 +149,7 @@ cmf_status cmf_gguf_tensor_hf_f32(const cmf_gguf *g, const cmf_gguf_tensor *t, f
         }
     }
     if (f.minus_one)
-        for (uint64_t i = 0; i < t->nelem; i++) dst[i] -= 1.0f;
+        for (uint64_t i = 0; i < t->nelem; i++)
+            dst[i] -= 1.0f;
     return CMF_OK;
 }

@@ -37,7 +37,8 @@ typedef struct vocab {
 
 static uint64_t fnv(uint64_t seed, const char *s, size_t n) {
     uint64_t h = 1469598103934665603ULL ^ seed;
-    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ULL;
     h ^= h >> 29; /* the slot index uses the low bits: fold the high ones in */
     h *= 0xbf58476d1ce4e5b9ULL;
     return h ^ (h >> 32);
@@ -56,15 +57,19 @@ static bool vocab_index(vocab *v) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     v->seed = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)v;
     v->cap = 16;
-    while (v->cap < v->n * 2) v->cap *= 2;
+    while (v->cap < v->n * 2)
+        v->cap *= 2;
     v->slot = malloc(v->cap * sizeof *v->slot);
     if (!v->slot) return false;
-    for (size_t i = 0; i < v->cap; i++) v->slot[i] = -1;
+    for (size_t i = 0; i < v->cap; i++)
+        v->slot[i] = -1;
     for (size_t id = 0; id < v->n; id++) {
         uint64_t i = fnv(v->seed, v->tok[id].s, v->tok[id].len) & (v->cap - 1);
         for (;; i = (i + 1) & (v->cap - 1)) {
             int64_t o = v->slot[i];
-            if (o < 0 || (v->tok[o].len == v->tok[id].len && memcmp(v->tok[o].s, v->tok[id].s, v->tok[id].len) == 0)) break;
+            if (o < 0 || (v->tok[o].len == v->tok[id].len &&
+                          memcmp(v->tok[o].s, v->tok[id].s, v->tok[id].len) == 0))
+                break;
         }
         v->slot[i] = (int64_t)id;
     }
@@ -73,7 +78,8 @@ static bool vocab_index(vocab *v) {
 
 static void vocab_free(vocab *v) {
     if (v->owned)
-        for (size_t i = 0; i < v->n; i++) free(v->owned[i]);
+        for (size_t i = 0; i < v->n; i++)
+            free(v->owned[i]);
     free(v->owned);
     free(v->tok);
     free(v->type);
@@ -83,18 +89,25 @@ static void vocab_free(vocab *v) {
 static cmf_status vocab_load(const cmf_gguf *g, bool spm, vocab *v, cmf_err *err) {
     const char *ctx = cmf_gguf_name(g);
     const cmf_gguf_kv *toks = cmf_gguf_find_kv(g, "tokenizer.ggml.tokens");
-    if (!toks || toks->type != CMF_GGUF_ARRAY || toks->arr_type != CMF_GGUF_STRING || toks->arr_len == 0)
-        return cmf_err_set(err, CMF_E_NOT_FOUND, ctx, "tokenizer.ggml.tokens missing or not a string array");
-    if (toks->arr_len > (1u << 24)) return cmf_err_set(err, CMF_E_LIMIT, ctx, "%llu tokens exceed 2^24", (unsigned long long)toks->arr_len);
+    if (!toks || toks->type != CMF_GGUF_ARRAY || toks->arr_type != CMF_GGUF_STRING ||
+        toks->arr_len == 0)
+        return cmf_err_set(err, CMF_E_NOT_FOUND, ctx,
+                           "tokenizer.ggml.tokens missing or not a string array");
+    if (toks->arr_len > (1u << 24))
+        return cmf_err_set(err, CMF_E_LIMIT, ctx, "%llu tokens exceed 2^24",
+                           (unsigned long long)toks->arr_len);
     const cmf_gguf_kv *types = cmf_gguf_find_kv(g, "tokenizer.ggml.token_type");
-    if (types && (types->type != CMF_GGUF_ARRAY || types->arr_len != toks->arr_len || types->arr_type == CMF_GGUF_STRING))
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "tokenizer.ggml.token_type is not a numeric array of %llu entries",
+    if (types && (types->type != CMF_GGUF_ARRAY || types->arr_len != toks->arr_len ||
+                  types->arr_type == CMF_GGUF_STRING))
+        return cmf_err_set(err, CMF_E_PARSE, ctx,
+                           "tokenizer.ggml.token_type is not a numeric array of %llu entries",
                            (unsigned long long)toks->arr_len);
     v->n = (size_t)toks->arr_len;
     v->tok = calloc(v->n, sizeof *v->tok);
     v->type = calloc(v->n, sizeof *v->type);
     v->owned = calloc(v->n, sizeof *v->owned);
-    if (!v->tok || !v->type || !v->owned) return cmf_err_set(err, CMF_E_NOMEM, ctx, "out of memory");
+    if (!v->tok || !v->type || !v->owned)
+        return cmf_err_set(err, CMF_E_NOMEM, ctx, "out of memory");
     for (size_t i = 0; i < v->n; i++) {
         int64_t t = TT_NORMAL;
         if (types) cmf_gguf_arr_int(types, i, &t);
@@ -133,7 +146,8 @@ typedef struct merge {
 
 static size_t cp_count(const char *s, size_t n) {
     size_t c = 0;
-    for (size_t i = 0; i < n; i++) c += ((unsigned char)s[i] & 0xC0) != 0x80;
+    for (size_t i = 0; i < n; i++)
+        c += ((unsigned char)s[i] & 0xC0) != 0x80;
     return c;
 }
 
@@ -153,9 +167,12 @@ static int cmp_merge(const void *a, const void *b) {
  * and the cap keeps the split search linear in the file size for hostile input. */
 #define MAX_MERGED_PIECE 256
 
-static bool piece_ok(const vocab *v, int64_t id) { return id >= 0 && (v->type[id] == TT_NORMAL || v->type[id] == TT_USER); }
+static bool piece_ok(const vocab *v, int64_t id) {
+    return id >= 0 && (v->type[id] == TT_NORMAL || v->type[id] == TT_USER);
+}
 
-static cmf_status spm_merges(const vocab *v, merge **out, size_t *count, const char *ctx, cmf_err *err) {
+static cmf_status spm_merges(const vocab *v, merge **out, size_t *count, const char *ctx,
+                             cmf_err *err) {
     size_t n = 0, cap = 1024;
     merge *m = malloc(cap * sizeof *m);
     if (!m) return cmf_err_set(err, CMF_E_NOMEM, ctx, "out of memory");
@@ -178,7 +195,11 @@ static cmf_status spm_merges(const vocab *v, merge **out, size_t *count, const c
                 m = nm;
                 cap *= 2;
             }
-            m[n++] = (merge){(uint32_t)id, (uint32_t)l, (uint32_t)r, (uint32_t)cp_count(s, k), (uint32_t)cp_count(s + k, len - k),
+            m[n++] = (merge){(uint32_t)id,
+                             (uint32_t)l,
+                             (uint32_t)r,
+                             (uint32_t)cp_count(s, k),
+                             (uint32_t)cp_count(s + k, len - k),
                              v->type[id] == TT_USER};
         }
     }
@@ -205,8 +226,10 @@ static cmf_status put_added(jout *o, const vocab *v, bool spm, const char *ctx, 
         jo_printf(o, "%s{\"id\":%zu,\"content\":", first ? "" : ",", i);
         cmf_status st = put_tok(o, v, i, ctx, err);
         if (st) return st;
-        jo_printf(o, ",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,\"special\":%s}",
-                  special ? "true" : "false");
+        jo_printf(
+            o,
+            ",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,\"special\":%s}",
+            special ? "true" : "false");
         first = false;
     }
     jo_raw(o, "],");
@@ -217,7 +240,8 @@ static cmf_status put_vocab(jout *o, const vocab *v, const char *ctx, cmf_err *e
     jo_raw(o, "\"vocab\":{");
     bool first = true;
     for (size_t i = 0; i < v->n; i++) {
-        if (vocab_find(v, v->tok[i].s, v->tok[i].len) != (int64_t)i) continue; /* a duplicate: the last id wins */
+        if (vocab_find(v, v->tok[i].s, v->tok[i].len) != (int64_t)i)
+            continue; /* a duplicate: the last id wins */
         if (!first) jo_raw(o, ",");
         cmf_status st = put_tok(o, v, i, ctx, err);
         if (st) return st;
@@ -243,7 +267,8 @@ static void put_template(jout *o, const vocab *v, int64_t bos, int64_t eos) {
                 jo_printf(o, ",\"type_id\":%d}}", s);
                 first = false;
             }
-            jo_printf(o, "%s{\"Sequence\":{\"id\":\"%s\",\"type_id\":%d}}", first ? "" : ",", seq[s], s);
+            jo_printf(o, "%s{\"Sequence\":{\"id\":\"%s\",\"type_id\":%d}}", first ? "" : ",",
+                      seq[s], s);
             first = false;
             if (eos >= 0) {
                 jo_raw(o, ",{\"SpecialToken\":{\"id\":");
@@ -272,21 +297,26 @@ static void put_template(jout *o, const vocab *v, int64_t bos, int64_t eos) {
 }
 
 /* BOS/EOS ids the post-processor adds (-1: none), from add_bos_token/add_eos_token. */
-static void special_adds(const cmf_gguf *g, const vocab *v, bool bos_default, int64_t *bos, int64_t *eos) {
+static void special_adds(const cmf_gguf *g, const vocab *v, bool bos_default, int64_t *bos,
+                         int64_t *eos) {
     bool add_bos = bos_default, add_eos = false;
     cmf_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", &add_bos);
     cmf_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", &add_eos);
     *bos = *eos = -1;
     int64_t id;
-    if (add_bos && cmf_gguf_get_int(g, "tokenizer.ggml.bos_token_id", &id) && id >= 0 && (uint64_t)id < v->n) *bos = id;
-    if (add_eos && cmf_gguf_get_int(g, "tokenizer.ggml.eos_token_id", &id) && id >= 0 && (uint64_t)id < v->n) *eos = id;
+    if (add_bos && cmf_gguf_get_int(g, "tokenizer.ggml.bos_token_id", &id) && id >= 0 &&
+        (uint64_t)id < v->n)
+        *bos = id;
+    if (add_eos && cmf_gguf_get_int(g, "tokenizer.ggml.eos_token_id", &id) && id >= 0 &&
+        (uint64_t)id < v->n)
+        *eos = id;
 }
 
 /* The split regexes, as HF tokenizer.json files of those families write them. */
-#define RE_LLAMA3                                                                                               \
+#define RE_LLAMA3                                                                                                                  \
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}{1,3}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|" \
     "\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+"
-#define RE_QWEN2                                                                                                \
+#define RE_QWEN2                                                                                                              \
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\\\r\\\\n\\\\p{L}\\\\p{N}]?\\\\p{L}+|\\\\p{N}| ?[^\\\\s\\\\p{L}\\\\p{N}]+[\\\\r\\\\n]*|" \
     "\\\\s*[\\\\r\\\\n]+|\\\\s+(?!\\\\S)|\\\\s+"
 
@@ -298,7 +328,8 @@ typedef struct bpe_pre {
 
 static const bpe_pre k_pre[] = {
     {" default gpt2 mpt olmo jais ", "null",
-     "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}", false},
+     "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}",
+     false},
     {" smollm starcoder refact command-r codeshell exaone minerva ", "null",
      "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Digits\",\"individual_digits\":true},"
      "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,\"use_regex\":true}]}",
@@ -328,10 +359,14 @@ static cmf_status build_gpt2(const cmf_gguf *g, jout *o, cmf_err *err) {
     const char *pre_name = cmf_gguf_get_str(g, "tokenizer.ggml.pre");
     if (!pre_name) pre_name = "default";
     const bpe_pre *pre = find_pre(pre_name);
-    if (!pre) return cmf_err_set(err, CMF_E_UNSUPPORTED, ctx, "tokenizer.ggml.pre '%s' is not a pre-tokenizer this converter knows", pre_name);
+    if (!pre)
+        return cmf_err_set(err, CMF_E_UNSUPPORTED, ctx,
+                           "tokenizer.ggml.pre '%s' is not a pre-tokenizer this converter knows",
+                           pre_name);
     const cmf_gguf_kv *mkv = cmf_gguf_find_kv(g, "tokenizer.ggml.merges");
     if (!mkv || mkv->type != CMF_GGUF_ARRAY || mkv->arr_type != CMF_GGUF_STRING)
-        return cmf_err_set(err, CMF_E_NOT_FOUND, ctx, "tokenizer.ggml.merges missing or not a string array");
+        return cmf_err_set(err, CMF_E_NOT_FOUND, ctx,
+                           "tokenizer.ggml.merges missing or not a string array");
     vocab v = {0};
     cmf_status st = vocab_load(g, false, &v, err);
     if (st) goto done;
@@ -340,7 +375,8 @@ static cmf_status build_gpt2(const cmf_gguf *g, jout *o, cmf_err *err) {
     jo_printf(o, "\"normalizer\":%s,\"pre_tokenizer\":%s,", pre->normalizer, pre->pre_tokenizer);
     int64_t bos, eos;
     special_adds(g, &v, false, &bos, &eos);
-    const char *bl = "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":false,\"use_regex\":false}";
+    const char *bl =
+        "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":false,\"use_regex\":false}";
     if (bos < 0 && eos < 0) {
         jo_printf(o, "\"post_processor\":%s,", bl);
     } else {
@@ -348,23 +384,31 @@ static cmf_status build_gpt2(const cmf_gguf *g, jout *o, cmf_err *err) {
         put_template(o, &v, bos, eos);
         jo_raw(o, "]},");
     }
-    jo_raw(o, "\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":true,\"use_regex\":true},");
-    jo_printf(o, "\"model\":{\"type\":\"BPE\",\"dropout\":null,\"unk_token\":null,\"continuing_subword_prefix\":null,"
-                 "\"end_of_word_suffix\":null,\"fuse_unk\":false,\"byte_fallback\":false,\"ignore_merges\":%s,",
-              pre->ignore_merges ? "true" : "false");
+    jo_raw(
+        o,
+        "\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":true,\"use_regex\":true},");
+    jo_printf(
+        o,
+        "\"model\":{\"type\":\"BPE\",\"dropout\":null,\"unk_token\":null,\"continuing_subword_prefix\":null,"
+        "\"end_of_word_suffix\":null,\"fuse_unk\":false,\"byte_fallback\":false,\"ignore_merges\":%s,",
+        pre->ignore_merges ? "true" : "false");
     if ((st = put_vocab(o, &v, ctx, err))) goto done;
     jo_raw(o, ",\"merges\":[");
     for (uint64_t i = 0; i < mkv->arr_len; i++) {
         const cmf_gguf_str *m = &mkv->arr_str[i];
         const char *sp = memchr(m->ptr, ' ', (size_t)m->len);
         if (!sp || sp == m->ptr || sp + 1 == m->ptr + m->len) {
-            st = cmf_err_set(err, CMF_E_PARSE, ctx, "merge %llu is not two tokens separated by a space", (unsigned long long)i);
+            st = cmf_err_set(err, CMF_E_PARSE, ctx,
+                             "merge %llu is not two tokens separated by a space",
+                             (unsigned long long)i);
             goto done;
         }
         jo_raw(o, i ? ",[" : "[");
         size_t ll = (size_t)(sp - m->ptr);
-        if (!jo_str(o, m->ptr, ll) || (jo_raw(o, ","), !jo_str(o, sp + 1, (size_t)m->len - ll - 1))) {
-            st = cmf_err_set(err, CMF_E_PARSE, ctx, "merge %llu is not valid UTF-8", (unsigned long long)i);
+        if (!jo_str(o, m->ptr, ll) ||
+            (jo_raw(o, ","), !jo_str(o, sp + 1, (size_t)m->len - ll - 1))) {
+            st = cmf_err_set(err, CMF_E_PARSE, ctx, "merge %llu is not valid UTF-8",
+                             (unsigned long long)i);
             goto done;
         }
         jo_raw(o, "]");
@@ -386,27 +430,40 @@ static cmf_status build_spm(const cmf_gguf *g, jout *o, cmf_err *err) {
     cmf_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", &prefix);
     jo_raw(o, "{\"version\":\"1.0\",\"truncation\":null,\"padding\":null,");
     if ((st = put_added(o, &v, true, ctx, err))) goto done;
-    const char *repl = "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\xe2\x96\x81\"}";
-    if (prefix) jo_printf(o, "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"\xe2\x96\x81\"},%s]},", repl);
-    else jo_printf(o, "\"normalizer\":%s,", repl);
+    const char *repl =
+        "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\xe2\x96\x81\"}";
+    if (prefix)
+        jo_printf(
+            o,
+            "\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"Prepend\",\"prepend\":\"\xe2\x96\x81\"},%s]},",
+            repl);
+    else
+        jo_printf(o, "\"normalizer\":%s,", repl);
     jo_raw(o, "\"pre_tokenizer\":null,");
     int64_t bos, eos;
     special_adds(g, &v, true, &bos, &eos);
     jo_raw(o, "\"post_processor\":");
-    if (bos < 0 && eos < 0) jo_raw(o, "null");
-    else put_template(o, &v, bos, eos);
-    jo_raw(o, ",\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"Replace\",\"pattern\":{\"String\":\"\xe2\x96\x81\"},"
-              "\"content\":\" \"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}");
+    if (bos < 0 && eos < 0)
+        jo_raw(o, "null");
+    else
+        put_template(o, &v, bos, eos);
+    jo_raw(
+        o,
+        ",\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"Replace\",\"pattern\":{\"String\":\"\xe2\x96\x81\"},"
+        "\"content\":\" \"},{\"type\":\"ByteFallback\"},{\"type\":\"Fuse\"}");
     if (prefix) jo_raw(o, ",{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}");
     jo_raw(o, "]},\"model\":{\"type\":\"BPE\",\"dropout\":null,\"unk_token\":");
     int64_t unk;
-    if (cmf_gguf_get_int(g, "tokenizer.ggml.unknown_token_id", &unk) && unk >= 0 && (uint64_t)unk < v.n) {
+    if (cmf_gguf_get_int(g, "tokenizer.ggml.unknown_token_id", &unk) && unk >= 0 &&
+        (uint64_t)unk < v.n) {
         if ((st = put_tok(o, &v, (size_t)unk, ctx, err))) goto done;
     } else {
         jo_raw(o, "null");
     }
-    jo_raw(o, ",\"continuing_subword_prefix\":null,\"end_of_word_suffix\":null,\"fuse_unk\":true,\"byte_fallback\":true,"
-              "\"ignore_merges\":false,");
+    jo_raw(
+        o,
+        ",\"continuing_subword_prefix\":null,\"end_of_word_suffix\":null,\"fuse_unk\":true,\"byte_fallback\":true,"
+        "\"ignore_merges\":false,");
     if ((st = put_vocab(o, &v, ctx, err))) goto done;
     jo_raw(o, ",\"merges\":[");
     for (size_t i = 0; i < nm; i++) {
@@ -427,12 +484,17 @@ cmf_status cmf_gguf_tokenizer_json(const cmf_gguf *g, char **out, size_t *len, c
     *out = NULL;
     if (len) *len = 0;
     const char *model = cmf_gguf_get_str(g, "tokenizer.ggml.model");
-    if (!model) return cmf_err_set(err, CMF_E_NOT_FOUND, cmf_gguf_name(g), "no tokenizer.ggml.model");
+    if (!model)
+        return cmf_err_set(err, CMF_E_NOT_FOUND, cmf_gguf_name(g), "no tokenizer.ggml.model");
     jout o = {0};
     cmf_status st;
-    if (strcmp(model, "gpt2") == 0) st = build_gpt2(g, &o, err);
-    else if (strcmp(model, "llama") == 0) st = build_spm(g, &o, err);
-    else st = cmf_err_set(err, CMF_E_UNSUPPORTED, cmf_gguf_name(g), "tokenizer.ggml.model '%s' is not supported (gpt2 and llama are)", model);
+    if (strcmp(model, "gpt2") == 0)
+        st = build_gpt2(g, &o, err);
+    else if (strcmp(model, "llama") == 0)
+        st = build_spm(g, &o, err);
+    else
+        st = cmf_err_set(err, CMF_E_UNSUPPORTED, cmf_gguf_name(g),
+                         "tokenizer.ggml.model '%s' is not supported (gpt2 and llama are)", model);
     if (st) {
         jo_free(&o);
         return st;

@@ -34,7 +34,9 @@ void jo_rawn(jout *o, const char *s, size_t n) {
     o->buf[o->len] = 0;
 }
 
-void jo_raw(jout *o, const char *s) { jo_rawn(o, s, strlen(s)); }
+void jo_raw(jout *o, const char *s) {
+    jo_rawn(o, s, strlen(s));
+}
 
 void jo_printf(jout *o, const char *fmt, ...) {
     char tmp[256];
@@ -62,16 +64,21 @@ size_t utf8_seq_len(const unsigned char *s, size_t n) {
     if (c < 0x80) return 1;
     size_t len;
     unsigned cp;
-    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
-    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F;
-    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07;
-    else return 0;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, cp = c & 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, cp = c & 0x07;
+    else
+        return 0;
     if (len > n) return 0;
     for (size_t i = 1; i < len; i++) {
         if ((s[i] & 0xC0) != 0x80) return 0;
         cp = (cp << 6) | (s[i] & 0x3F);
     }
-    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
+    if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
+        (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
         return 0;
     return len;
 }
@@ -91,12 +98,24 @@ bool jo_str(jout *o, const char *s, size_t n) {
         jo_rawn(o, s + run, i - run);
         run = i + 1;
         switch (c) {
-        case '"': jo_raw(o, "\\\""); break;
-        case '\\': jo_raw(o, "\\\\"); break;
-        case '\n': jo_raw(o, "\\n"); break;
-        case '\r': jo_raw(o, "\\r"); break;
-        case '\t': jo_raw(o, "\\t"); break;
-        default: jo_printf(o, "\\u%04x", c); break;
+        case '"':
+            jo_raw(o, "\\\"");
+            break;
+        case '\\':
+            jo_raw(o, "\\\\");
+            break;
+        case '\n':
+            jo_raw(o, "\\n");
+            break;
+        case '\r':
+            jo_raw(o, "\\r");
+            break;
+        case '\t':
+            jo_raw(o, "\\t");
+            break;
+        default:
+            jo_printf(o, "\\u%04x", c);
+            break;
         }
     }
     jo_rawn(o, s + run, n - run);

@@ -10,7 +10,7 @@
 typedef struct cv_map {
     const uint8_t *bytes;
     size_t len;
-    void *base;      /* mmap base (NULL for an empty file or a borrowed buffer) */
+    void *base; /* mmap base (NULL for an empty file or a borrowed buffer) */
     size_t map_len;
 } cv_map;
 

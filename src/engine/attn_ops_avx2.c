@@ -120,7 +120,8 @@ static void to_f16(const float *x, uint16_t *out, size_t n) {
         __m256 x0 = _mm256_loadu_ps(x + i);
         __m256 v = _mm256_max_ps(_mm256_min_ps(x0, hi), lo);
         v = _mm256_blendv_ps(v, x0, _mm256_cmp_ps(x0, x0, _CMP_UNORD_Q)); /* NaN stays NaN */
-        _mm_storeu_si128((__m128i *)(out + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        _mm_storeu_si128((__m128i *)(out + i),
+                         _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
     if (i < n) cq_attn_ops_scalar.to_f16(x + i, out + i, n - i);
 }

@@ -100,8 +100,10 @@ static void to_f16(const float *x, uint16_t *out, size_t n) {
         __m512 x0 = _mm512_maskz_loadu_ps(k, x + i);
         __m512 v = _mm512_max_ps(_mm512_min_ps(x0, hi), lo);
         v = _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(x0, x0, _CMP_UNORD_Q), x0); /* NaN stays NaN */
-        _mm256_mask_storeu_epi16(out + i, k, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+        _mm256_mask_storeu_epi16(out + i, k,
+                                 _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
 }
 
-const cq_attn_ops cq_attn_ops_avx512 = {dots, axpys, dots_f16, axpys_f16, dots_q8, axpys_q8, to_f16};
+const cq_attn_ops cq_attn_ops_avx512 = {dots,    axpys,    dots_f16, axpys_f16,
+                                        dots_q8, axpys_q8, to_f16};

@@ -11,29 +11,29 @@
 #include "engine/pool.h"
 
 /* Caps on header values an attacker controls (checked before any allocation). */
-#define CQ_MAX_HIDDEN 65536
-#define CQ_MAX_LAYERS 1024
-#define CQ_MAX_HEADS 1024
+#define CQ_MAX_HIDDEN   65536
+#define CQ_MAX_LAYERS   1024
+#define CQ_MAX_HEADS    1024
 #define CQ_MAX_HEAD_DIM 1024
-#define CQ_MAX_VOCAB (1u << 22)
-#define CQ_MAX_FFN (1u << 20)
+#define CQ_MAX_VOCAB    (1u << 22)
+#define CQ_MAX_FFN      (1u << 20)
 
 typedef enum { CQ_ACT_SILU, CQ_ACT_GELU_TANH } cq_act;
 
 typedef struct cq_layer {
     bool sliding;
-    uint32_t n_heads;     /* query heads of this layer */
+    uint32_t n_heads; /* query heads of this layer */
     float rope_theta;
-    uint32_t rot_dim;     /* rotated dims per head (partial rotary) */
-    const float *inv_freq;/* rot_dim/2 frequencies (owned by the model) */
-    float rope_mscale;    /* YaRN attention factor applied to cos/sin (1 otherwise) */
+    uint32_t rot_dim;      /* rotated dims per head (partial rotary) */
+    const float *inv_freq; /* rot_dim/2 frequencies (owned by the model) */
+    float rope_mscale;     /* YaRN attention factor applied to cos/sin (1 otherwise) */
     cmf_qmat wq, wk, wv, wo, wg, wu, wd;
-    float *bq, *bk, *bv;              /* NULL when absent */
+    float *bq, *bk, *bv;                /* NULL when absent */
     float *attn_norm, *q_norm, *k_norm; /* weights with gemma's (1+w) folded in */
-    float *post_attn_norm;            /* gemma: after attention, before the residual add */
-    float *ffn_norm;                  /* before the MLP (llama: post_attention_layernorm) */
-    float *post_ffn_norm;             /* gemma: after the MLP */
-    uint32_t ffn;                     /* intermediate size from the tensor shape (spec §11) */
+    float *post_attn_norm;              /* gemma: after attention, before the residual add */
+    float *ffn_norm;                    /* before the MLP (llama: post_attention_layernorm) */
+    float *post_ffn_norm;               /* gemma: after the MLP */
+    uint32_t ffn;                       /* intermediate size from the tensor shape (spec §11) */
 } cq_layer;
 
 struct cortiq_model {
@@ -48,11 +48,12 @@ struct cortiq_model {
     cq_layer *layers;
     float *freq_store; /* all inv_freq tables */
     uint64_t weight_bytes;
-    unsigned kflags; /* cmf_matmul_ex flags for every product (CMF_KF_INT8_ACT or 0) */
+    unsigned kflags;   /* cmf_matmul_ex flags for every product (CMF_KF_INT8_ACT or 0) */
     cortiq_kv_type kv; /* KV cache type of new sessions (cortiq_load_opts.kv) */
-    bool prefill_qact;  /* batched products use cmf_matmul_qact where the weights allow */
-    unsigned q4flags;   /* extra cmf_matmul_ex flags for integer-coded weights (q8_row, q4_*, vbit*) */
-    bool huge_pages;    /* cortiq_model_prefetch moves the matrices onto 2 MiB pages */
+    bool prefill_qact; /* batched products use cmf_matmul_qact where the weights allow */
+    unsigned
+        q4flags;     /* extra cmf_matmul_ex flags for integer-coded weights (q8_row, q4_*, vbit*) */
+    bool huge_pages; /* cortiq_model_prefetch moves the matrices onto 2 MiB pages */
     /* 2 MiB windows of the decode matrices left on file pages by cortiq_model_page_in, moved
      * by cortiq_model_move_step: moves[moved .. n_moves) */
     uintptr_t *moves;

@@ -26,16 +26,21 @@ static const cmf_tensor *find(loader *L, const char *fmt, int layer) {
 static cmf_status missing(loader *L, const char *fmt, int layer) {
     char name[256];
     snprintf(name, sizeof name, fmt, layer);
-    return cmf_err_set(L->err, CMF_E_NOT_FOUND, L->path, "tensor '%s' is required by this model but absent", name);
+    return cmf_err_set(L->err, CMF_E_NOT_FOUND, L->path,
+                       "tensor '%s' is required by this model but absent", name);
 }
 
 /* A matrix view [rows, cols] with the expected shape (rows 0 = any). */
-static cmf_status bind_mat(loader *L, cmf_qmat *q, const cmf_tensor *t, uint64_t rows, uint64_t cols) {
+static cmf_status bind_mat(loader *L, cmf_qmat *q, const cmf_tensor *t, uint64_t rows,
+                           uint64_t cols) {
     if (t->ndim != 2 || (rows && t->shape[0] != rows) || t->shape[1] != cols)
-        return cmf_err_set(L->err, CMF_E_PARSE, L->path, "tensor '%s' shape [%llu, %llu] but the header implies [%llu, %llu]",
-                           t->name, (unsigned long long)t->shape[0], (unsigned long long)(t->ndim > 1 ? t->shape[1] : 0),
+        return cmf_err_set(L->err, CMF_E_PARSE, L->path,
+                           "tensor '%s' shape [%llu, %llu] but the header implies [%llu, %llu]",
+                           t->name, (unsigned long long)t->shape[0],
+                           (unsigned long long)(t->ndim > 1 ? t->shape[1] : 0),
                            (unsigned long long)rows, (unsigned long long)cols);
-    cmf_status st = cmf_qmat_init(q, (cmf_dtype)t->dtype, t->shape[0], t->shape[1], t->data, t->nbytes, t->name, L->err);
+    cmf_status st = cmf_qmat_init(q, (cmf_dtype)t->dtype, t->shape[0], t->shape[1], t->data,
+                                  t->nbytes, t->name, L->err);
     if (!st) L->m->weight_bytes += t->nbytes;
     return st;
 }
@@ -43,43 +48,50 @@ static cmf_status bind_mat(loader *L, cmf_qmat *q, const cmf_tensor *t, uint64_t
 /* A vector of n floats (1-D tensor, any dtype), plus `add` to every element (gemma's 1+w). */
 static cmf_status load_vec(loader *L, const cmf_tensor *t, uint64_t n, float add, float **out) {
     uint64_t numel = 1;
-    for (unsigned i = 0; i < t->ndim; i++) numel *= t->shape[i];
+    for (unsigned i = 0; i < t->ndim; i++)
+        numel *= t->shape[i];
     if (numel != n)
-        return cmf_err_set(L->err, CMF_E_PARSE, L->path, "tensor '%s' has %llu elements, the header implies %llu",
-                           t->name, (unsigned long long)numel, (unsigned long long)n);
+        return cmf_err_set(L->err, CMF_E_PARSE, L->path,
+                           "tensor '%s' has %llu elements, the header implies %llu", t->name,
+                           (unsigned long long)numel, (unsigned long long)n);
     float *v = malloc(n * sizeof *v);
     if (!v) return cmf_err_set(L->err, CMF_E_NOMEM, L->path, "tensor '%s'", t->name);
-    cmf_status st = cmf_quant_dequant((cmf_dtype)t->dtype, t->ndim, t->shape, t->data, t->nbytes, v, L->err);
+    cmf_status st =
+        cmf_quant_dequant((cmf_dtype)t->dtype, t->ndim, t->shape, t->data, t->nbytes, v, L->err);
     if (st) {
         free(v);
         return st;
     }
-    for (uint64_t i = 0; i < n; i++) v[i] += add;
+    for (uint64_t i = 0; i < n; i++)
+        v[i] += add;
     *out = v;
     return CMF_OK;
 }
 
-static cmf_status opt_vec(loader *L, const char *fmt, int layer, uint64_t n, float add, float **out) {
+static cmf_status opt_vec(loader *L, const char *fmt, int layer, uint64_t n, float add,
+                          float **out) {
     const cmf_tensor *t = find(L, fmt, layer);
     *out = NULL;
     return t ? load_vec(L, t, n, add, out) : CMF_OK;
 }
 
-static cmf_status cap(loader *L, const char *field, int64_t v, int64_t lo, int64_t hi, uint32_t *out) {
+static cmf_status cap(loader *L, const char *field, int64_t v, int64_t lo, int64_t hi,
+                      uint32_t *out) {
     if (v < lo || v > hi)
         return cmf_err_set(L->err, v < lo ? CMF_E_PARSE : CMF_E_LIMIT, L->path,
-                           "arch.%s=%lld outside the supported range [%lld, %lld]", field, (long long)v, (long long)lo,
-                           (long long)hi);
+                           "arch.%s=%lld outside the supported range [%lld, %lld]", field,
+                           (long long)v, (long long)lo, (long long)hi);
     *out = (uint32_t)v;
     return CMF_OK;
 }
 
 /* inv_freq for rot_dim dims with theta, adjusted by the header's rope scaling. */
-static void rope_freqs(const cmf_arch *a, float theta, uint32_t rot_dim, bool global,
-                       float *inv, float *mscale) {
+static void rope_freqs(const cmf_arch *a, float theta, uint32_t rot_dim, bool global, float *inv,
+                       float *mscale) {
     uint32_t half = rot_dim / 2;
     *mscale = 1.0f;
-    for (uint32_t i = 0; i < half; i++) inv[i] = (float)(1.0 / pow((double)theta, (double)(2 * i) / (double)rot_dim));
+    for (uint32_t i = 0; i < half; i++)
+        inv[i] = (float)(1.0 / pow((double)theta, (double)(2 * i) / (double)rot_dim));
     if (!global) return;
     if (a->yarn.present) {
         double factor = a->yarn.factor, orig = a->yarn.original_max_position_embeddings;
@@ -105,9 +117,11 @@ static void rope_freqs(const cmf_arch *a, float theta, uint32_t rot_dim, bool gl
     const cmf_rope_scaling *r = &a->rope_scaling;
     if (!r->present || !r->type || !strcmp(r->type, "default")) return;
     if (!strcmp(r->type, "linear")) {
-        for (uint32_t i = 0; i < half; i++) inv[i] = (float)(inv[i] / r->factor);
+        for (uint32_t i = 0; i < half; i++)
+            inv[i] = (float)(inv[i] / r->factor);
     } else if (!strcmp(r->type, "llama3")) {
-        double orig = r->original_max_position_embeddings, lff = r->low_freq_factor, hff = r->high_freq_factor;
+        double orig = r->original_max_position_embeddings, lff = r->low_freq_factor,
+               hff = r->high_freq_factor;
         double lo_wl = orig / lff, hi_wl = orig / hff;
         for (uint32_t i = 0; i < half; i++) {
             double f = inv[i], wl = 2 * M_PI / f;
@@ -135,42 +149,53 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
         if (a->n_layer_types) {
             cmf_layer_type t = a->layer_types[l];
             if (t == CMF_LAYER_LINEAR_ATTENTION || t == CMF_LAYER_OTHER)
-                return cmf_err_set(L->err, CMF_E_UNSUPPORTED, L->path,
-                                   "layer %u is %s: this runtime runs full and sliding attention layers only", l,
-                                   a->layer_type_names[l]);
+                return cmf_err_set(
+                    L->err, CMF_E_UNSUPPORTED, L->path,
+                    "layer %u is %s: this runtime runs full and sliding attention layers only", l,
+                    a->layer_type_names[l]);
             y->sliding = t == CMF_LAYER_SLIDING_ATTENTION;
         }
         if (y->sliding && !m->sliding_window)
-            return cmf_err_set(L->err, CMF_E_PARSE, L->path, "layer %u is SlidingAttention but arch.sliding_window is absent", l);
+            return cmf_err_set(L->err, CMF_E_PARSE, L->path,
+                               "layer %u is SlidingAttention but arch.sliding_window is absent", l);
         y->n_heads = m->n_heads;
         if (a->n_heads_per_layer) {
-            if ((st = cap(L, "attention_heads_per_layer[]", a->attention_heads_per_layer[l], 1, CQ_MAX_HEADS, &y->n_heads)))
+            if ((st = cap(L, "attention_heads_per_layer[]", a->attention_heads_per_layer[l], 1,
+                          CQ_MAX_HEADS, &y->n_heads)))
                 return st;
         }
         if (y->n_heads % m->n_kv)
-            return cmf_err_set(L->err, CMF_E_PARSE, L->path, "layer %u: %u query heads not a multiple of %u kv heads", l,
+            return cmf_err_set(L->err, CMF_E_PARSE, L->path,
+                               "layer %u: %u query heads not a multiple of %u kv heads", l,
                                y->n_heads, m->n_kv);
-        y->rope_theta = y->sliding && a->has_rope_local_base_freq ? (float)a->rope_local_base_freq : (float)a->rope_theta;
+        y->rope_theta = y->sliding && a->has_rope_local_base_freq ? (float)a->rope_local_base_freq
+                                                                  : (float)a->rope_theta;
         y->rot_dim = y->sliding ? local_rot : full_rot;
         if (y->rot_dim > m->head_dim) y->rot_dim = m->head_dim & ~1u;
         float *inv = m->freq_store + (size_t)l * m->head_dim;
         rope_freqs(a, y->rope_theta, y->rot_dim, !y->sliding, inv, &y->rope_mscale);
         y->inv_freq = inv;
 
-        if (find(L, "model.layers.%d.mlp.gate.weight", li) || find(L, "model.layers.%d.mlp.experts.0.up_proj.weight", li))
-            return cmf_err_set(L->err, CMF_E_UNSUPPORTED, L->path,
-                               "layer %u has a MoE router/experts: this runtime runs dense models only", l);
-        const uint64_t qd = (uint64_t)y->n_heads * m->head_dim, kvd = (uint64_t)m->n_kv * m->head_dim;
-        static const char *names[] = {"model.layers.%d.self_attn.q_proj.weight", "model.layers.%d.self_attn.k_proj.weight",
-                                      "model.layers.%d.self_attn.v_proj.weight", "model.layers.%d.self_attn.o_proj.weight",
-                                      "model.layers.%d.mlp.gate_proj.weight",    "model.layers.%d.mlp.up_proj.weight",
-                                      "model.layers.%d.mlp.down_proj.weight"};
+        if (find(L, "model.layers.%d.mlp.gate.weight", li) ||
+            find(L, "model.layers.%d.mlp.experts.0.up_proj.weight", li))
+            return cmf_err_set(
+                L->err, CMF_E_UNSUPPORTED, L->path,
+                "layer %u has a MoE router/experts: this runtime runs dense models only", l);
+        const uint64_t qd = (uint64_t)y->n_heads * m->head_dim,
+                       kvd = (uint64_t)m->n_kv * m->head_dim;
+        static const char *names[] = {
+            "model.layers.%d.self_attn.q_proj.weight", "model.layers.%d.self_attn.k_proj.weight",
+            "model.layers.%d.self_attn.v_proj.weight", "model.layers.%d.self_attn.o_proj.weight",
+            "model.layers.%d.mlp.gate_proj.weight",    "model.layers.%d.mlp.up_proj.weight",
+            "model.layers.%d.mlp.down_proj.weight"};
         const cmf_tensor *t[7];
         for (int k = 0; k < 7; k++)
             if (!(t[k] = find(L, names[k], li))) return missing(L, names[k], li);
         if (t[0]->ndim == 2 && t[0]->shape[0] == 2 * qd)
-            return cmf_err_set(L->err, CMF_E_UNSUPPORTED, L->path,
-                               "layer %u q_proj has a gate half (gated attention): not supported by this runtime", l);
+            return cmf_err_set(
+                L->err, CMF_E_UNSUPPORTED, L->path,
+                "layer %u q_proj has a gate half (gated attention): not supported by this runtime",
+                l);
         if ((st = bind_mat(L, &y->wq, t[0], qd, m->hidden))) return st;
         if ((st = bind_mat(L, &y->wk, t[1], kvd, m->hidden))) return st;
         if ((st = bind_mat(L, &y->wv, t[2], kvd, m->hidden))) return st;
@@ -178,36 +203,48 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
         /* the FFN width comes from the tensors (defragged files shrink it per layer, spec §11) */
         uint64_t ffn = t[4]->ndim == 2 ? t[4]->shape[0] : 0;
         if (ffn < 1 || ffn > CQ_MAX_FFN)
-            return cmf_err_set(L->err, CMF_E_LIMIT, L->path, "tensor '%s' FFN width %llu outside [1, %u]", t[4]->name,
+            return cmf_err_set(L->err, CMF_E_LIMIT, L->path,
+                               "tensor '%s' FFN width %llu outside [1, %u]", t[4]->name,
                                (unsigned long long)ffn, CQ_MAX_FFN);
         y->ffn = (uint32_t)ffn;
         if ((st = bind_mat(L, &y->wg, t[4], ffn, m->hidden))) return st;
         if ((st = bind_mat(L, &y->wu, t[5], ffn, m->hidden))) return st;
         if ((st = bind_mat(L, &y->wd, t[6], m->hidden, ffn))) return st;
 
-        if ((st = opt_vec(L, "model.layers.%d.self_attn.q_proj.bias", li, qd, 0, &y->bq))) return st;
-        if ((st = opt_vec(L, "model.layers.%d.self_attn.k_proj.bias", li, kvd, 0, &y->bk))) return st;
-        if ((st = opt_vec(L, "model.layers.%d.self_attn.v_proj.bias", li, kvd, 0, &y->bv))) return st;
-        if ((st = opt_vec(L, "model.layers.%d.self_attn.q_norm.weight", li, m->head_dim, add, &y->q_norm))) return st;
-        if ((st = opt_vec(L, "model.layers.%d.self_attn.k_norm.weight", li, m->head_dim, add, &y->k_norm))) return st;
+        if ((st = opt_vec(L, "model.layers.%d.self_attn.q_proj.bias", li, qd, 0, &y->bq)))
+            return st;
+        if ((st = opt_vec(L, "model.layers.%d.self_attn.k_proj.bias", li, kvd, 0, &y->bk)))
+            return st;
+        if ((st = opt_vec(L, "model.layers.%d.self_attn.v_proj.bias", li, kvd, 0, &y->bv)))
+            return st;
+        if ((st = opt_vec(L, "model.layers.%d.self_attn.q_norm.weight", li, m->head_dim, add,
+                          &y->q_norm)))
+            return st;
+        if ((st = opt_vec(L, "model.layers.%d.self_attn.k_norm.weight", li, m->head_dim, add,
+                          &y->k_norm)))
+            return st;
         if (!find(L, "model.layers.%d.input_layernorm.weight", li))
             return missing(L, "model.layers.%d.input_layernorm.weight", li);
-        if ((st = opt_vec(L, "model.layers.%d.input_layernorm.weight", li, m->hidden, add, &y->attn_norm))) return st;
+        if ((st = opt_vec(L, "model.layers.%d.input_layernorm.weight", li, m->hidden, add,
+                          &y->attn_norm)))
+            return st;
         /* Gemma layout: post_attention_layernorm follows attention and pre_feedforward_layernorm
          * precedes the MLP; llama layout: post_attention_layernorm precedes the MLP. */
         if (find(L, "model.layers.%d.pre_feedforward_layernorm.weight", li)) {
-            if ((st = opt_vec(L, "model.layers.%d.pre_feedforward_layernorm.weight", li, m->hidden, add, &y->ffn_norm)))
+            if ((st = opt_vec(L, "model.layers.%d.pre_feedforward_layernorm.weight", li, m->hidden,
+                              add, &y->ffn_norm)))
                 return st;
-            if ((st = opt_vec(L, "model.layers.%d.post_attention_layernorm.weight", li, m->hidden, add,
-                              &y->post_attn_norm)))
+            if ((st = opt_vec(L, "model.layers.%d.post_attention_layernorm.weight", li, m->hidden,
+                              add, &y->post_attn_norm)))
                 return st;
-            if ((st = opt_vec(L, "model.layers.%d.post_feedforward_layernorm.weight", li, m->hidden, add,
-                              &y->post_ffn_norm)))
+            if ((st = opt_vec(L, "model.layers.%d.post_feedforward_layernorm.weight", li, m->hidden,
+                              add, &y->post_ffn_norm)))
                 return st;
         } else {
             if (!find(L, "model.layers.%d.post_attention_layernorm.weight", li))
                 return missing(L, "model.layers.%d.post_attention_layernorm.weight", li);
-            if ((st = opt_vec(L, "model.layers.%d.post_attention_layernorm.weight", li, m->hidden, add, &y->ffn_norm)))
+            if ((st = opt_vec(L, "model.layers.%d.post_attention_layernorm.weight", li, m->hidden,
+                              add, &y->ffn_norm)))
                 return st;
         }
     }
@@ -221,41 +258,56 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     const cmf_header *h = cmf_file_header(m->file);
     const cmf_arch *a = &h->arch;
     if (cmf_file_envelope(m->file)->required_features & CMF_FEAT_SKILL_FILE)
-        return cmf_err_set(L->err, CMF_E_UNSUPPORTED, path,
-                           "a standalone skill file (SKILL_FILE) is not a runnable model: attach it to its base with "
-                           "`cortiq skill apply BASE.cmf %s -o OUT.cmf`",
-                           path);
+        return cmf_err_set(
+            L->err, CMF_E_UNSUPPORTED, path,
+            "a standalone skill file (SKILL_FILE) is not a runnable model: attach it to its base with "
+            "`cortiq skill apply BASE.cmf %s -o OUT.cmf`",
+            path);
     if (!a->present) return cmf_err_set(L->err, CMF_E_PARSE, path, "header has no arch block");
     if (a->norm_style == CMF_NORM_UNSET)
-        return cmf_err_set(L->err, CMF_E_PARSE, path, "arch.norm_style is required to run a model (\"qwen\" or \"gemma\")");
-    if (a->moe.present && a->moe.num_experts > 0 && cmf_file_find(m->file, "model.layers.0.mlp.gate.weight"))
-        return cmf_err_set(L->err, CMF_E_UNSUPPORTED, path, "MoE models are not supported by this runtime yet");
+        return cmf_err_set(L->err, CMF_E_PARSE, path,
+                           "arch.norm_style is required to run a model (\"qwen\" or \"gemma\")");
+    if (a->moe.present && a->moe.num_experts > 0 &&
+        cmf_file_find(m->file, "model.layers.0.mlp.gate.weight"))
+        return cmf_err_set(L->err, CMF_E_UNSUPPORTED, path,
+                           "MoE models are not supported by this runtime yet");
     if ((st = cap(L, "hidden_size", a->hidden_size, 1, CQ_MAX_HIDDEN, &m->hidden))) return st;
     if ((st = cap(L, "num_layers", a->num_layers, 1, CQ_MAX_LAYERS, &m->n_layers))) return st;
-    if ((st = cap(L, "num_attention_heads", a->num_attention_heads, 1, CQ_MAX_HEADS, &m->n_heads))) return st;
-    if ((st = cap(L, "num_kv_heads", a->num_kv_heads >= 0 ? a->num_kv_heads : a->num_attention_heads, 1, CQ_MAX_HEADS,
-                  &m->n_kv)))
+    if ((st = cap(L, "num_attention_heads", a->num_attention_heads, 1, CQ_MAX_HEADS, &m->n_heads)))
+        return st;
+    if ((st =
+             cap(L, "num_kv_heads", a->num_kv_heads >= 0 ? a->num_kv_heads : a->num_attention_heads,
+                 1, CQ_MAX_HEADS, &m->n_kv)))
         return st;
     int64_t hd = a->head_dim >= 0 ? a->head_dim : a->hidden_size / a->num_attention_heads;
     if ((st = cap(L, "head_dim", hd, 2, CQ_MAX_HEAD_DIM, &m->head_dim))) return st;
-    if (!a->has_rope_theta) return cmf_err_set(L->err, CMF_E_PARSE, path, "arch.rope_theta is required");
+    if (!a->has_rope_theta)
+        return cmf_err_set(L->err, CMF_E_PARSE, path, "arch.rope_theta is required");
     if (a->n_layer_types && a->n_layer_types != m->n_layers)
-        return cmf_err_set(L->err, CMF_E_PARSE, path, "arch.layer_types length differs from num_layers");
-    if (a->sliding_window > 0) m->sliding_window = a->sliding_window > UINT32_MAX ? UINT32_MAX : (uint32_t)a->sliding_window;
-    m->max_pos = a->max_position_embeddings > 0 && a->max_position_embeddings < UINT32_MAX ? (uint32_t)a->max_position_embeddings : 0;
+        return cmf_err_set(L->err, CMF_E_PARSE, path,
+                           "arch.layer_types length differs from num_layers");
+    if (a->sliding_window > 0)
+        m->sliding_window =
+            a->sliding_window > UINT32_MAX ? UINT32_MAX : (uint32_t)a->sliding_window;
+    m->max_pos = a->max_position_embeddings > 0 && a->max_position_embeddings < UINT32_MAX
+                     ? (uint32_t)a->max_position_embeddings
+                     : 0;
     m->eps = a->has_rms_norm_eps ? (float)a->rms_norm_eps : 1e-6f;
     m->act = a->hidden_act && strstr(a->hidden_act, "gelu") ? CQ_ACT_GELU_TANH : CQ_ACT_SILU;
-    m->attn_scale = (float)(1.0 / sqrt(a->has_query_pre_attn_scalar ? a->query_pre_attn_scalar : (double)m->head_dim));
+    m->attn_scale = (float)(1.0 / sqrt(a->has_query_pre_attn_scalar ? a->query_pre_attn_scalar
+                                                                    : (double)m->head_dim));
     m->final_softcap = a->has_final_logit_softcapping ? (float)a->final_logit_softcapping : 0;
     m->attn_softcap = a->has_attn_logit_softcapping ? (float)a->attn_logit_softcapping : 0;
     /* embeddings: [vocab, hidden]; Gemma scales them by sqrt(hidden) */
     const cmf_tensor *emb = cmf_file_find(m->file, "model.embed_tokens.weight");
     if (!emb) return missing(L, "model.embed_tokens.weight", 0);
     if (emb->ndim != 2 || emb->shape[0] < 1 || emb->shape[0] > CQ_MAX_VOCAB)
-        return cmf_err_set(L->err, CMF_E_LIMIT, path, "tensor 'model.embed_tokens.weight' must be [vocab <= %u, hidden]",
+        return cmf_err_set(L->err, CMF_E_LIMIT, path,
+                           "tensor 'model.embed_tokens.weight' must be [vocab <= %u, hidden]",
                            CQ_MAX_VOCAB);
     if (a->vocab_size > (int64_t)emb->shape[0])
-        return cmf_err_set(L->err, CMF_E_PARSE, path, "arch.vocab_size=%lld is larger than the embedding's %llu rows",
+        return cmf_err_set(L->err, CMF_E_PARSE, path,
+                           "arch.vocab_size=%lld is larger than the embedding's %llu rows",
                            (long long)a->vocab_size, (unsigned long long)emb->shape[0]);
     if ((st = bind_mat(L, &m->embed, emb, 0, m->hidden))) return st;
     m->weight_bytes -= emb->nbytes; /* a decode step reads one embedding row, not the table */
@@ -276,9 +328,10 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     const cmf_rope_scaling *rs = &a->rope_scaling;
     if (rs->present && rs->type && strcmp(rs->type, "default") && strcmp(rs->type, "linear") &&
         strcmp(rs->type, "llama3"))
-        return cmf_err_set(L->err, CMF_E_UNSUPPORTED, path,
-                           "arch.rope_scaling type \"%s\": this runtime knows linear and llama3 (and arch.yarn)",
-                           rs->type);
+        return cmf_err_set(
+            L->err, CMF_E_UNSUPPORTED, path,
+            "arch.rope_scaling type \"%s\": this runtime knows linear and llama3 (and arch.yarn)",
+            rs->type);
     if ((st = load_layers(L, a))) return st;
     unsigned threads = o && o->threads ? o->threads : 0;
     m->kflags = o && o->int8_act ? CMF_KF_INT8_ACT : 0;
@@ -287,8 +340,8 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     m->huge_pages = !(o && o->no_huge_pages);
     m->kv = o ? o->kv : CORTIQ_KV_F16;
     if ((unsigned)m->kv >= CORTIQ_KV_COUNT)
-        return cmf_err_set(L->err, CMF_E_INVALID_ARG, path, "KV cache type %u: known are 0 (f16), 1 (q8), 2 (f32)",
-                           (unsigned)m->kv);
+        return cmf_err_set(L->err, CMF_E_INVALID_ARG, path,
+                           "KV cache type %u: known are 0 (f16), 1 (q8), 2 (f32)", (unsigned)m->kv);
     if (!threads) {
         long c = sysconf(_SC_NPROCESSORS_ONLN);
         threads = c > 0 ? (unsigned)c : 1;
@@ -299,7 +352,8 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     return CMF_OK;
 }
 
-cmf_status cortiq_model_load(const char *path, const cortiq_load_opts *opts, cortiq_model **out, cmf_err *err) {
+cmf_status cortiq_model_load(const char *path, const cortiq_load_opts *opts, cortiq_model **out,
+                             cmf_err *err) {
     *out = NULL;
     cortiq_model *m = calloc(1, sizeof *m);
     if (!m) return cmf_err_set(err, CMF_E_NOMEM, path, "model");
@@ -318,7 +372,8 @@ void cortiq_model_free(cortiq_model *m) {
     for (uint32_t l = 0; m->layers && l < m->n_layers; l++) {
         cq_layer *y = &m->layers[l];
         cmf_qmat *mats[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wg, &y->wu, &y->wd};
-        for (int k = 0; k < 7; k++) cmf_qmat_free(mats[k]);
+        for (int k = 0; k < 7; k++)
+            cmf_qmat_free(mats[k]);
         free(y->bq), free(y->bk), free(y->bv), free(y->attn_norm), free(y->q_norm), free(y->k_norm);
         free(y->post_attn_norm), free(y->ffn_norm), free(y->post_ffn_norm);
     }
@@ -333,8 +388,18 @@ void cortiq_model_free(cortiq_model *m) {
     free(m);
 }
 
-const cmf_file *cortiq_model_file(const cortiq_model *m) { return m->file; }
-uint32_t cortiq_model_vocab(const cortiq_model *m) { return m->vocab; }
-uint32_t cortiq_model_max_context(const cortiq_model *m) { return m->max_pos; }
-unsigned cortiq_model_threads(const cortiq_model *m) { return cq_pool_size(m->pool); }
-uint64_t cortiq_model_weight_bytes(const cortiq_model *m) { return m->weight_bytes; }
+const cmf_file *cortiq_model_file(const cortiq_model *m) {
+    return m->file;
+}
+uint32_t cortiq_model_vocab(const cortiq_model *m) {
+    return m->vocab;
+}
+uint32_t cortiq_model_max_context(const cortiq_model *m) {
+    return m->max_pos;
+}
+unsigned cortiq_model_threads(const cortiq_model *m) {
+    return cq_pool_size(m->pool);
+}
+uint64_t cortiq_model_weight_bytes(const cortiq_model *m) {
+    return m->weight_bytes;
+}

@@ -4,9 +4,10 @@
  * Per task function it counts the runs and averages, from the moment a run is published:
  * when the last worker started the task, when the caller and when the last worker finished it,
  * and when cq_pool_run returned; and the gap from the previous run's return to this one's
- * publishing (the caller's serial work before the region: norms, rope, the KV store). At exit the table goes to stderr, each function named by its
- * offset in the binary that holds it (`nm build/src/cortiq | grep <offset>` names it; the
- * engine's are static). One pool runs at a time (the worker times are process-wide). */
+ * publishing (the caller's serial work before the region: norms, rope, the KV store). At exit the
+ * table goes to stderr, each function named by its offset in the binary that holds it (`nm
+ * build/src/cortiq | grep <offset>` names it; the engine's are static). One pool runs at a time
+ * (the worker times are process-wide). */
 #ifndef CORTIQ_ENGINE_POOL_PROFILE_H
 #define CORTIQ_ENGINE_POOL_PROFILE_H
 

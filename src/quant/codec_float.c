@@ -3,10 +3,12 @@
 #include "common/bytes.h"
 #include "quant/quant_internal.h"
 
-static unsigned elem_size(cmf_dtype dt) { return dt == CMF_DT_F32 ? 4u : 2u; }
+static unsigned elem_size(cmf_dtype dt) {
+    return dt == CMF_DT_F32 ? 4u : 2u;
+}
 
-cmf_status qc_float_encode(cmf_dtype dt, const qshape *s, const float *src, uint8_t **out, size_t *len,
-                           cmf_err *err) {
+cmf_status qc_float_encode(cmf_dtype dt, const qshape *s, const float *src, uint8_t **out,
+                           size_t *len, cmf_err *err) {
     size_t n;
     cmf_status st = q_size(s->n * elem_size(dt), &n, err);
     if (st != CMF_OK) return st;

@@ -18,38 +18,48 @@ void q1_tile_encode(const float *w, const bool *skip, uint8_t tile[6]) {
             cnt++;
         }
     st_u16(tile, q_scale_f16(cnt ? (float)(sum / cnt) : 0.0f));
-    for (unsigned b = 0; b < 4; b++) tile[2 + b] = 0;
+    for (unsigned b = 0; b < 4; b++)
+        tile[2 + b] = 0;
     for (unsigned j = 0; j < 32; j++)
         if (w[j] >= 0.0f) tile[2 + j / 8] |= (uint8_t)(1u << (j % 8));
 }
 
 void q1_tile_decode(const uint8_t tile[6], float *out) {
     float s = f16_to_f32(ld_u16(tile));
-    for (unsigned j = 0; j < 32; j++) out[j] = (tile[2 + j / 8] >> (j % 8) & 1u) ? s : -s;
+    for (unsigned j = 0; j < 32; j++)
+        out[j] = (tile[2 + j / 8] >> (j % 8) & 1u) ? s : -s;
 }
 
-cmf_status qc_q1_encode(const qshape *s, const float *src, uint8_t **out, size_t *len, cmf_err *err) {
+cmf_status qc_q1_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
+                        cmf_err *err) {
     size_t n;
     cmf_status st = q_size(s->rows * s->gpr * 6, &n, err);
     if (st == CMF_OK) st = q_alloc_out(n, out, len, err);
     if (st != CMF_OK) return st;
-    for (uint64_t t = 0; t < s->rows * s->gpr; t++) q1_tile_encode(src + t * 32, NULL, *out + t * 6);
+    for (uint64_t t = 0; t < s->rows * s->gpr; t++)
+        q1_tile_encode(src + t * 32, NULL, *out + t * 6);
     return CMF_OK;
 }
 
 void qc_q1_row(const qshape *s, const uint8_t *d, uint64_t row, float *out) {
-    for (uint64_t g = 0; g < s->gpr; g++) q1_tile_decode(d + (row * s->gpr + g) * 6, out + g * 32);
+    for (uint64_t g = 0; g < s->gpr; g++)
+        q1_tile_decode(d + (row * s->gpr + g) * 6, out + g * 32);
 }
 
 /* ---- q1s ---- */
 
-static void q1_tile_encode_cb(const float *w, const bool *skip, uint8_t *tile) { q1_tile_encode(w, skip, tile); }
-static void q1_tile_decode_cb(const uint8_t *tile, float *out) { q1_tile_decode(tile, out); }
+static void q1_tile_encode_cb(const float *w, const bool *skip, uint8_t *tile) {
+    q1_tile_encode(w, skip, tile);
+}
+static void q1_tile_decode_cb(const uint8_t *tile, float *out) {
+    q1_tile_decode(tile, out);
+}
 
 cmf_status qc_q1s_encode(const qshape *s, const float *src, double frac, uint8_t **out, size_t *len,
                          cmf_err *err) {
     if (s->n > UINT32_MAX)
-        return cmf_err_set(err, CMF_E_UNSUPPORTED, "encode", "q1s flat indices are u32; tensor has %llu weights",
+        return cmf_err_set(err, CMF_E_UNSUPPORTED, "encode",
+                           "q1s flat indices are u32; tensor has %llu weights",
                            (unsigned long long)s->n);
     static const q_tile_codec codec = {6, q1_tile_encode_cb, q1_tile_decode_cb};
     uint64_t base = s->rows * s->gpr * 6, k = q_outlier_budget(frac, s->n), count = 0;
@@ -85,17 +95,20 @@ static cmf_status q1s_overlay(const qshape *s, const uint8_t *d, uint64_t nbytes
                               const char *ctx, cmf_err *err) {
     uint64_t base = s->rows * s->gpr * 6, need;
     if (!ck_add_u64(base, 4, &need) || nbytes < need)
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "q1s payload is %llu bytes, base tiles + count need %llu",
+        return cmf_err_set(err, CMF_E_PARSE, ctx,
+                           "q1s payload is %llu bytes, base tiles + count need %llu",
                            (unsigned long long)nbytes, (unsigned long long)need);
     *count = ld_u32(d + base);
     if ((nbytes - need) / 6 != *count || (nbytes - need) % 6 != 0)
         return cmf_err_set(err, CMF_E_PARSE, ctx,
-                           "q1s overlay count=%u needs %llu bytes after the base, span has %llu", *count,
-                           (unsigned long long)*count * 6, (unsigned long long)(nbytes - need));
+                           "q1s overlay count=%u needs %llu bytes after the base, span has %llu",
+                           *count, (unsigned long long)*count * 6,
+                           (unsigned long long)(nbytes - need));
     return CMF_OK;
 }
 
-cmf_status qc_q1s_validate(const qshape *s, const uint8_t *d, uint64_t nbytes, const char *ctx, cmf_err *err) {
+cmf_status qc_q1s_validate(const qshape *s, const uint8_t *d, uint64_t nbytes, const char *ctx,
+                           cmf_err *err) {
     uint32_t count = 0;
     cmf_status st = q1s_overlay(s, d, nbytes, &count, ctx, err);
     if (st != CMF_OK) return st;
@@ -103,7 +116,8 @@ cmf_status qc_q1s_validate(const qshape *s, const uint8_t *d, uint64_t nbytes, c
     for (uint32_t i = 0; i < count; i++) {
         uint32_t idx = ld_u32(p + 6 * (uint64_t)i);
         if (idx >= s->n)
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "q1s overlay entry %u: flat index %u >= numel %llu", i, idx,
+            return cmf_err_set(err, CMF_E_PARSE, ctx,
+                               "q1s overlay entry %u: flat index %u >= numel %llu", i, idx,
                                (unsigned long long)s->n);
     }
     return CMF_OK;
@@ -120,15 +134,18 @@ cmf_status qc_q1s_row(const qshape *s, const uint8_t *d, uint64_t nbytes, uint64
     for (uint32_t i = 0; i < count; i++) {
         uint32_t idx = ld_u32(p + 6 * (uint64_t)i);
         if (idx >= s->n)
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "q1s overlay entry %u: flat index %u >= numel %llu", i, idx,
+            return cmf_err_set(err, CMF_E_PARSE, ctx,
+                               "q1s overlay entry %u: flat index %u >= numel %llu", i, idx,
                                (unsigned long long)s->n);
-        if (idx >= first && idx - first < s->cols) out[idx - first] = f16_to_f32(ld_u16(p + 6 * (uint64_t)i + 4));
+        if (idx >= first && idx - first < s->cols)
+            out[idx - first] = f16_to_f32(ld_u16(p + 6 * (uint64_t)i + 4));
     }
     return CMF_OK;
 }
 
 void qc_q1s_all(const qshape *s, const uint8_t *d, float *out) {
-    for (uint64_t r = 0; r < s->rows; r++) qc_q1_row(s, d, r, out + r * s->cols);
+    for (uint64_t r = 0; r < s->rows; r++)
+        qc_q1_row(s, d, r, out + r * s->cols);
     const uint8_t *p = d + s->rows * s->gpr * 6;
     uint32_t count = ld_u32(p);
     for (uint32_t i = 0; i < count; i++)

@@ -59,10 +59,12 @@ static void q1t_tile_encode(const float *w, const bool *skip, uint8_t *tile) {
     float s = f16_to_f32(h);
     st_u16(tile, h);
     static const uint8_t pow3[5] = {1, 3, 9, 27, 81};
-    for (unsigned b = 0; b < 7; b++) tile[2 + b] = 0;
+    for (unsigned b = 0; b < 7; b++)
+        tile[2 + b] = 0;
     for (unsigned j = 0; j < 32; j++) {
         unsigned digit = 0;
-        if ((!skip || !skip[j]) && s > 0.0f && fabsf(w[j]) > 0.5f * s) digit = w[j] > 0.0f ? 1u : 2u;
+        if ((!skip || !skip[j]) && s > 0.0f && fabsf(w[j]) > 0.5f * s)
+            digit = w[j] > 0.0f ? 1u : 2u;
         tile[2 + j / 5] = (uint8_t)(tile[2 + j / 5] + digit * pow3[j % 5]);
     }
 }
@@ -72,7 +74,8 @@ static void q1t_tile_decode(const uint8_t *tile, float *out) {
     for (unsigned b = 0; b < 7; b++) {
         uint8_t dg[5] = {0, 0, 0, 0, 0};
         cmf_q1t_unpack_byte(tile[2 + b], dg);
-        for (unsigned i = 0; i < 5 && b * 5 + i < 32; i++) out[b * 5 + i] = dg[i] == 0 ? 0.0f : dg[i] == 1 ? s : -s;
+        for (unsigned i = 0; i < 5 && b * 5 + i < 32; i++)
+            out[b * 5 + i] = dg[i] == 0 ? 0.0f : dg[i] == 1 ? s : -s;
     }
 }
 
@@ -99,7 +102,8 @@ cmf_status qc_q1t_encode(const qshape *s, const float *src, double frac, uint8_t
     uint8_t *rp = *out + base, *ent = rp + 4 * (s->rows + 1);
     uint64_t e = 0;
     for (uint64_t r = 0; r <= s->rows; r++) {
-        while (e < count && idx[e] < r * s->cols) e++;
+        while (e < count && idx[e] < r * s->cols)
+            e++;
         st_u32(rp + 4 * r, (uint32_t)e);
     }
     for (uint64_t i = 0; i < count; i++) {
@@ -115,30 +119,35 @@ done:
 
 /* Header checks shared by validate and row decode: the row_ptr table fits, and the entry area
  * is a whole number of 4-byte entries. *entries = its entry count. */
-static cmf_status q1t_span(const qshape *s, uint64_t nbytes, uint64_t *entries, const char *ctx, cmf_err *err) {
+static cmf_status q1t_span(const qshape *s, uint64_t nbytes, uint64_t *entries, const char *ctx,
+                           cmf_err *err) {
     uint64_t base = s->rows * s->gpr * Q1T_TILE, hdr;
     if (!ck_mul_u64(s->rows + 1, 4, &hdr) || !ck_add_u64(hdr, base, &hdr) || nbytes < hdr)
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "q1t payload is %llu bytes, tiles + row_ptr need %llu",
+        return cmf_err_set(err, CMF_E_PARSE, ctx,
+                           "q1t payload is %llu bytes, tiles + row_ptr need %llu",
                            (unsigned long long)nbytes, (unsigned long long)hdr);
     if ((nbytes - hdr) % 4)
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "q1t overlay area of %llu bytes is not whole 4-byte entries",
+        return cmf_err_set(err, CMF_E_PARSE, ctx,
+                           "q1t overlay area of %llu bytes is not whole 4-byte entries",
                            (unsigned long long)(nbytes - hdr));
     *entries = (nbytes - hdr) / 4;
     return CMF_OK;
 }
 
-static cmf_status check_codes(const uint8_t *tiles, uint64_t ntiles, uint64_t first_tile, const char *ctx,
-                              cmf_err *err) {
+static cmf_status check_codes(const uint8_t *tiles, uint64_t ntiles, uint64_t first_tile,
+                              const char *ctx, cmf_err *err) {
     for (uint64_t t = 0; t < ntiles; t++)
         for (unsigned b = 0; b < 7; b++)
             if (tiles[t * Q1T_TILE + 2 + b] > 242)
-                return cmf_err_set(err, CMF_E_PARSE, ctx, "q1t tile %llu code byte %u = %u > 242 (not 5 base-3 digits)",
-                                   (unsigned long long)(first_tile + t), b, tiles[t * Q1T_TILE + 2 + b]);
+                return cmf_err_set(err, CMF_E_PARSE, ctx,
+                                   "q1t tile %llu code byte %u = %u > 242 (not 5 base-3 digits)",
+                                   (unsigned long long)(first_tile + t), b,
+                                   tiles[t * Q1T_TILE + 2 + b]);
     return CMF_OK;
 }
 
-static cmf_status check_entries(const qshape *s, const uint8_t *ent, uint64_t lo, uint64_t hi, const char *ctx,
-                                cmf_err *err) {
+static cmf_status check_entries(const qshape *s, const uint8_t *ent, uint64_t lo, uint64_t hi,
+                                const char *ctx, cmf_err *err) {
     for (uint64_t i = lo; i < hi; i++) {
         uint16_t col = ld_u16(ent + 4 * i);
         if (col >= s->cols)
@@ -148,20 +157,24 @@ static cmf_status check_entries(const qshape *s, const uint8_t *ent, uint64_t lo
     return CMF_OK;
 }
 
-cmf_status qc_q1t_validate(const qshape *s, const uint8_t *d, uint64_t nbytes, const char *ctx, cmf_err *err) {
+cmf_status qc_q1t_validate(const qshape *s, const uint8_t *d, uint64_t nbytes, const char *ctx,
+                           cmf_err *err) {
     uint64_t entries = 0;
     cmf_status st = q1t_span(s, nbytes, &entries, ctx, err);
     if (st != CMF_OK) return st;
     const uint8_t *rp = d + s->rows * s->gpr * Q1T_TILE;
-    if (ld_u32(rp) != 0) return cmf_err_set(err, CMF_E_PARSE, ctx, "q1t row_ptr[0]=%u, must be 0", ld_u32(rp));
+    if (ld_u32(rp) != 0)
+        return cmf_err_set(err, CMF_E_PARSE, ctx, "q1t row_ptr[0]=%u, must be 0", ld_u32(rp));
     for (uint64_t r = 0; r < s->rows; r++)
         if (ld_u32(rp + 4 * (r + 1)) < ld_u32(rp + 4 * r))
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "q1t row_ptr not monotonic: row_ptr[%llu]=%u < row_ptr[%llu]=%u",
-                               (unsigned long long)(r + 1), ld_u32(rp + 4 * (r + 1)), (unsigned long long)r,
-                               ld_u32(rp + 4 * r));
+            return cmf_err_set(err, CMF_E_PARSE, ctx,
+                               "q1t row_ptr not monotonic: row_ptr[%llu]=%u < row_ptr[%llu]=%u",
+                               (unsigned long long)(r + 1), ld_u32(rp + 4 * (r + 1)),
+                               (unsigned long long)r, ld_u32(rp + 4 * r));
     uint32_t last = ld_u32(rp + 4 * s->rows);
     if (last != entries)
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "q1t row_ptr[rows]=%u, but the span holds %llu entries", last,
+        return cmf_err_set(err, CMF_E_PARSE, ctx,
+                           "q1t row_ptr[rows]=%u, but the span holds %llu entries", last,
                            (unsigned long long)entries);
     st = check_codes(d, s->rows * s->gpr, 0, ctx, err);
     if (st == CMF_OK) st = check_entries(s, rp + 4 * (s->rows + 1), 0, entries, ctx, err);
@@ -179,12 +192,15 @@ cmf_status qc_q1t_row(const qshape *s, const uint8_t *d, uint64_t nbytes, uint64
     const uint8_t *rp = d + s->rows * s->gpr * Q1T_TILE, *ent = rp + 4 * (s->rows + 1);
     uint64_t lo = ld_u32(rp + 4 * row), hi = ld_u32(rp + 4 * (row + 1));
     if (lo > hi || hi > entries)
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "q1t row %llu: row_ptr [%llu, %llu) not within %llu entries",
+        return cmf_err_set(err, CMF_E_PARSE, ctx,
+                           "q1t row %llu: row_ptr [%llu, %llu) not within %llu entries",
                            (unsigned long long)row, (unsigned long long)lo, (unsigned long long)hi,
                            (unsigned long long)entries);
     st = check_entries(s, ent, lo, hi, ctx, err);
     if (st != CMF_OK) return st;
-    for (uint64_t g = 0; g < s->gpr; g++) q1t_tile_decode(tiles + g * Q1T_TILE, out + g * 32);
-    for (uint64_t i = lo; i < hi; i++) out[ld_u16(ent + 4 * i)] = f16_to_f32(ld_u16(ent + 4 * i + 2));
+    for (uint64_t g = 0; g < s->gpr; g++)
+        q1t_tile_decode(tiles + g * Q1T_TILE, out + g * 32);
+    for (uint64_t i = lo; i < hi; i++)
+        out[ld_u16(ent + 4 * i)] = f16_to_f32(ld_u16(ent + 4 * i + 2));
     return CMF_OK;
 }

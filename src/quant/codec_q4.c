@@ -12,7 +12,8 @@
  * returns the squared reconstruction error. */
 static double q4_pack(const float *w, unsigned count, float s, uint8_t nib[16]) {
     double sse = 0.0;
-    for (unsigned k = 0; k < 16; k++) nib[k] = 0;
+    for (unsigned k = 0; k < 16; k++)
+        nib[k] = 0;
     for (unsigned j = 0; j < 32; j++) {
         float x = j < count ? w[j] : 0.0f;
         int q = q_code(x, s, -8, 7);
@@ -35,7 +36,8 @@ static inline float q4_nib(const uint8_t *nib, unsigned j) {
 }
 
 /* ---- q4_block ---- */
-cmf_status qc_q4_block_encode(const qshape *s, const float *src, uint8_t **out, size_t *len, cmf_err *err) {
+cmf_status qc_q4_block_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
+                              cmf_err *err) {
     uint64_t ng = (s->n + 31) / 32;
     size_t n;
     cmf_status st = q_size(ng * 18, &n, err);
@@ -58,7 +60,8 @@ void qc_q4_block_row(const qshape *s, const uint8_t *d, uint64_t row, float *out
 }
 
 /* ---- q4_tiled ---- */
-cmf_status qc_q4_tiled_encode(const qshape *s, const float *src, uint8_t **out, size_t *len, cmf_err *err) {
+cmf_status qc_q4_tiled_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
+                              cmf_err *err) {
     size_t n;
     cmf_status st = q_size(s->rows * s->gpr * 18, &n, err);
     if (st == CMF_OK) st = q_alloc_out(n, out, len, err);
@@ -74,7 +77,8 @@ void qc_q4_tiled_row(const qshape *s, const uint8_t *d, uint64_t row, float *out
     for (uint64_t g = 0; g < s->gpr; g++) {
         const uint8_t *tile = d + (row * s->gpr + g) * 18;
         float scale = f16_to_f32(ld_u16(tile));
-        for (unsigned j = 0; j < 32; j++) out[g * 32 + j] = q4_nib(tile + 2, j) * scale;
+        for (unsigned j = 0; j < 32; j++)
+            out[g * 32 + j] = q4_nib(tile + 2, j) * scale;
     }
 }
 
@@ -84,7 +88,9 @@ static inline float q4tp_scale(float lo, float step, unsigned code) {
     return exp2f(lo + (float)code * step);
 }
 
-static uint64_t q4tp_code_bytes(uint64_t gpr) { return (gpr * 5 + 7) / 8; }
+static uint64_t q4tp_code_bytes(uint64_t gpr) {
+    return (gpr * 5 + 7) / 8;
+}
 
 static unsigned get5(const uint8_t *codes, uint64_t cb, uint64_t g) {
     uint64_t bit = g * 5, byte = bit / 8;
@@ -100,8 +106,8 @@ static void put5(uint8_t *codes, uint64_t g, unsigned code) {
 
 /* One row: ladder from the exact min/max log2 ideal scale, lo/step rounded to f16 first, then per
  * tile the rung (floor or ceil of the exact position) with the smaller error. */
-static void q4tp_encode_row(const float *w, uint64_t gpr, uint8_t *nibs, uint8_t *params, uint8_t *codes,
-                            float *logs) {
+static void q4tp_encode_row(const float *w, uint64_t gpr, uint8_t *nibs, uint8_t *params,
+                            uint8_t *codes, float *logs) {
     float lo = INFINITY, hi = -INFINITY;
     for (uint64_t g = 0; g < gpr; g++) {
         float ideal = q_absmax(w + g * 32, 32) / 7.0f;
@@ -135,7 +141,8 @@ static void q4tp_encode_row(const float *w, uint64_t gpr, uint8_t *nibs, uint8_t
     }
 }
 
-cmf_status qc_q4tp_encode(const qshape *s, const float *src, uint8_t **out, size_t *len, cmf_err *err) {
+cmf_status qc_q4tp_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
+                          cmf_err *err) {
     uint64_t cb = q4tp_code_bytes(s->gpr);
     size_t n;
     cmf_status st = q_size(s->rows * (s->gpr * 16 + 4 + cb), &n, err);
@@ -149,7 +156,8 @@ cmf_status qc_q4tp_encode(const qshape *s, const float *src, uint8_t **out, size
     }
     uint8_t *params = *out + s->rows * s->gpr * 16, *codes = params + 4 * s->rows;
     for (uint64_t r = 0; r < s->rows; r++)
-        q4tp_encode_row(src + r * s->cols, s->gpr, *out + r * s->gpr * 16, params + 4 * r, codes + r * cb, logs);
+        q4tp_encode_row(src + r * s->cols, s->gpr, *out + r * s->gpr * 16, params + 4 * r,
+                        codes + r * cb, logs);
     free(logs);
     return CMF_OK;
 }
@@ -161,9 +169,11 @@ void qc_q4tp_row(const qshape *s, const uint8_t *d, uint64_t row, float *out) {
     const uint8_t *codes = d + s->rows * s->gpr * 16 + 4 * s->rows + row * cb;
     float lo = f16_to_f32(ld_u16(params)), step = f16_to_f32(ld_u16(params + 2));
     float ladder[32];
-    for (unsigned c = 0; c < 32; c++) ladder[c] = q4tp_scale(lo, step, c);
+    for (unsigned c = 0; c < 32; c++)
+        ladder[c] = q4tp_scale(lo, step, c);
     for (uint64_t g = 0; g < s->gpr; g++) {
         float scale = ladder[get5(codes, cb, g)];
-        for (unsigned j = 0; j < 32; j++) out[g * 32 + j] = q4_nib(nibs + g * 16, j) * scale;
+        for (unsigned j = 0; j < 32; j++)
+            out[g * 32 + j] = q4_nib(nibs + g * 16, j) * scale;
     }
 }

@@ -5,7 +5,8 @@
 #include "common/bytes.h"
 #include "quant/quant_internal.h"
 
-/* Quantize one row against per-element divisors scale*col[i] (col NULL = 1), int8 in [-127, 127]. */
+/* Quantize one row against per-element divisors scale*col[i] (col NULL = 1), int8 in [-127, 127].
+ */
 static void q8_quant_row(const float *w, uint64_t in, float scale, const float *col, uint8_t *q) {
     for (uint64_t i = 0; i < in; i++) {
         float div = col ? scale * col[i] : scale;
@@ -13,7 +14,8 @@ static void q8_quant_row(const float *w, uint64_t in, float scale, const float *
     }
 }
 
-cmf_status qc_q8_row_encode(const qshape *s, const float *src, uint8_t **out, size_t *len, cmf_err *err) {
+cmf_status qc_q8_row_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
+                            cmf_err *err) {
     size_t n;
     cmf_status st = q_size(s->n + 2 * s->rows, &n, err);
     if (st == CMF_OK) st = q_alloc_out(n, out, len, err);
@@ -31,13 +33,15 @@ cmf_status qc_q8_row_encode(const qshape *s, const float *src, uint8_t **out, si
 void qc_q8_row_row(const qshape *s, const uint8_t *d, uint64_t row, float *out) {
     const uint8_t *q = d + row * s->cols;
     float scale = f16_to_f32(ld_u16(d + s->n + 2 * row));
-    for (uint64_t i = 0; i < s->cols; i++) out[i] = (float)(int8_t)q[i] * scale;
+    for (uint64_t i = 0; i < s->cols; i++)
+        out[i] = (float)(int8_t)q[i] * scale;
 }
 
 /* Column field: per-column absmax divided by the geometric mean of the non-zero ones, so the
  * field sits near 1 (full f16 precision) and the row scale carries the magnitude. */
 static void q8_2f_col_field(const qshape *s, const float *src, float *col) {
-    for (uint64_t i = 0; i < s->cols; i++) col[i] = 0.0f;
+    for (uint64_t i = 0; i < s->cols; i++)
+        col[i] = 0.0f;
     for (uint64_t r = 0; r < s->rows; r++)
         for (uint64_t i = 0; i < s->cols; i++) {
             float a = fabsf(src[r * s->cols + i]);
@@ -51,15 +55,18 @@ static void q8_2f_col_field(const qshape *s, const float *src, float *col) {
             nz++;
         }
     float g = nz ? (float)exp2(log_sum / (double)nz) : 1.0f;
-    for (uint64_t i = 0; i < s->cols; i++) col[i] = f16_to_f32(q_scale_f16(col[i] / g));
+    for (uint64_t i = 0; i < s->cols; i++)
+        col[i] = f16_to_f32(q_scale_f16(col[i] / g));
 }
 
-cmf_status qc_q8_2f_encode(const qshape *s, const float *src, uint8_t **out, size_t *len, cmf_err *err) {
+cmf_status qc_q8_2f_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
+                           cmf_err *err) {
     size_t n;
     cmf_status st = q_size(s->n + 2 * s->rows + 2 * s->cols, &n, err);
     if (st != CMF_OK) return st;
     float *col = malloc(s->cols * sizeof *col);
-    if (!col) return cmf_err_set(err, CMF_E_NOMEM, "encode", "cannot allocate the q8_2f column field");
+    if (!col)
+        return cmf_err_set(err, CMF_E_NOMEM, "encode", "cannot allocate the q8_2f column field");
     st = q_alloc_out(n, out, len, err);
     if (st != CMF_OK) {
         free(col);
@@ -67,7 +74,8 @@ cmf_status qc_q8_2f_encode(const qshape *s, const float *src, uint8_t **out, siz
     }
     q8_2f_col_field(s, src, col);
     uint8_t *scales = *out + s->n, *cols = scales + 2 * s->rows;
-    for (uint64_t i = 0; i < s->cols; i++) st_u16(cols + 2 * i, f32_to_f16(col[i]));
+    for (uint64_t i = 0; i < s->cols; i++)
+        st_u16(cols + 2 * i, f32_to_f16(col[i]));
     for (uint64_t r = 0; r < s->rows; r++) {
         const float *w = src + r * s->cols;
         float m = 0.0f;
@@ -84,5 +92,6 @@ cmf_status qc_q8_2f_encode(const qshape *s, const float *src, uint8_t **out, siz
 void qc_q8_2f_row(const qshape *s, const uint8_t *d, uint64_t row, float *out) {
     const uint8_t *q = d + row * s->cols, *cols = d + s->n + 2 * s->rows;
     float scale = f16_to_f32(ld_u16(d + s->n + 2 * row));
-    for (uint64_t i = 0; i < s->cols; i++) out[i] = (float)(int8_t)q[i] * scale * f16_to_f32(ld_u16(cols + 2 * i));
+    for (uint64_t i = 0; i < s->cols; i++)
+        out[i] = (float)(int8_t)q[i] * scale * f16_to_f32(ld_u16(cols + 2 * i));
 }

@@ -11,7 +11,9 @@
 #include "common/checked.h"
 #include "quant/quant_internal.h"
 
-static bool valid_bits(unsigned b) { return b == 3 || b == 4 || b == 5 || b == 6 || b == 8; }
+static bool valid_bits(unsigned b) {
+    return b == 3 || b == 4 || b == 5 || b == 6 || b == 8;
+}
 
 /* Bytes before the packed area. */
 static uint64_t vbit_header(bool ro, const qshape *s) {
@@ -25,7 +27,8 @@ static void put_bits(uint8_t *row, uint64_t pos, unsigned bits, unsigned v) {
 
 static unsigned get_bits(const uint8_t *row, uint64_t pos, unsigned bits) {
     unsigned v = 0;
-    for (unsigned k = 0; k < bits; k++, pos++) v = v << 1 | (row[pos / 8] >> (7 - pos % 8) & 1u);
+    for (unsigned k = 0; k < bits; k++, pos++)
+        v = v << 1 | (row[pos / 8] >> (7 - pos % 8) & 1u);
     return v;
 }
 
@@ -41,30 +44,36 @@ static float vbit_scale(const float *w, int L) {
     return a > b ? a : b;
 }
 
-cmf_status cmf_vbit_encode(cmf_dtype dt, uint64_t rows, uint64_t in, const float *src, const uint8_t *bits,
-                           uint8_t **out, size_t *out_len, cmf_err *err) {
-    if (!out || !out_len || !src || !bits) return cmf_err_set(err, CMF_E_INVALID_ARG, "encode", "NULL argument");
+cmf_status cmf_vbit_encode(cmf_dtype dt, uint64_t rows, uint64_t in, const float *src,
+                           const uint8_t *bits, uint8_t **out, size_t *out_len, cmf_err *err) {
+    if (!out || !out_len || !src || !bits)
+        return cmf_err_set(err, CMF_E_INVALID_ARG, "encode", "NULL argument");
     *out = NULL;
     *out_len = 0;
     if (dt != CMF_DT_VBIT && dt != CMF_DT_VBIT_RO)
-        return cmf_err_set(err, CMF_E_INVALID_ARG, "encode", "cmf_vbit_encode needs vbit or vbit_ro, got %s",
+        return cmf_err_set(err, CMF_E_INVALID_ARG, "encode",
+                           "cmf_vbit_encode needs vbit or vbit_ro, got %s",
                            cmf_dtype_name((unsigned)dt));
     uint64_t shape[2] = {rows, in}, n;
     if (!cmf_shape_numel(2, shape, &n) || in % 32)
-        return cmf_err_set(err, CMF_E_UNSUPPORTED, "encode", "%s needs rows, in > 0 and in %% 32 == 0, got %llux%llu",
-                           cmf_dtype_name((unsigned)dt), (unsigned long long)rows, (unsigned long long)in);
+        return cmf_err_set(err, CMF_E_UNSUPPORTED, "encode",
+                           "%s needs rows, in > 0 and in %% 32 == 0, got %llux%llu",
+                           cmf_dtype_name((unsigned)dt), (unsigned long long)rows,
+                           (unsigned long long)in);
     qshape s = {2, shape, n, rows, in, in / 32};
     bool ro = dt == CMF_DT_VBIT_RO;
     uint64_t packed = 0;
     for (uint64_t r = 0; r < rows; r++) {
         if (!valid_bits(bits[r]))
-            return cmf_err_set(err, CMF_E_INVALID_ARG, "encode", "row %llu: bit width %u not in {3,4,5,6,8}",
-                               (unsigned long long)r, bits[r]);
+            return cmf_err_set(err, CMF_E_INVALID_ARG, "encode",
+                               "row %llu: bit width %u not in {3,4,5,6,8}", (unsigned long long)r,
+                               bits[r]);
         packed += cmf_vbit_row_bytes(bits[r], in);
     }
     for (uint64_t i = 0; i < n; i++)
         if (!isfinite(src[i]))
-            return cmf_err_set(err, CMF_E_UNSUPPORTED, "encode", "weight %llu is not finite", (unsigned long long)i);
+            return cmf_err_set(err, CMF_E_UNSUPPORTED, "encode", "weight %llu is not finite",
+                               (unsigned long long)i);
     uint64_t hdr = vbit_header(ro, &s);
     size_t len;
     cmf_status st = q_size(hdr + packed, &len, err);
@@ -83,7 +92,8 @@ cmf_status cmf_vbit_encode(cmf_dtype dt, uint64_t rows, uint64_t in, const float
             st_u16(scales + 2 * (r * s.gpr + g), h);
             float sc = f16_to_f32(h);
             for (unsigned j = 0; j < 32; j++)
-                put_bits(area + off, (g * 32 + j) * b, b, (unsigned)(q_code(w[j], sc, -L, L + 1) + L));
+                put_bits(area + off, (g * 32 + j) * b, b,
+                         (unsigned)(q_code(w[j], sc, -L, L + 1) + L));
         }
         off += cmf_vbit_row_bytes(b, in);
     }
@@ -92,7 +102,8 @@ cmf_status cmf_vbit_encode(cmf_dtype dt, uint64_t rows, uint64_t in, const float
             free(*out);
             *out = NULL;
             *out_len = 0;
-            return cmf_err_set(err, CMF_E_UNSUPPORTED, "encode", "vbit_ro packed area of %llu bytes exceeds u32 offsets",
+            return cmf_err_set(err, CMF_E_UNSUPPORTED, "encode",
+                               "vbit_ro packed area of %llu bytes exceeds u32 offsets",
                                (unsigned long long)off);
         }
         st_u32(offsets + 4 * rows, (uint32_t)off);
@@ -100,8 +111,8 @@ cmf_status cmf_vbit_encode(cmf_dtype dt, uint64_t rows, uint64_t in, const float
     return CMF_OK;
 }
 
-static void decode_row(const qshape *s, const uint8_t *d, unsigned b, uint64_t row, const uint8_t *packed,
-                       float *out) {
+static void decode_row(const qshape *s, const uint8_t *d, unsigned b, uint64_t row,
+                       const uint8_t *packed, float *out) {
     const uint8_t *scales = d + s->rows + row * s->gpr * 2;
     int L = (1 << (b - 1)) - 1;
     for (uint64_t g = 0; g < s->gpr; g++) {
@@ -111,13 +122,14 @@ static void decode_row(const qshape *s, const uint8_t *d, unsigned b, uint64_t r
     }
 }
 
-static cmf_status check_header(bool ro, const qshape *s, uint64_t nbytes, uint64_t *hdr, const char *ctx,
-                               cmf_err *err) {
+static cmf_status check_header(bool ro, const qshape *s, uint64_t nbytes, uint64_t *hdr,
+                               const char *ctx, cmf_err *err) {
     const char *name = ro ? "vbit_ro" : "vbit";
     uint64_t h = 0, t;
     if (!ck_mul_u64(s->rows, s->gpr * 2, &t) || !ck_add_u64(s->rows, t, &h) ||
         (ro && (!ck_mul_u64(s->rows + 1, 4, &t) || !ck_add_u64(h, t, &h))) || nbytes < h)
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "%s payload is %llu bytes, its bits/scales%s need %llu", name,
+        return cmf_err_set(err, CMF_E_PARSE, ctx,
+                           "%s payload is %llu bytes, its bits/scales%s need %llu", name,
                            (unsigned long long)nbytes, ro ? "/offsets" : "", (unsigned long long)h);
     *hdr = h;
     return CMF_OK;
@@ -130,8 +142,8 @@ static cmf_status check_bits(const uint8_t *d, uint64_t row, const char *ctx, cm
     return CMF_OK;
 }
 
-cmf_status qc_vbit_validate(bool ro, const qshape *s, const uint8_t *d, uint64_t nbytes, const char *ctx,
-                            cmf_err *err) {
+cmf_status qc_vbit_validate(bool ro, const qshape *s, const uint8_t *d, uint64_t nbytes,
+                            const char *ctx, cmf_err *err) {
     uint64_t hdr = 0, off = 0;
     cmf_status st = check_header(ro, s, nbytes, &hdr, ctx, err);
     if (st != CMF_OK) return st;
@@ -139,21 +151,25 @@ cmf_status qc_vbit_validate(bool ro, const qshape *s, const uint8_t *d, uint64_t
     for (uint64_t r = 0; r < s->rows; r++) {
         if ((st = check_bits(d, r, ctx, err)) != CMF_OK) return st;
         if (ro && ld_u32(offsets + 4 * r) != off)
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "vbit_ro offsets[%llu]=%u, rows before it pack to %llu bytes",
-                               (unsigned long long)r, ld_u32(offsets + 4 * r), (unsigned long long)off);
+            return cmf_err_set(err, CMF_E_PARSE, ctx,
+                               "vbit_ro offsets[%llu]=%u, rows before it pack to %llu bytes",
+                               (unsigned long long)r, ld_u32(offsets + 4 * r),
+                               (unsigned long long)off);
         off += cmf_vbit_row_bytes(d[r], s->cols);
     }
     if (ro && ld_u32(offsets + 4 * s->rows) != off)
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "vbit_ro offsets[rows]=%u, rows pack to %llu bytes",
+        return cmf_err_set(err, CMF_E_PARSE, ctx,
+                           "vbit_ro offsets[rows]=%u, rows pack to %llu bytes",
                            ld_u32(offsets + 4 * s->rows), (unsigned long long)off);
     if (nbytes - hdr != off)
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "%s packed area is %llu bytes, bit widths need exactly %llu",
-                           ro ? "vbit_ro" : "vbit", (unsigned long long)(nbytes - hdr), (unsigned long long)off);
+        return cmf_err_set(
+            err, CMF_E_PARSE, ctx, "%s packed area is %llu bytes, bit widths need exactly %llu",
+            ro ? "vbit_ro" : "vbit", (unsigned long long)(nbytes - hdr), (unsigned long long)off);
     return CMF_OK;
 }
 
-cmf_status qc_vbit_row(bool ro, const qshape *s, const uint8_t *d, uint64_t nbytes, uint64_t row, float *out,
-                       const char *ctx, cmf_err *err) {
+cmf_status qc_vbit_row(bool ro, const qshape *s, const uint8_t *d, uint64_t nbytes, uint64_t row,
+                       float *out, const char *ctx, cmf_err *err) {
     uint64_t hdr = 0, off = 0;
     cmf_status st = check_header(ro, s, nbytes, &hdr, ctx, err);
     if (st != CMF_OK) return st;
@@ -164,19 +180,21 @@ cmf_status qc_vbit_row(bool ro, const qshape *s, const uint8_t *d, uint64_t nbyt
         uint64_t end = ld_u32(offsets + 4 * (row + 1));
         off = ld_u32(offsets + 4 * row);
         if (end < off || end - off != rb || end > area)
-            return cmf_err_set(err, CMF_E_PARSE, ctx,
-                               "vbit_ro row %llu: offsets [%llu, %llu) are not its %llu packed bytes within %llu",
-                               (unsigned long long)row, (unsigned long long)off, (unsigned long long)end,
-                               (unsigned long long)rb, (unsigned long long)area);
+            return cmf_err_set(
+                err, CMF_E_PARSE, ctx,
+                "vbit_ro row %llu: offsets [%llu, %llu) are not its %llu packed bytes within %llu",
+                (unsigned long long)row, (unsigned long long)off, (unsigned long long)end,
+                (unsigned long long)rb, (unsigned long long)area);
     } else {
         for (uint64_t r = 0; r < row; r++) {
             if ((st = check_bits(d, r, ctx, err)) != CMF_OK) return st;
             off += cmf_vbit_row_bytes(d[r], s->cols);
         }
         if (!ck_span_within(off, rb, area))
-            return cmf_err_set(err, CMF_E_PARSE, ctx, "vbit row %llu: packed bytes [%llu, +%llu) past the %llu-byte area",
-                               (unsigned long long)row, (unsigned long long)off, (unsigned long long)rb,
-                               (unsigned long long)area);
+            return cmf_err_set(err, CMF_E_PARSE, ctx,
+                               "vbit row %llu: packed bytes [%llu, +%llu) past the %llu-byte area",
+                               (unsigned long long)row, (unsigned long long)off,
+                               (unsigned long long)rb, (unsigned long long)area);
     }
     decode_row(s, d, d[row], row, d + hdr + off, out);
     return CMF_OK;

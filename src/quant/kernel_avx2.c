@@ -92,7 +92,7 @@ static inline float hsum8(__m256 v) {
                 for (; i + 16 <= CF; i += 16) {                                                    \
                     __m256 xa = _mm256_loadu_ps(X + i), xb = _mm256_loadu_ps(X + i + 8);           \
                     /* 4 rows x 16 weights: the span's next ES lines */                            \
-                    cq_prefetch_span(rowsN[0], STREAM_ROWS, i * (ES), ES);                         \
+                    cq_prefetch_span(rowsN[0], STREAM_ROWS, i *(ES), ES);                          \
                     for (unsigned k = 0; k < STREAM_ROWS; k++) {                                   \
                         const uint8_t *row = rowsN[k];                                             \
                         a[k] = _mm256_fmadd_ps(LOADW(i), xa, a[k]);                                \

@@ -77,7 +77,7 @@ static inline float h16(const uint8_t *p) {
                 uint64_t i = 0;                                                                    \
                 for (; i + 32 <= C; i += 32) {                                                     \
                     __m512 xa = _mm512_loadu_ps(X + i), xb = _mm512_loadu_ps(X + i + 16);          \
-                    cq_prefetch_span(rows4[0], 4, i * (ES), 2 * ES);                               \
+                    cq_prefetch_span(rows4[0], 4, i *(ES), 2 * ES);                                \
                     for (unsigned k = 0; k < 4; k++) {                                             \
                         const uint8_t *row = rows4[k];                                             \
                         a[k] = _mm512_fmadd_ps(LOADW(i, kf), xa, a[k]);                            \

@@ -50,14 +50,18 @@ static float kth_largest(float *a, uint64_t n, uint64_t k) {
 }
 
 /* NaN ranks below everything, so the order is total and exactly k indices come out. */
-static float gain_key(float g) { return isnan(g) ? -INFINITY : g; }
+static float gain_key(float g) {
+    return isnan(g) ? -INFINITY : g;
+}
 
 cmf_status q_top_k(const float *gain, uint64_t n, uint64_t k, uint64_t *idx, cmf_err *err) {
     if (k == 0) return CMF_OK;
     if (k > n) k = n;
     float *tmp = malloc(n * sizeof *tmp);
-    if (!tmp) return cmf_err_set(err, CMF_E_NOMEM, "encode", "cannot allocate outlier selection scratch");
-    for (uint64_t i = 0; i < n; i++) tmp[i] = gain_key(gain[i]);
+    if (!tmp)
+        return cmf_err_set(err, CMF_E_NOMEM, "encode", "cannot allocate outlier selection scratch");
+    for (uint64_t i = 0; i < n; i++)
+        tmp[i] = gain_key(gain[i]);
     float thr = kth_largest(tmp, n, k - 1);
     free(tmp);
     uint64_t above = 0;
@@ -76,8 +80,9 @@ cmf_status q_top_k(const float *gain, uint64_t n, uint64_t k, uint64_t *idx, cmf
     return CMF_OK;
 }
 
-cmf_status q_overlay_encode(const q_tile_codec *c, const float *src, uint64_t n, uint64_t k, uint8_t *tiles,
-                            bool *skip, uint64_t *idx, uint64_t *count, cmf_err *err) {
+cmf_status q_overlay_encode(const q_tile_codec *c, const float *src, uint64_t n, uint64_t k,
+                            uint8_t *tiles, bool *skip, uint64_t *idx, uint64_t *count,
+                            cmf_err *err) {
     uint64_t nt = n / 32;
     float *gain = malloc((k ? n : 1) * sizeof *gain);
     bool *dirty = malloc(nt ? nt : 1);
@@ -87,7 +92,8 @@ cmf_status q_overlay_encode(const q_tile_codec *c, const float *src, uint64_t n,
         st = cmf_err_set(err, CMF_E_NOMEM, "encode", "cannot allocate outlier selection scratch");
         goto done;
     }
-    for (uint64_t t = 0; t < nt; t++) dirty[t] = true;
+    for (uint64_t t = 0; t < nt; t++)
+        dirty[t] = true;
     /* Alternate: base tiles without the current outliers -> per-weight gain (error left in the
      * base minus error of the f16 overlay copy) -> the k largest gains become the outliers.
      * Only tiles whose outlier set changed are re-fitted. Three rounds settle it. */

@@ -14,14 +14,16 @@ void cmf_quant_opts_default(cmf_quant_opts *o) {
 
 cmf_status q_alloc_out(size_t len, uint8_t **out, size_t *out_len, cmf_err *err) {
     *out = calloc(len ? len : 1, 1);
-    if (!*out) return cmf_err_set(err, CMF_E_NOMEM, NULL, "cannot allocate %zu bytes for a payload", len);
+    if (!*out)
+        return cmf_err_set(err, CMF_E_NOMEM, NULL, "cannot allocate %zu bytes for a payload", len);
     *out_len = len;
     return CMF_OK;
 }
 
 cmf_status q_size(uint64_t v, size_t *out, cmf_err *err) {
     if (v > (uint64_t)SIZE_MAX)
-        return cmf_err_set(err, CMF_E_NOMEM, NULL, "payload of %llu bytes exceeds the address space",
+        return cmf_err_set(err, CMF_E_NOMEM, NULL,
+                           "payload of %llu bytes exceeds the address space",
                            (unsigned long long)v);
     *out = (size_t)v;
     return CMF_OK;
@@ -38,27 +40,32 @@ bool cmf_quant_rows(unsigned ndim, const uint64_t *shape, uint64_t *rows, uint64
 
 /* Build the view of a shape for dtype dt; `code` is the status for a shape the dtype cannot hold
  * (CMF_E_UNSUPPORTED when encoding, CMF_E_PARSE when reading a file). */
-static cmf_status make_shape(cmf_dtype dt, unsigned ndim, const uint64_t *shape, qshape *qs, cmf_status code,
-                             const char *ctx, cmf_err *err) {
+static cmf_status make_shape(cmf_dtype dt, unsigned ndim, const uint64_t *shape, qshape *qs,
+                             cmf_status code, const char *ctx, cmf_err *err) {
     const cmf_dtype_traits *t = cmf_dtype_get((unsigned)dt);
-    if (!t || t->kind == CMF_DTK_UNKNOWN) return cmf_err_set(err, code, ctx, "unknown dtype id %u", (unsigned)dt);
+    if (!t || t->kind == CMF_DTK_UNKNOWN)
+        return cmf_err_set(err, code, ctx, "unknown dtype id %u", (unsigned)dt);
     if (t->kind == CMF_DTK_RESERVED)
-        return cmf_err_set(err, code, ctx, "dtype %u (%s) is reserved in CMF v2", (unsigned)dt, t->name);
+        return cmf_err_set(err, code, ctx, "dtype %u (%s) is reserved in CMF v2", (unsigned)dt,
+                           t->name);
     if (ndim > CMF_MAX_DIMS) return cmf_err_set(err, code, ctx, "ndim=%u > %d", ndim, CMF_MAX_DIMS);
     if (ndim && !shape) return cmf_err_set(err, CMF_E_INVALID_ARG, ctx, "shape is NULL");
     memset(qs, 0, sizeof *qs);
     qs->ndim = ndim;
     qs->shape = shape;
     if (!cmf_quant_rows(ndim, shape, &qs->rows, &qs->cols))
-        return cmf_err_set(err, code, ctx, "shape has a zero dimension or its element count overflows");
+        return cmf_err_set(err, code, ctx,
+                           "shape has a zero dimension or its element count overflows");
     qs->n = qs->rows * qs->cols;
     if (t->matrix_only && ndim != 2)
-        return cmf_err_set(err, code, ctx, "dtype %s holds 2-D tensors only, got ndim=%u", t->name, ndim);
+        return cmf_err_set(err, code, ctx, "dtype %s holds 2-D tensors only, got ndim=%u", t->name,
+                           ndim);
     if (t->needs_in_mult32 && qs->cols % 32 != 0)
         return cmf_err_set(err, code, ctx, "dtype %s needs in %% 32 == 0, got in=%llu", t->name,
                            (unsigned long long)qs->cols);
     if (dt == CMF_DT_Q1T && qs->cols > 65535)
-        return cmf_err_set(err, code, ctx, "dtype q1t needs in <= 65535 (u16 column index), got in=%llu",
+        return cmf_err_set(err, code, ctx,
+                           "dtype q1t needs in <= 65535 (u16 column index), got in=%llu",
                            (unsigned long long)qs->cols);
     qs->gpr = qs->cols / 32;
     return CMF_OK;
@@ -71,7 +78,8 @@ cmf_dtype cmf_quant_policy_dtype(cmf_dtype wanted, unsigned ndim, const uint64_t
     if (ndim > CMF_MAX_DIMS || (ndim && !shape) || !cmf_shape_numel(ndim, shape, &n)) return wanted;
     if (ndim <= 1 || n < 32) return CMF_DT_F16;
     qshape qs;
-    if (make_shape(wanted, ndim, shape, &qs, CMF_E_UNSUPPORTED, NULL, NULL) != CMF_OK) return CMF_DT_F16;
+    if (make_shape(wanted, ndim, shape, &qs, CMF_E_UNSUPPORTED, NULL, NULL) != CMF_OK)
+        return CMF_DT_F16;
     if (wanted == CMF_DT_Q1S && qs.n > UINT32_MAX) return CMF_DT_F16; /* u32 flat indices */
     return wanted;
 }
@@ -81,7 +89,8 @@ static bool is_float_dtype(cmf_dtype dt) {
 }
 
 cmf_status cmf_quant_encode(cmf_dtype dt, unsigned ndim, const uint64_t *shape, const float *src,
-                            const cmf_quant_opts *opts, uint8_t **out, size_t *out_len, cmf_err *err) {
+                            const cmf_quant_opts *opts, uint8_t **out, size_t *out_len,
+                            cmf_err *err) {
     if (!out || !out_len) return cmf_err_set(err, CMF_E_INVALID_ARG, NULL, "out/out_len is NULL");
     *out = NULL;
     *out_len = 0;
@@ -105,63 +114,86 @@ cmf_status cmf_quant_encode(cmf_dtype dt, unsigned ndim, const uint64_t *shape, 
     switch (dt) {
     case CMF_DT_F32:
     case CMF_DT_F16:
-    case CMF_DT_BF16: return qc_float_encode(dt, &qs, src, out, out_len, err);
-    case CMF_DT_Q8_ROW: return qc_q8_row_encode(&qs, src, out, out_len, err);
-    case CMF_DT_Q8_2F: return qc_q8_2f_encode(&qs, src, out, out_len, err);
-    case CMF_DT_Q4_BLOCK: return qc_q4_block_encode(&qs, src, out, out_len, err);
-    case CMF_DT_Q4_TILED: return qc_q4_tiled_encode(&qs, src, out, out_len, err);
-    case CMF_DT_Q4TP: return qc_q4tp_encode(&qs, src, out, out_len, err);
-    case CMF_DT_Q1: return qc_q1_encode(&qs, src, out, out_len, err);
-    case CMF_DT_Q1S: return qc_q1s_encode(&qs, src, opts->outlier_frac, out, out_len, err);
-    case CMF_DT_Q1T: return qc_q1t_encode(&qs, src, opts->outlier_frac, out, out_len, err);
+    case CMF_DT_BF16:
+        return qc_float_encode(dt, &qs, src, out, out_len, err);
+    case CMF_DT_Q8_ROW:
+        return qc_q8_row_encode(&qs, src, out, out_len, err);
+    case CMF_DT_Q8_2F:
+        return qc_q8_2f_encode(&qs, src, out, out_len, err);
+    case CMF_DT_Q4_BLOCK:
+        return qc_q4_block_encode(&qs, src, out, out_len, err);
+    case CMF_DT_Q4_TILED:
+        return qc_q4_tiled_encode(&qs, src, out, out_len, err);
+    case CMF_DT_Q4TP:
+        return qc_q4tp_encode(&qs, src, out, out_len, err);
+    case CMF_DT_Q1:
+        return qc_q1_encode(&qs, src, out, out_len, err);
+    case CMF_DT_Q1S:
+        return qc_q1s_encode(&qs, src, opts->outlier_frac, out, out_len, err);
+    case CMF_DT_Q1T:
+        return qc_q1t_encode(&qs, src, opts->outlier_frac, out, out_len, err);
     case CMF_DT_VBIT:
     case CMF_DT_VBIT_RO: {
         if (qs.rows > (uint64_t)SIZE_MAX)
-            return cmf_err_set(err, CMF_E_NOMEM, "encode", "too many rows (%llu)", (unsigned long long)qs.rows);
+            return cmf_err_set(err, CMF_E_NOMEM, "encode", "too many rows (%llu)",
+                               (unsigned long long)qs.rows);
         uint8_t *bits = malloc((size_t)qs.rows);
-        if (!bits) return cmf_err_set(err, CMF_E_NOMEM, "encode", "cannot allocate the vbit bit vector");
-        st = cmf_vbit_allocate(qs.rows, qs.cols, src, opts->row_weights, opts->vbit_mean_bits, bits, err);
+        if (!bits)
+            return cmf_err_set(err, CMF_E_NOMEM, "encode", "cannot allocate the vbit bit vector");
+        st = cmf_vbit_allocate(qs.rows, qs.cols, src, opts->row_weights, opts->vbit_mean_bits, bits,
+                               err);
         if (st == CMF_OK) st = cmf_vbit_encode(dt, qs.rows, qs.cols, src, bits, out, out_len, err);
         free(bits);
         return st;
     }
-    default: break;
+    default:
+        break;
     }
     return cmf_err_set(err, CMF_E_UNSUPPORTED, "encode", "dtype %u has no encoder", (unsigned)dt);
 }
 
-static const char *ctx_or(const char *ctx) { return ctx ? ctx : "tensor"; }
+static const char *ctx_or(const char *ctx) {
+    return ctx ? ctx : "tensor";
+}
 
 /* Size rule of a fixed dtype: nbytes must be exact. */
-static cmf_status check_fixed(cmf_dtype dt, const qshape *qs, uint64_t nbytes, const char *ctx, cmf_err *err) {
+static cmf_status check_fixed(cmf_dtype dt, const qshape *qs, uint64_t nbytes, const char *ctx,
+                              cmf_err *err) {
     uint64_t want;
     cmf_status st = cmf_dtype_nbytes((unsigned)dt, qs->ndim, qs->shape, &want, NULL, ctx, err);
     if (st != CMF_OK) return st;
     if (nbytes != want)
-        return cmf_err_set(err, CMF_E_PARSE, ctx, "%s payload is %llu bytes, shape needs exactly %llu",
-                           cmf_dtype_name((unsigned)dt), (unsigned long long)nbytes, (unsigned long long)want);
+        return cmf_err_set(
+            err, CMF_E_PARSE, ctx, "%s payload is %llu bytes, shape needs exactly %llu",
+            cmf_dtype_name((unsigned)dt), (unsigned long long)nbytes, (unsigned long long)want);
     return CMF_OK;
 }
 
-cmf_status cmf_quant_validate(cmf_dtype dt, unsigned ndim, const uint64_t *shape, const uint8_t *data,
-                              uint64_t nbytes, const char *ctx, cmf_err *err) {
+cmf_status cmf_quant_validate(cmf_dtype dt, unsigned ndim, const uint64_t *shape,
+                              const uint8_t *data, uint64_t nbytes, const char *ctx, cmf_err *err) {
     ctx = ctx_or(ctx);
     qshape qs;
     cmf_status st = make_shape(dt, ndim, shape, &qs, CMF_E_PARSE, ctx, err);
     if (st != CMF_OK) return st;
     if (!data && nbytes) return cmf_err_set(err, CMF_E_INVALID_ARG, ctx, "data is NULL");
     switch (dt) {
-    case CMF_DT_VBIT: return qc_vbit_validate(false, &qs, data, nbytes, ctx, err);
-    case CMF_DT_VBIT_RO: return qc_vbit_validate(true, &qs, data, nbytes, ctx, err);
-    case CMF_DT_Q1S: return qc_q1s_validate(&qs, data, nbytes, ctx, err);
-    case CMF_DT_Q1T: return qc_q1t_validate(&qs, data, nbytes, ctx, err);
-    default: return check_fixed(dt, &qs, nbytes, ctx, err);
+    case CMF_DT_VBIT:
+        return qc_vbit_validate(false, &qs, data, nbytes, ctx, err);
+    case CMF_DT_VBIT_RO:
+        return qc_vbit_validate(true, &qs, data, nbytes, ctx, err);
+    case CMF_DT_Q1S:
+        return qc_q1s_validate(&qs, data, nbytes, ctx, err);
+    case CMF_DT_Q1T:
+        return qc_q1t_validate(&qs, data, nbytes, ctx, err);
+    default:
+        return check_fixed(dt, &qs, nbytes, ctx, err);
     }
 }
 
 /* Row decode after the shape view is built and row checked. */
-static cmf_status row_decode(cmf_dtype dt, const qshape *qs, const uint8_t *data, uint64_t nbytes, uint64_t row,
-                             float *out, bool size_checked, const char *ctx, cmf_err *err) {
+static cmf_status row_decode(cmf_dtype dt, const qshape *qs, const uint8_t *data, uint64_t nbytes,
+                             uint64_t row, float *out, bool size_checked, const char *ctx,
+                             cmf_err *err) {
     const cmf_dtype_traits *t = cmf_dtype_get((unsigned)dt);
     if (t->kind == CMF_DTK_FIXED && !size_checked) {
         cmf_status st = check_fixed(dt, qs, nbytes, ctx, err);
@@ -170,37 +202,58 @@ static cmf_status row_decode(cmf_dtype dt, const qshape *qs, const uint8_t *data
     switch (dt) {
     case CMF_DT_F32:
     case CMF_DT_F16:
-    case CMF_DT_BF16: qc_float_row(dt, qs, data, row, out); return CMF_OK;
-    case CMF_DT_Q8_ROW: qc_q8_row_row(qs, data, row, out); return CMF_OK;
-    case CMF_DT_Q8_2F: qc_q8_2f_row(qs, data, row, out); return CMF_OK;
-    case CMF_DT_Q4_BLOCK: qc_q4_block_row(qs, data, row, out); return CMF_OK;
-    case CMF_DT_Q4_TILED: qc_q4_tiled_row(qs, data, row, out); return CMF_OK;
-    case CMF_DT_Q4TP: qc_q4tp_row(qs, data, row, out); return CMF_OK;
-    case CMF_DT_Q1: qc_q1_row(qs, data, row, out); return CMF_OK;
-    case CMF_DT_VBIT: return qc_vbit_row(false, qs, data, nbytes, row, out, ctx, err);
-    case CMF_DT_VBIT_RO: return qc_vbit_row(true, qs, data, nbytes, row, out, ctx, err);
-    case CMF_DT_Q1S: return qc_q1s_row(qs, data, nbytes, row, out, ctx, err);
-    case CMF_DT_Q1T: return qc_q1t_row(qs, data, nbytes, row, out, ctx, err);
-    default: break;
+    case CMF_DT_BF16:
+        qc_float_row(dt, qs, data, row, out);
+        return CMF_OK;
+    case CMF_DT_Q8_ROW:
+        qc_q8_row_row(qs, data, row, out);
+        return CMF_OK;
+    case CMF_DT_Q8_2F:
+        qc_q8_2f_row(qs, data, row, out);
+        return CMF_OK;
+    case CMF_DT_Q4_BLOCK:
+        qc_q4_block_row(qs, data, row, out);
+        return CMF_OK;
+    case CMF_DT_Q4_TILED:
+        qc_q4_tiled_row(qs, data, row, out);
+        return CMF_OK;
+    case CMF_DT_Q4TP:
+        qc_q4tp_row(qs, data, row, out);
+        return CMF_OK;
+    case CMF_DT_Q1:
+        qc_q1_row(qs, data, row, out);
+        return CMF_OK;
+    case CMF_DT_VBIT:
+        return qc_vbit_row(false, qs, data, nbytes, row, out, ctx, err);
+    case CMF_DT_VBIT_RO:
+        return qc_vbit_row(true, qs, data, nbytes, row, out, ctx, err);
+    case CMF_DT_Q1S:
+        return qc_q1s_row(qs, data, nbytes, row, out, ctx, err);
+    case CMF_DT_Q1T:
+        return qc_q1t_row(qs, data, nbytes, row, out, ctx, err);
+    default:
+        break;
     }
     return cmf_err_set(err, CMF_E_UNSUPPORTED, ctx, "dtype %u has no decoder", (unsigned)dt);
 }
 
-cmf_status cmf_quant_dequant_row(cmf_dtype dt, unsigned ndim, const uint64_t *shape, const uint8_t *data,
-                                 uint64_t nbytes, uint64_t row, float *out, cmf_err *err) {
+cmf_status cmf_quant_dequant_row(cmf_dtype dt, unsigned ndim, const uint64_t *shape,
+                                 const uint8_t *data, uint64_t nbytes, uint64_t row, float *out,
+                                 cmf_err *err) {
     const char *ctx = "tensor";
     qshape qs;
     cmf_status st = make_shape(dt, ndim, shape, &qs, CMF_E_PARSE, ctx, err);
     if (st != CMF_OK) return st;
-    if ((!data && nbytes) || !out) return cmf_err_set(err, CMF_E_INVALID_ARG, ctx, "data/out is NULL");
+    if ((!data && nbytes) || !out)
+        return cmf_err_set(err, CMF_E_INVALID_ARG, ctx, "data/out is NULL");
     if (row >= qs.rows)
         return cmf_err_set(err, CMF_E_INVALID_ARG, ctx, "row %llu out of range (%llu rows)",
                            (unsigned long long)row, (unsigned long long)qs.rows);
     return row_decode(dt, &qs, data, nbytes, row, out, false, ctx, err);
 }
 
-cmf_status cmf_quant_dequant(cmf_dtype dt, unsigned ndim, const uint64_t *shape, const uint8_t *data,
-                             uint64_t nbytes, float *out, cmf_err *err) {
+cmf_status cmf_quant_dequant(cmf_dtype dt, unsigned ndim, const uint64_t *shape,
+                             const uint8_t *data, uint64_t nbytes, float *out, cmf_err *err) {
     const char *ctx = "tensor";
     if (!out) return cmf_err_set(err, CMF_E_INVALID_ARG, ctx, "out is NULL");
     cmf_status st = cmf_quant_validate(dt, ndim, shape, data, nbytes, ctx, err);

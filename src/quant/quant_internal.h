@@ -24,13 +24,19 @@ typedef struct qshape {
 #define F16_MAX 65504.0f
 
 /* w clamped into the finite f16 range (what an f16 overlay value stores). */
-static inline float q_clamp_f16_range(float w) { return w > F16_MAX ? F16_MAX : w < -F16_MAX ? -F16_MAX : w; }
+static inline float q_clamp_f16_range(float w) {
+    return w > F16_MAX ? F16_MAX : w < -F16_MAX ? -F16_MAX : w;
+}
 
 /* Round to nearest, ties to even (numpy's np.round), the one rounding rule of every encoder. */
-static inline float q_round(float x) { return rintf(x); }
+static inline float q_round(float x) {
+    return rintf(x);
+}
 
 /* f16 bits of a non-negative scale, clamped into the finite f16 range. */
-static inline uint16_t q_scale_f16(float s) { return f32_to_f16(s > F16_MAX ? F16_MAX : s); }
+static inline uint16_t q_scale_f16(float s) {
+    return f32_to_f16(s > F16_MAX ? F16_MAX : s);
+}
 
 /* Integer code round(w / s) clamped to [lo, hi]; 0 when s is 0 (an all-zero group). */
 static inline int q_code(float w, float s, int lo, int hi) {
@@ -57,14 +63,20 @@ cmf_status q_size(uint64_t v, size_t *out, cmf_err *err);
 
 /* ---- per-dtype entry points (src/quant/codec_*.c) ---- */
 /* Encoders: s validated for the dtype, src finite (quant dtypes). */
-cmf_status qc_float_encode(cmf_dtype dt, const qshape *s, const float *src, uint8_t **out, size_t *len,
+cmf_status qc_float_encode(cmf_dtype dt, const qshape *s, const float *src, uint8_t **out,
+                           size_t *len, cmf_err *err);
+cmf_status qc_q8_row_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
+                            cmf_err *err);
+cmf_status qc_q8_2f_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
                            cmf_err *err);
-cmf_status qc_q8_row_encode(const qshape *s, const float *src, uint8_t **out, size_t *len, cmf_err *err);
-cmf_status qc_q8_2f_encode(const qshape *s, const float *src, uint8_t **out, size_t *len, cmf_err *err);
-cmf_status qc_q4_block_encode(const qshape *s, const float *src, uint8_t **out, size_t *len, cmf_err *err);
-cmf_status qc_q4_tiled_encode(const qshape *s, const float *src, uint8_t **out, size_t *len, cmf_err *err);
-cmf_status qc_q4tp_encode(const qshape *s, const float *src, uint8_t **out, size_t *len, cmf_err *err);
-cmf_status qc_q1_encode(const qshape *s, const float *src, uint8_t **out, size_t *len, cmf_err *err);
+cmf_status qc_q4_block_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
+                              cmf_err *err);
+cmf_status qc_q4_tiled_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
+                              cmf_err *err);
+cmf_status qc_q4tp_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
+                          cmf_err *err);
+cmf_status qc_q1_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
+                        cmf_err *err);
 cmf_status qc_q1s_encode(const qshape *s, const float *src, double frac, uint8_t **out, size_t *len,
                          cmf_err *err);
 cmf_status qc_q1t_encode(const qshape *s, const float *src, double frac, uint8_t **out, size_t *len,
@@ -80,18 +92,20 @@ void qc_q4tp_row(const qshape *s, const uint8_t *d, uint64_t row, float *out);
 void qc_q1_row(const qshape *s, const uint8_t *d, uint64_t row, float *out);
 
 /* Variable-length dtypes: full validation, and row decoders that check what they read. */
-cmf_status qc_vbit_validate(bool ro, const qshape *s, const uint8_t *d, uint64_t nbytes, const char *ctx,
-                            cmf_err *err);
-cmf_status qc_vbit_row(bool ro, const qshape *s, const uint8_t *d, uint64_t nbytes, uint64_t row, float *out,
-                       const char *ctx, cmf_err *err);
+cmf_status qc_vbit_validate(bool ro, const qshape *s, const uint8_t *d, uint64_t nbytes,
+                            const char *ctx, cmf_err *err);
+cmf_status qc_vbit_row(bool ro, const qshape *s, const uint8_t *d, uint64_t nbytes, uint64_t row,
+                       float *out, const char *ctx, cmf_err *err);
 /* Whole-tensor vbit/vbit_ro decode of a validated payload (running row offset). */
 void qc_vbit_all(bool ro, const qshape *s, const uint8_t *d, float *out);
-cmf_status qc_q1s_validate(const qshape *s, const uint8_t *d, uint64_t nbytes, const char *ctx, cmf_err *err);
+cmf_status qc_q1s_validate(const qshape *s, const uint8_t *d, uint64_t nbytes, const char *ctx,
+                           cmf_err *err);
 cmf_status qc_q1s_row(const qshape *s, const uint8_t *d, uint64_t nbytes, uint64_t row, float *out,
                       const char *ctx, cmf_err *err);
 /* Whole-tensor q1s decode of a validated payload (one pass over the overlay). */
 void qc_q1s_all(const qshape *s, const uint8_t *d, float *out);
-cmf_status qc_q1t_validate(const qshape *s, const uint8_t *d, uint64_t nbytes, const char *ctx, cmf_err *err);
+cmf_status qc_q1t_validate(const qshape *s, const uint8_t *d, uint64_t nbytes, const char *ctx,
+                           cmf_err *err);
 cmf_status qc_q1t_row(const qshape *s, const uint8_t *d, uint64_t nbytes, uint64_t row, float *out,
                       const char *ctx, cmf_err *err);
 
@@ -116,7 +130,8 @@ typedef struct q_tile_codec {
 /* Base tiles + overlay of up to k outliers for n weights (n % 32 == 0): fills tiles[n/32 tiles]
  * (fitted without the outliers), skip[n] (zeroed by the caller; true = outlier) and
  * idx[*count] (ascending flat indices, *count <= k, only entries that lower the error). */
-cmf_status q_overlay_encode(const q_tile_codec *c, const float *src, uint64_t n, uint64_t k, uint8_t *tiles,
-                            bool *skip, uint64_t *idx, uint64_t *count, cmf_err *err);
+cmf_status q_overlay_encode(const q_tile_codec *c, const float *src, uint64_t n, uint64_t k,
+                            uint8_t *tiles, bool *skip, uint64_t *idx, uint64_t *count,
+                            cmf_err *err);
 
 #endif

@@ -61,23 +61,26 @@ static double upgrade_prio(double la, unsigned li) {
     return 2.0 * la + log2(exp2(-2.0 * b0) - exp2(-2.0 * b1)) - log2(b1 - b0);
 }
 
-cmf_status cmf_vbit_allocate_family(size_t n_members, const cmf_vbit_member *members, double mean_bits,
-                                    uint8_t *const *bits_out, cmf_err *err) {
+cmf_status cmf_vbit_allocate_family(size_t n_members, const cmf_vbit_member *members,
+                                    double mean_bits, uint8_t *const *bits_out, cmf_err *err) {
     if (!members || !bits_out || !n_members)
         return cmf_err_set(err, CMF_E_INVALID_ARG, "vbit", "no members to allocate");
-    if (!isfinite(mean_bits)) return cmf_err_set(err, CMF_E_INVALID_ARG, "vbit", "mean_bits is not finite");
+    if (!isfinite(mean_bits))
+        return cmf_err_set(err, CMF_E_INVALID_ARG, "vbit", "mean_bits is not finite");
     uint64_t total_rows = 0;
     double total_w = 0.0;
     for (size_t m = 0; m < n_members; m++) {
         const cmf_vbit_member *mb = &members[m];
         if (!mb->src || !bits_out[m] || !mb->rows || !mb->in || mb->in % 32)
-            return cmf_err_set(err, CMF_E_INVALID_ARG, "vbit", "member %zu: need src, bits and in %% 32 == 0 (in=%llu)",
-                               m, (unsigned long long)mb->in);
+            return cmf_err_set(err, CMF_E_INVALID_ARG, "vbit",
+                               "member %zu: need src, bits and in %% 32 == 0 (in=%llu)", m,
+                               (unsigned long long)mb->in);
         total_rows += mb->rows;
         total_w += (double)mb->rows * (double)mb->in;
     }
     if (total_rows > SIZE_MAX / sizeof(heap_item))
-        return cmf_err_set(err, CMF_E_NOMEM, "vbit", "too many rows (%llu)", (unsigned long long)total_rows);
+        return cmf_err_set(err, CMF_E_NOMEM, "vbit", "too many rows (%llu)",
+                           (unsigned long long)total_rows);
     heap_item *heap = malloc((size_t)total_rows * sizeof *heap);
     double *la = malloc((size_t)total_rows * sizeof *la);
     unsigned char *li = malloc((size_t)total_rows);
@@ -110,11 +113,13 @@ cmf_status cmf_vbit_allocate_family(size_t n_members, const cmf_vbit_member *mem
         if (cost > left) continue; /* a cheaper upgrade elsewhere may still fit */
         left -= cost;
         li[it.row] = (unsigned char)(l + 1);
-        if (l + 2 < CMF_VBIT_NLEVELS) heap_push(heap, &hn, (heap_item){upgrade_prio(la[it.row], l + 1), it.row});
+        if (l + 2 < CMF_VBIT_NLEVELS)
+            heap_push(heap, &hn, (heap_item){upgrade_prio(la[it.row], l + 1), it.row});
     }
     g = 0;
     for (size_t m = 0; m < n_members; m++)
-        for (uint64_t r = 0; r < members[m].rows; r++, g++) bits_out[m][r] = (uint8_t)k_levels[li[g]];
+        for (uint64_t r = 0; r < members[m].rows; r++, g++)
+            bits_out[m][r] = (uint8_t)k_levels[li[g]];
     free(heap);
     free(la);
     free(li);

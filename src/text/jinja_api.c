@@ -7,12 +7,12 @@
 #include "cortiq/chat_template.h"
 #include "text/jinja_internal.h"
 
-#define CTX "chat_template"
-#define MAX_SOURCE (16u << 20)
+#define CTX                "chat_template"
+#define MAX_SOURCE         (16u << 20)
 #define DEFAULT_MAX_OUTPUT ((size_t)64 << 20)
-#define RENDER_MEM_LIMIT ((size_t)1 << 30)
-#define MAX_STEPS 10000000ull
-#define MAX_DEPTH 256
+#define RENDER_MEM_LIMIT   ((size_t)1 << 30)
+#define MAX_STEPS          10000000ull
+#define MAX_DEPTH          256
 
 struct cmf_chat_template {
     jx_ctx ctx; /* owns tokens and AST */
@@ -27,10 +27,13 @@ static cmf_status report(jx_ctx *c, cmf_err *err) {
     return cmf_err_set(err, c->status, CTX, "%s", c->msg);
 }
 
-cmf_status cmf_chat_template_compile(const char *src, size_t len, cmf_chat_template **out, cmf_err *err) {
+cmf_status cmf_chat_template_compile(const char *src, size_t len, cmf_chat_template **out,
+                                     cmf_err *err) {
     if (!out || (!src && len)) return cmf_err_set(err, CMF_E_INVALID_ARG, CTX, "NULL argument");
     *out = NULL;
-    if (len > MAX_SOURCE) return cmf_err_set(err, CMF_E_LIMIT, CTX, "template source %zu bytes > %u", len, MAX_SOURCE);
+    if (len > MAX_SOURCE)
+        return cmf_err_set(err, CMF_E_LIMIT, CTX, "template source %zu bytes > %u", len,
+                           MAX_SOURCE);
     cmf_chat_template *t = calloc(1, sizeof *t);
     if (!t) return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
     jx_ctx_init(&t->ctx, (size_t)MAX_SOURCE * 64);
@@ -68,10 +71,13 @@ static jv load_json(jx_ctx *c, const char *what, const char *text, int want) {
     if (!text) return jv_none();
     json_error_t je;
     json_t *j = json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
-    if (!j) jx_fail(c, CMF_E_PARSE, -1, "%s: invalid JSON at line %d column %d: %s", what, je.line, je.column, je.text);
+    if (!j)
+        jx_fail(c, CMF_E_PARSE, -1, "%s: invalid JSON at line %d column %d: %s", what, je.line,
+                je.column, je.text);
     if (want >= 0 && json_typeof(j) != (json_type)want) {
         json_decref(j);
-        jx_fail(c, CMF_E_PARSE, -1, "%s: expected a JSON %s", what, want == JSON_ARRAY ? "array" : "object");
+        jx_fail(c, CMF_E_PARSE, -1, "%s: expected a JSON %s", what,
+                want == JSON_ARRAY ? "array" : "object");
     }
     /* convert, then free the jansson tree even if conversion unwinds */
     jmp_buf saved;
@@ -95,10 +101,12 @@ typedef struct render_state {
     jscope globals, root;
 } render_state;
 
-cmf_status cmf_chat_template_render(const cmf_chat_template *tpl, const char *messages_json, const char *tools_json,
-                                    const char *documents_json, bool add_generation_prompt,
-                                    const char *extra_kwargs_json, char **out, size_t *out_len, cmf_err *err) {
-    if (!tpl || !messages_json || !out || !out_len) return cmf_err_set(err, CMF_E_INVALID_ARG, CTX, "NULL argument");
+cmf_status cmf_chat_template_render(const cmf_chat_template *tpl, const char *messages_json,
+                                    const char *tools_json, const char *documents_json,
+                                    bool add_generation_prompt, const char *extra_kwargs_json,
+                                    char **out, size_t *out_len, cmf_err *err) {
+    if (!tpl || !messages_json || !out || !out_len)
+        return cmf_err_set(err, CMF_E_INVALID_ARG, CTX, "NULL argument");
     *out = NULL;
     *out_len = 0;
     render_state *rs = calloc(1, sizeof *rs);
@@ -106,8 +114,10 @@ cmf_status cmf_chat_template_render(const cmf_chat_template *tpl, const char *me
     jx_ctx_init(&rs->ctx, RENDER_MEM_LIMIT);
     if (setjmp(rs->ctx.jb)) {
         cmf_status st;
-        if (rs->ctx.line < 0) st = cmf_err_set(err, rs->ctx.status, CTX, "%s", rs->ctx.msg);
-        else st = report(&rs->ctx, err);
+        if (rs->ctx.line < 0)
+            st = cmf_err_set(err, rs->ctx.status, CTX, "%s", rs->ctx.msg);
+        else
+            st = report(&rs->ctx, err);
         jx_ctx_release(&rs->ctx);
         free(rs);
         return st;
@@ -138,7 +148,8 @@ cmf_status cmf_chat_template_render(const cmf_chat_template *tpl, const char *me
     jd_set(c, g.u.d, jv_cstr(c, "documents"), documents);
     jd_set(c, g.u.d, jv_cstr(c, "add_generation_prompt"), jv_bool(add_generation_prompt));
     if (extra.t == JV_DICT)
-        for (size_t i = 0; i < extra.u.d->n; i++) jd_set(c, g.u.d, extra.u.d->k[i], extra.u.d->v[i]);
+        for (size_t i = 0; i < extra.u.d->n; i++)
+            jd_set(c, g.u.d, extra.u.d->k[i], extra.u.d->v[i]);
     rs->globals.n = rs->globals.cap = g.u.d->n;
     rs->globals.names = jx_alloc(c, g.u.d->n * sizeof(char *));
     rs->globals.vals = jx_alloc(c, g.u.d->n * sizeof(jv));

@@ -48,8 +48,8 @@ void *jx_alloc(jx_ctx *c, size_t n) {
     if (!k || k->cap - k->used < n) {
         size_t cap = n > JX_CHUNK_MIN ? n : JX_CHUNK_MIN;
         size_t total;
-        if (!ck_add_size(cap, sizeof(jx_chunk), &total) || !ck_add_size(c->mem_used, total, &c->mem_used) ||
-            c->mem_used > c->mem_limit)
+        if (!ck_add_size(cap, sizeof(jx_chunk), &total) ||
+            !ck_add_size(c->mem_used, total, &c->mem_used) || c->mem_used > c->mem_limit)
             jx_fail(c, CMF_E_LIMIT, 0, "template working memory exceeds %zu bytes", c->mem_limit);
         jx_chunk *nk = malloc(total);
         if (!nk) jx_fail(c, CMF_E_NOMEM, 0, "out of memory (%zu bytes)", total);
@@ -98,9 +98,13 @@ void jb_put(jx_ctx *c, jbuf *b, const char *s, size_t n) {
     b->p[b->n] = 0;
 }
 
-void jb_puts(jx_ctx *c, jbuf *b, const char *s) { jb_put(c, b, s, strlen(s)); }
+void jb_puts(jx_ctx *c, jbuf *b, const char *s) {
+    jb_put(c, b, s, strlen(s));
+}
 
-void jb_putc(jx_ctx *c, jbuf *b, char ch) { jb_put(c, b, &ch, 1); }
+void jb_putc(jx_ctx *c, jbuf *b, char ch) {
+    jb_put(c, b, &ch, 1);
+}
 
 void jb_printf(jx_ctx *c, jbuf *b, const char *fmt, ...) {
     char tmp[256];

@@ -60,18 +60,26 @@ static jv lookup(jrt *rt, jscope *sc, const char *name) {
     static const struct {
         const char *n;
         int k;
-    } builtins[] = {{"range", FN_RANGE}, {"namespace", FN_NAMESPACE}, {"dict", FN_DICT},
-                    {"raise_exception", FN_RAISE}, {"strftime_now", FN_STRFTIME},
-                    /* jinja2 globals that exist (so `is defined` holds); calling one is refused with an error */
-                    {"lipsum", FN_UNSUPPORTED}, {"cycler", FN_UNSUPPORTED}, {"joiner", FN_UNSUPPORTED}};
+    } builtins[] = {{"range", FN_RANGE},
+                    {"namespace", FN_NAMESPACE},
+                    {"dict", FN_DICT},
+                    {"raise_exception", FN_RAISE},
+                    {"strftime_now", FN_STRFTIME},
+                    /* jinja2 globals that exist (so `is defined` holds); calling one is refused
+                       with an error */
+                    {"lipsum", FN_UNSUPPORTED},
+                    {"cycler", FN_UNSUPPORTED},
+                    {"joiner", FN_UNSUPPORTED}};
     for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
-        if (!strcmp(name, builtins[i].n)) return mkfunc(rt, builtins[i].k, builtins[i].n, jv_none());
+        if (!strcmp(name, builtins[i].n))
+            return mkfunc(rt, builtins[i].k, builtins[i].n, jv_none());
     return jv_undef(name);
 }
 
 void jx_step(jrt *rt, int line) {
     if (++rt->steps > rt->max_steps)
-        jx_fail(rt->c, CMF_E_LIMIT, line, "more than %llu loop iterations/calls", (unsigned long long)rt->max_steps);
+        jx_fail(rt->c, CMF_E_LIMIT, line, "more than %llu loop iterations/calls",
+                (unsigned long long)rt->max_steps);
 }
 
 _Noreturn static void undefined_error(jrt *rt, int line, jv u) {
@@ -100,7 +108,8 @@ static jv loop_attr(jrt *rt, jv lv, const char *name) {
 
 jv jx_getattr(jrt *rt, int line, jv obj, const char *name, size_t len) {
     switch (obj.t) {
-    case JV_UNDEF: undefined_error(rt, line, obj);
+    case JV_UNDEF:
+        undefined_error(rt, line, obj);
     case JV_DICT:
         if (jx_has_method(obj, name)) return mkfunc(rt, FN_METHOD, name, obj);
         /* fall through */
@@ -110,16 +119,20 @@ jv jx_getattr(jrt *rt, int line, jv obj, const char *name, size_t len) {
         if (jd_get(&d, k, &v)) return v;
         return jv_undef(name);
     }
-    case JV_LOOP: return loop_attr(rt, obj, name);
+    case JV_LOOP:
+        return loop_attr(rt, obj, name);
     case JV_STR:
     case JV_LIST:
         if (jx_has_method(obj, name)) return mkfunc(rt, FN_METHOD, name, obj);
         return jv_undef(name);
-    default: return jv_undef(name);
+    default:
+        return jv_undef(name);
     }
 }
 
-static int64_t norm_index(int64_t i, int64_t n) { return i < 0 ? i + n : i; }
+static int64_t norm_index(int64_t i, int64_t n) {
+    return i < 0 ? i + n : i;
+}
 
 static jv slice_value(jrt *rt, int line, jv obj, jv a, jv b, jv c) {
     int64_t step = 1;
@@ -151,7 +164,8 @@ static jv slice_value(jrt *rt, int line, jv obj, jv a, jv b, jv c) {
             out[k] = step > 0 ? (k == 0 ? 0 : n) : (k == 0 ? n - 1 : -1);
             continue;
         }
-        if (x.t != JV_INT && x.t != JV_BOOL) return jv_undef("slice"); /* jinja2 turns the TypeError into undefined */
+        if (x.t != JV_INT && x.t != JV_BOOL)
+            return jv_undef("slice"); /* jinja2 turns the TypeError into undefined */
         int64_t v = x.t == JV_BOOL ? x.u.b : x.u.i;
         if (v < 0) {
             v += n;
@@ -174,7 +188,8 @@ static jv slice_value(jrt *rt, int line, jv obj, jv a, jv b, jv c) {
     }
     jv r = jv_list(rt->c, 0);
     r.u.l->tuple = obj.u.l->tuple;
-    for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step) jl_push(rt->c, r.u.l, obj.u.l->v[i]);
+    for (int64_t i = lo; step > 0 ? i < hi : i > hi; i += step)
+        jl_push(rt->c, r.u.l, obj.u.l->v[i]);
     return r;
 }
 
@@ -204,7 +219,8 @@ jv jx_getitem(jrt *rt, int line, jv obj, jv key) {
             int64_t i = norm_index(key.t == JV_BOOL ? key.u.b : key.u.i, n);
             if (i < 0 || i >= n) return jv_undef("item");
             size_t p = 0;
-            for (int64_t k = 0; k < i; k++) jx_utf8_next(obj.u.s->s, obj.u.s->len, &p);
+            for (int64_t k = 0; k < i; k++)
+                jx_utf8_next(obj.u.s->s, obj.u.s->len, &p);
             size_t st = p;
             jx_utf8_next(obj.u.s->s, obj.u.s->len, &p);
             return jv_str(rt->c, obj.u.s->s + st, p - st);
@@ -214,17 +230,21 @@ jv jx_getitem(jrt *rt, int line, jv obj, jv key) {
     case JV_LOOP:
         if (key.t == JV_STR) return loop_attr(rt, obj, key.u.s->s);
         return jv_undef("item");
-    default: return jv_undef("item");
+    default:
+        return jv_undef("item");
     }
 }
 
 jlist *jx_iterate(jrt *rt, int line, jv v) {
     switch (v.t) {
-    case JV_LIST: return v.u.l;
-    case JV_UNDEF: return jv_list(rt->c, 0).u.l;
+    case JV_LIST:
+        return v.u.l;
+    case JV_UNDEF:
+        return jv_list(rt->c, 0).u.l;
     case JV_DICT: {
         jv l = jv_list(rt->c, v.u.d->n);
-        for (size_t i = 0; i < v.u.d->n; i++) jl_push(rt->c, l.u.l, v.u.d->k[i]);
+        for (size_t i = 0; i < v.u.d->n; i++)
+            jl_push(rt->c, l.u.l, v.u.d->k[i]);
         return l.u.l;
     }
     case JV_STR: {
@@ -237,7 +257,8 @@ jlist *jx_iterate(jrt *rt, int line, jv v) {
         }
         return l.u.l;
     }
-    default: jx_fail(rt->c, CMF_E_PARSE, line, "'%s' object is not iterable", jv_type_name(v));
+    default:
+        jx_fail(rt->c, CMF_E_PARSE, line, "'%s' object is not iterable", jv_type_name(v));
     }
 }
 
@@ -245,11 +266,15 @@ jlist *jx_iterate(jrt *rt, int line, jv v) {
 _Noreturn static void bad_operands(jrt *rt, int line, const char *op, jv a, jv b) {
     if (a.t == JV_UNDEF) undefined_error(rt, line, a);
     if (b.t == JV_UNDEF) undefined_error(rt, line, b);
-    jx_fail(rt->c, CMF_E_PARSE, line, "unsupported operand type(s) for %s: '%s' and '%s'", op, jv_type_name(a),
-            jv_type_name(b));
+    jx_fail(rt->c, CMF_E_PARSE, line, "unsupported operand type(s) for %s: '%s' and '%s'", op,
+            jv_type_name(a), jv_type_name(b));
 }
-static bool is_intlike(jv v) { return v.t == JV_INT || v.t == JV_BOOL; }
-static int64_t ival(jv v) { return v.t == JV_BOOL ? v.u.b : v.u.i; }
+static bool is_intlike(jv v) {
+    return v.t == JV_INT || v.t == JV_BOOL;
+}
+static int64_t ival(jv v) {
+    return v.t == JV_BOOL ? v.u.b : v.u.i;
+}
 
 static jv repeat(jrt *rt, int line, jv seq, int64_t times) {
     if (times < 0) times = 0;
@@ -257,7 +282,8 @@ static jv repeat(jrt *rt, int line, jv seq, int64_t times) {
         if (seq.u.s->len && (uint64_t)times > rt->c->mem_limit / seq.u.s->len)
             jx_fail(rt->c, CMF_E_LIMIT, line, "string repetition too large");
         jbuf b = {0};
-        for (int64_t i = 0; i < times; i++) jb_put(rt->c, &b, seq.u.s->s, seq.u.s->len);
+        for (int64_t i = 0; i < times; i++)
+            jb_put(rt->c, &b, seq.u.s->s, seq.u.s->len);
         return jv_buf_str(rt->c, &b);
     }
     if (seq.u.l->n && (uint64_t)times > rt->c->mem_limit / (seq.u.l->n * sizeof(jv)))
@@ -265,7 +291,8 @@ static jv repeat(jrt *rt, int line, jv seq, int64_t times) {
     jv r = jv_list(rt->c, 0);
     r.u.l->tuple = seq.u.l->tuple;
     for (int64_t i = 0; i < times; i++)
-        for (size_t k = 0; k < seq.u.l->n; k++) jl_push(rt->c, r.u.l, seq.u.l->v[k]);
+        for (size_t k = 0; k < seq.u.l->n; k++)
+            jl_push(rt->c, r.u.l, seq.u.l->v[k]);
     return r;
 }
 
@@ -276,7 +303,8 @@ jv jx_binop(jrt *rt, int line, int op, jv a, jv b) {
     switch (op) {
     case OP_ADD:
         if (ints) {
-            if (__builtin_add_overflow(ival(a), ival(b), &r)) jx_fail(rt->c, CMF_E_LIMIT, line, "integer overflow");
+            if (__builtin_add_overflow(ival(a), ival(b), &r))
+                jx_fail(rt->c, CMF_E_LIMIT, line, "integer overflow");
             return jv_int(r);
         }
         if (nums) return jv_float(jv_num(a) + jv_num(b));
@@ -286,29 +314,36 @@ jv jx_binop(jrt *rt, int line, int op, jv a, jv b) {
             jb_put(rt->c, &buf, b.u.s->s, b.u.s->len);
             return jv_buf_str(rt->c, &buf);
         }
-        if (a.t == JV_LIST && b.t == JV_LIST && a.u.l->tuple == b.u.l->tuple && !a.u.l->view && !b.u.l->view) {
+        if (a.t == JV_LIST && b.t == JV_LIST && a.u.l->tuple == b.u.l->tuple && !a.u.l->view &&
+            !b.u.l->view) {
             jv l = jv_list(rt->c, a.u.l->n + b.u.l->n);
             l.u.l->tuple = a.u.l->tuple;
-            for (size_t i = 0; i < a.u.l->n; i++) jl_push(rt->c, l.u.l, a.u.l->v[i]);
-            for (size_t i = 0; i < b.u.l->n; i++) jl_push(rt->c, l.u.l, b.u.l->v[i]);
+            for (size_t i = 0; i < a.u.l->n; i++)
+                jl_push(rt->c, l.u.l, a.u.l->v[i]);
+            for (size_t i = 0; i < b.u.l->n; i++)
+                jl_push(rt->c, l.u.l, b.u.l->v[i]);
             return l;
         }
         bad_operands(rt, line, "+", a, b);
     case OP_SUB:
         if (ints) {
-            if (__builtin_sub_overflow(ival(a), ival(b), &r)) jx_fail(rt->c, CMF_E_LIMIT, line, "integer overflow");
+            if (__builtin_sub_overflow(ival(a), ival(b), &r))
+                jx_fail(rt->c, CMF_E_LIMIT, line, "integer overflow");
             return jv_int(r);
         }
         if (nums) return jv_float(jv_num(a) - jv_num(b));
         bad_operands(rt, line, "-", a, b);
     case OP_MUL:
         if (ints) {
-            if (__builtin_mul_overflow(ival(a), ival(b), &r)) jx_fail(rt->c, CMF_E_LIMIT, line, "integer overflow");
+            if (__builtin_mul_overflow(ival(a), ival(b), &r))
+                jx_fail(rt->c, CMF_E_LIMIT, line, "integer overflow");
             return jv_int(r);
         }
         if (nums) return jv_float(jv_num(a) * jv_num(b));
-        if ((a.t == JV_STR || (a.t == JV_LIST && !a.u.l->view)) && is_intlike(b)) return repeat(rt, line, a, ival(b));
-        if ((b.t == JV_STR || (b.t == JV_LIST && !b.u.l->view)) && is_intlike(a)) return repeat(rt, line, b, ival(a));
+        if ((a.t == JV_STR || (a.t == JV_LIST && !a.u.l->view)) && is_intlike(b))
+            return repeat(rt, line, a, ival(b));
+        if ((b.t == JV_STR || (b.t == JV_LIST && !b.u.l->view)) && is_intlike(a))
+            return repeat(rt, line, b, ival(a));
         bad_operands(rt, line, "*", a, b);
     case OP_DIV:
         if (nums) {
@@ -320,10 +355,12 @@ jv jx_binop(jrt *rt, int line, int op, jv a, jv b) {
     case OP_MOD:
         if (nums) {
             if (jv_num(b) == 0)
-                jx_fail(rt->c, CMF_E_PARSE, line, op == OP_MOD ? "modulo by zero" : "integer division or modulo by zero");
+                jx_fail(rt->c, CMF_E_PARSE, line,
+                        op == OP_MOD ? "modulo by zero" : "integer division or modulo by zero");
             if (ints) {
                 int64_t x = ival(a), y = ival(b);
-                if (x == INT64_MIN && y == -1) jx_fail(rt->c, CMF_E_LIMIT, line, "integer overflow");
+                if (x == INT64_MIN && y == -1)
+                    jx_fail(rt->c, CMF_E_LIMIT, line, "integer overflow");
                 int64_t q = x / y, m = x % y;
                 if (m != 0 && ((m < 0) != (y < 0))) {
                     q--;
@@ -343,14 +380,16 @@ jv jx_binop(jrt *rt, int line, int op, jv a, jv b) {
         if (ints && ival(b) >= 0) {
             int64_t base = ival(a), e = ival(b), acc = 1;
             while (e > 0) {
-                if (__builtin_mul_overflow(acc, base, &acc)) jx_fail(rt->c, CMF_E_LIMIT, line, "integer overflow");
+                if (__builtin_mul_overflow(acc, base, &acc))
+                    jx_fail(rt->c, CMF_E_LIMIT, line, "integer overflow");
                 e--;
             }
             return jv_int(acc);
         }
         if (nums) return jv_float(pow(jv_num(a), jv_num(b)));
         bad_operands(rt, line, "**", a, b);
-    default: jx_fail(rt->c, CMF_E_PARSE, line, "bad operator");
+    default:
+        jx_fail(rt->c, CMF_E_PARSE, line, "bad operator");
     }
 }
 
@@ -358,7 +397,8 @@ static bool contains(jrt *rt, int line, jv hay, jv needle) {
     switch (hay.t) {
     case JV_STR:
         if (needle.t != JV_STR)
-            jx_fail(rt->c, CMF_E_PARSE, line, "'in <string>' requires string as left operand, not %s", jv_type_name(needle));
+            jx_fail(rt->c, CMF_E_PARSE, line,
+                    "'in <string>' requires string as left operand, not %s", jv_type_name(needle));
         if (!needle.u.s->len) return true;
         if (needle.u.s->len > hay.u.s->len) return false;
         for (size_t i = 0; i + needle.u.s->len <= hay.u.s->len; i++)
@@ -373,21 +413,32 @@ static bool contains(jrt *rt, int line, jv hay, jv needle) {
         jv v;
         return jd_get(hay.u.d, needle, &v);
     }
-    case JV_UNDEF: return false;
-    default: jx_fail(rt->c, CMF_E_PARSE, line, "argument of type '%s' is not iterable", jv_type_name(hay));
+    case JV_UNDEF:
+        return false;
+    default:
+        jx_fail(rt->c, CMF_E_PARSE, line, "argument of type '%s' is not iterable",
+                jv_type_name(hay));
     }
 }
 
 static bool compare(jrt *rt, int line, int op, jv a, jv b) {
     switch (op) {
-    case CMP_EQ: return jv_eq(a, b);
-    case CMP_NE: return !jv_eq(a, b);
-    case CMP_LT: return jv_cmp(rt->c, line, a, b, false) < 0;
-    case CMP_LE: return jv_cmp(rt->c, line, a, b, false) <= 0;
-    case CMP_GT: return jv_cmp(rt->c, line, a, b, false) > 0;
-    case CMP_GE: return jv_cmp(rt->c, line, a, b, false) >= 0;
-    case CMP_IN: return contains(rt, line, b, a);
-    default: return !contains(rt, line, b, a);
+    case CMP_EQ:
+        return jv_eq(a, b);
+    case CMP_NE:
+        return !jv_eq(a, b);
+    case CMP_LT:
+        return jv_cmp(rt->c, line, a, b, false) < 0;
+    case CMP_LE:
+        return jv_cmp(rt->c, line, a, b, false) <= 0;
+    case CMP_GT:
+        return jv_cmp(rt->c, line, a, b, false) > 0;
+    case CMP_GE:
+        return jv_cmp(rt->c, line, a, b, false) >= 0;
+    case CMP_IN:
+        return contains(rt, line, b, a);
+    default:
+        return !contains(rt, line, b, a);
     }
 }
 
@@ -406,15 +457,19 @@ static argpack eval_args(jrt *rt, jscope *sc, const jnode *call) {
     p.nkw = call->nkw;
     if (p.nargs) p.args = jx_alloc(rt->c, p.nargs * sizeof(jv));
     if (p.nkw) p.kwv = jx_alloc(rt->c, (p.nkw + 1) * sizeof(jv));
-    for (size_t i = 0; i < p.nargs; i++) p.args[i] = jx_eval(rt, sc, call->args[i]);
-    for (size_t i = 0; i < p.nkw; i++) p.kwv[i] = jx_eval(rt, sc, call->vals[i]);
+    for (size_t i = 0; i < p.nargs; i++)
+        p.args[i] = jx_eval(rt, sc, call->args[i]);
+    for (size_t i = 0; i < p.nkw; i++)
+        p.kwv[i] = jx_eval(rt, sc, call->vals[i]);
     p.kwn = call->kwnames;
     return p;
 }
 
-static jv call_macro(jrt *rt, int line, jmacro *m, jv *args, size_t nargs, const char **kwn, jv *kwv, size_t nkw) {
+static jv call_macro(jrt *rt, int line, jmacro *m, jv *args, size_t nargs, const char **kwn,
+                     jv *kwv, size_t nkw) {
     const jnode *def = m->def;
-    if (++rt->depth > rt->max_depth) jx_fail(rt->c, CMF_E_LIMIT, line, "macro calls nest deeper than %d", rt->max_depth);
+    if (++rt->depth > rt->max_depth)
+        jx_fail(rt->c, CMF_E_LIMIT, line, "macro calls nest deeper than %d", rt->max_depth);
     jx_step(rt, line);
     jscope *ms = scope_new(rt, m->closure);
     jv varargs = jv_list(rt->c, 0), kwargs = jv_dict(rt->c, 0), caller = m->caller;
@@ -422,10 +477,13 @@ static jv call_macro(jrt *rt, int line, jmacro *m, jv *args, size_t nargs, const
     bool catch_varargs = def->op & 1, catch_kwargs = def->op & 2;
     const char *mname = def->kind == N_MACRO ? def->name : "caller";
     if (nargs > def->nkw && !catch_varargs)
-        jx_fail(rt->c, CMF_E_PARSE, line, "macro '%s' takes not more than %zu argument(s)", mname, def->nkw);
+        jx_fail(rt->c, CMF_E_PARSE, line, "macro '%s' takes not more than %zu argument(s)", mname,
+                def->nkw);
     for (size_t i = 0; i < nargs; i++) {
-        if (i < def->nkw) scope_set(rt, ms, def->kwnames[i], args[i]);
-        else jl_push(rt->c, varargs.u.l, args[i]);
+        if (i < def->nkw)
+            scope_set(rt, ms, def->kwnames[i], args[i]);
+        else
+            jl_push(rt->c, varargs.u.l, args[i]);
     }
     for (size_t k = 0; k < nkw; k++) {
         if (!strcmp(kwn[k], "caller")) {
@@ -435,12 +493,15 @@ static jv call_macro(jrt *rt, int line, jmacro *m, jv *args, size_t nargs, const
         bool found = false;
         for (size_t i = 0; i < def->nkw; i++)
             if (!strcmp(def->kwnames[i], kwn[k])) {
-                if (i < nargs) jx_fail(rt->c, CMF_E_PARSE, line, "macro got multiple values for argument '%s'", kwn[k]);
+                if (i < nargs)
+                    jx_fail(rt->c, CMF_E_PARSE, line, "macro got multiple values for argument '%s'",
+                            kwn[k]);
                 scope_set(rt, ms, def->kwnames[i], kwv[k]);
                 found = true;
             }
         if (!found && !catch_kwargs)
-            jx_fail(rt->c, CMF_E_PARSE, line, "macro '%s' takes no keyword argument '%s'", mname, kwn[k]);
+            jx_fail(rt->c, CMF_E_PARSE, line, "macro '%s' takes no keyword argument '%s'", mname,
+                    kwn[k]);
         if (!found) jd_set(rt->c, kwargs.u.d, jv_cstr(rt->c, kwn[k]), kwv[k]);
     }
     for (size_t i = 0; i < def->nkw; i++) {
@@ -467,11 +528,12 @@ static jv call_macro(jrt *rt, int line, jmacro *m, jv *args, size_t nargs, const
     return jv_buf_str(rt->c, &out);
 }
 
-jv jx_call_value(jrt *rt, jscope *sc, int line, jv fn, jv *args, size_t nargs, const char **kwn, jv *kwv,
-                 size_t nkw) {
+jv jx_call_value(jrt *rt, jscope *sc, int line, jv fn, jv *args, size_t nargs, const char **kwn,
+                 jv *kwv, size_t nkw) {
     (void)sc;
     switch (fn.t) {
-    case JV_MACRO: return call_macro(rt, line, fn.u.m, args, nargs, kwn, kwv, nkw);
+    case JV_MACRO:
+        return call_macro(rt, line, fn.u.m, args, nargs, kwn, kwv, nkw);
     case JV_FUNC:
         if (fn.u.fn->kind == FN_METHOD)
             return jx_method(rt, line, fn.u.fn->self, fn.u.fn->name, args, nargs, kwn, kwv, nkw);
@@ -482,7 +544,8 @@ jv jx_call_value(jrt *rt, jscope *sc, int line, jv fn, jv *args, size_t nargs, c
         if (fn.u.fn->kind == FN_LOOP_CHANGED) {
             jloop *lp = fn.u.fn->self.u.lp;
             jv now = jv_list(rt->c, nargs);
-            for (size_t i = 0; i < nargs; i++) jl_push(rt->c, now.u.l, args[i]);
+            for (size_t i = 0; i < nargs; i++)
+                jl_push(rt->c, now.u.l, args[i]);
             jv prev = {.t = JV_LIST};
             prev.u.l = lp->cycle_last;
             bool changed = !lp->has_changed || !jv_eq(prev, now);
@@ -491,8 +554,10 @@ jv jx_call_value(jrt *rt, jscope *sc, int line, jv fn, jv *args, size_t nargs, c
             return jv_bool(changed);
         }
         return jx_call_global(rt, line, fn.u.fn, args, nargs, kwn, kwv, nkw);
-    case JV_UNDEF: undefined_error(rt, line, fn);
-    default: jx_fail(rt->c, CMF_E_PARSE, line, "'%s' object is not callable", jv_type_name(fn));
+    case JV_UNDEF:
+        undefined_error(rt, line, fn);
+    default:
+        jx_fail(rt->c, CMF_E_PARSE, line, "'%s' object is not callable", jv_type_name(fn));
     }
 }
 
@@ -507,9 +572,12 @@ jv jx_eval(jrt *rt, jscope *sc, const jnode *e) {
     rt->c->cur_line = e->line;
     jx_stack_guard(rt, e->line);
     switch (e->kind) {
-    case N_CONST: return e->val;
-    case N_NAME: return lookup(rt, sc, e->name);
-    case N_GETATTR: return jx_getattr(rt, e->line, jx_eval(rt, sc, e->a), e->name, e->name_len);
+    case N_CONST:
+        return e->val;
+    case N_NAME:
+        return lookup(rt, sc, e->name);
+    case N_GETATTR:
+        return jx_getattr(rt, e->line, jx_eval(rt, sc, e->a), e->name, e->name_len);
     case N_GETITEM: {
         jv obj = jx_eval(rt, sc, e->a);
         if (e->b->kind == N_SLICE) {
@@ -519,7 +587,8 @@ jv jx_eval(jrt *rt, jscope *sc, const jnode *e) {
             jv c = s->c ? jx_eval(rt, sc, s->c) : jv_none();
             if (obj.t == JV_UNDEF) undefined_error(rt, e->line, obj);
             if ((obj.t != JV_STR && obj.t != JV_LIST) || (obj.t == JV_LIST && obj.u.l->view))
-                jx_fail(rt->c, CMF_E_PARSE, e->line, "'%s' object is not subscriptable", jv_type_name(obj));
+                jx_fail(rt->c, CMF_E_PARSE, e->line, "'%s' object is not subscriptable",
+                        jv_type_name(obj));
             return slice_value(rt, e->line, obj, a, b, c);
         }
         return jx_getitem(rt, e->line, obj, jx_eval(rt, sc, e->b));
@@ -529,13 +598,15 @@ jv jx_eval(jrt *rt, jscope *sc, const jnode *e) {
         argpack p = eval_args(rt, sc, e);
         return jx_call_value(rt, sc, e->line, fn, p.args, p.nargs, p.kwn, p.kwv, p.nkw);
     }
-    case N_FILTER: return eval_filter(rt, sc, e);
+    case N_FILTER:
+        return eval_filter(rt, sc, e);
     case N_TEST: {
         jv v = jx_eval(rt, sc, e->a);
         jv *args = NULL;
         if (e->nargs) {
             args = jx_alloc(rt->c, e->nargs * sizeof(jv));
-            for (size_t i = 0; i < e->nargs; i++) args[i] = jx_eval(rt, sc, e->args[i]);
+            for (size_t i = 0; i < e->nargs; i++)
+                args[i] = jx_eval(rt, sc, e->args[i]);
         }
         bool r = jx_test(rt, sc, e->line, e->name, v, args, e->nargs);
         return jv_bool(e->neg ? !r : r);
@@ -556,10 +627,11 @@ jv jx_eval(jrt *rt, jscope *sc, const jnode *e) {
         if (a.t == JV_BOOL) return jv_int(-(int64_t)a.u.b);
         if (a.t == JV_FLOAT) return jv_float(-a.u.f);
         if (a.t == JV_UNDEF) undefined_error(rt, e->line, a);
-        jx_fail(rt->c, CMF_E_PARSE, e->line, "bad operand type for unary %c: '%s'", e->kind == N_NEG ? '-' : '+',
-                jv_type_name(a));
+        jx_fail(rt->c, CMF_E_PARSE, e->line, "bad operand type for unary %c: '%s'",
+                e->kind == N_NEG ? '-' : '+', jv_type_name(a));
     }
-    case N_NOT: return jv_bool(!jv_truthy(jx_eval(rt, sc, e->a)));
+    case N_NOT:
+        return jv_bool(!jv_truthy(jx_eval(rt, sc, e->a)));
     case N_AND: {
         jv a = jx_eval(rt, sc, e->a);
         return jv_truthy(a) ? jx_eval(rt, sc, e->b) : a;
@@ -579,7 +651,8 @@ jv jx_eval(jrt *rt, jscope *sc, const jnode *e) {
     }
     case N_CONCAT: {
         jbuf b = {0};
-        for (size_t i = 0; i < e->nargs; i++) jv_write_str(rt->c, &b, jx_eval(rt, sc, e->args[i]));
+        for (size_t i = 0; i < e->nargs; i++)
+            jv_write_str(rt->c, &b, jx_eval(rt, sc, e->args[i]));
         return jv_buf_str(rt->c, &b);
     }
     case N_COND:
@@ -589,21 +662,25 @@ jv jx_eval(jrt *rt, jscope *sc, const jnode *e) {
     case N_TUPLE: {
         jv l = jv_list(rt->c, e->nargs);
         l.u.l->tuple = e->kind == N_TUPLE;
-        for (size_t i = 0; i < e->nargs; i++) jl_push(rt->c, l.u.l, jx_eval(rt, sc, e->args[i]));
+        for (size_t i = 0; i < e->nargs; i++)
+            jl_push(rt->c, l.u.l, jx_eval(rt, sc, e->args[i]));
         return l;
     }
     case N_DICT: {
         jv d = jv_dict(rt->c, e->nargs);
         for (size_t i = 0; i < e->nargs; i++) {
             jv k = jx_eval(rt, sc, e->args[i]);
-            if (k.t == JV_LIST && !k.u.l->tuple) jx_fail(rt->c, CMF_E_PARSE, e->line, "unhashable type: 'list'");
+            if (k.t == JV_LIST && !k.u.l->tuple)
+                jx_fail(rt->c, CMF_E_PARSE, e->line, "unhashable type: 'list'");
             if (k.t == JV_DICT) jx_fail(rt->c, CMF_E_PARSE, e->line, "unhashable type: 'dict'");
             jd_set(rt->c, d.u.d, k, jx_eval(rt, sc, e->vals[i]));
         }
         return d;
     }
-    case N_PLACEHOLDER: return rt->placeholder;
-    default: jx_fail(rt->c, CMF_E_PARSE, e->line, "not an expression");
+    case N_PLACEHOLDER:
+        return rt->placeholder;
+    default:
+        jx_fail(rt->c, CMF_E_PARSE, e->line, "not an expression");
     }
 }
 
@@ -616,14 +693,17 @@ static void assign(jrt *rt, jscope *sc, const jnode *target, jv v) {
     if (target->kind == N_GETATTR) {
         jv ns = lookup(rt, sc, target->a->name);
         if (ns.t != JV_NS)
-            jx_fail(rt->c, CMF_E_PARSE, target->line, "cannot assign attribute on non-namespace object");
+            jx_fail(rt->c, CMF_E_PARSE, target->line,
+                    "cannot assign attribute on non-namespace object");
         jd_set(rt->c, ns.u.d, jv_str(rt->c, target->name, target->name_len), v);
         return;
     }
     jlist *items = jx_iterate(rt, target->line, v);
     if (items->n != target->nargs)
-        jx_fail(rt->c, CMF_E_PARSE, target->line, "cannot unpack %zu values into %zu names", items->n, target->nargs);
-    for (size_t i = 0; i < target->nargs; i++) assign(rt, sc, target->args[i], items->v[i]);
+        jx_fail(rt->c, CMF_E_PARSE, target->line, "cannot unpack %zu values into %zu names",
+                items->n, target->nargs);
+    for (size_t i = 0; i < target->nargs; i++)
+        assign(rt, sc, target->args[i], items->v[i]);
 }
 
 static void exec_for(jrt *rt, jscope *sc, const jnode *s) {
@@ -683,14 +763,24 @@ static jv apply_chain(jrt *rt, jscope *sc, const jnode *chain, jv input) {
 static void exec_stmt(jrt *rt, jscope *sc, const jnode *s) {
     rt->c->cur_line = s->line;
     switch (s->kind) {
-    case N_TEXT: jb_put(rt->c, rt->out, s->name, s->name_len); return;
-    case N_OUTPUT: jv_write_str(rt->c, rt->out, jx_eval(rt, sc, s->a)); return;
-    case N_IF:
-        if (jv_truthy(jx_eval(rt, sc, s->a))) jx_exec_body(rt, sc, s->body, s->nbody);
-        else jx_exec_body(rt, sc, s->ebody, s->nebody);
+    case N_TEXT:
+        jb_put(rt->c, rt->out, s->name, s->name_len);
         return;
-    case N_FOR: exec_for(rt, sc, s); return;
-    case N_SET: assign(rt, sc, s->a, jx_eval(rt, sc, s->b)); return;
+    case N_OUTPUT:
+        jv_write_str(rt->c, rt->out, jx_eval(rt, sc, s->a));
+        return;
+    case N_IF:
+        if (jv_truthy(jx_eval(rt, sc, s->a)))
+            jx_exec_body(rt, sc, s->body, s->nbody);
+        else
+            jx_exec_body(rt, sc, s->ebody, s->nebody);
+        return;
+    case N_FOR:
+        exec_for(rt, sc, s);
+        return;
+    case N_SET:
+        assign(rt, sc, s->a, jx_eval(rt, sc, s->b));
+        return;
     case N_SETBLOCK: {
         jv v = render_to_string(rt, scope_new(rt, sc), s->body, s->nbody);
         if (s->b) v = apply_chain(rt, sc, s->b, v);
@@ -734,19 +824,28 @@ static void exec_stmt(jrt *rt, jscope *sc, const jnode *s) {
         jv_write_str(rt->c, rt->out, apply_chain(rt, sc, s->a, v));
         return;
     }
-    case N_BREAK: rt->ctl = 1; return;
-    case N_CONTINUE: rt->ctl = 2; return;
+    case N_BREAK:
+        rt->ctl = 1;
+        return;
+    case N_CONTINUE:
+        rt->ctl = 2;
+        return;
     case N_WITH: {
         jscope *ws = scope_new(rt, sc);
-        for (size_t i = 0; i < s->nargs; i++) assign(rt, ws, s->args[i], jx_eval(rt, sc, s->vals[i]));
+        for (size_t i = 0; i < s->nargs; i++)
+            assign(rt, ws, s->args[i], jx_eval(rt, sc, s->vals[i]));
         jx_exec_body(rt, ws, s->body, s->nbody);
         return;
     }
-    case N_SCOPE: jx_exec_body(rt, scope_new(rt, sc), s->body, s->nbody); return;
-    default: jx_fail(rt->c, CMF_E_PARSE, s->line, "not a statement");
+    case N_SCOPE:
+        jx_exec_body(rt, scope_new(rt, sc), s->body, s->nbody);
+        return;
+    default:
+        jx_fail(rt->c, CMF_E_PARSE, s->line, "not a statement");
     }
 }
 
 void jx_exec_body(jrt *rt, jscope *sc, jnode **body, size_t n) {
-    for (size_t i = 0; i < n && !rt->ctl; i++) exec_stmt(rt, sc, body[i]);
+    for (size_t i = 0; i < n && !rt->ctl; i++)
+        exec_stmt(rt, sc, body[i]);
 }

@@ -7,7 +7,8 @@
 
 #include "text/jinja_internal.h"
 
-jv jx_arg(jv *args, size_t nargs, const char **kwn, jv *kwv, size_t nkw, size_t pos, const char *name, jv dflt) {
+jv jx_arg(jv *args, size_t nargs, const char **kwn, jv *kwv, size_t nkw, size_t pos,
+          const char *name, jv dflt) {
     if (pos < nargs) return args[pos];
     for (size_t i = 0; i < nkw; i++)
         if (name && !strcmp(kwn[i], name)) return kwv[i];
@@ -15,7 +16,9 @@ jv jx_arg(jv *args, size_t nargs, const char **kwn, jv *kwv, size_t nkw, size_t 
 }
 #define ARG(pos, name, dflt) jx_arg(args, nargs, kwn, kwv, nkw, (pos), (name), (dflt))
 
-static jv S(jrt *rt, const char *s) { return jv_cstr(rt->c, s); }
+static jv S(jrt *rt, const char *s) {
+    return jv_cstr(rt->c, s);
+}
 
 static int64_t want_int(jrt *rt, int line, jv v, const char *what) {
     if (v.t == JV_INT) return v.u.i;
@@ -44,12 +47,17 @@ static jv attr_get(jrt *rt, int line, jv item, jv attr) {
 
 static size_t jv_len(jrt *rt, int line, jv v) {
     switch (v.t) {
-    case JV_STR: return jx_utf8_len(v.u.s->s, v.u.s->len);
-    case JV_LIST: return v.u.l->n;
+    case JV_STR:
+        return jx_utf8_len(v.u.s->s, v.u.s->len);
+    case JV_LIST:
+        return v.u.l->n;
     case JV_DICT:
-    case JV_NS: return v.u.d->n;
-    case JV_UNDEF: return 0;
-    default: jx_fail(rt->c, CMF_E_PARSE, line, "object of type '%s' has no len()", jv_type_name(v));
+    case JV_NS:
+        return v.u.d->n;
+    case JV_UNDEF:
+        return 0;
+    default:
+        jx_fail(rt->c, CMF_E_PARSE, line, "object of type '%s' has no len()", jv_type_name(v));
     }
 }
 
@@ -61,15 +69,19 @@ static jv str_map_case(jrt *rt, jv s, int mode /*0 lower 1 upper 2 capitalize 3 
     while (i < x->len) {
         uint32_t cp = jx_utf8_next(x->s, x->len, &i);
         uint32_t o = cp;
-        if (mode == 0) o = jx_lower_cp(cp);
+        if (mode == 0)
+            o = jx_lower_cp(cp);
         else if (mode == 1 && cp == 0xDF) {
             jb_puts(rt->c, &b, "SS");
             continue;
-        } else if (mode == 1) o = jx_upper_cp(cp);
-        else if (mode == 2) o = first ? jx_upper_cp(cp) : jx_lower_cp(cp);
+        } else if (mode == 1)
+            o = jx_upper_cp(cp);
+        else if (mode == 2)
+            o = first ? jx_upper_cp(cp) : jx_lower_cp(cp);
         else {
             /* jinja2's title filter: words start after spaces, '-', '(', '{', '[', '<' */
-            bool sep = jx_is_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
+            bool sep =
+                jx_is_space(cp) || cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<';
             o = sep ? cp : word_start ? jx_upper_cp(cp) : jx_lower_cp(cp);
             word_start = sep;
         }
@@ -99,7 +111,8 @@ jv jx_strip(jrt *rt, jv s, const jstr *chars, int which) {
     if (which & 2)
         while (b > a) {
             size_t st = b - 1;
-            while (st > a && ((unsigned char)x->s[st] & 0xC0) == 0x80) st--;
+            while (st > a && ((unsigned char)x->s[st] & 0xC0) == 0x80)
+                st--;
             size_t i = st;
             uint32_t cp = jx_utf8_next(x->s, x->len, &i);
             if (chars ? !in_set(cp, chars) : !jx_is_space(cp)) break;
@@ -123,13 +136,16 @@ jv jx_replace(jrt *rt, jv s, jv old, jv new_, int64_t count) {
             jb_put(rt->c, &b, x->s + st, i - st);
             done++;
         }
-        if (i < x->len) jb_put(rt->c, &b, x->s + i, x->len - i);
-        else if (count < 0 || done < count) jb_put(rt->c, &b, n->s, n->len);
+        if (i < x->len)
+            jb_put(rt->c, &b, x->s + i, x->len - i);
+        else if (count < 0 || done < count)
+            jb_put(rt->c, &b, n->s, n->len);
         return jv_buf_str(rt->c, &b);
     }
     size_t i = 0;
     while (i < x->len) {
-        if ((count < 0 || done < count) && i + o->len <= x->len && !memcmp(x->s + i, o->s, o->len)) {
+        if ((count < 0 || done < count) && i + o->len <= x->len &&
+            !memcmp(x->s + i, o->s, o->len)) {
             jb_put(rt->c, &b, n->s, n->len);
             i += o->len;
             done++;
@@ -145,7 +161,8 @@ static void sort_vals(jrt *rt, int line, jv *v, jv *keys, size_t n, bool ci, boo
     jv *tv = jx_alloc(rt->c, n * sizeof(jv)), *tk = jx_alloc(rt->c, n * sizeof(jv));
     for (size_t width = 1; width < n; width *= 2) {
         for (size_t lo = 0; lo < n; lo += 2 * width) {
-            size_t mid = lo + width < n ? lo + width : n, hi = lo + 2 * width < n ? lo + 2 * width : n;
+            size_t mid = lo + width < n ? lo + width : n,
+                   hi = lo + 2 * width < n ? lo + 2 * width : n;
             size_t i = lo, j = mid, k = lo;
             while (i < mid && j < hi) {
                 int c = jv_cmp(rt->c, line, keys[j], keys[i], ci);
@@ -174,7 +191,8 @@ static void sort_vals(jrt *rt, int line, jv *v, jv *keys, size_t n, bool ci, boo
 
 static jv list_copy(jrt *rt, jlist *l) {
     jv r = jv_list(rt->c, l->n);
-    for (size_t i = 0; i < l->n; i++) jl_push(rt->c, r.u.l, l->v[i]);
+    for (size_t i = 0; i < l->n; i++)
+        jl_push(rt->c, r.u.l, l->v[i]);
     return r;
 }
 
@@ -183,7 +201,8 @@ static jv lower_if_str(jrt *rt, jv v, bool cs) {
     return v;
 }
 
-static jv do_tojson(jrt *rt, int line, jv v, jv *args, size_t nargs, const char **kwn, jv *kwv, size_t nkw) {
+static jv do_tojson(jrt *rt, int line, jv v, jv *args, size_t nargs, const char **kwn, jv *kwv,
+                    size_t nkw) {
     jx_json_opts o = {0};
     o.ensure_ascii = jv_truthy(ARG(0, "ensure_ascii", jv_bool(false)));
     jv indent = ARG(1, "indent", jv_none());
@@ -215,9 +234,11 @@ static jv do_tojson(jrt *rt, int line, jv v, jv *args, size_t nargs, const char 
 
 static jv do_indent(jrt *rt, jv s, jv width, bool first, bool blank) {
     jbuf ind = {0};
-    if (width.t == JV_STR) jb_put(rt->c, &ind, width.u.s->s, width.u.s->len);
+    if (width.t == JV_STR)
+        jb_put(rt->c, &ind, width.u.s->s, width.u.s->len);
     else
-        for (int64_t i = 0; i < (width.t == JV_INT ? width.u.i : 4) && i < 1024; i++) jb_putc(rt->c, &ind, ' ');
+        for (int64_t i = 0; i < (width.t == JV_INT ? width.u.i : 4) && i < 1024; i++)
+            jb_putc(rt->c, &ind, ' ');
     /* split into lines like str.splitlines() after appending "\n" */
     jv text = jv_to_str(rt->c, s);
     jbuf src = {0};
@@ -228,8 +249,8 @@ static jv do_indent(jrt *rt, jv s, jv width, bool first, bool blank) {
     while (i < src.n) {
         size_t here = i;
         uint32_t cp = jx_utf8_next(src.p, src.n, &i);
-        bool brk = cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C || (cp >= 0x1C && cp <= 0x1E) || cp == 0x85 ||
-                   cp == 0x2028 || cp == 0x2029;
+        bool brk = cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C ||
+                   (cp >= 0x1C && cp <= 0x1E) || cp == 0x85 || cp == 0x2028 || cp == 0x2029;
         if (!brk) continue;
         jl_push(rt->c, lines.u.l, jv_str(rt->c, src.p + st, here - st));
         if (cp == '\r' && i < src.n && src.p[i] == '\n') i++;
@@ -256,13 +277,18 @@ static jv do_round(jrt *rt, int line, jv v, int64_t prec, const char *method) {
         if (prec >= 0) return jv_int(iv);
         if (prec < -18) return jv_int(0);
         int64_t p = 1;
-        for (int64_t k = 0; k < -prec; k++) p *= 10;
+        for (int64_t k = 0; k < -prec; k++)
+            p *= 10;
         int64_t q = iv / p, r = iv % p;
-        if (r < 0) { q--; r += p; }
+        if (r < 0) {
+            q--;
+            r += p;
+        }
         if (2 * r > p || (2 * r == p && (q & 1))) q++; /* half to even, like Python's round() */
         return jv_int(q * p);
     }
-    if (v.t != JV_FLOAT) jx_fail(rt->c, CMF_E_PARSE, line, "round: expected a number, got %s", jv_type_name(v));
+    if (v.t != JV_FLOAT)
+        jx_fail(rt->c, CMF_E_PARSE, line, "round: expected a number, got %s", jv_type_name(v));
     double x = v.u.f;
     if (!strcmp(method, "common")) {
         if (prec > 30 || !isfinite(x)) return jv_float(x);
@@ -286,18 +312,30 @@ static jv html_escape(jrt *rt, jv v) {
     for (size_t i = 0; i < s.u.s->len; i++) {
         char ch = s.u.s->s[i];
         switch (ch) {
-        case '&': jb_puts(rt->c, &b, "&amp;"); break;
-        case '<': jb_puts(rt->c, &b, "&lt;"); break;
-        case '>': jb_puts(rt->c, &b, "&gt;"); break;
-        case '"': jb_puts(rt->c, &b, "&#34;"); break;
-        case '\'': jb_puts(rt->c, &b, "&#39;"); break;
-        default: jb_putc(rt->c, &b, ch);
+        case '&':
+            jb_puts(rt->c, &b, "&amp;");
+            break;
+        case '<':
+            jb_puts(rt->c, &b, "&lt;");
+            break;
+        case '>':
+            jb_puts(rt->c, &b, "&gt;");
+            break;
+        case '"':
+            jb_puts(rt->c, &b, "&#34;");
+            break;
+        case '\'':
+            jb_puts(rt->c, &b, "&#39;");
+            break;
+        default:
+            jb_putc(rt->c, &b, ch);
         }
     }
     return jv_buf_str(rt->c, &b);
 }
 
-/* Python int(str, base): optional sign, 0x/0o/0b prefix (required for base 0), '_' between digits */
+/* Python int(str, base): optional sign, 0x/0o/0b prefix (required for base 0), '_' between digits
+ */
 static bool parse_py_int(const char *p, size_t n, int64_t base, int64_t *out) {
     size_t i = 0;
     bool neg = false;
@@ -323,7 +361,9 @@ static bool parse_py_int(const char *p, size_t n, int64_t base, int64_t *out) {
             last_us = true;
             continue;
         }
-        int d = (ch >= '0' && ch <= '9') ? ch - '0' : ((ch | 32) >= 'a' && (ch | 32) <= 'z') ? (ch | 32) - 'a' + 10 : 99;
+        int d = (ch >= '0' && ch <= '9')                 ? ch - '0'
+                : ((ch | 32) >= 'a' && (ch | 32) <= 'z') ? (ch | 32) - 'a' + 10
+                                                         : 99;
         if (d >= base) return false;
         if (v > (INT64_MAX - d) / base) return false;
         v = v * base + d;
@@ -337,7 +377,8 @@ static bool parse_py_int(const char *p, size_t n, int64_t base, int64_t *out) {
 static jv to_int(jrt *rt, jv v, jv dflt, int64_t base) {
     if (v.t == JV_INT) return v;
     if (v.t == JV_BOOL) return jv_int(v.u.b);
-    if (v.t == JV_FLOAT) return isfinite(v.u.f) && fabs(v.u.f) < 9.2e18 ? jv_int((int64_t)v.u.f) : dflt;
+    if (v.t == JV_FLOAT)
+        return isfinite(v.u.f) && fabs(v.u.f) < 9.2e18 ? jv_int((int64_t)v.u.f) : dflt;
     if (v.t == JV_STR) {
         jv t = jx_strip(rt, v, NULL, 3);
         int64_t r;
@@ -361,14 +402,18 @@ static jv to_float(jrt *rt, jv v, jv dflt) {
     return dflt;
 }
 
-static jlist *as_list(jrt *rt, int line, jv v) { return jx_iterate(rt, line, v); }
+static jlist *as_list(jrt *rt, int line, jv v) {
+    return jx_iterate(rt, line, v);
+}
 
-static jv select_impl(jrt *rt, jscope *sc, int line, jv seq, jv *args, size_t nargs, bool by_attr, bool want) {
+static jv select_impl(jrt *rt, jscope *sc, int line, jv seq, jv *args, size_t nargs, bool by_attr,
+                      bool want) {
     jlist *L = as_list(rt, line, seq);
     jv out = jv_list(rt->c, 0);
     size_t off = by_attr ? 1 : 0;
     jv attr = by_attr && nargs ? args[0] : jv_none();
-    if (by_attr && !nargs) jx_fail(rt->c, CMF_E_PARSE, line, "selectattr/rejectattr need an attribute name");
+    if (by_attr && !nargs)
+        jx_fail(rt->c, CMF_E_PARSE, line, "selectattr/rejectattr need an attribute name");
     for (size_t i = 0; i < L->n; i++) {
         jx_step(rt, line);
         jv item = by_attr ? attr_get(rt, line, L->v[i], attr) : L->v[i];
@@ -383,8 +428,8 @@ static jv select_impl(jrt *rt, jscope *sc, int line, jv seq, jv *args, size_t na
     return out;
 }
 
-jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, size_t nargs, const char **kwn, jv *kwv,
-             size_t nkw) {
+jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, size_t nargs,
+             const char **kwn, jv *kwv, size_t nkw) {
     jx_ctx *c = rt->c;
 #define IS(n) (!strcmp(name, n))
     if (IS("tojson")) return do_tojson(rt, line, v, args, nargs, kwn, kwv, nkw);
@@ -412,7 +457,8 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
             old = jv_to_str(c, old);
             nw = jv_to_str(c, nw);
         }
-        return jx_replace(rt, jv_to_str(c, v), old, nw, cnt.t == JV_NONE ? -1 : want_int(rt, line, cnt, "count"));
+        return jx_replace(rt, jv_to_str(c, v), old, nw,
+                          cnt.t == JV_NONE ? -1 : want_int(rt, line, cnt, "count"));
     }
     if (IS("join")) {
         jv d = ARG(0, "d", S(rt, ""));
@@ -434,9 +480,11 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
     }
     if (IS("items")) {
         if (v.t == JV_UNDEF) return jv_list(c, 0);
-        if (v.t != JV_DICT && v.t != JV_NS) jx_fail(c, CMF_E_PARSE, line, "Can only get item pairs from a mapping.");
+        if (v.t != JV_DICT && v.t != JV_NS)
+            jx_fail(c, CMF_E_PARSE, line, "Can only get item pairs from a mapping.");
         jv out = jv_list(c, v.u.d->n);
-        for (size_t i = 0; i < v.u.d->n; i++) jl_push(c, out.u.l, jv_tuple2(c, v.u.d->k[i], v.u.d->v[i]));
+        for (size_t i = 0; i < v.u.d->n; i++)
+            jl_push(c, out.u.l, jv_tuple2(c, v.u.d->k[i], v.u.d->v[i]));
         return out;
     }
     if (IS("list")) return list_copy(rt, as_list(rt, line, v));
@@ -456,7 +504,9 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
         jv fname = jv_to_str(c, args[0]);
         for (size_t i = 0; i < L->n; i++) {
             jx_step(rt, line);
-            jl_push(c, out.u.l, jx_filter(rt, sc, line, fname.u.s->s, L->v[i], args + 1, nargs - 1, kwn, kwv, nkw));
+            jl_push(
+                c, out.u.l,
+                jx_filter(rt, sc, line, fname.u.s->s, L->v[i], args + 1, nargs - 1, kwn, kwv, nkw));
         }
         return out;
     }
@@ -483,8 +533,11 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
     }
     if (IS("indent")) {
         /* jinja2 appends "\n" to the input first: anything but a string is an error */
-        if (v.t == JV_UNDEF) jx_fail(c, CMF_E_PARSE, line, "'%s' is undefined", v.u.uname ? v.u.uname : "value");
-        if (v.t != JV_STR) jx_fail(c, CMF_E_PARSE, line, "unsupported operand type(s) for +=: '%s' and 'str'", jv_type_name(v));
+        if (v.t == JV_UNDEF)
+            jx_fail(c, CMF_E_PARSE, line, "'%s' is undefined", v.u.uname ? v.u.uname : "value");
+        if (v.t != JV_STR)
+            jx_fail(c, CMF_E_PARSE, line, "unsupported operand type(s) for +=: '%s' and 'str'",
+                    jv_type_name(v));
         jv w = ARG(0, "width", jv_int(4));
         bool first = jv_truthy(ARG(1, "first", jv_bool(false)));
         bool blank = jv_truthy(ARG(2, "blank", jv_bool(false)));
@@ -497,9 +550,11 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
         jlist *L = as_list(rt, line, v);
         jv out = jv_list(c, 0), seen = jv_list(c, 0);
         for (size_t i = 0; i < L->n; i++) {
-            jv key = lower_if_str(rt, attr.t != JV_NONE ? attr_get(rt, line, L->v[i], attr) : L->v[i], cs);
+            jv key = lower_if_str(
+                rt, attr.t != JV_NONE ? attr_get(rt, line, L->v[i], attr) : L->v[i], cs);
             bool dup = false;
-            for (size_t k = 0; k < seen.u.l->n && !dup; k++) dup = jv_eq(seen.u.l->v[k], key);
+            for (size_t k = 0; k < seen.u.l->n && !dup; k++)
+                dup = jv_eq(seen.u.l->v[k], key);
             if (dup) continue;
             jl_push(c, seen.u.l, key);
             jl_push(c, out.u.l, L->v[i]);
@@ -522,7 +577,8 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
         bool cs = jv_truthy(ARG(0, "case_sensitive", jv_bool(false)));
         jv by = ARG(1, "by", S(rt, "key"));
         bool reverse = jv_truthy(ARG(2, "reverse", jv_bool(false)));
-        if (v.t != JV_DICT && v.t != JV_NS) jx_fail(c, CMF_E_PARSE, line, "dictsort: expected a mapping");
+        if (v.t != JV_DICT && v.t != JV_NS)
+            jx_fail(c, CMF_E_PARSE, line, "dictsort: expected a mapping");
         size_t n = v.u.d->n;
         jv out = jv_list(c, n);
         jv *keys = jx_alloc(c, (n + 1) * sizeof(jv));
@@ -548,7 +604,8 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
         }
         jlist *L = as_list(rt, line, v);
         jv out = jv_list(c, L->n);
-        for (size_t i = L->n; i-- > 0;) jl_push(c, out.u.l, L->v[i]);
+        for (size_t i = L->n; i-- > 0;)
+            jl_push(c, out.u.l, L->v[i]);
         return out;
     }
     if (IS("sum")) {
@@ -556,7 +613,8 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
         jv acc = ARG(1, "start", jv_int(0));
         jlist *L = as_list(rt, line, v);
         for (size_t i = 0; i < L->n; i++)
-            acc = jx_binop(rt, line, OP_ADD, acc, attr.t != JV_NONE ? attr_get(rt, line, L->v[i], attr) : L->v[i]);
+            acc = jx_binop(rt, line, OP_ADD, acc,
+                           attr.t != JV_NONE ? attr_get(rt, line, L->v[i], attr) : L->v[i]);
         return acc;
     }
     if (IS("min") || IS("max")) {
@@ -565,9 +623,11 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
         jlist *L = as_list(rt, line, v);
         if (!L->n) return jv_undef(name);
         size_t best = 0;
-        jv bk = lower_if_str(rt, attr.t != JV_NONE ? attr_get(rt, line, L->v[0], attr) : L->v[0], cs);
+        jv bk =
+            lower_if_str(rt, attr.t != JV_NONE ? attr_get(rt, line, L->v[0], attr) : L->v[0], cs);
         for (size_t i = 1; i < L->n; i++) {
-            jv k = lower_if_str(rt, attr.t != JV_NONE ? attr_get(rt, line, L->v[i], attr) : L->v[i], cs);
+            jv k = lower_if_str(rt, attr.t != JV_NONE ? attr_get(rt, line, L->v[i], attr) : L->v[i],
+                                cs);
             int r = jv_cmp(c, line, k, bk, false);
             if (IS("min") ? r < 0 : r > 0) {
                 best = i;
@@ -604,14 +664,16 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
         }
         if (cur.u.l->n) {
             if (fill.t != JV_NONE)
-                while ((int64_t)cur.u.l->n < cnt) jl_push(c, cur.u.l, fill);
+                while ((int64_t)cur.u.l->n < cnt)
+                    jl_push(c, cur.u.l, fill);
             jl_push(c, out.u.l, cur);
         }
         return out;
     }
     if (IS("slice")) {
         int64_t slices = want_int(rt, line, ARG(0, "slices", jv_int(1)), "slices");
-        if (slices <= 0 || slices > 100000) jx_fail(c, CMF_E_PARSE, line, "slice count out of range");
+        if (slices <= 0 || slices > 100000)
+            jx_fail(c, CMF_E_PARSE, line, "slice count out of range");
         jv fill = ARG(1, "fill_with", jv_none());
         jlist *L = as_list(rt, line, v);
         int64_t len = (int64_t)L->n, per = len / slices, extra = len % slices, offset = 0;
@@ -621,7 +683,8 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
             if (k < extra) offset++;
             int64_t en = offset + (k + 1) * per;
             jv part = jv_list(c, 0);
-            for (int64_t j = st; j < en; j++) jl_push(c, part.u.l, L->v[j]);
+            for (int64_t j = st; j < en; j++)
+                jl_push(c, part.u.l, L->v[j]);
             if (fill.t != JV_NONE && k >= extra) jl_push(c, part.u.l, fill);
             jl_push(c, out.u.l, part);
         }
@@ -635,9 +698,11 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
         if (w > 1 << 20) jx_fail(c, CMF_E_LIMIT, line, "center width too large");
         int64_t marg = w - len, left = marg / 2 + (marg & w & 1);
         jbuf b = {0};
-        for (int64_t i = 0; i < left; i++) jb_putc(c, &b, ' ');
+        for (int64_t i = 0; i < left; i++)
+            jb_putc(c, &b, ' ');
         jb_put(c, &b, s.u.s->s, s.u.s->len);
-        for (int64_t i = 0; i < marg - left; i++) jb_putc(c, &b, ' ');
+        for (int64_t i = 0; i < marg - left; i++)
+            jb_putc(c, &b, ' ');
         return jv_buf_str(c, &b);
     }
     if (IS("truncate")) {
@@ -653,11 +718,13 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
         int64_t keep = length - endn;
         if (keep < 0) keep = 0;
         size_t p = 0;
-        for (int64_t i = 0; i < keep && p < s.u.s->len; i++) jx_utf8_next(s.u.s->s, s.u.s->len, &p);
+        for (int64_t i = 0; i < keep && p < s.u.s->len; i++)
+            jx_utf8_next(s.u.s->s, s.u.s->len, &p);
         size_t cut = p;
         if (!killwords) {
             size_t k = cut;
-            while (k > 0 && s.u.s->s[k - 1] != ' ') k--;
+            while (k > 0 && s.u.s->s[k - 1] != ' ')
+                k--;
             if (k > 0) cut = k - 1;
         }
         jbuf b = {0};
@@ -666,21 +733,26 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
         return jv_buf_str(c, &b);
     }
     if (IS("format")) {
-        if (nargs && nkw) jx_fail(c, CMF_E_PARSE, line, "can't handle positional and keyword arguments at the same time");
+        if (nargs && nkw)
+            jx_fail(c, CMF_E_PARSE, line,
+                    "can't handle positional and keyword arguments at the same time");
         jv a;
         if (nkw) {
             a = jv_dict(c, nkw);
-            for (size_t i = 0; i < nkw; i++) jd_set(c, a.u.d, jv_cstr(c, kwn[i]), kwv[i]);
+            for (size_t i = 0; i < nkw; i++)
+                jd_set(c, a.u.d, jv_cstr(c, kwn[i]), kwv[i]);
         } else {
             a = jv_list(c, nargs);
             a.u.l->tuple = true;
-            for (size_t i = 0; i < nargs; i++) jl_push(c, a.u.l, args[i]);
+            for (size_t i = 0; i < nargs; i++)
+                jl_push(c, a.u.l, args[i]);
         }
         return jx_percent_format(rt, line, jv_to_str(c, v), a);
     }
     if (IS("attr")) { /* attributes only: dict keys are not attributes */
         jv n = jv_to_str(c, ARG(0, "name", S(rt, "")));
-        if (v.t == JV_NS || v.t == JV_LOOP || v.t == JV_UNDEF) return jx_getattr(rt, line, v, n.u.s->s, n.u.s->len);
+        if (v.t == JV_NS || v.t == JV_LOOP || v.t == JV_UNDEF)
+            return jx_getattr(rt, line, v, n.u.s->s, n.u.s->len);
         if (jx_has_method(v, n.u.s->s)) return jx_getattr(rt, line, v, n.u.s->s, n.u.s->len);
         return jv_undef(n.u.s->s);
     }
@@ -695,10 +767,12 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
 
 /* ---- tests ---- */
 static const char *const k_tests[] = {
-    "defined", "undefined", "none", "boolean", "false", "true", "integer", "float", "number", "string",
-    "mapping", "iterable", "sequence", "callable", "sameas", "escaped", "odd", "even", "divisibleby",
-    "lower", "upper", "eq", "equalto", "==", "ne", "!=", "lt", "lessthan", "<", "le", "<=", "gt",
-    "greaterthan", ">", "ge", ">=", "in", "filter", "test",
+    "defined", "undefined", "none",   "boolean", "false",       "true",     "integer",
+    "float",   "number",    "string", "mapping", "iterable",    "sequence", "callable",
+    "sameas",  "escaped",   "odd",    "even",    "divisibleby", "lower",    "upper",
+    "eq",      "equalto",   "==",     "ne",      "!=",          "lt",       "lessthan",
+    "<",       "le",        "<=",     "gt",      "greaterthan", ">",        "ge",
+    ">=",      "in",        "filter", "test",
 };
 bool jx_has_test(const char *name) {
     for (size_t i = 0; i < sizeof k_tests / sizeof k_tests[0]; i++)
@@ -723,7 +797,9 @@ bool jx_test(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
     if (IS("string")) return v.t == JV_STR;
     if (IS("mapping")) return v.t == JV_DICT;
     if (IS("iterable")) return v.t == JV_STR || v.t == JV_LIST || v.t == JV_DICT || v.t == JV_UNDEF;
-    if (IS("sequence")) return v.t == JV_STR || (v.t == JV_LIST && !v.u.l->view) || v.t == JV_DICT || v.t == JV_UNDEF;
+    if (IS("sequence"))
+        return v.t == JV_STR || (v.t == JV_LIST && !v.u.l->view) || v.t == JV_DICT ||
+               v.t == JV_UNDEF;
     if (IS("callable")) return v.t == JV_MACRO || v.t == JV_FUNC || v.t == JV_UNDEF;
     if (IS("escaped")) return false;
     if (IS("sameas")) {
@@ -732,13 +808,19 @@ bool jx_test(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
         if (v.t == JV_BOOL) return v.u.b == a0.u.b;
         if (v.t == JV_INT) return v.u.i == a0.u.i && v.u.i >= -5 && v.u.i <= 256;
         if (v.t == JV_STR) return v.u.s == a0.u.s;
-        return jv_eq(v, a0) && (v.t == JV_DICT || v.t == JV_NS ? v.u.d == a0.u.d : v.t == JV_LIST ? v.u.l == a0.u.l : true);
+        return jv_eq(v, a0) && (v.t == JV_DICT || v.t == JV_NS ? v.u.d == a0.u.d
+                                : v.t == JV_LIST               ? v.u.l == a0.u.l
+                                                               : true);
     }
     if (IS("odd") || IS("even") || IS("divisibleby")) {
-        if (v.t == JV_UNDEF) jx_fail(c, CMF_E_PARSE, line, "'%s' is undefined", v.u.uname ? v.u.uname : "value");
-        if (!jv_is_num(v)) jx_fail(c, CMF_E_PARSE, line, "test '%s' needs a number, got %s", name, jv_type_name(v));
+        if (v.t == JV_UNDEF)
+            jx_fail(c, CMF_E_PARSE, line, "'%s' is undefined", v.u.uname ? v.u.uname : "value");
+        if (!jv_is_num(v))
+            jx_fail(c, CMF_E_PARSE, line, "test '%s' needs a number, got %s", name,
+                    jv_type_name(v));
         if (IS("divisibleby")) {
-            if (!jv_is_num(a0) || jv_num(a0) == 0) jx_fail(c, CMF_E_PARSE, line, "divisibleby needs a non-zero number");
+            if (!jv_is_num(a0) || jv_num(a0) == 0)
+                jx_fail(c, CMF_E_PARSE, line, "divisibleby needs a non-zero number");
             jv m = jx_binop(rt, line, OP_MOD, v, a0);
             return jv_num(m) == 0;
         }
@@ -764,13 +846,15 @@ bool jx_test(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
     if (IS("ge") || IS(">=")) return jv_cmp(c, line, v, a0, false) >= 0;
     if (IS("in")) {
         jv r = jv_bool(false);
-        if (a0.t == JV_STR && v.t == JV_STR) return strstr(a0.u.s->s, v.u.s->s) != NULL || !v.u.s->len;
+        if (a0.t == JV_STR && v.t == JV_STR)
+            return strstr(a0.u.s->s, v.u.s->s) != NULL || !v.u.s->len;
         jlist *L = jx_iterate(rt, line, a0);
         for (size_t i = 0; i < L->n; i++)
             if (jv_eq(L->v[i], v)) r = jv_bool(true);
         return r.u.b;
     }
-    if (IS("filter") || IS("test")) return v.t == JV_STR && (IS("test") ? jx_has_test(v.u.s->s) : true);
+    if (IS("filter") || IS("test"))
+        return v.t == JV_STR && (IS("test") ? jx_has_test(v.u.s->s) : true);
 #undef IS
     jx_fail(c, CMF_E_PARSE, line, "no test named '%s'", name);
 }

@@ -45,11 +45,24 @@ void jb_put_cp(jx_ctx *c, jbuf *b, uint32_t cp); /* UTF-8 encode */
 
 /* ---- values ---- */
 typedef enum {
-    JV_UNDEF, JV_NONE, JV_BOOL, JV_INT, JV_FLOAT, JV_STR, JV_LIST, JV_DICT,
-    JV_NS, JV_MACRO, JV_LOOP, JV_FUNC
+    JV_UNDEF,
+    JV_NONE,
+    JV_BOOL,
+    JV_INT,
+    JV_FLOAT,
+    JV_STR,
+    JV_LIST,
+    JV_DICT,
+    JV_NS,
+    JV_MACRO,
+    JV_LOOP,
+    JV_FUNC
 } jv_type;
 
-typedef struct jstr { size_t len; char s[]; } jstr; /* NUL-terminated */
+typedef struct jstr {
+    size_t len;
+    char s[];
+} jstr; /* NUL-terminated */
 typedef struct jv jv;
 typedef struct jlist jlist;
 typedef struct jdict jdict;
@@ -75,8 +88,16 @@ struct jv {
 /* view: 0 a list or tuple, else what dict.items()/keys()/values() returned (JLV_*): iterable and
  * sized but not indexable, printed as dict_items([...]), not JSON-serialisable */
 enum { JLV_NONE, JLV_ITEMS, JLV_KEYS, JLV_VALUES };
-struct jlist { size_t n, cap; jv *v; bool tuple; uint8_t view; };
-struct jdict { size_t n, cap; jv *k, *v; };
+struct jlist {
+    size_t n, cap;
+    jv *v;
+    bool tuple;
+    uint8_t view;
+};
+struct jdict {
+    size_t n, cap;
+    jv *k, *v;
+};
 
 jv jv_undef(const char *name);
 jv jv_none(void);
@@ -116,21 +137,54 @@ jv jv_from_json(jx_ctx *c, struct json_t *j, int depth);
 
 /* ---- UTF-8 helpers ---- */
 uint32_t jx_utf8_next(const char *s, size_t n, size_t *i); /* decodes at *i, advances */
-size_t jx_utf8_len(const char *s, size_t n);                /* code points */
-bool jx_is_space(uint32_t cp);                              /* Python str.isspace */
+size_t jx_utf8_len(const char *s, size_t n);               /* code points */
+bool jx_is_space(uint32_t cp);                             /* Python str.isspace */
 uint32_t jx_lower_cp(uint32_t cp);
 uint32_t jx_upper_cp(uint32_t cp);
 bool jx_is_alpha_cp(uint32_t cp);
 
 /* ---- lexer ---- */
 typedef enum {
-    TK_TEXT, TK_VAR_BEGIN, TK_VAR_END, TK_BLOCK_BEGIN, TK_BLOCK_END,
-    TK_NAME, TK_STRING, TK_INT, TK_FLOAT, TK_OP, TK_EOF
+    TK_TEXT,
+    TK_VAR_BEGIN,
+    TK_VAR_END,
+    TK_BLOCK_BEGIN,
+    TK_BLOCK_END,
+    TK_NAME,
+    TK_STRING,
+    TK_INT,
+    TK_FLOAT,
+    TK_OP,
+    TK_EOF
 } jtok_type;
 typedef enum {
-    OP_ADD, OP_SUB, OP_DIV, OP_FLOORDIV, OP_MUL, OP_MOD, OP_POW, OP_TILDE, OP_LBRACKET,
-    OP_RBRACKET, OP_LPAREN, OP_RPAREN, OP_LBRACE, OP_RBRACE, OP_EQ, OP_NE, OP_GT, OP_GE,
-    OP_LT, OP_LE, OP_ASSIGN, OP_DOT, OP_COLON, OP_PIPE, OP_COMMA, OP_SEMI, OP__COUNT
+    OP_ADD,
+    OP_SUB,
+    OP_DIV,
+    OP_FLOORDIV,
+    OP_MUL,
+    OP_MOD,
+    OP_POW,
+    OP_TILDE,
+    OP_LBRACKET,
+    OP_RBRACKET,
+    OP_LPAREN,
+    OP_RPAREN,
+    OP_LBRACE,
+    OP_RBRACE,
+    OP_EQ,
+    OP_NE,
+    OP_GT,
+    OP_GE,
+    OP_LT,
+    OP_LE,
+    OP_ASSIGN,
+    OP_DOT,
+    OP_COLON,
+    OP_PIPE,
+    OP_COMMA,
+    OP_SEMI,
+    OP__COUNT
 } jop;
 typedef struct jtok {
     uint8_t type, op;
@@ -146,12 +200,41 @@ jtok *jx_lex(jx_ctx *c, const char *src, size_t len, size_t *ntok);
 /* ---- AST ---- */
 typedef enum {
     /* expressions */
-    N_CONST, N_NAME, N_GETATTR, N_GETITEM, N_SLICE, N_CALL, N_FILTER, N_TEST, N_BINOP,
-    N_NEG, N_POS, N_NOT, N_AND, N_OR, N_COMPARE, N_CONCAT, N_COND, N_LIST, N_TUPLE, N_DICT,
+    N_CONST,
+    N_NAME,
+    N_GETATTR,
+    N_GETITEM,
+    N_SLICE,
+    N_CALL,
+    N_FILTER,
+    N_TEST,
+    N_BINOP,
+    N_NEG,
+    N_POS,
+    N_NOT,
+    N_AND,
+    N_OR,
+    N_COMPARE,
+    N_CONCAT,
+    N_COND,
+    N_LIST,
+    N_TUPLE,
+    N_DICT,
     N_PLACEHOLDER,
     /* statements */
-    N_TEXT, N_OUTPUT, N_IF, N_FOR, N_SET, N_SETBLOCK, N_MACRO, N_CALLBLOCK, N_FILTERBLOCK,
-    N_BREAK, N_CONTINUE, N_WITH, N_SCOPE
+    N_TEXT,
+    N_OUTPUT,
+    N_IF,
+    N_FOR,
+    N_SET,
+    N_SETBLOCK,
+    N_MACRO,
+    N_CALLBLOCK,
+    N_FILTERBLOCK,
+    N_BREAK,
+    N_CONTINUE,
+    N_WITH,
+    N_SCOPE
 } jnode_kind;
 
 enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_IN, CMP_NOTIN };
@@ -159,8 +242,8 @@ enum { CMP_EQ, CMP_NE, CMP_LT, CMP_LE, CMP_GT, CMP_GE, CMP_IN, CMP_NOTIN };
 typedef struct jnode jnode;
 struct jnode {
     uint8_t kind;
-    uint8_t op;   /* BINOP: jop; COMPARE: ops in args2 via kw ops array */
-    bool neg;     /* TEST negated */
+    uint8_t op; /* BINOP: jop; COMPARE: ops in args2 via kw ops array */
+    bool neg;   /* TEST negated */
     int line;
     const char *name; /* NAME, GETATTR attr, FILTER/TEST/MACRO name, TEXT */
     size_t name_len;
@@ -168,13 +251,13 @@ struct jnode {
     jnode *a, *b, *c; /* children */
     jnode **args;     /* positional args, items, dict keys, compare operands */
     size_t nargs;
-    jnode **vals;     /* dict values, kwarg values, macro defaults (NULL entry = none) */
+    jnode **vals; /* dict values, kwarg values, macro defaults (NULL entry = none) */
     const char **kwnames;
     size_t nkw;
-    uint8_t *cmpops;  /* COMPARE */
+    uint8_t *cmpops; /* COMPARE */
     jnode **body;
     size_t nbody;
-    jnode **ebody;    /* else */
+    jnode **ebody; /* else */
     size_t nebody;
 };
 
@@ -191,9 +274,9 @@ struct jscope {
 };
 
 struct jmacro {
-    const jnode *def;   /* N_MACRO, or N_CALLBLOCK for a caller */
-    jscope *closure;    /* scope names resolve in */
-    jv caller;          /* undefined unless invoked through {% call %} */
+    const jnode *def; /* N_MACRO, or N_CALLBLOCK for a caller */
+    jscope *closure;  /* scope names resolve in */
+    jv caller;        /* undefined unless invoked through {% call %} */
 };
 struct jloop {
     jlist *items;
@@ -201,7 +284,17 @@ struct jloop {
     jlist *cycle_last; /* arguments of the previous loop.changed() call */
     bool has_changed;
 };
-enum { FN_RANGE, FN_NAMESPACE, FN_DICT, FN_RAISE, FN_STRFTIME, FN_METHOD, FN_LOOP_CYCLE, FN_LOOP_CHANGED, FN_UNSUPPORTED };
+enum {
+    FN_RANGE,
+    FN_NAMESPACE,
+    FN_DICT,
+    FN_RAISE,
+    FN_STRFTIME,
+    FN_METHOD,
+    FN_LOOP_CYCLE,
+    FN_LOOP_CHANGED,
+    FN_UNSUPPORTED
+};
 struct jfunc {
     int kind;
     const char *name;
@@ -210,13 +303,13 @@ struct jfunc {
 
 typedef struct jrt {
     jx_ctx *c;
-    jscope *globals;     /* render variables */
-    jscope *root;        /* template top-level scope */
+    jscope *globals; /* render variables */
+    jscope *root;    /* template top-level scope */
     jbuf *out;
-    int ctl;             /* 0, 1 break, 2 continue */
+    int ctl; /* 0, 1 break, 2 continue */
     int depth, max_depth;
     uint64_t steps, max_steps;
-    int64_t now;         /* <0: wall clock */
+    int64_t now; /* <0: wall clock */
     jv placeholder;
     uintptr_t stack_base; /* address of a local of the render entry (stack guard) */
 } jrt;
@@ -251,8 +344,8 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
              const char **kwn, jv *kwv, size_t nkw);
 bool jx_test(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, size_t nargs);
 bool jx_has_test(const char *name);
-jv jx_method(jrt *rt, int line, jv self, const char *name, jv *args, size_t nargs,
-             const char **kwn, jv *kwv, size_t nkw);
+jv jx_method(jrt *rt, int line, jv self, const char *name, jv *args, size_t nargs, const char **kwn,
+             jv *kwv, size_t nkw);
 bool jx_has_method(jv self, const char *name);
 jv jx_call_global(jrt *rt, int line, const jfunc *fn, jv *args, size_t nargs, const char **kwn,
                   jv *kwv, size_t nkw);

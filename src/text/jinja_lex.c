@@ -33,7 +33,9 @@ static jtok *emit(lexer *L, jtok_type t, int line) {
     return t2;
 }
 
-static bool is_ws(char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f'; }
+static bool is_ws(char ch) {
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f';
+}
 
 /* Python's \s / str.isspace() includes Unicode spaces (NBSP, U+3000, ...): the length of the
  * whitespace code point at s[i] (0 if none). */
@@ -46,14 +48,16 @@ static size_t ws_len(const char *s, size_t n, size_t i) {
 }
 static size_t skip_ws(const char *s, size_t n, size_t i) {
     size_t k;
-    while ((k = ws_len(s, n, i)) > 0) i += k;
+    while ((k = ws_len(s, n, i)) > 0)
+        i += k;
     return i;
 }
 /* length of t[0..n) without its trailing (Unicode) whitespace */
 static size_t rstrip_len(const char *t, size_t n) {
     while (n) {
         size_t st = n - 1;
-        while (st > 0 && ((unsigned char)t[st] & 0xC0) == 0x80) st--;
+        while (st > 0 && ((unsigned char)t[st] & 0xC0) == 0x80)
+            st--;
         if (ws_len(t, n, st) != n - st) break;
         n = st;
     }
@@ -71,14 +75,16 @@ static void emit_text(lexer *L, const char *s, size_t n, int line) {
 
 static int count_nl(const char *s, size_t n) {
     int k = 0;
-    for (size_t i = 0; i < n; i++) k += s[i] == '\n';
+    for (size_t i = 0; i < n; i++)
+        k += s[i] == '\n';
     return k;
 }
 
 /* Find the next "{{", "{%" or "{#" at or after pos; returns n when none. */
 static size_t find_tag(const lexer *L, size_t pos) {
     for (size_t i = pos; i + 1 < L->n; i++)
-        if (L->s[i] == '{' && (L->s[i + 1] == '{' || L->s[i + 1] == '%' || L->s[i + 1] == '#')) return i;
+        if (L->s[i] == '{' && (L->s[i + 1] == '{' || L->s[i + 1] == '%' || L->s[i + 1] == '#'))
+            return i;
     return L->n;
 }
 
@@ -92,7 +98,8 @@ static void text_before_tag(lexer *L, size_t start, size_t end, char kind, char 
         n = rstrip_len(t, n);
     } else if (mod != '+' && kind != '{') {
         size_t l_pos = n;
-        while (l_pos && t[l_pos - 1] != '\n') l_pos--;
+        while (l_pos && t[l_pos - 1] != '\n')
+            l_pos--;
         if ((l_pos > 0 || L->line_starting) && l_pos < n) {
             if (skip_ws(t, n, l_pos) == n) n = l_pos;
         }
@@ -116,9 +123,13 @@ static void after_tag(lexer *L, char kind, char mod) {
 static void hex_escape(lexer *L, const char *s, size_t *i, size_t end, int digits, jbuf *b) {
     uint32_t v = 0;
     for (int k = 0; k < digits; k++) {
-        if (*i + 1 >= end) jx_fail(L->c, CMF_E_PARSE, L->line, "truncated \\x/\\u escape in string");
+        if (*i + 1 >= end)
+            jx_fail(L->c, CMF_E_PARSE, L->line, "truncated \\x/\\u escape in string");
         char h = s[*i + 1];
-        int d = (h >= '0' && h <= '9') ? h - '0' : (h >= 'a' && h <= 'f') ? h - 'a' + 10 : (h >= 'A' && h <= 'F') ? h - 'A' + 10 : -1;
+        int d = (h >= '0' && h <= '9')   ? h - '0'
+                : (h >= 'a' && h <= 'f') ? h - 'a' + 10
+                : (h >= 'A' && h <= 'F') ? h - 'A' + 10
+                                         : -1;
         if (d < 0) jx_fail(L->c, CMF_E_PARSE, L->line, "bad hex digit in string escape");
         v = v * 16 + (uint32_t)d;
         (*i)++;
@@ -147,24 +158,53 @@ static void lex_string(lexer *L) {
         char e = L->s[i + 1];
         i++;
         switch (e) {
-        case 'n': jb_putc(L->c, &b, '\n'); break;
-        case 't': jb_putc(L->c, &b, '\t'); break;
-        case 'r': jb_putc(L->c, &b, '\r'); break;
-        case '\\': jb_putc(L->c, &b, '\\'); break;
-        case '\'': jb_putc(L->c, &b, '\''); break;
-        case '"': jb_putc(L->c, &b, '"'); break;
-        case 'a': jb_putc(L->c, &b, '\a'); break;
-        case 'b': jb_putc(L->c, &b, '\b'); break;
-        case 'f': jb_putc(L->c, &b, '\f'); break;
-        case 'v': jb_putc(L->c, &b, '\v'); break;
-        case '\n': L->line++; break;
-        case 'x': hex_escape(L, L->s, &i, L->n, 2, &b); break;
-        case 'u': hex_escape(L, L->s, &i, L->n, 4, &b); break;
-        case 'U': hex_escape(L, L->s, &i, L->n, 8, &b); break;
+        case 'n':
+            jb_putc(L->c, &b, '\n');
+            break;
+        case 't':
+            jb_putc(L->c, &b, '\t');
+            break;
+        case 'r':
+            jb_putc(L->c, &b, '\r');
+            break;
+        case '\\':
+            jb_putc(L->c, &b, '\\');
+            break;
+        case '\'':
+            jb_putc(L->c, &b, '\'');
+            break;
+        case '"':
+            jb_putc(L->c, &b, '"');
+            break;
+        case 'a':
+            jb_putc(L->c, &b, '\a');
+            break;
+        case 'b':
+            jb_putc(L->c, &b, '\b');
+            break;
+        case 'f':
+            jb_putc(L->c, &b, '\f');
+            break;
+        case 'v':
+            jb_putc(L->c, &b, '\v');
+            break;
+        case '\n':
+            L->line++;
+            break;
+        case 'x':
+            hex_escape(L, L->s, &i, L->n, 2, &b);
+            break;
+        case 'u':
+            hex_escape(L, L->s, &i, L->n, 4, &b);
+            break;
+        case 'U':
+            hex_escape(L, L->s, &i, L->n, 8, &b);
+            break;
         default:
             if (e >= '0' && e <= '7') {
                 uint32_t v = (uint32_t)(e - '0');
-                for (int k = 0; k < 2 && i + 1 < L->n && L->s[i + 1] >= '0' && L->s[i + 1] <= '7'; k++)
+                for (int k = 0; k < 2 && i + 1 < L->n && L->s[i + 1] >= '0' && L->s[i + 1] <= '7';
+                     k++)
                     v = v * 8 + (uint32_t)(L->s[++i] - '0');
                 jb_put_cp(L->c, &b, v);
             } else {
@@ -197,9 +237,12 @@ static void lex_number(lexer *L) {
         for (; i < L->n; i++) {
             char h = s[i];
             if (h == '_') continue;
-            int d = (h >= '0' && h <= '9') ? h - '0' : ((h | 32) >= 'a' && (h | 32) <= 'f') ? (h | 32) - 'a' + 10 : 99;
+            int d = (h >= '0' && h <= '9')                 ? h - '0'
+                    : ((h | 32) >= 'a' && (h | 32) <= 'f') ? (h | 32) - 'a' + 10
+                                                           : 99;
             if (d >= base) break;
-            if (v > (INT64_MAX - d) / base) jx_fail(L->c, CMF_E_LIMIT, L->line, "integer literal too large");
+            if (v > (INT64_MAX - d) / base)
+                jx_fail(L->c, CMF_E_LIMIT, L->line, "integer literal too large");
             v = v * base + d;
             cnt++;
         }
@@ -212,10 +255,13 @@ static void lex_number(lexer *L) {
     bool too_long = false;
 #define PUSHD(ch)                                                                                  \
     do {                                                                                           \
-        if (nd < sizeof digits - 1) digits[nd++] = (ch);                                           \
-        else too_long = true;                                                                      \
+        if (nd < sizeof digits - 1)                                                                \
+            digits[nd++] = (ch);                                                                   \
+        else                                                                                       \
+            too_long = true;                                                                       \
     } while (0)
-    while (i < L->n && ((s[i] >= '0' && s[i] <= '9') || (s[i] == '_' && i + 1 < L->n && s[i + 1] >= '0' && s[i + 1] <= '9'))) {
+    while (i < L->n && ((s[i] >= '0' && s[i] <= '9') ||
+                        (s[i] == '_' && i + 1 < L->n && s[i + 1] >= '0' && s[i + 1] <= '9'))) {
         if (s[i] != '_') PUSHD(s[i]);
         i++;
     }
@@ -247,12 +293,14 @@ static void lex_number(lexer *L) {
     digits[nd] = 0;
     if (too_long) jx_fail(L->c, CMF_E_LIMIT, L->line, "number literal too long");
     jtok *t = emit(L, is_float ? TK_FLOAT : TK_INT, L->line);
-    if (is_float) t->f = strtod(digits, NULL);
+    if (is_float)
+        t->f = strtod(digits, NULL);
     else {
         int64_t v = 0;
         for (size_t k = 0; k < nd; k++) {
             int d = digits[k] - '0';
-            if (v > (INT64_MAX - d) / 10) jx_fail(L->c, CMF_E_LIMIT, L->line, "integer literal too large");
+            if (v > (INT64_MAX - d) / 10)
+                jx_fail(L->c, CMF_E_LIMIT, L->line, "integer literal too large");
             v = v * 10 + d;
         }
         t->i = v;
@@ -262,11 +310,13 @@ static void lex_number(lexer *L) {
 }
 
 static const char *const k_ops[OP__COUNT] = {
-    [OP_ADD] = "+", [OP_SUB] = "-", [OP_DIV] = "/", [OP_FLOORDIV] = "//", [OP_MUL] = "*",
-    [OP_MOD] = "%", [OP_POW] = "**", [OP_TILDE] = "~", [OP_LBRACKET] = "[", [OP_RBRACKET] = "]",
-    [OP_LPAREN] = "(", [OP_RPAREN] = ")", [OP_LBRACE] = "{", [OP_RBRACE] = "}", [OP_EQ] = "==",
-    [OP_NE] = "!=", [OP_GT] = ">", [OP_GE] = ">=", [OP_LT] = "<", [OP_LE] = "<=", [OP_ASSIGN] = "=",
-    [OP_DOT] = ".", [OP_COLON] = ":", [OP_PIPE] = "|", [OP_COMMA] = ",", [OP_SEMI] = ";",
+    [OP_ADD] = "+",      [OP_SUB] = "-",      [OP_DIV] = "/",    [OP_FLOORDIV] = "//",
+    [OP_MUL] = "*",      [OP_MOD] = "%",      [OP_POW] = "**",   [OP_TILDE] = "~",
+    [OP_LBRACKET] = "[", [OP_RBRACKET] = "]", [OP_LPAREN] = "(", [OP_RPAREN] = ")",
+    [OP_LBRACE] = "{",   [OP_RBRACE] = "}",   [OP_EQ] = "==",    [OP_NE] = "!=",
+    [OP_GT] = ">",       [OP_GE] = ">=",      [OP_LT] = "<",     [OP_LE] = "<=",
+    [OP_ASSIGN] = "=",   [OP_DOT] = ".",      [OP_COLON] = ":",  [OP_PIPE] = "|",
+    [OP_COMMA] = ",",    [OP_SEMI] = ";",
 };
 
 /* Tokens inside {{ }} or {% %} up to the closing delimiter (only at bracket depth 0). */
@@ -310,8 +360,9 @@ static void lex_tag(lexer *L, char kind) {
         }
         if ((ch | 32) >= 'a' && (ch | 32) <= 'z' ? 1 : (ch == '_' || (unsigned char)ch >= 0x80)) {
             size_t i = L->pos;
-            while (i < L->n && (((L->s[i] | 32) >= 'a' && (L->s[i] | 32) <= 'z') || (L->s[i] >= '0' && L->s[i] <= '9') ||
-                                L->s[i] == '_' || (unsigned char)L->s[i] >= 0x80))
+            while (i < L->n && (((L->s[i] | 32) >= 'a' && (L->s[i] | 32) <= 'z') ||
+                                (L->s[i] >= '0' && L->s[i] <= '9') || L->s[i] == '_' ||
+                                (unsigned char)L->s[i] >= 0x80))
                 i++;
             jtok *t = emit(L, TK_NAME, L->line);
             char *d = jx_alloc(L->c, i - L->pos + 1);
@@ -332,12 +383,14 @@ static void lex_tag(lexer *L, char kind) {
         }
         if (best < 0) jx_fail(L->c, CMF_E_PARSE, L->line, "unexpected character '%c'", ch);
         if (best == OP_LPAREN || best == OP_LBRACKET || best == OP_LBRACE) {
-            if (depth >= (int)sizeof stack) jx_fail(L->c, CMF_E_LIMIT, L->line, "brackets nest too deeply");
+            if (depth >= (int)sizeof stack)
+                jx_fail(L->c, CMF_E_LIMIT, L->line, "brackets nest too deeply");
             stack[depth++] = best == OP_LPAREN ? ')' : best == OP_LBRACKET ? ']' : '}';
         } else if (best == OP_RPAREN || best == OP_RBRACKET || best == OP_RBRACE) {
             if (depth == 0) jx_fail(L->c, CMF_E_PARSE, L->line, "unexpected '%s'", k_ops[best]);
             if (stack[depth - 1] != k_ops[best][0])
-                jx_fail(L->c, CMF_E_PARSE, L->line, "unexpected '%s', expected '%c'", k_ops[best], stack[depth - 1]);
+                jx_fail(L->c, CMF_E_PARSE, L->line, "unexpected '%s', expected '%c'", k_ops[best],
+                        stack[depth - 1]);
             depth--;
         }
         jtok *t = emit(L, TK_OP, L->line);
@@ -349,32 +402,36 @@ static void lex_tag(lexer *L, char kind) {
 /* "{% raw %}": returns true and emits the raw text when the block at L->pos is one. */
 static bool try_raw(lexer *L, size_t tag, char mod_in) {
     size_t i = tag + 2 + (mod_in ? 1 : 0);
-    while (i < L->n && is_ws(L->s[i])) i++;
+    while (i < L->n && is_ws(L->s[i]))
+        i++;
     if (L->n - i < 3 || memcmp(L->s + i, "raw", 3)) return false;
     i += 3;
-    while (i < L->n && is_ws(L->s[i])) i++;
+    while (i < L->n && is_ws(L->s[i]))
+        i++;
     char mod_out = 0;
     if (i < L->n && (L->s[i] == '-' || L->s[i] == '+')) mod_out = L->s[i++];
     if (L->n - i < 2 || L->s[i] != '%' || L->s[i + 1] != '}') return false;
     i += 2;
     if (mod_out == '-')
-        while (i < L->n && is_ws(L->s[i])) i++;
+        while (i < L->n && is_ws(L->s[i]))
+            i++;
     /* find {%[-+]? endraw [-+]?%} */
     for (size_t j = i; j + 1 < L->n; j++) {
         if (L->s[j] != '{' || L->s[j + 1] != '%') continue;
         size_t k = j + 2;
         char m1 = 0;
         if (k < L->n && (L->s[k] == '-' || L->s[k] == '+')) m1 = L->s[k++];
-        while (k < L->n && is_ws(L->s[k])) k++;
+        while (k < L->n && is_ws(L->s[k]))
+            k++;
         if (L->n - k < 6 || memcmp(L->s + k, "endraw", 6)) continue;
         k += 6;
-        while (k < L->n && is_ws(L->s[k])) k++;
+        while (k < L->n && is_ws(L->s[k]))
+            k++;
         char m2 = 0;
         if (k < L->n && (L->s[k] == '-' || L->s[k] == '+')) m2 = L->s[k++];
         if (L->n - k < 2 || L->s[k] != '%' || L->s[k + 1] != '}') continue;
         size_t tn = j - i;
-        if (m1 == '-')
-            tn = rstrip_len(L->s + i, tn);
+        if (m1 == '-') tn = rstrip_len(L->s + i, tn);
         L->line += count_nl(L->s + tag, i - tag);
         emit_text(L, L->s + i, tn, L->line);
         L->line += count_nl(L->s + i, k + 2 - i);
@@ -414,7 +471,8 @@ jtok *jx_lex(jx_ctx *c, const char *src, size_t len, size_t *ntok) {
         L.pos = tag + 2 + (mod ? 1 : 0);
         if (kind == '#') {
             size_t j = L.pos;
-            while (j + 1 < L.n && !(L.s[j] == '#' && L.s[j + 1] == '}')) j++;
+            while (j + 1 < L.n && !(L.s[j] == '#' && L.s[j + 1] == '}'))
+                j++;
             if (j + 1 >= L.n) jx_fail(c, CMF_E_PARSE, L.line, "missing end of comment tag");
             char cm = (j > L.pos && (L.s[j - 1] == '-' || L.s[j - 1] == '+')) ? L.s[j - 1] : 0;
             L.line += count_nl(L.s + L.pos, j + 2 - L.pos);

@@ -15,27 +15,46 @@ typedef struct parser {
     int nest;
 } parser;
 
-static jtok *cur(parser *P) { return &P->t[P->i]; }
-static jtok *peek(parser *P, size_t k) { return &P->t[P->i + k < P->n ? P->i + k : P->n - 1]; }
+static jtok *cur(parser *P) {
+    return &P->t[P->i];
+}
+static jtok *peek(parser *P, size_t k) {
+    return &P->t[P->i + k < P->n ? P->i + k : P->n - 1];
+}
 static void adv(parser *P) {
     if (P->i + 1 < P->n) P->i++;
 }
-static bool is_op(jtok *t, int op) { return t->type == TK_OP && t->op == op; }
-static bool is_name(jtok *t, const char *name) { return t->type == TK_NAME && !strcmp(t->s, name); }
+static bool is_op(jtok *t, int op) {
+    return t->type == TK_OP && t->op == op;
+}
+static bool is_name(jtok *t, const char *name) {
+    return t->type == TK_NAME && !strcmp(t->s, name);
+}
 
 static const char *tok_desc(jtok *t) {
     switch (t->type) {
-    case TK_TEXT: return "template data";
-    case TK_VAR_BEGIN: return "'{{'";
-    case TK_VAR_END: return "'}}'";
-    case TK_BLOCK_BEGIN: return "'{%'";
-    case TK_BLOCK_END: return "'%}'";
-    case TK_NAME: return t->s;
-    case TK_STRING: return "string";
-    case TK_INT: return "integer";
-    case TK_FLOAT: return "float";
-    case TK_OP: return "operator";
-    default: return "end of template";
+    case TK_TEXT:
+        return "template data";
+    case TK_VAR_BEGIN:
+        return "'{{'";
+    case TK_VAR_END:
+        return "'}}'";
+    case TK_BLOCK_BEGIN:
+        return "'{%'";
+    case TK_BLOCK_END:
+        return "'%}'";
+    case TK_NAME:
+        return t->s;
+    case TK_STRING:
+        return "string";
+    case TK_INT:
+        return "integer";
+    case TK_FLOAT:
+        return "float";
+    case TK_OP:
+        return "operator";
+    default:
+        return "end of template";
     }
 }
 _Noreturn static void perr(parser *P, const char *what) {
@@ -95,17 +114,23 @@ static jnode *parse_postfix(parser *P, jnode *node);
 static jnode *parse_filter_expr(parser *P, jnode *node);
 
 static void enter(parser *P) {
-    if (++P->nest > MAX_NEST) jx_fail(P->c, CMF_E_LIMIT, cur(P)->line, "expression nests deeper than %d", MAX_NEST);
+    if (++P->nest > MAX_NEST)
+        jx_fail(P->c, CMF_E_LIMIT, cur(P)->line, "expression nests deeper than %d", MAX_NEST);
 }
-static void leave(parser *P) { P->nest--; }
+static void leave(parser *P) {
+    P->nest--;
+}
 
 /* (a, b) / a, b tuples; returns a single expression when there is no comma. */
 static bool tuple_end(parser *P, const char *extra) {
     jtok *t = cur(P);
-    if (t->type == TK_VAR_END || t->type == TK_BLOCK_END || is_op(t, OP_RPAREN) || t->type == TK_EOF) return true;
+    if (t->type == TK_VAR_END || t->type == TK_BLOCK_END || is_op(t, OP_RPAREN) ||
+        t->type == TK_EOF)
+        return true;
     return extra && is_name(t, extra);
 }
-static jnode *parse_tuple(parser *P, bool with_condexpr, bool explicit_parens, const char *extra_end) {
+static jnode *parse_tuple(parser *P, bool with_condexpr, bool explicit_parens,
+                          const char *extra_end) {
     int line = cur(P)->line;
     nvec items = {0};
     bool is_tuple = false;
@@ -113,8 +138,10 @@ static jnode *parse_tuple(parser *P, bool with_condexpr, bool explicit_parens, c
         if (items.n) expect_op(P, OP_COMMA, "','");
         if (tuple_end(P, extra_end)) break;
         nv_push(P, &items, parse_expression(P, with_condexpr));
-        if (is_op(cur(P), OP_COMMA)) is_tuple = true;
-        else break;
+        if (is_op(cur(P), OP_COMMA))
+            is_tuple = true;
+        else
+            break;
     }
     if (!is_tuple) {
         if (items.n) return items.v[0];
@@ -136,14 +163,17 @@ static void parse_call_args(parser *P, jnode *call) {
             if (is_op(cur(P), OP_RPAREN)) break;
         }
         if (is_op(cur(P), OP_MUL) || is_op(cur(P), OP_POW))
-            jx_fail(P->c, CMF_E_UNSUPPORTED, cur(P)->line, "*args / **kwargs in calls are not supported");
+            jx_fail(P->c, CMF_E_UNSUPPORTED, cur(P)->line,
+                    "*args / **kwargs in calls are not supported");
         if (cur(P)->type == TK_NAME && is_op(peek(P, 1), OP_ASSIGN)) {
             sv_push(P, &names, cur(P)->s);
             adv(P);
             adv(P);
             nv_push(P, &vals, parse_expression(P, true));
         } else {
-            if (names.n) jx_fail(P->c, CMF_E_PARSE, cur(P)->line, "positional argument follows keyword argument");
+            if (names.n)
+                jx_fail(P->c, CMF_E_PARSE, cur(P)->line,
+                        "positional argument follows keyword argument");
             nv_push(P, &args, parse_expression(P, true));
         }
     }
@@ -195,11 +225,13 @@ static jnode *parse_test(parser *P, jnode *input) {
     t->neg = neg;
     t->name = parse_dotted_name(P);
     jtok *c = cur(P);
-    if (is_op(c, OP_LPAREN)) parse_call_args(P, t);
-    else if ((c->type == TK_NAME || c->type == TK_STRING || c->type == TK_INT || c->type == TK_FLOAT ||
-              is_op(c, OP_LBRACKET) || is_op(c, OP_LBRACE)) &&
+    if (is_op(c, OP_LPAREN))
+        parse_call_args(P, t);
+    else if ((c->type == TK_NAME || c->type == TK_STRING || c->type == TK_INT ||
+              c->type == TK_FLOAT || is_op(c, OP_LBRACKET) || is_op(c, OP_LBRACE)) &&
              !is_name(c, "else") && !is_name(c, "or") && !is_name(c, "and")) {
-        if (is_name(c, "is")) jx_fail(P->c, CMF_E_PARSE, c->line, "you cannot chain multiple tests with is");
+        if (is_name(c, "is"))
+            jx_fail(P->c, CMF_E_PARSE, c->line, "you cannot chain multiple tests with is");
         jnode *arg = parse_postfix(P, parse_primary(P));
         t->args = jx_alloc(P->c, sizeof(jnode *));
         t->args[0] = arg;
@@ -240,7 +272,8 @@ static jnode *parse_subscribed(parser *P) {
         parts[1] = parse_expression(P, true);
     if (is_op(cur(P), OP_COLON)) {
         adv(P);
-        if (!is_op(cur(P), OP_RBRACKET) && !is_op(cur(P), OP_COMMA)) parts[2] = parse_expression(P, true);
+        if (!is_op(cur(P), OP_RBRACKET) && !is_op(cur(P), OP_COMMA))
+            parts[2] = parse_expression(P, true);
     }
     jnode *s = mk(P, N_SLICE, line);
     s->a = parts[0];
@@ -285,7 +318,8 @@ static jnode *parse_postfix(parser *P, jnode *node) {
             if (!idx.n) jx_fail(P->c, CMF_E_PARSE, t->line, "expected subscript expression");
             jnode *g = mk(P, N_GETITEM, t->line);
             g->a = node;
-            if (idx.n == 1) g->b = idx.v[0];
+            if (idx.n == 1)
+                g->b = idx.v[0];
             else {
                 g->b = mk(P, N_TUPLE, t->line);
                 g->b->args = idx.v;
@@ -307,7 +341,8 @@ static jnode *parse_primary(parser *P) {
     jnode *n;
     switch (t->type) {
     case TK_NAME:
-        if (!strcmp(t->s, "true") || !strcmp(t->s, "True") || !strcmp(t->s, "false") || !strcmp(t->s, "False")) {
+        if (!strcmp(t->s, "true") || !strcmp(t->s, "True") || !strcmp(t->s, "false") ||
+            !strcmp(t->s, "False")) {
             n = mk(P, N_CONST, t->line);
             n->val = jv_bool(t->s[0] == 't' || t->s[0] == 'T');
         } else if (!strcmp(t->s, "none") || !strcmp(t->s, "None")) {
@@ -383,7 +418,8 @@ static jnode *parse_primary(parser *P) {
             return n;
         }
         break;
-    default: break;
+    default:
+        break;
     }
     perr(P, "an expression");
 }
@@ -424,7 +460,8 @@ static jnode *parse_math2(parser *P) {
     jnode *l = parse_pow(P);
     for (;;) {
         jtok *t = cur(P);
-        if (!(is_op(t, OP_MUL) || is_op(t, OP_DIV) || is_op(t, OP_FLOORDIV) || is_op(t, OP_MOD))) return l;
+        if (!(is_op(t, OP_MUL) || is_op(t, OP_DIV) || is_op(t, OP_FLOORDIV) || is_op(t, OP_MOD)))
+            return l;
         adv(P);
         l = binop(P, t->op, l, parse_pow(P), t->line);
     }
@@ -463,13 +500,26 @@ static jnode *parse_compare(parser *P) {
         int op = -1;
         if (t->type == TK_OP) {
             switch (t->op) {
-            case OP_EQ: op = CMP_EQ; break;
-            case OP_NE: op = CMP_NE; break;
-            case OP_LT: op = CMP_LT; break;
-            case OP_LE: op = CMP_LE; break;
-            case OP_GT: op = CMP_GT; break;
-            case OP_GE: op = CMP_GE; break;
-            default: break;
+            case OP_EQ:
+                op = CMP_EQ;
+                break;
+            case OP_NE:
+                op = CMP_NE;
+                break;
+            case OP_LT:
+                op = CMP_LT;
+                break;
+            case OP_LE:
+                op = CMP_LE;
+                break;
+            case OP_GT:
+                op = CMP_GT;
+                break;
+            case OP_GE:
+                op = CMP_GE;
+                break;
+            default:
+                break;
             }
             if (op >= 0) adv(P);
         } else if (is_name(t, "in")) {
@@ -551,7 +601,8 @@ static jnode *parse_expression(parser *P, bool with_condexpr) {
 }
 
 /* ---- statements ---- */
-static jnode **parse_body(parser *P, const char *const *ends, size_t nends, size_t *nbody, const char **which);
+static jnode **parse_body(parser *P, const char *const *ends, size_t nends, size_t *nbody,
+                          const char **which);
 
 static jnode *parse_assign_target(parser *P, bool allow_ns, const char *extra_end) {
     int line = cur(P)->line;
@@ -617,7 +668,8 @@ static void parse_params(parser *P, jnode *def) {
             nv_push(P, &defaults, parse_expression(P, true));
         } else {
             if (defaults.n && defaults.v[defaults.n - 1])
-                jx_fail(P->c, CMF_E_PARSE, cur(P)->line, "non-default argument follows default argument");
+                jx_fail(P->c, CMF_E_PARSE, cur(P)->line,
+                        "non-default argument follows default argument");
             nv_push(P, &defaults, NULL);
         }
     }
@@ -748,7 +800,8 @@ static jnode *parse_statement(parser *P) {
         jnode *cb = mk(P, N_CALLBLOCK, line);
         if (is_op(cur(P), OP_LPAREN)) parse_params(P, cb);
         jnode *call = parse_expression(P, true);
-        if (call->kind != N_CALL) jx_fail(P->c, CMF_E_PARSE, line, "expected a call after {%% call %%}");
+        if (call->kind != N_CALL)
+            jx_fail(P->c, CMF_E_PARSE, line, "expected a call after {%% call %%}");
         cb->a = call;
         expect_block_end(P);
         static const char *const ends[] = {"endcall"};
@@ -809,19 +862,24 @@ static jnode *parse_statement(parser *P) {
         expect_block_end(P);
         return s;
     }
-    if (!strcmp(kw, "include") || !strcmp(kw, "import") || !strcmp(kw, "from") || !strcmp(kw, "extends") ||
-        !strcmp(kw, "block"))
-        jx_fail(P->c, CMF_E_UNSUPPORTED, line, "'%s' is not allowed in chat templates (no file access)", kw);
+    if (!strcmp(kw, "include") || !strcmp(kw, "import") || !strcmp(kw, "from") ||
+        !strcmp(kw, "extends") || !strcmp(kw, "block"))
+        jx_fail(P->c, CMF_E_UNSUPPORTED, line,
+                "'%s' is not allowed in chat templates (no file access)", kw);
     jx_fail(P->c, CMF_E_UNSUPPORTED, line, "encountered unknown tag '%s'", kw);
 }
 
-static jnode **parse_body(parser *P, const char *const *ends, size_t nends, size_t *nbody, const char **which) {
+static jnode **parse_body(parser *P, const char *const *ends, size_t nends, size_t *nbody,
+                          const char **which) {
     nvec body = {0};
-    if (++P->nest > MAX_NEST) jx_fail(P->c, CMF_E_LIMIT, cur(P)->line, "blocks nest deeper than %d", MAX_NEST);
+    if (++P->nest > MAX_NEST)
+        jx_fail(P->c, CMF_E_LIMIT, cur(P)->line, "blocks nest deeper than %d", MAX_NEST);
     for (;;) {
         jtok *t = cur(P);
         if (t->type == TK_EOF) {
-            if (nends) jx_fail(P->c, CMF_E_PARSE, t->line, "unexpected end of template, expected '%s'", ends[nends - 1]);
+            if (nends)
+                jx_fail(P->c, CMF_E_PARSE, t->line, "unexpected end of template, expected '%s'",
+                        ends[nends - 1]);
             break;
         }
         if (t->type == TK_TEXT) {
@@ -851,7 +909,8 @@ static jnode **parse_body(parser *P, const char *const *ends, size_t nends, size
                     }
             adv(P);
             if (cur(P)->type == TK_NAME &&
-                (!strncmp(cur(P)->s, "end", 3) || !strcmp(cur(P)->s, "else") || !strcmp(cur(P)->s, "elif")))
+                (!strncmp(cur(P)->s, "end", 3) || !strcmp(cur(P)->s, "else") ||
+                 !strcmp(cur(P)->s, "elif")))
                 jx_fail(P->c, CMF_E_PARSE, cur(P)->line, "unexpected '%s'%s%s", cur(P)->s,
                         nends ? ", expected " : "", nends ? ends[nends - 1] : "");
             nv_push(P, &body, parse_statement(P));
@@ -867,17 +926,23 @@ static jnode **parse_body(parser *P, const char *const *ends, size_t nends, size
 /* jinja2 rejects an unknown filter or test when it compiles the template, unless the use sits
  * inside an {% if %} body or a conditional expression (then only reaching it fails). */
 static const char *const k_jinja_filters[] = {
-    "abs", "attr", "batch", "capitalize", "center", "count", "d", "default", "dictsort", "e", "escape",
-    "filesizeformat", "first", "float", "forceescape", "format", "groupby", "indent", "int", "items", "join",
-    "last", "length", "list", "lower", "map", "max", "min", "pprint", "random", "reject", "rejectattr",
-    "replace", "reverse", "round", "safe", "select", "selectattr", "slice", "sort", "string", "striptags",
-    "sum", "title", "tojson", "trim", "truncate", "unique", "upper", "urlencode", "urlize", "wordcount",
-    "wordwrap", "xmlattr", NULL};
+    "abs",    "attr",       "batch",       "capitalize", "center",   "count",
+    "d",      "default",    "dictsort",    "e",          "escape",   "filesizeformat",
+    "first",  "float",      "forceescape", "format",     "groupby",  "indent",
+    "int",    "items",      "join",        "last",       "length",   "list",
+    "lower",  "map",        "max",         "min",        "pprint",   "random",
+    "reject", "rejectattr", "replace",     "reverse",    "round",    "safe",
+    "select", "selectattr", "slice",       "sort",       "string",   "striptags",
+    "sum",    "title",      "tojson",      "trim",       "truncate", "unique",
+    "upper",  "urlencode",  "urlize",      "wordcount",  "wordwrap", "xmlattr",
+    NULL};
 static const char *const k_jinja_tests[] = {
-    "boolean", "callable", "defined", "divisibleby", "eq", "equalto", "escaped", "even", "false", "filter",
-    "float", "ge", "greaterthan", "gt", "in", "integer", "iterable", "le", "lessthan", "lower", "lt",
-    "mapping", "ne", "none", "number", "odd", "sameas", "sequence", "string", "test", "true", "undefined",
-    "upper", "==", "!=", "<", "<=", ">", ">=", NULL};
+    "boolean", "callable", "defined",  "divisibleby", "eq",       "equalto",     "escaped",
+    "even",    "false",    "filter",   "float",       "ge",       "greaterthan", "gt",
+    "in",      "integer",  "iterable", "le",          "lessthan", "lower",       "lt",
+    "mapping", "ne",       "none",     "number",      "odd",      "sameas",      "sequence",
+    "string",  "test",     "true",     "undefined",   "upper",    "==",          "!=",
+    "<",       "<=",       ">",        ">=",          NULL};
 
 static bool known_name(const char *const *tab, const char *name) {
     for (; *tab; tab++)
@@ -901,8 +966,10 @@ static void check_names(parser *P, const jnode *n, bool in_cond, int depth) {
     if (n->b) check_names(P, n->b, inner, depth + 1);
     if (n->c) check_names(P, n->c, inner, depth + 1);
     check_list(P, n->args, n->nargs, inner, depth + 1);
-    if (n->kind == N_DICT || n->kind == N_WITH) check_list(P, n->vals, n->nargs, inner, depth + 1);
-    else check_list(P, n->vals, n->nkw, inner, depth + 1);
+    if (n->kind == N_DICT || n->kind == N_WITH)
+        check_list(P, n->vals, n->nargs, inner, depth + 1);
+    else
+        check_list(P, n->vals, n->nkw, inner, depth + 1);
     bool body_cond = inner || n->kind == N_IF;
     check_list(P, n->body, n->nbody, body_cond, depth + 1);
     check_list(P, n->ebody, n->nebody, body_cond, depth + 1);

@@ -15,7 +15,9 @@ jv jv_undef(const char *name) {
     v.u.uname = name;
     return v;
 }
-jv jv_none(void) { return (jv){.t = JV_NONE}; }
+jv jv_none(void) {
+    return (jv){.t = JV_NONE};
+}
 jv jv_bool(bool b) {
     jv v = {.t = JV_BOOL};
     v.u.b = b;
@@ -43,8 +45,12 @@ jv jv_str(jx_ctx *c, const char *s, size_t n) {
     v.u.s = js;
     return v;
 }
-jv jv_cstr(jx_ctx *c, const char *s) { return jv_str(c, s, strlen(s)); }
-jv jv_buf_str(jx_ctx *c, const jbuf *b) { return jv_str(c, b->p, b->n); }
+jv jv_cstr(jx_ctx *c, const char *s) {
+    return jv_str(c, s, strlen(s));
+}
+jv jv_buf_str(jx_ctx *c, const jbuf *b) {
+    return jv_str(c, b->p, b->n);
+}
 jv jv_list(jx_ctx *c, size_t cap) {
     jlist *l = jx_alloc(c, sizeof *l);
     if (cap) {
@@ -184,7 +190,8 @@ uint32_t jx_lower_cp(uint32_t cp) {
     if (cp >= 0x100 && cp <= 0x17F && cp != 0x130 && cp != 0x131 && cp != 0x138 && cp != 0x149 &&
         !(cp >= 0x139 && cp <= 0x148) && !(cp >= 0x179 && cp <= 0x17E) && cp != 0x178)
         return (cp % 2 == 0) ? cp + 1 : cp;
-    if (((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) && cp % 2 == 1) return cp + 1;
+    if (((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) && cp % 2 == 1)
+        return cp + 1;
     return cp;
 }
 uint32_t jx_upper_cp(uint32_t cp) {
@@ -197,53 +204,83 @@ uint32_t jx_upper_cp(uint32_t cp) {
     if (cp >= 0x430 && cp <= 0x44F) return cp - 32;
     if (cp >= 0x450 && cp <= 0x45F) return cp - 80;
     if (cp >= 0x100 && cp <= 0x17F && cp != 0x130 && cp != 0x131 && cp != 0x138 && cp != 0x149 &&
-        !(cp >= 0x139 && cp <= 0x148) && !(cp >= 0x179 && cp <= 0x17E) && cp != 0x178 && cp != 0x17F)
+        !(cp >= 0x139 && cp <= 0x148) && !(cp >= 0x179 && cp <= 0x17E) && cp != 0x178 &&
+        cp != 0x17F)
         return (cp % 2 == 1) ? cp - 1 : cp;
-    if (((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) && cp % 2 == 0) return cp - 1;
+    if (((cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E)) && cp % 2 == 0)
+        return cp - 1;
     return cp;
 }
 bool jx_is_alpha_cp(uint32_t cp) {
     if (cp < 0x80) return (cp | 32) >= 'a' && (cp | 32) <= 'z';
-    return jx_lower_cp(cp) != cp || jx_upper_cp(cp) != cp || cp == 0xDF || (cp >= 0x4E00 && cp <= 0x9FFF) ||
-           (cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0xAC00 && cp <= 0xD7A3) ||
+    return jx_lower_cp(cp) != cp || jx_upper_cp(cp) != cp || cp == 0xDF ||
+           (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3040 && cp <= 0x30FF) ||
+           (cp >= 0xAC00 && cp <= 0xD7A3) ||
            (cp >= 0x5D0 && cp <= 0x6FF && cp != 0x60C && cp != 0x61B && cp != 0x61F);
 }
 
 /* ---- type names, truthiness, equality, order ---- */
 const char *jv_type_name(jv v) {
     switch (v.t) {
-    case JV_UNDEF: return "Undefined";
-    case JV_NONE: return "NoneType";
-    case JV_BOOL: return "bool";
-    case JV_INT: return "int";
-    case JV_FLOAT: return "float";
-    case JV_STR: return "str";
+    case JV_UNDEF:
+        return "Undefined";
+    case JV_NONE:
+        return "NoneType";
+    case JV_BOOL:
+        return "bool";
+    case JV_INT:
+        return "int";
+    case JV_FLOAT:
+        return "float";
+    case JV_STR:
+        return "str";
     case JV_LIST:
-        if (v.u.l->view) return v.u.l->view == JLV_ITEMS ? "dict_items" : v.u.l->view == JLV_KEYS ? "dict_keys" : "dict_values";
+        if (v.u.l->view)
+            return v.u.l->view == JLV_ITEMS  ? "dict_items"
+                   : v.u.l->view == JLV_KEYS ? "dict_keys"
+                                             : "dict_values";
         return v.u.l->tuple ? "tuple" : "list";
-    case JV_DICT: return "dict";
-    case JV_NS: return "Namespace";
-    case JV_MACRO: return "Macro";
-    case JV_LOOP: return "LoopContext";
-    default: return "function";
+    case JV_DICT:
+        return "dict";
+    case JV_NS:
+        return "Namespace";
+    case JV_MACRO:
+        return "Macro";
+    case JV_LOOP:
+        return "LoopContext";
+    default:
+        return "function";
     }
 }
 bool jv_truthy(jv v) {
     switch (v.t) {
     case JV_UNDEF:
-    case JV_NONE: return false;
-    case JV_BOOL: return v.u.b;
-    case JV_INT: return v.u.i != 0;
-    case JV_FLOAT: return v.u.f != 0.0;
-    case JV_STR: return v.u.s->len != 0;
-    case JV_LIST: return v.u.l->n != 0;
-    case JV_DICT: return v.u.d->n != 0;
-    default: return true;
+    case JV_NONE:
+        return false;
+    case JV_BOOL:
+        return v.u.b;
+    case JV_INT:
+        return v.u.i != 0;
+    case JV_FLOAT:
+        return v.u.f != 0.0;
+    case JV_STR:
+        return v.u.s->len != 0;
+    case JV_LIST:
+        return v.u.l->n != 0;
+    case JV_DICT:
+        return v.u.d->n != 0;
+    default:
+        return true;
     }
 }
-bool jv_is_num(jv v) { return v.t == JV_INT || v.t == JV_FLOAT || v.t == JV_BOOL; }
+bool jv_is_num(jv v) {
+    return v.t == JV_INT || v.t == JV_FLOAT || v.t == JV_BOOL;
+}
 double jv_num(jv v) {
-    return v.t == JV_FLOAT ? v.u.f : v.t == JV_INT ? (double)v.u.i : v.t == JV_BOOL ? (double)v.u.b : 0.0;
+    return v.t == JV_FLOAT  ? v.u.f
+           : v.t == JV_INT  ? (double)v.u.i
+           : v.t == JV_BOOL ? (double)v.u.b
+                            : 0.0;
 }
 static bool num_eq(jv a, jv b) {
     if (a.t != JV_FLOAT && b.t != JV_FLOAT) {
@@ -257,10 +294,13 @@ bool jv_eq(jv a, jv b) {
     if (a.t != b.t) return false;
     switch (a.t) {
     case JV_UNDEF:
-    case JV_NONE: return true;
-    case JV_STR: return a.u.s->len == b.u.s->len && !memcmp(a.u.s->s, b.u.s->s, a.u.s->len);
+    case JV_NONE:
+        return true;
+    case JV_STR:
+        return a.u.s->len == b.u.s->len && !memcmp(a.u.s->s, b.u.s->s, a.u.s->len);
     case JV_LIST:
-        if (a.u.l->tuple != b.u.l->tuple || a.u.l->view != b.u.l->view || a.u.l->n != b.u.l->n) return false;
+        if (a.u.l->tuple != b.u.l->tuple || a.u.l->view != b.u.l->view || a.u.l->n != b.u.l->n)
+            return false;
         if (a.u.l->view == JLV_VALUES) return a.u.l == b.u.l; /* values views compare by identity */
         for (size_t i = 0; i < a.u.l->n; i++)
             if (!jv_eq(a.u.l->v[i], b.u.l->v[i])) return false;
@@ -272,10 +312,14 @@ bool jv_eq(jv a, jv b) {
             if (!jd_get(b.u.d, a.u.d->k[i], &o) || !jv_eq(a.u.d->v[i], o)) return false;
         }
         return true;
-    case JV_NS: return a.u.d == b.u.d;
-    case JV_MACRO: return a.u.m == b.u.m;
-    case JV_LOOP: return a.u.lp == b.u.lp;
-    default: return a.u.fn == b.u.fn;
+    case JV_NS:
+        return a.u.d == b.u.d;
+    case JV_MACRO:
+        return a.u.m == b.u.m;
+    case JV_LOOP:
+        return a.u.lp == b.u.lp;
+    default:
+        return a.u.fn == b.u.fn;
     }
 }
 static int str_cmp_ci(const jstr *a, const jstr *b) {
@@ -303,7 +347,8 @@ int jv_cmp(jx_ctx *c, int line, jv a, jv b, bool ci) {
         if (r) return r < 0 ? -1 : 1;
         return (a.u.s->len > b.u.s->len) - (a.u.s->len < b.u.s->len);
     }
-    if (a.t == JV_LIST && b.t == JV_LIST && a.u.l->tuple == b.u.l->tuple && !a.u.l->view && !b.u.l->view) {
+    if (a.t == JV_LIST && b.t == JV_LIST && a.u.l->tuple == b.u.l->tuple && !a.u.l->view &&
+        !b.u.l->view) {
         size_t n = a.u.l->n < b.u.l->n ? a.u.l->n : b.u.l->n;
         for (size_t i = 0; i < n; i++) {
             if (jv_eq(a.u.l->v[i], b.u.l->v[i])) continue;
@@ -313,9 +358,10 @@ int jv_cmp(jx_ctx *c, int line, jv a, jv b, bool ci) {
     }
     if (a.t == JV_UNDEF || b.t == JV_UNDEF)
         jx_fail(c, CMF_E_PARSE, line, "'%s' is undefined",
-                a.t == JV_UNDEF ? (a.u.uname ? a.u.uname : "value") : (b.u.uname ? b.u.uname : "value"));
-    jx_fail(c, CMF_E_PARSE, line, "'<' not supported between instances of '%s' and '%s'", jv_type_name(a),
-            jv_type_name(b));
+                a.t == JV_UNDEF ? (a.u.uname ? a.u.uname : "value")
+                                : (b.u.uname ? b.u.uname : "value"));
+    jx_fail(c, CMF_E_PARSE, line, "'<' not supported between instances of '%s' and '%s'",
+            jv_type_name(a), jv_type_name(b));
 }
 
 /* ---- float repr (Python's shortest round-trip form) ---- */
@@ -348,30 +394,36 @@ void jx_fmt_float(double f, char out[40]) {
     for (; *q && *q != 'e'; q++)
         if (*q >= '0' && *q <= '9' && nd < sizeof digits - 1) digits[nd++] = *q;
     int ex = (*q == 'e') ? atoi(q + 1) : 0;
-    while (nd > 1 && digits[nd - 1] == '0') nd--;
+    while (nd > 1 && digits[nd - 1] == '0')
+        nd--;
     digits[nd] = 0;
     char *o = out;
     if (neg) *o++ = '-';
     if (ex >= -4 && ex < 16) {
         if (ex >= 0) {
-            for (int i = 0; i <= ex; i++) *o++ = (size_t)i < nd ? digits[i] : '0';
+            for (int i = 0; i <= ex; i++)
+                *o++ = (size_t)i < nd ? digits[i] : '0';
             *o++ = '.';
             if ((size_t)ex + 1 < nd)
-                for (size_t i = (size_t)ex + 1; i < nd; i++) *o++ = digits[i];
+                for (size_t i = (size_t)ex + 1; i < nd; i++)
+                    *o++ = digits[i];
             else
                 *o++ = '0';
         } else {
             *o++ = '0';
             *o++ = '.';
-            for (int i = 0; i < -ex - 1; i++) *o++ = '0';
-            for (size_t i = 0; i < nd; i++) *o++ = digits[i];
+            for (int i = 0; i < -ex - 1; i++)
+                *o++ = '0';
+            for (size_t i = 0; i < nd; i++)
+                *o++ = digits[i];
         }
         *o = 0;
     } else {
         *o++ = digits[0];
         if (nd > 1) {
             *o++ = '.';
-            for (size_t i = 1; i < nd; i++) *o++ = digits[i];
+            for (size_t i = 1; i < nd; i++)
+                *o++ = digits[i];
         }
         int ax = ex < 0 ? -ex : ex;
         *o++ = 'e';
@@ -387,8 +439,9 @@ void jx_fmt_float(double f, char out[40]) {
 static bool repr_needs_escape(uint32_t cp) {
     return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0xA0) || cp == 0xAD || cp == 0x1680 ||
            (cp >= 0x2000 && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202F) ||
-           (cp >= 0x205F && cp <= 0x206F) || cp == 0x3000 || cp == 0xFEFF || (cp >= 0xE000 && cp <= 0xF8FF) ||
-           (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE || cp == 0xFFFF;
+           (cp >= 0x205F && cp <= 0x206F) || cp == 0x3000 || cp == 0xFEFF ||
+           (cp >= 0xE000 && cp <= 0xF8FF) || (cp >= 0xD800 && cp <= 0xDFFF) || cp == 0xFFFE ||
+           cp == 0xFFFF;
 }
 static void write_str_repr(jx_ctx *c, jbuf *b, const jstr *s) {
     bool has_sq = memchr(s->s, '\'', s->len) != NULL, has_dq = memchr(s->s, '"', s->len) != NULL;
@@ -401,12 +454,17 @@ static void write_str_repr(jx_ctx *c, jbuf *b, const jstr *s) {
         if (cp == (uint32_t)q || cp == '\\') {
             jb_putc(c, b, '\\');
             jb_putc(c, b, (char)cp);
-        } else if (cp == '\n') jb_puts(c, b, "\\n");
-        else if (cp == '\r') jb_puts(c, b, "\\r");
-        else if (cp == '\t') jb_puts(c, b, "\\t");
+        } else if (cp == '\n')
+            jb_puts(c, b, "\\n");
+        else if (cp == '\r')
+            jb_puts(c, b, "\\r");
+        else if (cp == '\t')
+            jb_puts(c, b, "\\t");
         else if (repr_needs_escape(cp)) {
-            if (cp < 0x100) jb_printf(c, b, "\\x%02x", cp);
-            else jb_printf(c, b, "\\u%04x", cp);
+            if (cp < 0x100)
+                jb_printf(c, b, "\\x%02x", cp);
+            else
+                jb_printf(c, b, "\\u%04x", cp);
         } else
             jb_put(c, b, s->s + st, i - st);
     }
@@ -414,7 +472,9 @@ static void write_str_repr(jx_ctx *c, jbuf *b, const jstr *s) {
 }
 void jv_write_repr(jx_ctx *c, jbuf *b, jv v) {
     switch (v.t) {
-    case JV_STR: write_str_repr(c, b, v.u.s); return;
+    case JV_STR:
+        write_str_repr(c, b, v.u.s);
+        return;
     case JV_LIST: {
         jlist *l = v.u.l;
         if (l->view) {
@@ -443,21 +503,38 @@ void jv_write_repr(jx_ctx *c, jbuf *b, jv v) {
         jb_putc(c, b, '}');
         return;
     }
-    case JV_UNDEF: jb_puts(c, b, "Undefined"); return;
-    default: jv_write_str(c, b, v);
+    case JV_UNDEF:
+        jb_puts(c, b, "Undefined");
+        return;
+    default:
+        jv_write_str(c, b, v);
     }
 }
 void jv_write_str(jx_ctx *c, jbuf *b, jv v) {
     char t[40];
     switch (v.t) {
-    case JV_UNDEF: return;
-    case JV_NONE: jb_puts(c, b, "None"); return;
-    case JV_BOOL: jb_puts(c, b, v.u.b ? "True" : "False"); return;
-    case JV_INT: jb_printf(c, b, "%lld", (long long)v.u.i); return;
-    case JV_FLOAT: jx_fmt_float(v.u.f, t); jb_puts(c, b, t); return;
-    case JV_STR: jb_put(c, b, v.u.s->s, v.u.s->len); return;
+    case JV_UNDEF:
+        return;
+    case JV_NONE:
+        jb_puts(c, b, "None");
+        return;
+    case JV_BOOL:
+        jb_puts(c, b, v.u.b ? "True" : "False");
+        return;
+    case JV_INT:
+        jb_printf(c, b, "%lld", (long long)v.u.i);
+        return;
+    case JV_FLOAT:
+        jx_fmt_float(v.u.f, t);
+        jb_puts(c, b, t);
+        return;
+    case JV_STR:
+        jb_put(c, b, v.u.s->s, v.u.s->len);
+        return;
     case JV_LIST:
-    case JV_DICT: jv_write_repr(c, b, v); return;
+    case JV_DICT:
+        jv_write_repr(c, b, v);
+        return;
     case JV_NS: {
         jb_puts(c, b, "<Namespace ");
         jv d = v;
@@ -466,9 +543,15 @@ void jv_write_str(jx_ctx *c, jbuf *b, jv v) {
         jb_putc(c, b, '>');
         return;
     }
-    case JV_MACRO: jb_puts(c, b, "<Macro>"); return;
-    case JV_LOOP: jb_puts(c, b, "<LoopContext>"); return;
-    default: jb_printf(c, b, "<built-in method %s>", v.u.fn->name ? v.u.fn->name : "?"); return;
+    case JV_MACRO:
+        jb_puts(c, b, "<Macro>");
+        return;
+    case JV_LOOP:
+        jb_puts(c, b, "<LoopContext>");
+        return;
+    default:
+        jb_printf(c, b, "<built-in method %s>", v.u.fn->name ? v.u.fn->name : "?");
+        return;
     }
 }
 jv jv_to_str(jx_ctx *c, jv v) {
@@ -486,13 +569,27 @@ static void json_str(jx_ctx *c, jbuf *b, const char *s, size_t n, bool ascii) {
         size_t st = i;
         uint32_t cp = jx_utf8_next(s, n, &i);
         switch (cp) {
-        case '"': jb_puts(c, b, "\\\""); break;
-        case '\\': jb_puts(c, b, "\\\\"); break;
-        case '\n': jb_puts(c, b, "\\n"); break;
-        case '\r': jb_puts(c, b, "\\r"); break;
-        case '\t': jb_puts(c, b, "\\t"); break;
-        case '\b': jb_puts(c, b, "\\b"); break;
-        case '\f': jb_puts(c, b, "\\f"); break;
+        case '"':
+            jb_puts(c, b, "\\\"");
+            break;
+        case '\\':
+            jb_puts(c, b, "\\\\");
+            break;
+        case '\n':
+            jb_puts(c, b, "\\n");
+            break;
+        case '\r':
+            jb_puts(c, b, "\\r");
+            break;
+        case '\t':
+            jb_puts(c, b, "\\t");
+            break;
+        case '\b':
+            jb_puts(c, b, "\\b");
+            break;
+        case '\f':
+            jb_puts(c, b, "\\f");
+            break;
         default:
             if (cp < 0x20 || (ascii && cp >= 0x7F)) {
                 if (cp >= 0x10000) {
@@ -508,38 +605,64 @@ static void json_str(jx_ctx *c, jbuf *b, const char *s, size_t n, bool ascii) {
 }
 static void json_newline(jx_ctx *c, jbuf *b, const jx_json_opts *o, int level) {
     jb_putc(c, b, '\n');
-    for (int i = 0; i < level; i++) jb_puts(c, b, o->indent);
+    for (int i = 0; i < level; i++)
+        jb_puts(c, b, o->indent);
 }
 static void json_key(jx_ctx *c, int line, jbuf *b, jv k, const jx_json_opts *o) {
     char t[40];
     switch (k.t) {
-    case JV_STR: json_str(c, b, k.u.s->s, k.u.s->len, o->ensure_ascii); return;
-    case JV_INT: jb_printf(c, b, "\"%lld\"", (long long)k.u.i); return;
-    case JV_FLOAT: jx_fmt_float(k.u.f, t); jb_printf(c, b, "\"%s\"", t); return;
-    case JV_BOOL: jb_puts(c, b, k.u.b ? "\"true\"" : "\"false\""); return;
-    case JV_NONE: jb_puts(c, b, "\"null\""); return;
-    default: jx_fail(c, CMF_E_PARSE, line, "keys must be str, int, float, bool or None, not %s", jv_type_name(k));
+    case JV_STR:
+        json_str(c, b, k.u.s->s, k.u.s->len, o->ensure_ascii);
+        return;
+    case JV_INT:
+        jb_printf(c, b, "\"%lld\"", (long long)k.u.i);
+        return;
+    case JV_FLOAT:
+        jx_fmt_float(k.u.f, t);
+        jb_printf(c, b, "\"%s\"", t);
+        return;
+    case JV_BOOL:
+        jb_puts(c, b, k.u.b ? "\"true\"" : "\"false\"");
+        return;
+    case JV_NONE:
+        jb_puts(c, b, "\"null\"");
+        return;
+    default:
+        jx_fail(c, CMF_E_PARSE, line, "keys must be str, int, float, bool or None, not %s",
+                jv_type_name(k));
     }
 }
 void jv_write_json(jx_ctx *c, int line, jbuf *b, jv v, const jx_json_opts *o, int level) {
     char t[40];
     if (level > 512) jx_fail(c, CMF_E_LIMIT, line, "tojson: nesting deeper than 512");
     switch (v.t) {
-    case JV_NONE: jb_puts(c, b, "null"); return;
-    case JV_BOOL: jb_puts(c, b, v.u.b ? "true" : "false"); return;
-    case JV_INT: jb_printf(c, b, "%lld", (long long)v.u.i); return;
+    case JV_NONE:
+        jb_puts(c, b, "null");
+        return;
+    case JV_BOOL:
+        jb_puts(c, b, v.u.b ? "true" : "false");
+        return;
+    case JV_INT:
+        jb_printf(c, b, "%lld", (long long)v.u.i);
+        return;
     case JV_FLOAT:
-        if (isnan(v.u.f)) jb_puts(c, b, "NaN");
-        else if (isinf(v.u.f)) jb_puts(c, b, v.u.f < 0 ? "-Infinity" : "Infinity");
+        if (isnan(v.u.f))
+            jb_puts(c, b, "NaN");
+        else if (isinf(v.u.f))
+            jb_puts(c, b, v.u.f < 0 ? "-Infinity" : "Infinity");
         else {
             jx_fmt_float(v.u.f, t);
             jb_puts(c, b, t);
         }
         return;
-    case JV_STR: json_str(c, b, v.u.s->s, v.u.s->len, o->ensure_ascii); return;
+    case JV_STR:
+        json_str(c, b, v.u.s->s, v.u.s->len, o->ensure_ascii);
+        return;
     case JV_LIST: {
         jlist *l = v.u.l;
-        if (l->view) jx_fail(c, CMF_E_PARSE, line, "Object of type %s is not JSON serializable", jv_type_name(v));
+        if (l->view)
+            jx_fail(c, CMF_E_PARSE, line, "Object of type %s is not JSON serializable",
+                    jv_type_name(v));
         if (!l->n) {
             jb_puts(c, b, "[]");
             return;
@@ -564,10 +687,12 @@ void jv_write_json(jx_ctx *c, int line, jbuf *b, jv v, const jx_json_opts *o, in
             return;
         }
         size_t *ord = jx_alloc(c, d->n * sizeof *ord);
-        for (size_t i = 0; i < d->n; i++) ord[i] = i;
+        for (size_t i = 0; i < d->n; i++)
+            ord[i] = i;
         if (o->sort_keys) /* insertion sort: stable, dicts are small */
             for (size_t i = 1; i < d->n; i++)
-                for (size_t j = i; j > 0 && jv_cmp(c, line, d->k[ord[j - 1]], d->k[ord[j]], false) > 0; j--) {
+                for (size_t j = i;
+                     j > 0 && jv_cmp(c, line, d->k[ord[j - 1]], d->k[ord[j]], false) > 0; j--) {
                     size_t x = ord[j];
                     ord[j] = ord[j - 1];
                     ord[j - 1] = x;
@@ -588,7 +713,8 @@ void jv_write_json(jx_ctx *c, int line, jbuf *b, jv v, const jx_json_opts *o, in
         return;
     }
     default:
-        jx_fail(c, CMF_E_PARSE, line, "Object of type %s is not JSON serializable", jv_type_name(v));
+        jx_fail(c, CMF_E_PARSE, line, "Object of type %s is not JSON serializable",
+                jv_type_name(v));
     }
 }
 
@@ -611,15 +737,22 @@ jv jv_from_json(jx_ctx *c, json_t *j, int depth) {
     case JSON_ARRAY: {
         size_t n = json_array_size(j);
         jv l = jv_list(c, n);
-        for (size_t i = 0; i < n; i++) l.u.l->v[i] = jv_from_json(c, json_array_get(j, i), depth + 1);
+        for (size_t i = 0; i < n; i++)
+            l.u.l->v[i] = jv_from_json(c, json_array_get(j, i), depth + 1);
         l.u.l->n = n;
         return l;
     }
-    case JSON_STRING: return jv_str(c, json_string_value(j), json_string_length(j));
-    case JSON_INTEGER: return jv_int((int64_t)json_integer_value(j));
-    case JSON_REAL: return jv_float(json_real_value(j));
-    case JSON_TRUE: return jv_bool(true);
-    case JSON_FALSE: return jv_bool(false);
-    default: return jv_none();
+    case JSON_STRING:
+        return jv_str(c, json_string_value(j), json_string_length(j));
+    case JSON_INTEGER:
+        return jv_int((int64_t)json_integer_value(j));
+    case JSON_REAL:
+        return jv_float(json_real_value(j));
+    case JSON_TRUE:
+        return jv_bool(true);
+    case JSON_FALSE:
+        return jv_bool(false);
+    default:
+        return jv_none();
     }
 }

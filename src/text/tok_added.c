@@ -34,7 +34,8 @@ bool tok_trie_insert(tok_trie *t, const char *s, size_t len, int32_t index) {
         uint32_t rank;
         int32_t child;
         if (!tok_merges_get(&t->edges, node, (unsigned char)s[i], &rank, &child)) {
-            if (!trie_node(t, &child) || !tok_merges_put(&t->edges, node, (unsigned char)s[i], 0, child))
+            if (!trie_node(t, &child) ||
+                !tok_merges_put(&t->edges, node, (unsigned char)s[i], 0, child))
                 return false;
         }
         node = child;
@@ -112,7 +113,8 @@ static bool seg_push(tok_seg **segs, size_t *n, size_t *cap, size_t off, size_t 
 
 static uint32_t last_char(const char *s, size_t end, size_t *start) {
     size_t k = end - 1;
-    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--;
+    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80)
+        k--;
     uint32_t cp;
     tok_utf8_decode(s, end, k, &cp);
     *start = k;
@@ -137,7 +139,8 @@ bool tok_added_split(const cmf_tokenizer *tok, const tok_trie *t, const char *s,
                 size_t ks;
                 uint32_t cp;
                 bool start_space = ms == 0 || !tok_is_word_char(last_char(s, ms, &ks));
-                bool stop_space = me == len || (tok_utf8_decode(s, len, me, &cp), !tok_is_word_char(cp));
+                bool stop_space =
+                    me == len || (tok_utf8_decode(s, len, me, &cp), !tok_is_word_char(cp));
                 if (!start_space || !stop_space) continue;
             }
             if (a->lstrip) {
@@ -157,11 +160,13 @@ bool tok_added_split(const cmf_tokenizer *tok, const tok_trie *t, const char *s,
                     me += k;
                 }
             }
-            if (start_off < ms && !seg_push(segs, nseg, cap, start_off, ms - start_off, -1)) return false;
+            if (start_off < ms && !seg_push(segs, nseg, cap, start_off, ms - start_off, -1))
+                return false;
             if (!seg_push(segs, nseg, cap, ms, me - ms, a->id)) return false;
             start_off = me;
         }
     }
-    if (start_off < len || len == 0) return seg_push(segs, nseg, cap, start_off, len - start_off, -1);
+    if (start_off < len || len == 0)
+        return seg_push(segs, nseg, cap, start_off, len - start_off, -1);
     return true;
 }

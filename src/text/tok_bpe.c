@@ -18,7 +18,7 @@ typedef struct hent {
     int32_t merged;
 } hent;
 
-#define CACHE_MAX_WORD 256
+#define CACHE_MAX_WORD    256
 #define CACHE_MAX_ENTRIES (1u << 16)
 
 struct tok_bpe_scratch {
@@ -35,13 +35,15 @@ struct tok_bpe_scratch {
         uint64_t hash;
         size_t woff, ioff;
         uint32_t wlen, nids;
-    } *ce;
+    } * ce;
     size_t cn, ccap;
     tok_buf words;
     tok_ids ids;
 };
 
-tok_bpe_scratch *tok_bpe_scratch_new(void) { return calloc(1, sizeof(tok_bpe_scratch)); }
+tok_bpe_scratch *tok_bpe_scratch_new(void) {
+    return calloc(1, sizeof(tok_bpe_scratch));
+}
 
 void tok_bpe_scratch_free(tok_bpe_scratch *s) {
     if (!s) return;
@@ -84,7 +86,8 @@ static hent heap_pop(tok_bpe_scratch *sc) {
         if (c + 1 < n && (sc->h[c + 1].rank < sc->h[c].rank ||
                           (sc->h[c + 1].rank == sc->h[c].rank && sc->h[c + 1].pos < sc->h[c].pos)))
             c++;
-        if (last.rank < sc->h[c].rank || (last.rank == sc->h[c].rank && last.pos <= sc->h[c].pos)) break;
+        if (last.rank < sc->h[c].rank || (last.rank == sc->h[c].rank && last.pos <= sc->h[c].pos))
+            break;
         sc->h[i] = sc->h[c];
         i = c;
     }
@@ -106,8 +109,8 @@ static bool push_sym(tok_bpe_scratch *sc, size_t *n, int32_t id, uint32_t len) {
 }
 
 /* Look up prefix + piece + suffix (the parts that apply) in the vocabulary. */
-static const char *compose(const cmf_tokenizer *tok, tok_bpe_scratch *sc, const char *c, size_t clen,
-                           bool pre, bool suf, size_t *out_len) {
+static const char *compose(const cmf_tokenizer *tok, tok_bpe_scratch *sc, const char *c,
+                           size_t clen, bool pre, bool suf, size_t *out_len) {
     size_t need = clen + (pre ? tok->cont_prefix_len : 0) + (suf ? tok->eow_suffix_len : 0);
     if (need > sc->tcap) {
         char *q = realloc(sc->tmp, need + 16);
@@ -164,7 +167,8 @@ static bool bpe_word(const cmf_tokenizer *tok, tok_bpe_scratch *sc, const char *
         }
         if (tok->byte_fallback) {
             bool all = true;
-            for (size_t b = 0; b < slen; b++) all = all && tok->byte_ids[(unsigned char)str[b]] >= 0;
+            for (size_t b = 0; b < slen; b++)
+                all = all && tok->byte_ids[(unsigned char)str[b]] >= 0;
             if (all) {
                 for (size_t b = 0; b < slen; b++)
                     if (!push_sym(sc, &n, tok->byte_ids[(unsigned char)str[b]], 1)) return false;
@@ -173,7 +177,8 @@ static bool bpe_word(const cmf_tokenizer *tok, tok_bpe_scratch *sc, const char *
             }
         }
         if (tok->unk_id >= 0) {
-            if (unk >= 0 && tok->fuse_unk) unk_len += (uint32_t)k;
+            if (unk >= 0 && tok->fuse_unk)
+                unk_len += (uint32_t)k;
             else {
                 if (unk >= 0 && !push_sym(sc, &n, unk, unk_len)) return false;
                 unk = tok->unk_id;
@@ -201,7 +206,8 @@ static bool bpe_word(const cmf_tokenizer *tok, tok_bpe_scratch *sc, const char *
         sym *right = &sc->s[cur->next];
         uint32_t rank;
         int32_t merged;
-        if (!tok_merges_get(&tok->merges, cur->id, right->id, &rank, &merged) || merged != top.merged)
+        if (!tok_merges_get(&tok->merges, cur->id, right->id, &rank, &merged) ||
+            merged != top.merged)
             continue;
         cur->id = top.merged;
         cur->len += right->len;
@@ -232,7 +238,8 @@ static bool cache_grow(tok_bpe_scratch *sc) {
     if (!sl) return false;
     for (size_t i = 0; i < sc->cn; i++) {
         size_t k = (size_t)sc->ce[i].hash & (ns - 1);
-        while (sl[k]) k = (k + 1) & (ns - 1);
+        while (sl[k])
+            k = (k + 1) & (ns - 1);
         sl[k] = (uint32_t)(i + 1);
     }
     free(sc->slots);
@@ -277,7 +284,8 @@ bool tok_bpe_encode(const cmf_tokenizer *tok, tok_bpe_scratch *sc, const char *w
     sc->ce[sc->cn++] = (struct cent){h, woff, ioff, (uint32_t)len, (uint32_t)(out->n - before)};
     if (sc->cn * 2 > sc->nslots) return cache_grow(sc);
     k = (size_t)h & (sc->nslots - 1);
-    while (sc->slots[k]) k = (k + 1) & (sc->nslots - 1);
+    while (sc->slots[k])
+        k = (k + 1) & (sc->nslots - 1);
     sc->slots[k] = (uint32_t)sc->cn;
     return true;
 }

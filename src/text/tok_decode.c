@@ -46,7 +46,8 @@ static bool dec_bytelevel(tok_pieces *in, tok_pieces *out) {
         }
     }
     tok_buf txt = {0};
-    ok = ok && tok_buf_reserve(&txt, bytes.len) && put_lossy(&txt, bytes.p ? bytes.p : "", bytes.len) &&
+    ok = ok && tok_buf_reserve(&txt, bytes.len) &&
+         put_lossy(&txt, bytes.p ? bytes.p : "", bytes.len) &&
          tok_pieces_push(out, txt.p, txt.len, false);
     tok_buf_free(&bytes);
     tok_buf_free(&txt);
@@ -71,7 +72,8 @@ static bool flush_bytes(tok_buf *pend, tok_pieces *out) {
     } else { /* invalid UTF-8: one U+FFFD per byte */
         tok_buf r = {0};
         ok = true;
-        for (size_t i = 0; ok && i < pend->len; i++) ok = tok_buf_put(&r, "\xEF\xBF\xBD", 3);
+        for (size_t i = 0; ok && i < pend->len; i++)
+            ok = tok_buf_put(&r, "\xEF\xBF\xBD", 3);
         ok = ok && tok_pieces_push(out, r.p, r.len, false);
         tok_buf_free(&r);
     }
@@ -87,7 +89,8 @@ static bool dec_bytefallback(tok_pieces *in, tok_pieces *out) {
         const char *t = in->text.p + in->v[i].off;
         size_t len = in->v[i].len;
         int h, l;
-        if (len == 6 && !memcmp(t, "<0x", 3) && t[5] == '>' && (h = hexval(t[3])) >= 0 && (l = hexval(t[4])) >= 0) {
+        if (len == 6 && !memcmp(t, "<0x", 3) && t[5] == '>' && (h = hexval(t[3])) >= 0 &&
+            (l = hexval(t[4])) >= 0) {
             char b = (char)(h * 16 + l);
             ok = tok_buf_put(&pend, &b, 1);
             continue;
@@ -103,7 +106,8 @@ static bool dec_fuse(tok_pieces *in, tok_pieces *out) {
     /* in->text holds the pieces back to back in order; rebuild to be safe about gaps */
     tok_buf all = {0};
     bool ok = true;
-    for (size_t i = 0; ok && i < in->n; i++) ok = tok_buf_put(&all, in->text.p + in->v[i].off, in->v[i].len);
+    for (size_t i = 0; ok && i < in->n; i++)
+        ok = tok_buf_put(&all, in->text.p + in->v[i].off, in->v[i].len);
     ok = ok && tok_pieces_push(out, all.p ? all.p : "", all.len, false);
     tok_buf_free(&all);
     return ok;
@@ -129,7 +133,8 @@ static bool dec_strip(const tok_decoder *d, tok_pieces *in, tok_pieces *out) {
         }
         for (size_t e = len; e > 0 && stop_cut < d->stop;) {
             size_t k = e - 1;
-            while (k > 0 && ((unsigned char)t[k] & 0xC0) == 0x80) k--;
+            while (k > 0 && ((unsigned char)t[k] & 0xC0) == 0x80)
+                k--;
             uint32_t cp;
             tok_utf8_decode(t, len, k, &cp);
             if (cp != want) break;
@@ -155,7 +160,8 @@ static bool dec_replace(const tok_decoder *d, tok_pieces *in, tok_pieces *out) {
         size_t len = in->v[i].len, pos = 0, last = SIZE_MAX, ms, me, prev = 0;
         r.len = 0;
         while (ok && tok_pattern_next(&d->pat, t, len, &pos, &last, &ms, &me)) {
-            ok = tok_buf_put(&r, t + prev, ms - prev) && tok_buf_put(&r, d->content, d->content_len);
+            ok =
+                tok_buf_put(&r, t + prev, ms - prev) && tok_buf_put(&r, d->content, d->content_len);
             prev = me;
         }
         ok = ok && tok_buf_put(&r, t + prev, len - prev) && tok_pieces_push(out, r.p, r.len, false);
@@ -209,8 +215,10 @@ static bool dec_bpe(const tok_decoder *d, tok_pieces *in, tok_pieces *out) {
 
 /* HF's WordPiece cleanup: undo the spaces a word split put before punctuation and contractions. */
 static bool wp_cleanup(tok_buf *t, tok_buf *tmp) {
-    static const char *const from[] = {" .", " ?", " !", " ,", " ' ", " n't", " 'm", " do not", " 's", " 've", " 're"};
-    static const char *const to[] = {".", "?", "!", ",", "'", "n't", "'m", " don't", "'s", "'ve", "'re"};
+    static const char *const from[] = {" .",  " ?",      " !",  " ,",   " ' ", " n't",
+                                       " 'm", " do not", " 's", " 've", " 're"};
+    static const char *const to[] = {".",  "?",      "!",  ",",   "'",  "n't",
+                                     "'m", " don't", "'s", "'ve", "'re"};
     for (size_t r = 0; r < sizeof from / sizeof from[0]; r++) {
         tok_pattern lit = {(char *)from[r], strlen(from[r]), NULL};
         size_t pos = 0, last = SIZE_MAX, ms, me, prev = 0;
@@ -256,14 +264,22 @@ static bool dec_wordpiece(const tok_decoder *d, tok_pieces *in, tok_pieces *out)
 static bool dec_step(const tok_decoder *d, tok_pieces *in, tok_pieces *out) {
     tok_pieces_reset(out);
     switch (d->type) {
-    case TOK_DEC_BYTELEVEL: return dec_bytelevel(in, out);
-    case TOK_DEC_BYTEFALLBACK: return dec_bytefallback(in, out);
-    case TOK_DEC_FUSE: return dec_fuse(in, out);
-    case TOK_DEC_STRIP: return dec_strip(d, in, out);
-    case TOK_DEC_REPLACE: return dec_replace(d, in, out);
-    case TOK_DEC_METASPACE: return dec_metaspace(d, in, out);
-    case TOK_DEC_BPE: return dec_bpe(d, in, out);
-    case TOK_DEC_WORDPIECE: return dec_wordpiece(d, in, out);
+    case TOK_DEC_BYTELEVEL:
+        return dec_bytelevel(in, out);
+    case TOK_DEC_BYTEFALLBACK:
+        return dec_bytefallback(in, out);
+    case TOK_DEC_FUSE:
+        return dec_fuse(in, out);
+    case TOK_DEC_STRIP:
+        return dec_strip(d, in, out);
+    case TOK_DEC_REPLACE:
+        return dec_replace(d, in, out);
+    case TOK_DEC_METASPACE:
+        return dec_metaspace(d, in, out);
+    case TOK_DEC_BPE:
+        return dec_bpe(d, in, out);
+    case TOK_DEC_WORDPIECE:
+        return dec_wordpiece(d, in, out);
     case TOK_DEC_SEQUENCE: {
         tok_pieces a = {0}, b = {0};
         bool ok = true;
@@ -304,7 +320,8 @@ bool tok_decode_tokens(const tok_decoder *d, tok_pieces *toks, tok_buf *out) {
 cmf_status cmf_tokenizer_decode(const cmf_tokenizer *tok, const int32_t *ids, size_t n,
                                 bool skip_special_tokens, char **text, size_t *len, cmf_err *err) {
     if (!tok || (!ids && n) || !text || !len)
-        return cmf_err_set(err, CMF_E_INVALID_ARG, CTX, "decode: tok, text and len must not be NULL");
+        return cmf_err_set(err, CMF_E_INVALID_ARG, CTX,
+                           "decode: tok, text and len must not be NULL");
     *text = NULL;
     *len = 0;
     tok_pieces toks = {0};
@@ -336,21 +353,22 @@ cmf_status cmf_tokenizer_decode(const cmf_tokenizer *tok, const int32_t *ids, si
  * always keeps ids before the new one, so decoder rules for the first token (Metaspace dropping
  * the leading space, Strip) apply to the window start only, as in a whole decode. */
 
-#define WINDOW_MAX 32  /* re-base the window once it is this long ... */
+#define WINDOW_MAX  32 /* re-base the window once it is this long ... */
 #define WINDOW_KEEP 4  /* ... keeping this many ids as context */
 
 struct cmf_detok_stream {
     const cmf_tokenizer *tok;
     bool skip;
-    tok_ids ids;   /* the window */
-    char *prev;    /* decode(window) at the last release */
+    tok_ids ids; /* the window */
+    char *prev;  /* decode(window) at the last release */
     size_t prev_len;
     tok_buf out;
 };
 
 cmf_status cmf_detok_stream_create(const cmf_tokenizer *tok, bool skip_special_tokens,
                                    cmf_detok_stream **out, cmf_err *err) {
-    if (!tok || !out) return cmf_err_set(err, CMF_E_INVALID_ARG, CTX, "stream: tok and out must not be NULL");
+    if (!tok || !out)
+        return cmf_err_set(err, CMF_E_INVALID_ARG, CTX, "stream: tok and out must not be NULL");
     cmf_detok_stream *s = calloc(1, sizeof *s);
     if (!s) return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
     s->tok = tok;
@@ -383,7 +401,8 @@ static bool ends_incomplete(const char *t, size_t len) {
 
 cmf_status cmf_detok_stream_push(cmf_detok_stream *s, int32_t id, const char **text, size_t *len,
                                  cmf_err *err) {
-    if (!s || !text || !len) return cmf_err_set(err, CMF_E_INVALID_ARG, CTX, "stream push: NULL argument");
+    if (!s || !text || !len)
+        return cmf_err_set(err, CMF_E_INVALID_ARG, CTX, "stream push: NULL argument");
     s->out.len = 0;
     if (!tok_buf_reserve(&s->out, 0) || !tok_ids_push(&s->ids, id))
         return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
@@ -399,8 +418,9 @@ cmf_status cmf_detok_stream_push(cmf_detok_stream *s, int32_t id, const char **t
     }
     if (memcmp(str, s->prev ? s->prev : "", s->prev_len) != 0) {
         free(str);
-        return cmf_err_set(err, CMF_E_UNSUPPORTED, CTX,
-                           "stream: the decoder rewrote earlier text at id %d; use cmf_tokenizer_decode", (int)id);
+        return cmf_err_set(
+            err, CMF_E_UNSUPPORTED, CTX,
+            "stream: the decoder rewrote earlier text at id %d; use cmf_tokenizer_decode", (int)id);
     }
     bool ok = tok_buf_put(&s->out, str + s->prev_len, sl - s->prev_len);
     free(s->prev);
@@ -409,7 +429,8 @@ cmf_status cmf_detok_stream_push(cmf_detok_stream *s, int32_t id, const char **t
     if (!ok) return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
     size_t k = s->ids.n - WINDOW_KEEP;
     if (s->ids.n >= WINDOW_MAX)
-        while (k > 0 && !safe_window_start(s->tok, s->ids.v[k])) k--;
+        while (k > 0 && !safe_window_start(s->tok, s->ids.v[k]))
+            k--;
     if (s->ids.n >= WINDOW_MAX && k > 0) {
         memmove(s->ids.v, s->ids.v + k, (s->ids.n - k) * sizeof *s->ids.v);
         s->ids.n -= k;

@@ -49,7 +49,8 @@ static bool encode_segment(enc_ctx *x, const char *s, size_t len, bool at_origin
     const cmf_tokenizer *tok = x->tok;
     if (tok->norm) {
         x->norm.len = 0;
-        if (!tok_buf_reserve(&x->norm, len) || !tok_normalize(tok->norm, s, len, &x->norm)) return false;
+        if (!tok_buf_reserve(&x->norm, len) || !tok_normalize(tok->norm, s, len, &x->norm))
+            return false;
         s = x->norm.p;
         len = x->norm.len;
     }
@@ -57,13 +58,15 @@ static bool encode_segment(enc_ctx *x, const char *s, size_t len, bool at_origin
     if (tok->trie_norm.empty) return encode_plain(x, s, len, at_origin);
     /* The normalized text lives in x->norm, which encode_plain does not touch. */
     size_t first = x->nseg;
-    if (!tok_added_split(tok, &tok->trie_norm, s, len, &x->segs, &x->nseg, &x->segcap)) return false;
+    if (!tok_added_split(tok, &tok->trie_norm, s, len, &x->segs, &x->nseg, &x->segcap))
+        return false;
     size_t last = x->nseg;
     bool ok = true;
     for (size_t i = first; ok && i < last; i++) {
         tok_seg g = x->segs[i];
         if (g.len == 0) continue;
-        ok = g.id >= 0 ? tok_ids_push(&x->out, g.id) : encode_plain(x, s + g.off, g.len, at_origin && g.off == 0);
+        ok = g.id >= 0 ? tok_ids_push(&x->out, g.id)
+                       : encode_plain(x, s + g.off, g.len, at_origin && g.off == 0);
     }
     x->nseg = first;
     return ok;
@@ -89,7 +92,8 @@ cmf_status cmf_tokenizer_encode(const cmf_tokenizer *tok, const char *text, size
     }
     ok = ok && (x.bpe = tok_bpe_scratch_new()) != NULL;
     if (ok && add_special_tokens)
-        for (size_t i = 0; ok && i < tok->post.npre; i++) ok = tok_ids_push(&x.out, tok->post.pre[i]);
+        for (size_t i = 0; ok && i < tok->post.npre; i++)
+            ok = tok_ids_push(&x.out, tok->post.pre[i]);
     /* raw-text added tokens; the segment list is copied because encode_segment appends to it */
     tok_seg *raw = NULL;
     size_t nraw = 0, rawcap = 0;
@@ -100,7 +104,8 @@ cmf_status cmf_tokenizer_encode(const cmf_tokenizer *tok, const char *text, size
                             : encode_segment(&x, text + raw[i].off, raw[i].len, raw[i].off == 0);
     }
     if (ok && add_special_tokens)
-        for (size_t i = 0; ok && i < tok->post.npost; i++) ok = tok_ids_push(&x.out, tok->post.post[i]);
+        for (size_t i = 0; ok && i < tok->post.npost; i++)
+            ok = tok_ids_push(&x.out, tok->post.post[i]);
     ok = ok && (x.out.v || (x.out.v = malloc(sizeof(int32_t))) != NULL);
     free(raw);
     free(x.segs);
@@ -114,7 +119,8 @@ cmf_status cmf_tokenizer_encode(const cmf_tokenizer *tok, const char *text, size
     cmf_status rst = tok_regex_fail_check(err, CTX); /* a pattern ran out of its budget */
     if (rst || !ok) {
         free(x.out.v);
-        return rst ? rst : cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory encoding %zu bytes", len);
+        return rst ? rst
+                   : cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory encoding %zu bytes", len);
     }
     *ids = x.out.v;
     *n = x.out.n;

@@ -37,7 +37,8 @@ bool tok_pieces_push(tok_pieces *pl, const char *s, size_t len, bool at_origin);
 void tok_pieces_reset(tok_pieces *pl);
 void tok_pieces_free(tok_pieces *pl);
 
-/* ---- string -> id table (open addressing with the entries in the slots; strings in one arena) ---- */
+/* ---- string -> id table (open addressing with the entries in the slots; strings in one arena)
+ * ---- */
 #define TOK_SLOT_EMPTY UINT64_MAX
 typedef struct tok_strtab {
     char *arena;
@@ -48,7 +49,7 @@ typedef struct tok_strtab {
         uint32_t len;
         int32_t id;
         uint64_t head; /* first 8 bytes, zero-padded: short strings compare without the arena */
-    } *slots;
+    } * slots;
     size_t nslots; /* power of two, at most half full */
     size_t n;
 } tok_strtab;
@@ -119,9 +120,10 @@ typedef struct tok_pattern {
 } tok_pattern;
 
 /* Next match of a pattern at or after pos (literal: memmem; regex: HF's find_iter rule of
- * skipping an empty match right after the previous one). *last_end tracks that rule: init SIZE_MAX. */
-bool tok_pattern_next(const tok_pattern *p, const char *s, size_t len, size_t *pos, size_t *last_end,
-                      size_t *ms, size_t *me);
+ * skipping an empty match right after the previous one). *last_end tracks that rule: init SIZE_MAX.
+ */
+bool tok_pattern_next(const tok_pattern *p, const char *s, size_t len, size_t *pos,
+                      size_t *last_end, size_t *ms, size_t *me);
 
 /* ---- unicode helpers ---- */
 /* Decode one code point at s[i] (valid UTF-8 assumed); returns its byte length. */
@@ -130,36 +132,55 @@ size_t tok_utf8_encode(uint32_t cp, char out[4]);
 /* Replace invalid UTF-8 by U+FFFD (maximal subparts); returns true if the input was already valid
  * (then *out is untouched). */
 bool tok_utf8_sanitize(const char *s, size_t len, tok_buf *out, bool *ok_alloc);
-bool tok_is_whitespace(uint32_t cp);   /* Unicode White_Space (Rust char::is_whitespace) */
-bool tok_is_numeric(uint32_t cp);      /* Nd | Nl | No (Rust char::is_numeric) */
-bool tok_is_punctuation(uint32_t cp);  /* ASCII punctuation or a P* category */
-bool tok_is_word_char(uint32_t cp);    /* regex \w: letters, marks, digits, Pc, joiners */
+bool tok_is_whitespace(uint32_t cp);  /* Unicode White_Space (Rust char::is_whitespace) */
+bool tok_is_numeric(uint32_t cp);     /* Nd | Nl | No (Rust char::is_numeric) */
+bool tok_is_punctuation(uint32_t cp); /* ASCII punctuation or a P* category */
+bool tok_is_word_char(uint32_t cp);   /* regex \w: letters, marks, digits, Pc, joiners */
 
 /* ---- components (tagged trees) ---- */
 typedef enum tok_norm_type {
-    TOK_NORM_NFC, TOK_NORM_NFD, TOK_NORM_NFKC, TOK_NORM_NFKD, TOK_NORM_LOWERCASE, TOK_NORM_REPLACE,
-    TOK_NORM_PREPEND, TOK_NORM_STRIP, TOK_NORM_SEQUENCE, TOK_NORM_STRIP_ACCENTS, TOK_NORM_BERT,
+    TOK_NORM_NFC,
+    TOK_NORM_NFD,
+    TOK_NORM_NFKC,
+    TOK_NORM_NFKD,
+    TOK_NORM_LOWERCASE,
+    TOK_NORM_REPLACE,
+    TOK_NORM_PREPEND,
+    TOK_NORM_STRIP,
+    TOK_NORM_SEQUENCE,
+    TOK_NORM_STRIP_ACCENTS,
+    TOK_NORM_BERT,
 } tok_norm_type;
 
 typedef struct tok_normalizer {
     tok_norm_type type;
-    tok_pattern pat;     /* Replace */
-    char *content;       /* Replace content, Prepend string */
+    tok_pattern pat; /* Replace */
+    char *content;   /* Replace content, Prepend string */
     size_t content_len;
-    bool left, right;    /* Strip */
+    bool left, right;                                         /* Strip */
     bool clean_text, chinese_chars, strip_accents, lowercase; /* BertNormalizer */
     struct tok_normalizer **kids;
     size_t nkids;
 } tok_normalizer;
 
 typedef enum tok_behavior {
-    TOK_SPLIT_REMOVED, TOK_SPLIT_ISOLATED, TOK_SPLIT_MERGED_PREV, TOK_SPLIT_MERGED_NEXT,
+    TOK_SPLIT_REMOVED,
+    TOK_SPLIT_ISOLATED,
+    TOK_SPLIT_MERGED_PREV,
+    TOK_SPLIT_MERGED_NEXT,
     TOK_SPLIT_CONTIGUOUS,
 } tok_behavior;
 
 typedef enum tok_pre_type {
-    TOK_PRE_BYTELEVEL, TOK_PRE_SPLIT, TOK_PRE_METASPACE, TOK_PRE_DIGITS, TOK_PRE_PUNCTUATION,
-    TOK_PRE_WHITESPACE, TOK_PRE_WHITESPACE_SPLIT, TOK_PRE_SEQUENCE, TOK_PRE_BERT,
+    TOK_PRE_BYTELEVEL,
+    TOK_PRE_SPLIT,
+    TOK_PRE_METASPACE,
+    TOK_PRE_DIGITS,
+    TOK_PRE_PUNCTUATION,
+    TOK_PRE_WHITESPACE,
+    TOK_PRE_WHITESPACE_SPLIT,
+    TOK_PRE_SEQUENCE,
+    TOK_PRE_BERT,
 } tok_pre_type;
 
 typedef enum tok_prepend { TOK_PREPEND_ALWAYS, TOK_PREPEND_FIRST, TOK_PREPEND_NEVER } tok_prepend;
@@ -174,27 +195,34 @@ typedef struct tok_pretok {
     bool individual_digits; /* Digits */
     char repl[4];           /* Metaspace replacement char (UTF-8) */
     size_t repl_len;
-    tok_prepend prepend;    /* Metaspace */
-    bool split;             /* Metaspace */
+    tok_prepend prepend; /* Metaspace */
+    bool split;          /* Metaspace */
     struct tok_pretok **kids;
     size_t nkids;
 } tok_pretok;
 
 typedef enum tok_dec_type {
-    TOK_DEC_BYTELEVEL, TOK_DEC_BYTEFALLBACK, TOK_DEC_FUSE, TOK_DEC_STRIP, TOK_DEC_REPLACE,
-    TOK_DEC_METASPACE, TOK_DEC_BPE, TOK_DEC_SEQUENCE, TOK_DEC_WORDPIECE,
+    TOK_DEC_BYTELEVEL,
+    TOK_DEC_BYTEFALLBACK,
+    TOK_DEC_FUSE,
+    TOK_DEC_STRIP,
+    TOK_DEC_REPLACE,
+    TOK_DEC_METASPACE,
+    TOK_DEC_BPE,
+    TOK_DEC_SEQUENCE,
+    TOK_DEC_WORDPIECE,
 } tok_dec_type;
 
 typedef struct tok_decoder {
     tok_dec_type type;
-    tok_pattern pat;      /* Replace */
-    char *content;        /* Replace content, Strip char, BPE suffix */
+    tok_pattern pat; /* Replace */
+    char *content;   /* Replace content, Strip char, BPE suffix */
     size_t content_len;
-    size_t start, stop;   /* Strip */
-    bool cleanup;         /* WordPiece (content = prefix) */
-    char repl[4];         /* Metaspace */
+    size_t start, stop; /* Strip */
+    bool cleanup;       /* WordPiece (content = prefix) */
+    char repl[4];       /* Metaspace */
     size_t repl_len;
-    tok_prepend prepend;  /* Metaspace */
+    tok_prepend prepend; /* Metaspace */
     struct tok_decoder **kids;
     size_t nkids;
 } tok_decoder;
@@ -213,31 +241,31 @@ typedef struct tok_added {
 
 /* Byte trie over added-token contents; leftmost-longest matching. */
 typedef struct tok_trie {
-    tok_merges edges;   /* key (node, byte) -> child node (stored in `merged`) */
-    int32_t *term;      /* per node: added-token index or -1 */
+    tok_merges edges; /* key (node, byte) -> child node (stored in `merged`) */
+    int32_t *term;    /* per node: added-token index or -1 */
     size_t nnodes, cap;
-    uint8_t first[32];  /* bitmap of first bytes */
+    uint8_t first[32]; /* bitmap of first bytes */
     bool empty;
 } tok_trie;
 
 struct cmf_tokenizer {
     /* model */
-    tok_strtab vocab;       /* model vocabulary */
+    tok_strtab vocab; /* model vocabulary */
     tok_merges merges;
-    size_t *id_off;         /* id -> token string in id_text (model + added), SIZE_MAX if none */
+    size_t *id_off; /* id -> token string in id_text (model + added), SIZE_MAX if none */
     uint32_t *id_len;
     uint8_t *id_special;
     size_t nids;
     tok_buf id_text;
-    int32_t unk_id;         /* -1 if none */
+    int32_t unk_id; /* -1 if none */
     bool byte_fallback, fuse_unk, ignore_merges;
-    bool wordpiece;         /* WordPiece model instead of BPE (cont_prefix, unk_id, max_word_chars) */
+    bool wordpiece; /* WordPiece model instead of BPE (cont_prefix, unk_id, max_word_chars) */
     size_t max_word_chars;
-    bool wordlevel;         /* WordLevel model: the whole word from the vocabulary, else unk */
-    bool unigram;           /* Unigram model instead of BPE (unk_id, byte_fallback, the fields below) */
-    double *uni_score;      /* per vocabulary index */
-    double uni_min;         /* lowest score */
-    tok_trie uni_trie;      /* every vocabulary string -> its id */
+    bool wordlevel;    /* WordLevel model: the whole word from the vocabulary, else unk */
+    bool unigram;      /* Unigram model instead of BPE (unk_id, byte_fallback, the fields below) */
+    double *uni_score; /* per vocabulary index */
+    double uni_min;    /* lowest score */
+    tok_trie uni_trie; /* every vocabulary string -> its id */
     char *cont_prefix, *eow_suffix;
     size_t cont_prefix_len, eow_suffix_len;
     int32_t byte_ids[256];  /* <0xXX> ids, -1 if absent */
@@ -246,7 +274,7 @@ struct cmf_tokenizer {
     tok_added *added;
     size_t nadded;
     tok_buf added_text;
-    tok_strtab added_map;   /* content -> id */
+    tok_strtab added_map; /* content -> id */
     tok_trie trie_raw, trie_norm;
     /* components (NULL when absent) */
     tok_normalizer *norm;
@@ -286,7 +314,8 @@ bool tok_trie_build(tok_trie *t, const cmf_tokenizer *tok, bool normalized);
 bool tok_trie_init(tok_trie *t); /* an empty trie (root only) */
 /* Add a string ending in `index` (a string already present keeps its first index). */
 bool tok_trie_insert(tok_trie *t, const char *s, size_t len, int32_t index);
-int32_t tok_trie_child(const tok_trie *t, int32_t node, unsigned char byte); /* -1 if none; root = 0 */
+int32_t tok_trie_child(const tok_trie *t, int32_t node,
+                       unsigned char byte); /* -1 if none; root = 0 */
 void tok_trie_free(tok_trie *t);
 
 /* Split text into added-token matches and plain segments (HF find_matches). Appends to segs: each
@@ -307,14 +336,17 @@ bool tok_ids_push(tok_ids *ids, int32_t id);
 typedef struct tok_bpe_scratch tok_bpe_scratch;
 tok_bpe_scratch *tok_bpe_scratch_new(void);
 void tok_bpe_scratch_free(tok_bpe_scratch *s);
-bool tok_bpe_encode(const cmf_tokenizer *tok, tok_bpe_scratch *s, const char *w, size_t len, tok_ids *out);
+bool tok_bpe_encode(const cmf_tokenizer *tok, tok_bpe_scratch *s, const char *w, size_t len,
+                    tok_ids *out);
 /* WordPiece model: greedy longest match with the continuing-subword prefix; unk for the word when
  * a piece is missing or the word is longer than max_word_chars characters. */
-bool tok_wordpiece_encode(const cmf_tokenizer *tok, tok_buf *scratch, const char *w, size_t len, tok_ids *out);
+bool tok_wordpiece_encode(const cmf_tokenizer *tok, tok_buf *scratch, const char *w, size_t len,
+                          tok_ids *out);
 /* Unigram model: Viterbi over every vocabulary match (scores summed, strictly better wins, unknown
  * characters cost min_score - 10 and fuse), then byte_fallback or unk for pieces not in the vocab.
  * `scratch` holds the lattice between calls. */
-bool tok_unigram_encode(const cmf_tokenizer *tok, tok_buf *scratch, const char *w, size_t len, tok_ids *out);
+bool tok_unigram_encode(const cmf_tokenizer *tok, tok_buf *scratch, const char *w, size_t len,
+                        tok_ids *out);
 
 /* Decoders: run over a list of token strings (pieces), producing the final text. */
 bool tok_decode_tokens(const tok_decoder *d, tok_pieces *toks, tok_buf *out);

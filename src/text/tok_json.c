@@ -92,14 +92,30 @@ static bool parse_string(parser *p, uint32_t *off, uint32_t *slen) {
         char e = s[r + 1];
         r += 2;
         switch (e) {
-        case '"': s[w++] = '"'; break;
-        case '\\': s[w++] = '\\'; break;
-        case '/': s[w++] = '/'; break;
-        case 'b': s[w++] = '\b'; break;
-        case 'f': s[w++] = '\f'; break;
-        case 'n': s[w++] = '\n'; break;
-        case 'r': s[w++] = '\r'; break;
-        case 't': s[w++] = '\t'; break;
+        case '"':
+            s[w++] = '"';
+            break;
+        case '\\':
+            s[w++] = '\\';
+            break;
+        case '/':
+            s[w++] = '/';
+            break;
+        case 'b':
+            s[w++] = '\b';
+            break;
+        case 'f':
+            s[w++] = '\f';
+            break;
+        case 'n':
+            s[w++] = '\n';
+            break;
+        case 'r':
+            s[w++] = '\r';
+            break;
+        case 't':
+            s[w++] = '\t';
+            break;
         case 'u': {
             if (r + 4 > p->len) return fail(p, "short \\u escape");
             int v = hex4(s + r);
@@ -107,7 +123,8 @@ static bool parse_string(parser *p, uint32_t *off, uint32_t *slen) {
             r += 4;
             uint32_t cp = (uint32_t)v;
             if (cp >= 0xD800 && cp <= 0xDBFF) {
-                int lo = (r + 6 <= p->len && s[r] == '\\' && s[r + 1] == 'u') ? hex4(s + r + 2) : -1;
+                int lo =
+                    (r + 6 <= p->len && s[r] == '\\' && s[r + 1] == 'u') ? hex4(s + r + 2) : -1;
                 if (lo < 0xDC00 || lo > 0xDFFF) return fail(p, "lone surrogate in \\u escape");
                 cp = 0x10000 + ((cp - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
                 r += 6;
@@ -120,7 +137,8 @@ static bool parse_string(parser *p, uint32_t *off, uint32_t *slen) {
             w += n;
             break;
         }
-        default: return fail(p, "bad escape");
+        default:
+            return fail(p, "bad escape");
         }
     }
     p->pos = r + 1;
@@ -176,7 +194,8 @@ static bool serde_f64(const char *s, size_t n, double *out) {
         bool eneg = false;
         if (i < n && (s[i] == '+' || s[i] == '-')) eneg = s[i++] == '-';
         long e = 0;
-        for (; i < n; i++) e = e < 100000 ? e * 10 + (s[i] - '0') : e;
+        for (; i < n; i++)
+            e = e < 100000 ? e * 10 + (s[i] - '0') : e;
         exp10 += eneg ? -e : e;
     }
     pthread_once(&pow10_once, pow10_init);
@@ -202,21 +221,25 @@ static bool parse_number(parser *p, tj_node *n) {
     bool is_int = true;
     if (i < p->len && s[i] == '-') i++;
     if (i >= p->len || s[i] < '0' || s[i] > '9') return fail(p, "bad number");
-    if (s[i] == '0') i++;
+    if (s[i] == '0')
+        i++;
     else
-        while (i < p->len && s[i] >= '0' && s[i] <= '9') i++;
+        while (i < p->len && s[i] >= '0' && s[i] <= '9')
+            i++;
     if (i < p->len && s[i] == '.') {
         is_int = false;
         i++;
         if (i >= p->len || s[i] < '0' || s[i] > '9') return fail(p, "bad number");
-        while (i < p->len && s[i] >= '0' && s[i] <= '9') i++;
+        while (i < p->len && s[i] >= '0' && s[i] <= '9')
+            i++;
     }
     if (i < p->len && (s[i] == 'e' || s[i] == 'E')) {
         is_int = false;
         i++;
         if (i < p->len && (s[i] == '+' || s[i] == '-')) i++;
         if (i >= p->len || s[i] < '0' || s[i] > '9') return fail(p, "bad number");
-        while (i < p->len && s[i] >= '0' && s[i] <= '9') i++;
+        while (i < p->len && s[i] >= '0' && s[i] <= '9')
+            i++;
     }
     p->pos = i;
     n->type = TJ_NUM;
@@ -227,7 +250,8 @@ static bool parse_number(parser *p, tj_node *n) {
     tmp[k] = 0;
     if (is_int && k <= 18) { /* "-?[0-9]{1,18}": fits int64 */
         int64_t v = 0;
-        for (size_t d = tmp[0] == '-'; d < k; d++) v = v * 10 + (tmp[d] - '0');
+        for (size_t d = tmp[0] == '-'; d < k; d++)
+            v = v * 10 + (tmp[d] - '0');
         n->is_int = 1;
         n->v.i = tmp[0] == '-' ? -v : v;
     } else if (!serde_f64(tmp, k, &n->v.d)) {
@@ -263,8 +287,10 @@ static bool parse_container(parser *p, uint32_t idx, int depth, bool obj) {
         p->d->n[child].koff = koff;
         p->d->n[child].klen = klen;
         if (!parse_value(p, child, depth + 1)) return false;
-        if (last) p->d->n[last].next = child;
-        else p->d->n[idx].v.first = child;
+        if (last)
+            p->d->n[last].next = child;
+        else
+            p->d->n[idx].v.first = child;
         last = child;
         count++;
         skip_ws(p);
@@ -290,8 +316,10 @@ static bool parse_value(parser *p, uint32_t idx, int depth) {
     char c = p->s[p->pos];
     tj_node *n = &p->d->n[idx];
     switch (c) {
-    case '{': return parse_container(p, idx, depth, true);
-    case '[': return parse_container(p, idx, depth, false);
+    case '{':
+        return parse_container(p, idx, depth, true);
+    case '[':
+        return parse_container(p, idx, depth, false);
     case '"': {
         uint32_t off, len;
         if (!parse_string(p, &off, &len)) return false;
@@ -301,16 +329,24 @@ static bool parse_value(parser *p, uint32_t idx, int depth) {
         n->len = len;
         return true;
     }
-    case 't': n->type = TJ_TRUE; return lit(p, "true", 4);
-    case 'f': n->type = TJ_FALSE; return lit(p, "false", 5);
-    case 'n': n->type = TJ_NULL; return lit(p, "null", 4);
-    default: return parse_number(p, n);
+    case 't':
+        n->type = TJ_TRUE;
+        return lit(p, "true", 4);
+    case 'f':
+        n->type = TJ_FALSE;
+        return lit(p, "false", 5);
+    case 'n':
+        n->type = TJ_NULL;
+        return lit(p, "null", 4);
+    default:
+        return parse_number(p, n);
     }
 }
 
 cmf_status tj_parse(const char *json, size_t len, tj_doc *doc, cmf_err *err) {
     memset(doc, 0, sizeof *doc);
-    if (len >= UINT32_MAX) return cmf_err_set(err, CMF_E_LIMIT, "tokenizer.json", "%zu bytes: over 4 GiB", len);
+    if (len >= UINT32_MAX)
+        return cmf_err_set(err, CMF_E_LIMIT, "tokenizer.json", "%zu bytes: over 4 GiB", len);
     doc->buf = tok_big_alloc(len + 1);
     if (!doc->buf) return cmf_err_set(err, CMF_E_NOMEM, "tokenizer.json", "out of memory");
     if (len) memcpy(doc->buf, json, len);
@@ -340,8 +376,8 @@ cmf_status tj_parse(const char *json, size_t len, tj_doc *doc, cmf_err *err) {
     }
     tj_free(doc);
     bool oom = p.why && !strcmp(p.why, "out of memory");
-    return cmf_err_set(err, oom ? CMF_E_NOMEM : CMF_E_PARSE, "tokenizer.json", "invalid JSON at line %zu column %zu: %s",
-                       line, col, p.why ? p.why : "?");
+    return cmf_err_set(err, oom ? CMF_E_NOMEM : CMF_E_PARSE, "tokenizer.json",
+                       "invalid JSON at line %zu column %zu: %s", line, col, p.why ? p.why : "?");
 }
 
 void tj_free(tj_doc *doc) {
@@ -350,9 +386,13 @@ void tj_free(tj_doc *doc) {
     memset(doc, 0, sizeof *doc);
 }
 
-tjv tj_root(const tj_doc *doc) { return (tjv){doc->nn ? doc : NULL, 0}; }
+tjv tj_root(const tj_doc *doc) {
+    return (tjv){doc->nn ? doc : NULL, 0};
+}
 
-tj_type tj_typeof(tjv v) { return v.d ? (tj_type)v.d->n[v.i].type : TJ_NONE; }
+tj_type tj_typeof(tjv v) {
+    return v.d ? (tj_type)v.d->n[v.i].type : TJ_NONE;
+}
 
 tjv tj_first(tjv v) {
     tj_type t = tj_typeof(v);
@@ -377,7 +417,8 @@ tjv tj_get(tjv obj, const char *key) {
 
 tjv tj_at(tjv arr, size_t i) {
     tjv c = tj_first(arr);
-    while (c.d && i--) c = tj_next(c);
+    while (c.d && i--)
+        c = tj_next(c);
     return c;
 }
 

@@ -10,14 +10,23 @@
 
 #include "cortiq/status.h"
 
-typedef enum tj_type { TJ_NONE, TJ_NULL, TJ_FALSE, TJ_TRUE, TJ_NUM, TJ_STR, TJ_ARR, TJ_OBJ } tj_type;
+typedef enum tj_type {
+    TJ_NONE,
+    TJ_NULL,
+    TJ_FALSE,
+    TJ_TRUE,
+    TJ_NUM,
+    TJ_STR,
+    TJ_ARR,
+    TJ_OBJ
+} tj_type;
 
 typedef struct tj_node {
-    uint8_t type;   /* tj_type */
-    uint8_t is_int; /* TJ_NUM written without fraction/exponent and fits int64 */
-    uint32_t next;  /* next sibling (0 = none; the root is node 0 and never a sibling) */
+    uint8_t type;        /* tj_type */
+    uint8_t is_int;      /* TJ_NUM written without fraction/exponent and fits int64 */
+    uint32_t next;       /* next sibling (0 = none; the root is node 0 and never a sibling) */
     uint32_t koff, klen; /* member key inside the buffer (objects' children) */
-    uint32_t len;   /* string bytes, or child count */
+    uint32_t len;        /* string bytes, or child count */
     union {
         uint32_t off;   /* string bytes inside the buffer */
         uint32_t first; /* first child (0 = none) */
@@ -44,8 +53,12 @@ void tj_free(tj_doc *doc);
 tjv tj_root(const tj_doc *doc);
 
 tj_type tj_typeof(tjv v);
-static inline bool tj_is(tjv v, tj_type t) { return tj_typeof(v) == t; }
-static inline bool tj_is_null_or_none(tjv v) { return tj_typeof(v) == TJ_NULL || tj_typeof(v) == TJ_NONE; }
+static inline bool tj_is(tjv v, tj_type t) {
+    return tj_typeof(v) == t;
+}
+static inline bool tj_is_null_or_none(tjv v) {
+    return tj_typeof(v) == TJ_NULL || tj_typeof(v) == TJ_NONE;
+}
 /* Member of an object by key (the first one with that key); none if absent or not an object. */
 tjv tj_get(tjv obj, const char *key);
 /* First child / next sibling of arrays and objects; none at the end. */
@@ -58,9 +71,9 @@ size_t tj_size(tjv v); /* children of an array/object, 0 otherwise */
 const char *tj_str(tjv v, size_t *len);
 /* Member key of an object child. */
 const char *tj_key(tjv v, size_t *len);
-bool tj_bool(tjv v, bool def);        /* true/false, else def */
-bool tj_int(tjv v, int64_t *out);     /* integer numbers only */
-double tj_num(tjv v);                 /* any number, 0 otherwise */
+bool tj_bool(tjv v, bool def);    /* true/false, else def */
+bool tj_int(tjv v, int64_t *out); /* integer numbers only */
+double tj_num(tjv v);             /* any number, 0 otherwise */
 /* True if v is a string equal to s. */
 bool tj_streq(tjv v, const char *s);
 

@@ -7,7 +7,7 @@
 #include "common/checked.h"
 #include "text/tok_internal.h"
 
-#define CTX "tokenizer.json"
+#define CTX    "tokenizer.json"
 #define MAX_ID 0x7FFFFFF0 /* ids are int32; cap what an untrusted file may claim */
 
 void cmf_tokenizer_free(cmf_tokenizer *tok) {
@@ -55,7 +55,8 @@ static cmf_status opt_string(tjv m, const char *k, char **out, size_t *len, cmf_
 /* Validate every id and size the string arena first; then insert in batches: hash and prefetch
  * a batch's slots, then insert them, so the random writes into a large table overlap. */
 static cmf_status load_vocab(cmf_tokenizer *tok, tjv vocab, int64_t *max_id, cmf_err *err) {
-    if (!tj_is(vocab, TJ_OBJ)) return cmf_err_set(err, CMF_E_PARSE, CTX, "model.vocab must be an object");
+    if (!tj_is(vocab, TJ_OBJ))
+        return cmf_err_set(err, CMF_E_PARSE, CTX, "model.vocab must be an object");
     if (!tok_strtab_init(&tok->vocab, tj_size(vocab)))
         return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for the vocabulary");
     size_t bytes = 0;
@@ -65,7 +66,8 @@ static cmf_status load_vocab(cmf_tokenizer *tok, tjv vocab, int64_t *max_id, cmf
         int64_t id = -1;
         tj_int(v, &id);
         if (id < 0 || id > MAX_ID)
-            return cmf_err_set(err, CMF_E_PARSE, CTX, "model.vocab[\"%.*s\"]: id must be an integer in [0, %d]",
+            return cmf_err_set(err, CMF_E_PARSE, CTX,
+                               "model.vocab[\"%.*s\"]: id must be an integer in [0, %d]",
                                (int)(klen > 64 ? 64 : klen), key, MAX_ID);
         bytes += klen; /* keys lie inside the < 4 GiB document: no overflow */
         if (id > *max_id) *max_id = id;
@@ -113,8 +115,9 @@ static cmf_status merge_parts(tjv m, size_t i, merge_job *j, cmf_err *err) {
     if (s) { /* legacy "left right" */
         const char *sp = memchr(s, ' ', len);
         if (!sp || memchr(sp + 1, ' ', len - (size_t)(sp + 1 - s)))
-            return cmf_err_set(err, CMF_E_PARSE, CTX, "model.merges[%zu] \"%.*s\" is not two tokens split by one space",
-                               i, (int)(len > 64 ? 64 : len), s);
+            return cmf_err_set(err, CMF_E_PARSE, CTX,
+                               "model.merges[%zu] \"%.*s\" is not two tokens split by one space", i,
+                               (int)(len > 64 ? 64 : len), s);
         j->a = s;
         j->al = (size_t)(sp - s);
         j->b = sp + 1;
@@ -127,7 +130,8 @@ static cmf_status merge_parts(tjv m, size_t i, merge_job *j, cmf_err *err) {
         j->b = tj_str(m1, &j->bl);
         return CMF_OK;
     }
-    return cmf_err_set(err, CMF_E_PARSE, CTX, "model.merges[%zu] must be \"a b\" or [\"a\", \"b\"]", i);
+    return cmf_err_set(err, CMF_E_PARSE, CTX, "model.merges[%zu] must be \"a b\" or [\"a\", \"b\"]",
+                       i);
 }
 
 /* Merges are resolved in batches: hash and prefetch every lookup of a batch, then look them up,
@@ -136,7 +140,8 @@ static cmf_status load_merges(cmf_tokenizer *tok, tjv merges, cmf_err *err) {
     size_t n = tj_size(merges);
     if (!tj_is_null_or_none(merges) && !tj_is(merges, TJ_ARR))
         return cmf_err_set(err, CMF_E_PARSE, CTX, "model.merges must be an array");
-    if (!tok_merges_init(&tok->merges, n)) return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for merges");
+    if (!tok_merges_init(&tok->merges, n))
+        return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for merges");
     merge_job job[MERGE_BATCH];
     tok_buf cat = {0};
     cmf_status st = CMF_OK;
@@ -150,7 +155,8 @@ static cmf_status load_merges(cmf_tokenizer *tok, tjv merges, cmf_err *err) {
             if ((st = merge_parts(m, base + cnt, j, err)) != CMF_OK) break;
             /* merged token = a + b without b's continuing_subword_prefix */
             if (j->bl < skip) {
-                st = cmf_err_set(err, CMF_E_PARSE, CTX, "model.merges[%zu]: \"%.*s\" shorter than the subword prefix",
+                st = cmf_err_set(err, CMF_E_PARSE, CTX,
+                                 "model.merges[%zu]: \"%.*s\" shorter than the subword prefix",
                                  base + cnt, (int)j->bl, j->b);
                 break;
             }
@@ -177,18 +183,21 @@ static cmf_status load_merges(cmf_tokenizer *tok, tjv merges, cmf_err *err) {
             j->im = tok_strtab_get_hashed(&tok->vocab, cat.p + j->moff, j->ml, j->hm);
             if (j->ia < 0 || j->ib < 0) {
                 size_t l = j->ia < 0 ? j->al : j->bl;
-                st = cmf_err_set(err, CMF_E_PARSE, CTX, "model.merges[%zu]: token \"%.*s\" is not in the vocabulary",
+                st = cmf_err_set(err, CMF_E_PARSE, CTX,
+                                 "model.merges[%zu]: token \"%.*s\" is not in the vocabulary",
                                  base + k, (int)(l > 64 ? 64 : l), j->ia < 0 ? j->a : j->b);
             } else if (j->im < 0) {
-                st = cmf_err_set(err, CMF_E_PARSE, CTX,
-                                 "model.merges[%zu]: merged token \"%.*s\" is not in the vocabulary", base + k,
-                                 (int)(j->ml > 64 ? 64 : j->ml), cat.p + j->moff);
+                st =
+                    cmf_err_set(err, CMF_E_PARSE, CTX,
+                                "model.merges[%zu]: merged token \"%.*s\" is not in the vocabulary",
+                                base + k, (int)(j->ml > 64 ? 64 : j->ml), cat.p + j->moff);
             } else {
                 tok_merges_prefetch(&tok->merges, j->ia, j->ib);
             }
         }
         for (size_t k = 0; !st && k < cnt; k++)
-            if (!tok_merges_put(&tok->merges, job[k].ia, job[k].ib, (uint32_t)(base + k), job[k].im))
+            if (!tok_merges_put(&tok->merges, job[k].ia, job[k].ib, (uint32_t)(base + k),
+                                job[k].im))
                 st = cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for merges");
         base += cnt;
     }
@@ -198,9 +207,11 @@ static cmf_status load_merges(cmf_tokenizer *tok, tjv merges, cmf_err *err) {
 
 static cmf_status load_added(cmf_tokenizer *tok, tjv arr, int64_t *max_id, cmf_err *err) {
     if (tj_is_null_or_none(arr)) return CMF_OK;
-    if (!tj_is(arr, TJ_ARR)) return cmf_err_set(err, CMF_E_PARSE, CTX, "added_tokens must be an array");
+    if (!tj_is(arr, TJ_ARR))
+        return cmf_err_set(err, CMF_E_PARSE, CTX, "added_tokens must be an array");
     size_t n = tj_size(arr);
-    if (!tok_strtab_init(&tok->added_map, n) || (n && !(tok->added = calloc(n, sizeof *tok->added))))
+    if (!tok_strtab_init(&tok->added_map, n) ||
+        (n && !(tok->added = calloc(n, sizeof *tok->added))))
         return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
     size_t i = 0;
     for (tjv o = tj_first(arr); o.d; o = tj_next(o), i++) {
@@ -209,7 +220,8 @@ static cmf_status load_added(cmf_tokenizer *tok, tjv arr, int64_t *max_id, cmf_e
         size_t clen;
         const char *c = tj_str(tj_get(o, "content"), &clen);
         if (v < 0 || v > MAX_ID || !c)
-            return cmf_err_set(err, CMF_E_PARSE, CTX, "added_tokens[%zu]: needs \"id\" in [0, %d] and \"content\"", i,
+            return cmf_err_set(err, CMF_E_PARSE, CTX,
+                               "added_tokens[%zu]: needs \"id\" in [0, %d] and \"content\"", i,
                                MAX_ID);
         tok_added *a = &tok->added[i];
         a->off = tok->added_text.len;
@@ -220,7 +232,8 @@ static cmf_status load_added(cmf_tokenizer *tok, tjv arr, int64_t *max_id, cmf_e
         a->rstrip = tj_bool(tj_get(o, "rstrip"), false);
         a->single_word = tj_bool(tj_get(o, "single_word"), false);
         a->normalized = tj_bool(tj_get(o, "normalized"), !a->special);
-        if (!tok_buf_put(&tok->added_text, c, a->len) || !tok_strtab_put(&tok->added_map, c, a->len, a->id))
+        if (!tok_buf_put(&tok->added_text, c, a->len) ||
+            !tok_strtab_put(&tok->added_map, c, a->len, a->id))
             return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
         tok->nadded++;
         if (v > *max_id) *max_id = v;
@@ -237,7 +250,8 @@ static cmf_status build_id_table(cmf_tokenizer *tok, int64_t max_id, cmf_err *er
     if (!tok->id_off || !tok->id_len || !tok->id_special ||
         !tok_buf_reserve(&tok->id_text, tok->vocab.arena_len + tok->added_text.len))
         return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for the id table");
-    for (size_t i = 0; i < tok->nids; i++) tok->id_off[i] = SIZE_MAX;
+    for (size_t i = 0; i < tok->nids; i++)
+        tok->id_off[i] = SIZE_MAX;
     for (size_t i = 0; i < tok->vocab.nslots; i++) {
         const struct tok_str_entry *e = &tok->vocab.slots[i];
         if (e->off == TOK_SLOT_EMPTY) continue;
@@ -287,12 +301,16 @@ static void build_fast_paths(cmf_tokenizer *tok) {
 static cmf_status load_wordpiece(cmf_tokenizer *tok, tjv m, int64_t *max_id, cmf_err *err) {
     tok->wordpiece = true;
     int64_t maxc = 100;
-    if (tj_get(m, "max_input_chars_per_word").d && (!tj_int(tj_get(m, "max_input_chars_per_word"), &maxc) || maxc < 0))
-        return cmf_err_set(err, CMF_E_PARSE, CTX, "model.max_input_chars_per_word must be a non-negative integer");
+    if (tj_get(m, "max_input_chars_per_word").d &&
+        (!tj_int(tj_get(m, "max_input_chars_per_word"), &maxc) || maxc < 0))
+        return cmf_err_set(err, CMF_E_PARSE, CTX,
+                           "model.max_input_chars_per_word must be a non-negative integer");
     tok->max_word_chars = (size_t)maxc;
-    cmf_status st = opt_string(m, "continuing_subword_prefix", &tok->cont_prefix, &tok->cont_prefix_len, err);
+    cmf_status st =
+        opt_string(m, "continuing_subword_prefix", &tok->cont_prefix, &tok->cont_prefix_len, err);
     if (!st && !tok->cont_prefix) {
-        if (!(tok->cont_prefix = malloc(3))) return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
+        if (!(tok->cont_prefix = malloc(3)))
+            return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
         memcpy(tok->cont_prefix, "##", 3);
         tok->cont_prefix_len = 2;
     }
@@ -306,7 +324,8 @@ static cmf_status load_wordpiece(cmf_tokenizer *tok, tjv m, int64_t *max_id, cmf
     }
     tok->unk_id = tok_strtab_get(&tok->vocab, unk, ul);
     if (tok->unk_id < 0)
-        return cmf_err_set(err, CMF_E_PARSE, CTX, "model.unk_token \"%.*s\" is not in the vocabulary",
+        return cmf_err_set(err, CMF_E_PARSE, CTX,
+                           "model.unk_token \"%.*s\" is not in the vocabulary",
                            (int)(ul > 64 ? 64 : ul), unk);
     build_fast_paths(tok);
     return CMF_OK;
@@ -318,10 +337,11 @@ static cmf_status load_unigram(cmf_tokenizer *tok, tjv m, int64_t *max_id, cmf_e
     tjv v = tj_get(m, "vocab");
     size_t n = tj_size(v);
     if (!tj_is(v, TJ_ARR) || n == 0 || n > MAX_ID)
-        return cmf_err_set(err, CMF_E_PARSE, CTX, "model.vocab of a Unigram model must be a non-empty array");
+        return cmf_err_set(err, CMF_E_PARSE, CTX,
+                           "model.vocab of a Unigram model must be a non-empty array");
     tok->byte_fallback = tj_bool(tj_get(m, "byte_fallback"), false);
-    if (!tok_strtab_init(&tok->vocab, n) || !(tok->uni_score = malloc(n * sizeof *tok->uni_score)) ||
-        !tok_trie_init(&tok->uni_trie))
+    if (!tok_strtab_init(&tok->vocab, n) ||
+        !(tok->uni_score = malloc(n * sizeof *tok->uni_score)) || !tok_trie_init(&tok->uni_trie))
         return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for the vocabulary");
     size_t i = 0;
     for (tjv e = tj_first(v); e.d; e = tj_next(e), i++) {
@@ -349,7 +369,8 @@ static cmf_status load_unigram(cmf_tokenizer *tok, tjv m, int64_t *max_id, cmf_e
     int64_t uid;
     if (!tj_is_null_or_none(u)) {
         if (!tj_int(u, &uid) || uid < 0 || (size_t)uid >= n)
-            return cmf_err_set(err, CMF_E_PARSE, CTX, "model.unk_id must be an index into the vocabulary");
+            return cmf_err_set(err, CMF_E_PARSE, CTX,
+                               "model.unk_id must be an index into the vocabulary");
         tok->unk_id = (int32_t)uid;
     }
     build_fast_paths(tok);
@@ -376,19 +397,23 @@ static cmf_status load_model(cmf_tokenizer *tok, tjv m, int64_t *max_id, cmf_err
     if (t && tj_streq(tj_get(m, "type"), "Unigram")) return load_unigram(tok, m, max_id, err);
     if (t && tj_streq(tj_get(m, "type"), "WordLevel")) return load_wordlevel(tok, m, max_id, err);
     if (t && !tj_streq(tj_get(m, "type"), "BPE"))
-        return cmf_err_set(err, CMF_E_UNSUPPORTED, CTX,
-                           "model type \"%.*s\" is not supported (BPE, WordPiece, Unigram, WordLevel are)",
-                           (int)(tl > 64 ? 64 : tl), t);
+        return cmf_err_set(
+            err, CMF_E_UNSUPPORTED, CTX,
+            "model type \"%.*s\" is not supported (BPE, WordPiece, Unigram, WordLevel are)",
+            (int)(tl > 64 ? 64 : tl), t);
     if (!t && !tj_get(m, "merges").d)
-        return cmf_err_set(err, CMF_E_UNSUPPORTED, CTX, "model without \"type\" and without merges: only BPE is supported");
+        return cmf_err_set(err, CMF_E_UNSUPPORTED, CTX,
+                           "model without \"type\" and without merges: only BPE is supported");
     double drop = tj_num(tj_get(m, "dropout"));
     if (drop > 0.0)
-        return cmf_err_set(err, CMF_E_UNSUPPORTED, CTX, "BPE dropout %g is not supported (encoding must be deterministic)",
+        return cmf_err_set(err, CMF_E_UNSUPPORTED, CTX,
+                           "BPE dropout %g is not supported (encoding must be deterministic)",
                            drop);
     tok->byte_fallback = tj_bool(tj_get(m, "byte_fallback"), false);
     tok->fuse_unk = tj_bool(tj_get(m, "fuse_unk"), false);
     tok->ignore_merges = tj_bool(tj_get(m, "ignore_merges"), false);
-    cmf_status st = opt_string(m, "continuing_subword_prefix", &tok->cont_prefix, &tok->cont_prefix_len, err);
+    cmf_status st =
+        opt_string(m, "continuing_subword_prefix", &tok->cont_prefix, &tok->cont_prefix_len, err);
     if (!st) st = opt_string(m, "end_of_word_suffix", &tok->eow_suffix, &tok->eow_suffix_len, err);
     if (!st) st = load_vocab(tok, tj_get(m, "vocab"), max_id, err);
     if (!st) st = load_merges(tok, tj_get(m, "merges"), err);
@@ -399,7 +424,8 @@ static cmf_status load_model(cmf_tokenizer *tok, tjv m, int64_t *max_id, cmf_err
     if (unk) {
         tok->unk_id = tok_strtab_get(&tok->vocab, unk, ul);
         if (tok->unk_id < 0)
-            return cmf_err_set(err, CMF_E_PARSE, CTX, "model.unk_token \"%.*s\" is not in the vocabulary",
+            return cmf_err_set(err, CMF_E_PARSE, CTX,
+                               "model.unk_token \"%.*s\" is not in the vocabulary",
                                (int)(ul > 64 ? 64 : ul), unk);
     }
     build_fast_paths(tok);
@@ -407,7 +433,8 @@ static cmf_status load_model(cmf_tokenizer *tok, tjv m, int64_t *max_id, cmf_err
 }
 
 static cmf_status load_root(cmf_tokenizer *tok, tjv root, cmf_err *err) {
-    if (!tj_is(root, TJ_OBJ)) return cmf_err_set(err, CMF_E_PARSE, CTX, "top level must be an object");
+    if (!tj_is(root, TJ_OBJ))
+        return cmf_err_set(err, CMF_E_PARSE, CTX, "top level must be an object");
     int64_t max_id = -1;
     cmf_status st = load_model(tok, tj_get(root, "model"), &max_id, err);
     if (!st) st = load_added(tok, tj_get(root, "added_tokens"), &max_id, err);
@@ -416,31 +443,41 @@ static cmf_status load_root(cmf_tokenizer *tok, tjv root, cmf_err *err) {
     /* Ids index dense tables: refuse an id space far sparser than the tokens that fill it. */
     uint64_t entries = (uint64_t)tok->vocab.n + tok->nadded;
     if ((uint64_t)max_id >= entries * 16 + 65536)
-        return cmf_err_set(err, CMF_E_LIMIT, CTX, "largest id %lld for %llu tokens: id space too sparse (limit %llu)",
-                           (long long)max_id, (unsigned long long)entries, (unsigned long long)(entries * 16 + 65536));
+        return cmf_err_set(err, CMF_E_LIMIT, CTX,
+                           "largest id %lld for %llu tokens: id space too sparse (limit %llu)",
+                           (long long)max_id, (unsigned long long)entries,
+                           (unsigned long long)(entries * 16 + 65536));
     tjv j;
-    if (!st && !tj_is_null_or_none(j = tj_get(root, "normalizer"))) st = tok_load_normalizer(j, &tok->norm, err);
-    if (!st && !tj_is_null_or_none(j = tj_get(root, "pre_tokenizer"))) st = tok_load_pretok(j, &tok->pre, err);
-    if (!st && !tj_is_null_or_none(j = tj_get(root, "decoder"))) st = tok_load_decoder(j, &tok->dec, err);
+    if (!st && !tj_is_null_or_none(j = tj_get(root, "normalizer")))
+        st = tok_load_normalizer(j, &tok->norm, err);
+    if (!st && !tj_is_null_or_none(j = tj_get(root, "pre_tokenizer")))
+        st = tok_load_pretok(j, &tok->pre, err);
+    if (!st && !tj_is_null_or_none(j = tj_get(root, "decoder")))
+        st = tok_load_decoder(j, &tok->dec, err);
     if (!st) st = build_id_table(tok, max_id, err);
-    if (!st && !tj_is_null_or_none(j = tj_get(root, "post_processor"))) st = tok_load_post(j, tok, &tok->post, err);
+    if (!st && !tj_is_null_or_none(j = tj_get(root, "post_processor")))
+        st = tok_load_post(j, tok, &tok->post, err);
     if (st) return st;
     tok_regex_fail_reset();
-    bool built = tok_trie_build(&tok->trie_raw, tok, false) && tok_trie_build(&tok->trie_norm, tok, true);
+    bool built =
+        tok_trie_build(&tok->trie_raw, tok, false) && tok_trie_build(&tok->trie_norm, tok, true);
     st = tok_regex_fail_check(err, CTX " added-token trie");
     if (st) return st;
-    if (!built) return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for the added-token tries");
+    if (!built)
+        return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory for the added-token tries");
     return CMF_OK;
 }
 
 cmf_status cmf_tokenizer_load(const char *json, size_t len, cmf_tokenizer **out, cmf_err *err) {
-    if (!json || !out) return cmf_err_set(err, CMF_E_INVALID_ARG, CTX, "json and out must not be NULL");
+    if (!json || !out)
+        return cmf_err_set(err, CMF_E_INVALID_ARG, CTX, "json and out must not be NULL");
     *out = NULL;
     tj_doc doc;
     cmf_status st = tj_parse(json, len, &doc, err);
     if (st) return st;
     cmf_tokenizer *tok = calloc(1, sizeof *tok);
-    st = tok ? load_root(tok, tj_root(&doc), err) : cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
+    st = tok ? load_root(tok, tj_root(&doc), err)
+             : cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
     tj_free(&doc);
     if (st) {
         cmf_tokenizer_free(tok);
@@ -451,7 +488,8 @@ cmf_status cmf_tokenizer_load(const char *json, size_t len, cmf_tokenizer **out,
 }
 
 cmf_status cmf_tokenizer_load_file(const char *path, cmf_tokenizer **out, cmf_err *err) {
-    if (!path || !out) return cmf_err_set(err, CMF_E_INVALID_ARG, CTX, "path and out must not be NULL");
+    if (!path || !out)
+        return cmf_err_set(err, CMF_E_INVALID_ARG, CTX, "path and out must not be NULL");
     FILE *f = fopen(path, "rb");
     if (!f) return cmf_err_set(err, CMF_E_IO, path, "cannot open");
     tok_buf b = {0};
@@ -485,7 +523,9 @@ cmf_status cmf_tokenizer_load_file(const char *path, cmf_tokenizer **out, cmf_er
     return st;
 }
 
-size_t cmf_tokenizer_vocab_size(const cmf_tokenizer *tok) { return tok ? tok->nids : 0; }
+size_t cmf_tokenizer_vocab_size(const cmf_tokenizer *tok) {
+    return tok ? tok->nids : 0;
+}
 
 int32_t cmf_tokenizer_token_to_id(const cmf_tokenizer *tok, const char *token, size_t len) {
     if (!tok || (!token && len)) return -1;

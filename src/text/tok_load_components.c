@@ -12,7 +12,9 @@
 static const char GPT2_REGEX[] =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
 
-static bool jbool(tjv o, const char *k, bool def) { return tj_bool(tj_get(o, k), def); }
+static bool jbool(tjv o, const char *k, bool def) {
+    return tj_bool(tj_get(o, k), def);
+}
 
 static cmf_status jdup(tjv o, const char *k, const char *what, char **out, size_t *len,
                        cmf_err *err) {
@@ -31,16 +33,16 @@ static cmf_status jdup(tjv o, const char *k, const char *what, char **out, size_
 static cmf_status load_pattern(tjv o, const char *what, tok_pattern *p, cmf_err *err) {
     tjv pat = tj_get(o, "pattern");
     memset(p, 0, sizeof *p);
-    if (tj_is(tj_get(pat, "String"), TJ_STR)) return jdup(pat, "String", what, &p->lit, &p->lit_len, err);
+    if (tj_is(tj_get(pat, "String"), TJ_STR))
+        return jdup(pat, "String", what, &p->lit, &p->lit_len, err);
     size_t rl;
     const char *r = tj_str(tj_get(pat, "Regex"), &rl);
     if (r) return tok_regex_new(r, rl, &p->re, err);
-    return cmf_err_set(err, CMF_E_PARSE, CTX, "%s: \"pattern\" must be {\"String\": ...} or {\"Regex\": ...}",
-                       what);
+    return cmf_err_set(err, CMF_E_PARSE, CTX,
+                       "%s: \"pattern\" must be {\"String\": ...} or {\"Regex\": ...}", what);
 }
 
-static cmf_status load_repl_char(tjv o, const char *what, char repl[4], size_t *len,
-                                 cmf_err *err) {
+static cmf_status load_repl_char(tjv o, const char *what, char repl[4], size_t *len, cmf_err *err) {
     size_t n;
     const char *s = tj_str(tj_get(o, "replacement"), &n);
     if (!s) {
@@ -49,7 +51,8 @@ static cmf_status load_repl_char(tjv o, const char *what, char repl[4], size_t *
     }
     uint32_t cp;
     if (n == 0 || n > 4 || tok_utf8_decode(s, n, 0, &cp) != n)
-        return cmf_err_set(err, CMF_E_PARSE, CTX, "%s: \"replacement\" must be one character", what);
+        return cmf_err_set(err, CMF_E_PARSE, CTX, "%s: \"replacement\" must be one character",
+                           what);
     memcpy(repl, s, n);
     *len = n;
     return CMF_OK;
@@ -58,10 +61,15 @@ static cmf_status load_repl_char(tjv o, const char *what, char repl[4], size_t *
 static cmf_status load_prepend(tjv o, const char *what, tok_prepend *out, cmf_err *err) {
     tjv v = tj_get(o, "prepend_scheme");
     if (tj_is(v, TJ_STR)) {
-        if (tj_streq(v, "always")) *out = TOK_PREPEND_ALWAYS;
-        else if (tj_streq(v, "first")) *out = TOK_PREPEND_FIRST;
-        else if (tj_streq(v, "never")) *out = TOK_PREPEND_NEVER;
-        else return cmf_err_set(err, CMF_E_PARSE, CTX, "%s: prepend_scheme unknown (always, first, never)", what);
+        if (tj_streq(v, "always"))
+            *out = TOK_PREPEND_ALWAYS;
+        else if (tj_streq(v, "first"))
+            *out = TOK_PREPEND_FIRST;
+        else if (tj_streq(v, "never"))
+            *out = TOK_PREPEND_NEVER;
+        else
+            return cmf_err_set(err, CMF_E_PARSE, CTX,
+                               "%s: prepend_scheme unknown (always, first, never)", what);
         return CMF_OK;
     }
     /* legacy files: add_prefix_space */
@@ -76,17 +84,23 @@ static cmf_status load_behavior(tjv o, const char *what, tok_behavior def, tok_b
         *out = def;
         return CMF_OK;
     }
-    static const struct { const char *name; tok_behavior b; } names[] = {
-        {"Removed", TOK_SPLIT_REMOVED}, {"Isolated", TOK_SPLIT_ISOLATED},
-        {"MergedWithPrevious", TOK_SPLIT_MERGED_PREV}, {"MergedWithNext", TOK_SPLIT_MERGED_NEXT},
-        {"Contiguous", TOK_SPLIT_CONTIGUOUS}};
+    static const struct {
+        const char *name;
+        tok_behavior b;
+    } names[] = {{"Removed", TOK_SPLIT_REMOVED},
+                 {"Isolated", TOK_SPLIT_ISOLATED},
+                 {"MergedWithPrevious", TOK_SPLIT_MERGED_PREV},
+                 {"MergedWithNext", TOK_SPLIT_MERGED_NEXT},
+                 {"Contiguous", TOK_SPLIT_CONTIGUOUS}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (tj_streq(v, names[i].name)) {
             *out = names[i].b;
             return CMF_OK;
         }
-    return cmf_err_set(err, CMF_E_PARSE, CTX, "%s: behavior unknown (Removed, Isolated, MergedWithPrevious, "
-                       "MergedWithNext, Contiguous)", what);
+    return cmf_err_set(err, CMF_E_PARSE, CTX,
+                       "%s: behavior unknown (Removed, Isolated, MergedWithPrevious, "
+                       "MergedWithNext, Contiguous)",
+                       what);
 }
 
 /* The "type" member copied into buf (NUL-terminated, truncated); NULL if absent. */
@@ -106,7 +120,8 @@ void tok_normalizer_free(tok_normalizer *n) {
     if (!n) return;
     tok_pattern_free(&n->pat);
     free(n->content);
-    for (size_t i = 0; i < n->nkids; i++) tok_normalizer_free(n->kids[i]);
+    for (size_t i = 0; i < n->nkids; i++)
+        tok_normalizer_free(n->kids[i]);
     free(n->kids);
     free(n);
 }
@@ -119,11 +134,16 @@ cmf_status tok_load_normalizer(tjv j, tok_normalizer **out, cmf_err *err) {
     tok_normalizer *n = calloc(1, sizeof *n);
     if (!n) return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
     cmf_status st = CMF_OK;
-    if (!strcmp(t, "NFC")) n->type = TOK_NORM_NFC;
-    else if (!strcmp(t, "NFD")) n->type = TOK_NORM_NFD;
-    else if (!strcmp(t, "NFKC")) n->type = TOK_NORM_NFKC;
-    else if (!strcmp(t, "NFKD")) n->type = TOK_NORM_NFKD;
-    else if (!strcmp(t, "Lowercase")) n->type = TOK_NORM_LOWERCASE;
+    if (!strcmp(t, "NFC"))
+        n->type = TOK_NORM_NFC;
+    else if (!strcmp(t, "NFD"))
+        n->type = TOK_NORM_NFD;
+    else if (!strcmp(t, "NFKC"))
+        n->type = TOK_NORM_NFKC;
+    else if (!strcmp(t, "NFKD"))
+        n->type = TOK_NORM_NFKD;
+    else if (!strcmp(t, "Lowercase"))
+        n->type = TOK_NORM_LOWERCASE;
     else if (!strcmp(t, "Replace")) {
         n->type = TOK_NORM_REPLACE;
         st = load_pattern(j, "normalizer Replace", &n->pat, err);
@@ -146,7 +166,9 @@ cmf_status tok_load_normalizer(tjv j, tok_normalizer **out, cmf_err *err) {
     } else if (!strcmp(t, "Sequence")) {
         n->type = TOK_NORM_SEQUENCE;
         tjv a = tj_get(j, "normalizers");
-        if (!tj_is(a, TJ_ARR)) st = cmf_err_set(err, CMF_E_PARSE, CTX, "normalizer Sequence: \"normalizers\" must be an array");
+        if (!tj_is(a, TJ_ARR))
+            st = cmf_err_set(err, CMF_E_PARSE, CTX,
+                             "normalizer Sequence: \"normalizers\" must be an array");
         size_t cnt = tj_size(a);
         if (!st && cnt && !(n->kids = calloc(cnt, sizeof *n->kids)))
             st = cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
@@ -170,7 +192,8 @@ cmf_status tok_load_normalizer(tjv j, tok_normalizer **out, cmf_err *err) {
 void tok_pretok_free(tok_pretok *p) {
     if (!p) return;
     tok_pattern_free(&p->pat);
-    for (size_t i = 0; i < p->nkids; i++) tok_pretok_free(p->kids[i]);
+    for (size_t i = 0; i < p->nkids; i++)
+        tok_pretok_free(p->kids[i]);
     free(p->kids);
     free(p);
 }
@@ -179,10 +202,12 @@ static cmf_status pretok_one(tjv j, tok_pretok **out, cmf_err *err);
 
 /* Sequence children are flattened into one level (nested sequences compose the same way). */
 static cmf_status pretok_flatten(tjv j, tok_pretok *seq, size_t depth, cmf_err *err) {
-    if (depth > 16) return cmf_err_set(err, CMF_E_LIMIT, CTX, "pre_tokenizer Sequence nested deeper than 16");
+    if (depth > 16)
+        return cmf_err_set(err, CMF_E_LIMIT, CTX, "pre_tokenizer Sequence nested deeper than 16");
     tjv a = tj_get(j, "pretokenizers");
     if (!tj_is(a, TJ_ARR))
-        return cmf_err_set(err, CMF_E_PARSE, CTX, "pre_tokenizer Sequence: \"pretokenizers\" must be an array");
+        return cmf_err_set(err, CMF_E_PARSE, CTX,
+                           "pre_tokenizer Sequence: \"pretokenizers\" must be an array");
     for (tjv k = tj_first(a); k.d; k = tj_next(k)) {
         char tb[64];
         const char *t = type_of(k, tb);
@@ -217,7 +242,8 @@ static cmf_status pretok_one(tjv j, tok_pretok **out, cmf_err *err) {
     } else if (!strcmp(t, "Split")) {
         p->type = TOK_PRE_SPLIT;
         st = load_pattern(j, "pre_tokenizer Split", &p->pat, err);
-        if (!st) st = load_behavior(j, "pre_tokenizer Split", TOK_SPLIT_ISOLATED, &p->behavior, err);
+        if (!st)
+            st = load_behavior(j, "pre_tokenizer Split", TOK_SPLIT_ISOLATED, &p->behavior, err);
         p->invert = jbool(j, "invert", false);
     } else if (!strcmp(t, "Metaspace")) {
         p->type = TOK_PRE_METASPACE;
@@ -240,7 +266,8 @@ static cmf_status pretok_one(tjv j, tok_pretok **out, cmf_err *err) {
         p->type = TOK_PRE_SEQUENCE;
         st = pretok_flatten(j, p, 0, err);
     } else {
-        st = cmf_err_set(err, CMF_E_UNSUPPORTED, CTX, "pre_tokenizer type \"%s\" is not supported", t);
+        st = cmf_err_set(err, CMF_E_UNSUPPORTED, CTX, "pre_tokenizer type \"%s\" is not supported",
+                         t);
     }
     if (st) {
         tok_pretok_free(p);
@@ -250,7 +277,9 @@ static cmf_status pretok_one(tjv j, tok_pretok **out, cmf_err *err) {
     return CMF_OK;
 }
 
-cmf_status tok_load_pretok(tjv j, tok_pretok **out, cmf_err *err) { return pretok_one(j, out, err); }
+cmf_status tok_load_pretok(tjv j, tok_pretok **out, cmf_err *err) {
+    return pretok_one(j, out, err);
+}
 
 /* ---------------- decoders ---------------- */
 
@@ -258,7 +287,8 @@ void tok_decoder_free(tok_decoder *d) {
     if (!d) return;
     tok_pattern_free(&d->pat);
     free(d->content);
-    for (size_t i = 0; i < d->nkids; i++) tok_decoder_free(d->kids[i]);
+    for (size_t i = 0; i < d->nkids; i++)
+        tok_decoder_free(d->kids[i]);
     free(d->kids);
     free(d);
 }
@@ -271,9 +301,12 @@ cmf_status tok_load_decoder(tjv j, tok_decoder **out, cmf_err *err) {
     tok_decoder *d = calloc(1, sizeof *d);
     if (!d) return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
     cmf_status st = CMF_OK;
-    if (!strcmp(t, "ByteLevel")) d->type = TOK_DEC_BYTELEVEL;
-    else if (!strcmp(t, "ByteFallback")) d->type = TOK_DEC_BYTEFALLBACK;
-    else if (!strcmp(t, "Fuse")) d->type = TOK_DEC_FUSE;
+    if (!strcmp(t, "ByteLevel"))
+        d->type = TOK_DEC_BYTELEVEL;
+    else if (!strcmp(t, "ByteFallback"))
+        d->type = TOK_DEC_BYTEFALLBACK;
+    else if (!strcmp(t, "Fuse"))
+        d->type = TOK_DEC_FUSE;
     else if (!strcmp(t, "Strip")) {
         d->type = TOK_DEC_STRIP;
         st = jdup(j, "content", "decoder Strip", &d->content, &d->content_len, err);
@@ -281,7 +314,8 @@ cmf_status tok_load_decoder(tjv j, tok_decoder **out, cmf_err *err) {
         tj_int(tj_get(j, "start"), &a);
         tj_int(tj_get(j, "stop"), &b);
         if (!st && (a < 0 || b < 0))
-            st = cmf_err_set(err, CMF_E_PARSE, CTX, "decoder Strip: start/stop must be non-negative integers");
+            st = cmf_err_set(err, CMF_E_PARSE, CTX,
+                             "decoder Strip: start/stop must be non-negative integers");
         if (!st) {
             d->start = (size_t)a;
             d->stop = (size_t)b;
@@ -296,8 +330,10 @@ cmf_status tok_load_decoder(tjv j, tok_decoder **out, cmf_err *err) {
         if (!st) st = load_prepend(j, "decoder Metaspace", &d->prepend, err);
     } else if (!strcmp(t, "BPEDecoder")) {
         d->type = TOK_DEC_BPE;
-        if (tj_get(j, "suffix").d) st = jdup(j, "suffix", "decoder BPEDecoder", &d->content, &d->content_len, err);
-        else if (!(d->content = malloc(5))) st = cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
+        if (tj_get(j, "suffix").d)
+            st = jdup(j, "suffix", "decoder BPEDecoder", &d->content, &d->content_len, err);
+        else if (!(d->content = malloc(5)))
+            st = cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
         else {
             memcpy(d->content, "</w>", 5);
             d->content_len = 4;
@@ -305,8 +341,10 @@ cmf_status tok_load_decoder(tjv j, tok_decoder **out, cmf_err *err) {
     } else if (!strcmp(t, "WordPiece")) {
         d->type = TOK_DEC_WORDPIECE;
         d->cleanup = jbool(j, "cleanup", true);
-        if (tj_get(j, "prefix").d) st = jdup(j, "prefix", "decoder WordPiece", &d->content, &d->content_len, err);
-        else if (!(d->content = malloc(3))) st = cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
+        if (tj_get(j, "prefix").d)
+            st = jdup(j, "prefix", "decoder WordPiece", &d->content, &d->content_len, err);
+        else if (!(d->content = malloc(3)))
+            st = cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
         else {
             memcpy(d->content, "##", 3);
             d->content_len = 2;
@@ -314,7 +352,9 @@ cmf_status tok_load_decoder(tjv j, tok_decoder **out, cmf_err *err) {
     } else if (!strcmp(t, "Sequence")) {
         d->type = TOK_DEC_SEQUENCE;
         tjv a = tj_get(j, "decoders");
-        if (!tj_is(a, TJ_ARR)) st = cmf_err_set(err, CMF_E_PARSE, CTX, "decoder Sequence: \"decoders\" must be an array");
+        if (!tj_is(a, TJ_ARR))
+            st = cmf_err_set(err, CMF_E_PARSE, CTX,
+                             "decoder Sequence: \"decoders\" must be an array");
         size_t cnt = tj_size(a);
         if (!st && cnt && !(d->kids = calloc(cnt, sizeof *d->kids)))
             st = cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
@@ -370,7 +410,8 @@ cmf_status tok_load_post(tjv j, const cmf_tokenizer *tok, tok_post *out, cmf_err
     if (!strcmp(t, "Sequence")) {
         tjv a = tj_get(j, "processors");
         if (!tj_is(a, TJ_ARR))
-            return cmf_err_set(err, CMF_E_PARSE, CTX, "post_processor Sequence: \"processors\" must be an array");
+            return cmf_err_set(err, CMF_E_PARSE, CTX,
+                               "post_processor Sequence: \"processors\" must be an array");
         for (tjv k = tj_first(a); k.d; k = tj_next(k)) {
             tok_post p = {0};
             cmf_status st = tok_load_post(k, tok, &p, err);
@@ -394,22 +435,28 @@ cmf_status tok_load_post(tjv j, const cmf_tokenizer *tok, tok_post *out, cmf_err
         return st;
     }
     if (strcmp(t, "TemplateProcessing") != 0)
-        return cmf_err_set(err, CMF_E_UNSUPPORTED, CTX, "post_processor type \"%s\" is not supported", t);
+        return cmf_err_set(err, CMF_E_UNSUPPORTED, CTX,
+                           "post_processor type \"%s\" is not supported", t);
     tjv single = tj_get(j, "single"), specials = tj_get(j, "special_tokens");
     if (!tj_is(single, TJ_ARR))
-        return cmf_err_set(err, CMF_E_PARSE, CTX, "TemplateProcessing: \"single\" must be an array");
+        return cmf_err_set(err, CMF_E_PARSE, CTX,
+                           "TemplateProcessing: \"single\" must be an array");
     bool seen_a = false;
     size_t i = 0;
     for (tjv it = tj_first(single); it.d; it = tj_next(it), i++) {
         if (tj_is(tj_get(it, "Sequence"), TJ_OBJ)) {
-            if (seen_a) return cmf_err_set(err, CMF_E_PARSE, CTX, "TemplateProcessing: two sequences in \"single\"");
+            if (seen_a)
+                return cmf_err_set(err, CMF_E_PARSE, CTX,
+                                   "TemplateProcessing: two sequences in \"single\"");
             seen_a = true;
             continue;
         }
         size_t nl;
         const char *name = tj_str(tj_get(tj_get(it, "SpecialToken"), "id"), &nl);
         if (!name)
-            return cmf_err_set(err, CMF_E_PARSE, CTX, "TemplateProcessing: item %zu is neither SpecialToken nor Sequence", i);
+            return cmf_err_set(err, CMF_E_PARSE, CTX,
+                               "TemplateProcessing: item %zu is neither SpecialToken nor Sequence",
+                               i);
         tjv ids = {NULL, 0};
         for (tjv e = tj_first(specials); e.d; e = tj_next(e)) {
             size_t kl;
@@ -420,13 +467,16 @@ cmf_status tok_load_post(tjv j, const cmf_tokenizer *tok, tok_post *out, cmf_err
             }
         }
         if (!tj_is(ids, TJ_ARR))
-            return cmf_err_set(err, CMF_E_PARSE, CTX, "TemplateProcessing: special token \"%.*s\" missing from special_tokens",
-                               (int)(nl > 64 ? 64 : nl), name);
+            return cmf_err_set(
+                err, CMF_E_PARSE, CTX,
+                "TemplateProcessing: special token \"%.*s\" missing from special_tokens",
+                (int)(nl > 64 ? 64 : nl), name);
         for (tjv v = tj_first(ids); v.d; v = tj_next(v)) {
             int64_t id = -1;
             tj_int(v, &id);
             if (id < 0 || id > INT32_MAX)
-                return cmf_err_set(err, CMF_E_PARSE, CTX, "TemplateProcessing: special token \"%.*s\" has a bad id",
+                return cmf_err_set(err, CMF_E_PARSE, CTX,
+                                   "TemplateProcessing: special token \"%.*s\" has a bad id",
                                    (int)(nl > 64 ? 64 : nl), name);
             int32_t id32 = (int32_t)id;
             if (seen_a ? ids_append(&out->post, &out->npost, &id32, 1, false)
@@ -434,6 +484,7 @@ cmf_status tok_load_post(tjv j, const cmf_tokenizer *tok, tok_post *out, cmf_err
                 return cmf_err_set(err, CMF_E_NOMEM, CTX, "out of memory");
         }
     }
-    if (!seen_a) return cmf_err_set(err, CMF_E_PARSE, CTX, "TemplateProcessing: \"single\" has no sequence");
+    if (!seen_a)
+        return cmf_err_set(err, CMF_E_PARSE, CTX, "TemplateProcessing: \"single\" has no sequence");
     return CMF_OK;
 }

@@ -62,11 +62,13 @@ static bool runs_pred(bool (*pred)(uint32_t), const char *s, size_t len, runs *r
 /* Apply a behavior in place; afterwards every run in r is a piece (m unused). */
 static void apply_behavior(runs *r, tok_behavior b, bool invert) {
     if (invert)
-        for (size_t i = 0; i < r->n; i++) r->v[i].m = !r->v[i].m;
+        for (size_t i = 0; i < r->n; i++)
+            r->v[i].m = !r->v[i].m;
     size_t w = 0;
     bool prev_match = false;
     switch (b) {
-    case TOK_SPLIT_ISOLATED: return;
+    case TOK_SPLIT_ISOLATED:
+        return;
     case TOK_SPLIT_REMOVED:
         for (size_t i = 0; i < r->n; i++)
             if (!r->v[i].m) r->v[w++] = r->v[i];
@@ -75,8 +77,10 @@ static void apply_behavior(runs *r, tok_behavior b, bool invert) {
     case TOK_SPLIT_MERGED_PREV:
         for (size_t i = 0; i < r->n; i++) {
             run x = r->v[i];
-            if (x.m && !prev_match && w > 0) r->v[w - 1].e = x.e;
-            else r->v[w++] = x;
+            if (x.m && !prev_match && w > 0)
+                r->v[w - 1].e = x.e;
+            else
+                r->v[w++] = x;
             prev_match = x.m;
         }
         r->n = w;
@@ -84,8 +88,10 @@ static void apply_behavior(runs *r, tok_behavior b, bool invert) {
     case TOK_SPLIT_CONTIGUOUS:
         for (size_t i = 0; i < r->n; i++) {
             run x = r->v[i];
-            if (x.m == prev_match && w > 0) r->v[w - 1].e = x.e;
-            else r->v[w++] = x;
+            if (x.m == prev_match && w > 0)
+                r->v[w - 1].e = x.e;
+            else
+                r->v[w++] = x;
             prev_match = x.m;
         }
         r->n = w;
@@ -95,8 +101,10 @@ static void apply_behavior(runs *r, tok_behavior b, bool invert) {
         size_t keep = r->n; /* pieces are collected at the top end of the array */
         for (size_t i = r->n; i-- > 0;) {
             run x = r->v[i];
-            if (x.m && !prev_match && keep < r->n) r->v[keep].s = x.s;
-            else r->v[--keep] = x;
+            if (x.m && !prev_match && keep < r->n)
+                r->v[keep].s = x.s;
+            else
+                r->v[--keep] = x;
             prev_match = x.m;
         }
         memmove(r->v, r->v + keep, (r->n - keep) * sizeof *r->v);
@@ -109,7 +117,8 @@ static void apply_behavior(runs *r, tok_behavior b, bool invert) {
 static bool emit_runs(const runs *r, const char *s, bool at_origin, tok_pieces *out) {
     for (size_t i = 0; i < r->n; i++) {
         if (r->v[i].e == r->v[i].s) continue;
-        if (!tok_pieces_push(out, s + r->v[i].s, r->v[i].e - r->v[i].s, at_origin && r->v[i].s == 0))
+        if (!tok_pieces_push(out, s + r->v[i].s, r->v[i].e - r->v[i].s,
+                             at_origin && r->v[i].s == 0))
             return false;
     }
     return true;
@@ -127,7 +136,8 @@ static bool put_bytelevel(tok_buf *t, const char *s, size_t len) {
     if (!tok_buf_reserve(t, len * 2)) return false;
     for (size_t i = 0; i < len; i++) {
         uint32_t c = byte_char((unsigned char)s[i]);
-        if (c < 0x80) t->p[t->len++] = (char)c;
+        if (c < 0x80)
+            t->p[t->len++] = (char)c;
         else {
             t->p[t->len++] = (char)(0xC0 | (c >> 6));
             t->p[t->len++] = (char)(0x80 | (c & 0x3F));
@@ -137,9 +147,15 @@ static bool put_bytelevel(tok_buf *t, const char *s, size_t len) {
     return true;
 }
 
-static bool is_ws(uint32_t c) { return tok_is_whitespace(c); }
-static bool is_num(uint32_t c) { return tok_is_numeric(c); }
-static bool is_punc(uint32_t c) { return tok_is_punctuation(c); }
+static bool is_ws(uint32_t c) {
+    return tok_is_whitespace(c);
+}
+static bool is_num(uint32_t c) {
+    return tok_is_numeric(c);
+}
+static bool is_punc(uint32_t c) {
+    return tok_is_punctuation(c);
+}
 
 static bool step_piece(const tok_pretok *p, const char *s, size_t len, bool origin, tok_pieces *out,
                        runs *r, tok_buf *tmp) {
@@ -182,7 +198,8 @@ static bool step_piece(const tok_pretok *p, const char *s, size_t len, bool orig
         return emit_runs(r, s, origin, out);
     case TOK_PRE_BYTELEVEL: {
         tmp->len = 0;
-        if (p->add_prefix_space && (len == 0 || s[0] != ' ') && !tok_buf_put(tmp, " ", 1)) return false;
+        if (p->add_prefix_space && (len == 0 || s[0] != ' ') && !tok_buf_put(tmp, " ", 1))
+            return false;
         if (!tok_buf_put(tmp, s, len)) return false;
         const char *t = tmp->p;
         size_t tl = tmp->len;
@@ -204,13 +221,15 @@ static bool step_piece(const tok_pretok *p, const char *s, size_t len, bool orig
     }
     case TOK_PRE_METASPACE: {
         tmp->len = 0;
-        bool prepend = p->prepend == TOK_PREPEND_ALWAYS || (p->prepend == TOK_PREPEND_FIRST && origin);
+        bool prepend =
+            p->prepend == TOK_PREPEND_ALWAYS || (p->prepend == TOK_PREPEND_FIRST && origin);
         /* The prepend test looks at the text after spaces became the replacement. */
         bool starts = (len >= 1 && s[0] == ' ') ||
                       (len >= p->repl_len && memcmp(s, p->repl, p->repl_len) == 0);
         if (prepend && !starts && !tok_buf_put(tmp, p->repl, p->repl_len)) return false;
         for (size_t i = 0; i < len; i++) {
-            bool ok = s[i] == ' ' ? tok_buf_put(tmp, p->repl, p->repl_len) : tok_buf_put(tmp, s + i, 1);
+            bool ok =
+                s[i] == ' ' ? tok_buf_put(tmp, p->repl, p->repl_len) : tok_buf_put(tmp, s + i, 1);
             if (!ok) return false;
         }
         const char *t = tmp->p;
@@ -241,12 +260,14 @@ static bool step_piece(const tok_pretok *p, const char *s, size_t len, bool orig
             i = e;
         }
         return true;
-    case TOK_PRE_SEQUENCE: return false; /* flattened at load time */
+    case TOK_PRE_SEQUENCE:
+        return false; /* flattened at load time */
     }
     return false;
 }
 
-static bool step(const tok_pretok *p, const tok_pieces *in, tok_pieces *out, runs *r, tok_buf *tmp) {
+static bool step(const tok_pretok *p, const tok_pieces *in, tok_pieces *out, runs *r,
+                 tok_buf *tmp) {
     tok_pieces_reset(out);
     for (size_t i = 0; i < in->n; i++) {
         const tok_piece *pc = &in->v[i];

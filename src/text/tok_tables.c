@@ -84,7 +84,8 @@ uint64_t tok_hash_bytes(const void *p, size_t n) {
         n -= 8;
     }
     uint64_t w = 0;
-    for (size_t i = 0; i < n; i++) w |= (uint64_t)s[i] << (8 * i);
+    for (size_t i = 0; i < n; i++)
+        w |= (uint64_t)s[i] << (8 * i);
     h = (h ^ w) * 0x94d049bb133111ebull;
     h ^= h >> 29;
     h *= 0xbf58476d1ce4e5b9ull;
@@ -94,7 +95,8 @@ uint64_t tok_hash_bytes(const void *p, size_t n) {
 
 static size_t pow2_slots(size_t expect) {
     size_t n = 64;
-    while (n < expect * 2 && n < ((size_t)1 << 40)) n *= 2;
+    while (n < expect * 2 && n < ((size_t)1 << 40))
+        n *= 2;
     return n;
 }
 
@@ -117,7 +119,8 @@ void *tok_big_alloc(size_t bytes) {
 static struct tok_str_entry *slots_new(size_t n) {
     struct tok_str_entry *sl = tok_big_alloc(n * sizeof *sl);
     if (sl)
-        for (size_t i = 0; i < n; i++) sl[i].off = TOK_SLOT_EMPTY;
+        for (size_t i = 0; i < n; i++)
+            sl[i].off = TOK_SLOT_EMPTY;
     return sl;
 }
 
@@ -135,7 +138,8 @@ static bool strtab_rehash(tok_strtab *t) {
     for (size_t i = 0; i < t->nslots; i++) {
         if (t->slots[i].off == TOK_SLOT_EMPTY) continue;
         size_t k = (size_t)t->slots[i].hash & (ns - 1);
-        while (sl[k].off != TOK_SLOT_EMPTY) k = (k + 1) & (ns - 1);
+        while (sl[k].off != TOK_SLOT_EMPTY)
+            k = (k + 1) & (ns - 1);
         sl[k] = t->slots[i];
     }
     free(t->slots);
@@ -150,8 +154,8 @@ static inline uint64_t head8(const char *s, size_t len) {
     return h;
 }
 
-static inline bool entry_eq(const tok_strtab *t, const struct tok_str_entry *e, uint64_t h, uint64_t head,
-                            const char *s, size_t len) {
+static inline bool entry_eq(const tok_strtab *t, const struct tok_str_entry *e, uint64_t h,
+                            uint64_t head, const char *s, size_t len) {
     if (e->hash != h || e->len != len || e->head != head) return false;
     return len <= 8 || memcmp(t->arena + e->off + 8, s + 8, len - 8) == 0;
 }
@@ -242,7 +246,8 @@ static bool merges_rehash(tok_merges *m) {
         if (!m->keys[i]) continue;
         uint64_t key = m->keys[i];
         size_t k = (size_t)mix64(key) & (n.nslots - 1);
-        while (n.keys[k]) k = (k + 1) & (n.nslots - 1);
+        while (n.keys[k])
+            k = (k + 1) & (n.nslots - 1);
         n.keys[k] = key;
         n.rank[k] = m->rank[i];
         n.merged[k] = m->merged[i];

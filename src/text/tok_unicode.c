@@ -62,7 +62,8 @@ static size_t utf8_valid_at(const unsigned char *s, size_t len, size_t i, size_t
     if (c < 0x80) return 1;
     size_t need;
     unsigned lo = 0x80, hi = 0xBF;
-    if (c >= 0xC2 && c <= 0xDF) need = 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        need = 1;
     else if (c >= 0xE0 && c <= 0xEF) {
         need = 2;
         if (c == 0xE0) lo = 0xA0;
@@ -136,7 +137,8 @@ bool tok_is_punctuation(uint32_t c) {
 
 bool tok_is_word_char(uint32_t c) {
     if (c < 0x80)
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+               c == '_';
     if (c == 0x200C || c == 0x200D) return true;
     utf8proc_category_t k = utf8proc_category((utf8proc_int32_t)c);
     return (k >= UTF8PROC_CATEGORY_LU && k <= UTF8PROC_CATEGORY_ME) || k == UTF8PROC_CATEGORY_ND ||

@@ -21,7 +21,8 @@ static bool emit_piece(const cmf_tokenizer *tok, const char *p, size_t len, tok_
     if (id >= 0) return tok_ids_push(out, id);
     if (tok->byte_fallback) {
         bool all = true;
-        for (size_t i = 0; i < len; i++) all = all && tok->byte_ids[(unsigned char)p[i]] >= 0;
+        for (size_t i = 0; i < len; i++)
+            all = all && tok->byte_ids[(unsigned char)p[i]] >= 0;
         if (all) {
             for (size_t i = 0; i < len; i++)
                 if (!tok_ids_push(out, tok->byte_ids[(unsigned char)p[i]])) return false;
@@ -56,15 +57,19 @@ static void relax(node *n, double score, size_t start, int32_t id) {
     }
 }
 
-bool tok_unigram_encode(const cmf_tokenizer *tok, tok_buf *scratch, const char *w, size_t len, tok_ids *out) {
+bool tok_unigram_encode(const cmf_tokenizer *tok, tok_buf *scratch, const char *w, size_t len,
+                        tok_ids *out) {
     if (len == 0) return true;
     scratch->len = 0;
     size_t bytes = (len + 1) * sizeof(node);
-    if (bytes / sizeof(node) != len + 1 || !tok_buf_reserve(scratch, bytes + sizeof(node))) return false;
+    if (bytes / sizeof(node) != len + 1 || !tok_buf_reserve(scratch, bytes + sizeof(node)))
+        return false;
     /* align the lattice inside the scratch buffer */
-    uintptr_t base = (uintptr_t)scratch->p, al = (base + _Alignof(node) - 1) & ~(uintptr_t)(_Alignof(node) - 1);
+    uintptr_t base = (uintptr_t)scratch->p,
+              al = (base + _Alignof(node) - 1) & ~(uintptr_t)(_Alignof(node) - 1);
     node *lat = (node *)al;
-    for (size_t i = 0; i <= len; i++) lat[i] = (node){0.0, -1, -1};
+    for (size_t i = 0; i <= len; i++)
+        lat[i] = (node){0.0, -1, -1};
     lat[0].start = 0;
     double unk_score = tok->uni_min - UNK_PENALTY;
     for (size_t st = 0; st < len;) {

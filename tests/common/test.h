@@ -16,7 +16,7 @@ static int t_checks;
         t_checks++;                                                                                \
         if (!(cond)) {                                                                             \
             t_failures++;                                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);              \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
         }                                                                                          \
     } while (0)
 
@@ -25,14 +25,14 @@ static int t_checks;
         t_checks++;                                                                                \
         if (!(cond)) {                                                                             \
             t_failures++;                                                                          \
-            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);              \
+            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);               \
             fprintf(stderr, __VA_ARGS__);                                                          \
             fputc('\n', stderr);                                                                   \
         }                                                                                          \
     } while (0)
 
 #define CHECK_EQ_U64(a, b)                                                                         \
-    CHECK_MSG((unsigned long long)(a) == (unsigned long long)(b), "%llu != %llu",                 \
+    CHECK_MSG((unsigned long long)(a) == (unsigned long long)(b), "%llu != %llu",                  \
               (unsigned long long)(a), (unsigned long long)(b))
 
 #define CHECK_STATUS(expr, want)                                                                   \
@@ -47,7 +47,7 @@ static int t_checks;
 /* Call at the end of main. */
 #define TEST_DONE()                                                                                \
     do {                                                                                           \
-        printf("%s: %d checks, %d failed\n", __FILE__, t_checks, t_failures);                     \
+        printf("%s: %d checks, %d failed\n", __FILE__, t_checks, t_failures);                      \
         return t_failures ? 1 : 0;                                                                 \
     } while (0)
 

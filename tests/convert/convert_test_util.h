@@ -40,6 +40,8 @@ static inline uint8_t *load_gz(const char *path, size_t *len) {
 }
 
 /* Bitwise float equality (NaNs compare by their bits). */
-static inline int same_bits(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+static inline int same_bits(float a, float b) {
+    return memcmp(&a, &b, sizeof a) == 0;
+}
 
 #endif

@@ -18,7 +18,8 @@ typedef struct gw {
 
 static inline void w_bytes(gw *w, const void *p, size_t n) {
     if (w->n + n > w->cap) {
-        while (w->n + n > w->cap) w->cap = w->cap ? w->cap * 2 : 1 << 16;
+        while (w->n + n > w->cap)
+            w->cap = w->cap ? w->cap * 2 : 1 << 16;
         w->b = realloc(w->b, w->cap);
     }
     memcpy(w->b + w->n, p, n);
@@ -36,7 +37,9 @@ static inline void w_strn(gw *w, const char *s, size_t n) {
     w_u64(w, n);
     w_bytes(w, s, n);
 }
-static inline void w_str(gw *w, const char *s) { w_strn(w, s, strlen(s)); }
+static inline void w_str(gw *w, const char *s) {
+    w_strn(w, s, strlen(s));
+}
 static inline void w_begin(gw *w) {
     memset(w, 0, sizeof *w);
     w_bytes(w, "GGUF", 4);
@@ -45,7 +48,8 @@ static inline void w_begin(gw *w) {
     w_u64(w, 0); /* n_kv, patched by w_end */
 }
 static inline void w_end(gw *w) {
-    for (int i = 0; i < 8; i++) w->b[16 + i] = (uint8_t)(w->nkv >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        w->b[16 + i] = (uint8_t)(w->nkv >> (8 * i));
 }
 static inline void kv_str(gw *w, const char *k, const char *v) {
     w_str(w, k);
@@ -71,7 +75,8 @@ static inline void kv_strs(gw *w, const char *k, const char **v, size_t n) {
     w_u32(w, CMF_GGUF_ARRAY);
     w_u32(w, CMF_GGUF_STRING);
     w_u64(w, n);
-    for (size_t i = 0; i < n; i++) w_str(w, v[i]);
+    for (size_t i = 0; i < n; i++)
+        w_str(w, v[i]);
     w->nkv++;
 }
 static inline void kv_i32s(gw *w, const char *k, const int32_t *v, size_t n) {
@@ -79,7 +84,8 @@ static inline void kv_i32s(gw *w, const char *k, const int32_t *v, size_t n) {
     w_u32(w, CMF_GGUF_ARRAY);
     w_u32(w, CMF_GGUF_I32);
     w_u64(w, n);
-    for (size_t i = 0; i < n; i++) w_u32(w, (uint32_t)v[i]);
+    for (size_t i = 0; i < n; i++)
+        w_u32(w, (uint32_t)v[i]);
     w->nkv++;
 }
 /* n f32 scores of -1000 (llama.cpp's placeholder score). */
@@ -88,10 +94,10 @@ static inline void kv_f32s(gw *w, const char *k, size_t n) {
     w_u32(w, CMF_GGUF_ARRAY);
     w_u32(w, CMF_GGUF_F32);
     w_u64(w, n);
-    for (size_t i = 0; i < n; i++) w_u32(w, 0xC47A0000u); /* -1000: placeholder scores */
+    for (size_t i = 0; i < n; i++)
+        w_u32(w, 0xC47A0000u); /* -1000: placeholder scores */
     w->nkv++;
 }
-
 
 static inline void kv_f32(gw *w, const char *k, float v) {
     uint32_t b;
@@ -128,9 +134,12 @@ static inline void w_f32_tensors(gw *w, const char **names, const uint64_t *rows
         w_u64(w, off);
         off += (r * 128 + 31) / 32 * 32;
     }
-    while (w->n % 32) w_bytes(w, "", 1);
-    for (uint64_t i = 0; i < off; i++) w_bytes(w, "", 1);
-    for (int i = 0; i < 8; i++) w->b[8 + i] = (uint8_t)((uint64_t)n >> (8 * i));
+    while (w->n % 32)
+        w_bytes(w, "", 1);
+    for (uint64_t i = 0; i < off; i++)
+        w_bytes(w, "", 1);
+    for (int i = 0; i < 8; i++)
+        w->b[8 + i] = (uint8_t)((uint64_t)n >> (8 * i));
 }
 
 #endif

@@ -27,8 +27,12 @@ static json_t *arch_of(const gw *w, cmf_status want) {
     return j;
 }
 
-static int64_t geti(json_t *j, const char *k) { return json_integer_value(json_object_get(j, k)); }
-static double getr(json_t *j, const char *k) { return json_number_value(json_object_get(j, k)); }
+static int64_t geti(json_t *j, const char *k) {
+    return json_integer_value(json_object_get(j, k));
+}
+static double getr(json_t *j, const char *k) {
+    return json_number_value(json_object_get(j, k));
+}
 static const char *gets(json_t *j, const char *k) {
     const char *s = json_string_value(json_object_get(j, k));
     return s ? s : "";
@@ -63,13 +67,17 @@ static void test_arch(void) {
     w_end(&w);
     json_t *j = arch_of(&w, CMF_OK);
     if (j) {
-        CHECK(strcmp(gets(j, "arch_name"), "llama") == 0 && geti(j, "num_layers") == 2 && geti(j, "hidden_size") == 256);
-        CHECK(geti(j, "num_kv_heads") == 4 && geti(j, "head_dim") == 64 && geti(j, "intermediate_size") == 512);
+        CHECK(strcmp(gets(j, "arch_name"), "llama") == 0 && geti(j, "num_layers") == 2 &&
+              geti(j, "hidden_size") == 256);
+        CHECK(geti(j, "num_kv_heads") == 4 && geti(j, "head_dim") == 64 &&
+              geti(j, "intermediate_size") == 512);
         CHECK(geti(j, "vocab_size") == 3 && geti(j, "max_position_embeddings") == 4096);
         CHECK(getr(j, "rms_norm_eps") == 1e-5 && getr(j, "rope_theta") == 10000.0);
-        CHECK(strcmp(gets(j, "norm_style"), "qwen") == 0 && strcmp(gets(j, "hidden_act"), "silu") == 0);
+        CHECK(strcmp(gets(j, "norm_style"), "qwen") == 0 &&
+              strcmp(gets(j, "hidden_act"), "silu") == 0);
         CHECK(json_is_true(json_object_get(j, "tie_word_embeddings")));
-        CHECK(json_object_get(j, "layer_types") == NULL && json_object_get(j, "partial_rotary_factor") == NULL);
+        CHECK(json_object_get(j, "layer_types") == NULL &&
+              json_object_get(j, "partial_rotary_factor") == NULL);
         json_decref(j);
     }
     free(w.b);
@@ -87,7 +95,8 @@ static void test_arch(void) {
     w_end(&w);
     j = arch_of(&w, CMF_OK);
     if (j) {
-        CHECK(geti(j, "num_kv_heads") == 2 && geti(j, "head_dim") == 128 && getr(j, "partial_rotary_factor") == 0.5);
+        CHECK(geti(j, "num_kv_heads") == 2 && geti(j, "head_dim") == 128 &&
+              getr(j, "partial_rotary_factor") == 0.5);
         CHECK(getr(j, "rope_theta") == 1e6);
         json_t *y = json_object_get(j, "yarn");
         CHECK(getr(y, "factor") == 4.0 && geti(y, "original_max_position_embeddings") == 32768);
@@ -102,11 +111,15 @@ static void test_arch(void) {
     w_end(&w);
     j = arch_of(&w, CMF_OK);
     if (j) {
-        CHECK(strcmp(gets(j, "norm_style"), "gemma") == 0 && strcmp(gets(j, "hidden_act"), "gelu_pytorch_tanh") == 0);
-        CHECK(getr(j, "query_pre_attn_scalar") == 256.0 && getr(j, "rope_local_base_freq") == 10000.0);
+        CHECK(strcmp(gets(j, "norm_style"), "gemma") == 0 &&
+              strcmp(gets(j, "hidden_act"), "gelu_pytorch_tanh") == 0);
+        CHECK(getr(j, "query_pre_attn_scalar") == 256.0 &&
+              getr(j, "rope_local_base_freq") == 10000.0);
         CHECK(json_array_size(json_object_get(j, "layer_types")) == 12);
-        CHECK(strcmp(layer(j, 4), "SlidingAttention") == 0 && strcmp(layer(j, 5), "FullAttention") == 0 &&
-              strcmp(layer(j, 11), "FullAttention") == 0 && strcmp(layer(j, 6), "SlidingAttention") == 0);
+        CHECK(strcmp(layer(j, 4), "SlidingAttention") == 0 &&
+              strcmp(layer(j, 5), "FullAttention") == 0 &&
+              strcmp(layer(j, 11), "FullAttention") == 0 &&
+              strcmp(layer(j, 6), "SlidingAttention") == 0);
         CHECK(geti(j, "sliding_window") == 512);
         json_decref(j);
     }
@@ -127,7 +140,8 @@ static void test_arch(void) {
     w_end(&w);
     j = arch_of(&w, CMF_OK);
     if (j)
-        CHECK(strcmp(layer(j, 0), "FullAttention") == 0 && strcmp(layer(j, 1), "SlidingAttention") == 0 &&
+        CHECK(strcmp(layer(j, 0), "FullAttention") == 0 &&
+              strcmp(layer(j, 1), "SlidingAttention") == 0 &&
               strcmp(layer(j, 2), "FullAttention") == 0);
     json_decref(j);
     free(w.b);
@@ -139,8 +153,10 @@ static void test_arch(void) {
     w_end(&w);
     j = arch_of(&w, CMF_OK);
     if (j) {
-        CHECK(getr(j, "attn_logit_softcapping") == 50.0 && getr(j, "final_logit_softcapping") == 30.0);
-        CHECK(strcmp(layer(j, 0), "SlidingAttention") == 0 && strcmp(layer(j, 1), "FullAttention") == 0);
+        CHECK(getr(j, "attn_logit_softcapping") == 50.0 &&
+              getr(j, "final_logit_softcapping") == 30.0);
+        CHECK(strcmp(layer(j, 0), "SlidingAttention") == 0 &&
+              strcmp(layer(j, 1), "FullAttention") == 0);
         json_decref(j);
     }
     free(w.b);
@@ -202,22 +218,32 @@ static void test_names(void) {
         {"llama", "blk.0.attn_norm.weight", "model.layers.0.input_layernorm.weight"},
         {"llama", "blk.0.ffn_norm.weight", "model.layers.0.post_attention_layernorm.weight"},
         {"gemma3", "blk.0.ffn_norm.weight", "model.layers.0.pre_feedforward_layernorm.weight"},
-        {"gemma3", "blk.0.post_attention_norm.weight", "model.layers.0.post_attention_layernorm.weight"},
-        {"gemma3", "blk.0.post_ffw_norm.weight", "model.layers.0.post_feedforward_layernorm.weight"},
+        {"gemma3", "blk.0.post_attention_norm.weight",
+         "model.layers.0.post_attention_layernorm.weight"},
+        {"gemma3", "blk.0.post_ffw_norm.weight",
+         "model.layers.0.post_feedforward_layernorm.weight"},
         {"qwen2moe", "blk.2.ffn_gate_inp.weight", "model.layers.2.mlp.gate.weight"},
-        {"qwen2moe", "blk.2.ffn_up_shexp.weight", "model.layers.2.mlp.shared_expert.up_proj.weight"},
-        {"qwen2moe", "blk.2.ffn_gate_inp_shexp.weight", "model.layers.2.mlp.shared_expert_gate.weight"},
+        {"qwen2moe", "blk.2.ffn_up_shexp.weight",
+         "model.layers.2.mlp.shared_expert.up_proj.weight"},
+        {"qwen2moe", "blk.2.ffn_gate_inp_shexp.weight",
+         "model.layers.2.mlp.shared_expert_gate.weight"},
     };
     char out[256];
     for (size_t i = 0; i < sizeof k / sizeof *k; i++) {
         bool ok = cmf_gguf_hf_name(k[i][0], k[i][1], out, sizeof out);
-        CHECK_MSG(ok && strcmp(out, k[i][2]) == 0, "%s %s -> %s", k[i][0], k[i][1], ok ? out : "(none)");
+        CHECK_MSG(ok && strcmp(out, k[i][2]) == 0, "%s %s -> %s", k[i][0], k[i][1],
+                  ok ? out : "(none)");
     }
-    static const char *none[][2] = {{"llama", "rope_freqs.weight"}, {"qwen2moe", "blk.0.ffn_up_exps.weight"},
-                                    {"llama", "blk.0.post_attention_norm.weight"}, {"llama", "blk.x.attn_q.weight"},
-                                    {"llama", "blk.0.attn_q"}, {"llama", "blk..attn_q.weight"}, {"llama", "token_embd.scale"}};
+    static const char *none[][2] = {{"llama", "rope_freqs.weight"},
+                                    {"qwen2moe", "blk.0.ffn_up_exps.weight"},
+                                    {"llama", "blk.0.post_attention_norm.weight"},
+                                    {"llama", "blk.x.attn_q.weight"},
+                                    {"llama", "blk.0.attn_q"},
+                                    {"llama", "blk..attn_q.weight"},
+                                    {"llama", "token_embd.scale"}};
     for (size_t i = 0; i < sizeof none / sizeof *none; i++)
-        CHECK_MSG(!cmf_gguf_hf_name(none[i][0], none[i][1], out, sizeof out), "%s mapped to %s", none[i][1], out);
+        CHECK_MSG(!cmf_gguf_hf_name(none[i][0], none[i][1], out, sizeof out), "%s mapped to %s",
+                  none[i][1], out);
     CHECK(!cmf_gguf_hf_name("llama", "blk.0.attn_q.weight", out, 10)); /* too small */
 }
 
@@ -249,15 +275,18 @@ static void test_fixups(void) {
             }
         float hf[256];
         if (q) CHECK_STATUS(cmf_gguf_tensor_hf_f32(g, q, hf, &t_err_), CMF_OK);
-        /* head of 4 rows: GGUF rows (0,1,2,3) = pairs (i0 p0, i0 p1, i1 p0, i1 p1) -> HF (0,2,1,3) */
+        /* head of 4 rows: GGUF rows (0,1,2,3) = pairs (i0 p0, i0 p1, i1 p0, i1 p1) -> HF (0,2,1,3)
+         */
         const float want[8] = {0, 2, 1, 3, 4, 6, 5, 7};
-        for (int r = 0; r < 8; r++) CHECK_MSG(hf[r * 32 + 31] == want[r], "HF row %d holds GGUF row %g", r, hf[r * 32]);
+        for (int r = 0; r < 8; r++)
+            CHECK_MSG(hf[r * 32 + 31] == want[r], "HF row %d holds GGUF row %g", r, hf[r * 32]);
         cmf_gguf_close(g);
     }
     free(w.b);
     /* the standalone un-permutation agrees, and refuses a row count that does not split */
     float m[8 * 2], scratch[8 * 2];
-    for (int i = 0; i < 16; i++) m[i] = (float)(i / 2);
+    for (int i = 0; i < 16; i++)
+        m[i] = (float)(i / 2);
     CHECK_STATUS(cmf_gguf_unpermute_rows(m, 8, 2, 2, scratch, &t_err_), CMF_OK);
     CHECK(m[2] == 2 && m[4] == 1 && m[10] == 6);
     CHECK_STATUS(cmf_gguf_unpermute_rows(m, 6, 2, 2, scratch, &t_err_), CMF_E_INVALID_ARG);
@@ -274,7 +303,9 @@ static void test_fixups(void) {
         cmf_gguf_fixup f = cmf_gguf_tensor_fixup(g, "blk.0.attn_q.weight");
         CHECK(!f.minus_one && !f.unpermute_rows);
         float v[32];
-        CHECK_STATUS(cmf_gguf_tensor_hf_f32(g, cmf_gguf_find_tensor(g, "blk.0.attn_q_norm.weight"), v, &t_err_), CMF_OK);
+        CHECK_STATUS(cmf_gguf_tensor_hf_f32(g, cmf_gguf_find_tensor(g, "blk.0.attn_q_norm.weight"),
+                                            v, &t_err_),
+                     CMF_OK);
         CHECK(v[0] == -1.0f && v[31] == -1.0f);
         cmf_gguf_close(g);
     }

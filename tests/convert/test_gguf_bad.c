@@ -15,10 +15,12 @@ static void put(gbuf *g, const void *p, size_t n) {
     g->n += n;
 }
 static void u32(gbuf *g, uint32_t v) {
-    for (int i = 0; i < 4; i++) g->b[g->n++] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 4; i++)
+        g->b[g->n++] = (uint8_t)(v >> (8 * i));
 }
 static void u64(gbuf *g, uint64_t v) {
-    for (int i = 0; i < 8; i++) g->b[g->n++] = (uint8_t)(v >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        g->b[g->n++] = (uint8_t)(v >> (8 * i));
 }
 static void str(gbuf *g, const char *s) {
     u64(g, strlen(s));
@@ -37,7 +39,8 @@ static void kv_u32(gbuf *g, const char *k, uint32_t v) {
     u32(g, v);
 }
 /* tensor info: 2-D [ne0, ne1] */
-static void tinfo(gbuf *g, const char *name, uint32_t type, uint64_t ne0, uint64_t ne1, uint64_t off) {
+static void tinfo(gbuf *g, const char *name, uint32_t type, uint64_t ne0, uint64_t ne1,
+                  uint64_t off) {
     str(g, name);
     u32(g, 2);
     u64(g, ne0);
@@ -46,7 +49,8 @@ static void tinfo(gbuf *g, const char *name, uint32_t type, uint64_t ne0, uint64
     u64(g, off);
 }
 static void pad_to(gbuf *g, size_t align) {
-    while (g->n % align) g->b[g->n++] = 0;
+    while (g->n % align)
+        g->b[g->n++] = 0;
 }
 static void zeros(gbuf *g, size_t n) {
     memset(g->b + g->n, 0, n);
@@ -61,12 +65,13 @@ static cmf_status try_open(const gbuf *g, cmf_err *err) {
     return st;
 }
 
-#define EXPECT(g, want)                                                                                      \
-    do {                                                                                                     \
-        cmf_err e_;                                                                                          \
-        cmf_err_clear(&e_);                                                                                  \
-        cmf_status s_ = try_open(g, &e_);                                                                   \
-        CHECK_MSG(s_ == (want), "got %s (%s), want %s", cmf_status_name(s_), e_.msg, cmf_status_name(want)); \
+#define EXPECT(g, want)                                                                            \
+    do {                                                                                           \
+        cmf_err e_;                                                                                \
+        cmf_err_clear(&e_);                                                                        \
+        cmf_status s_ = try_open(g, &e_);                                                          \
+        CHECK_MSG(s_ == (want), "got %s (%s), want %s", cmf_status_name(s_), e_.msg,               \
+                  cmf_status_name(want));                                                          \
     } while (0)
 
 /* A valid file: 2 KVs, an F32 [4 x 2] and a Q8_0 [32 x 1] tensor. */
@@ -82,7 +87,8 @@ static void valid(gbuf *g) {
     float v[8] = {1, 2, 3, 4, 5, 6, 7, 8};
     put(g, v, sizeof v);
     uint8_t q8[34] = {0x00, 0x3c}; /* d = 1.0 */
-    for (int i = 0; i < 32; i++) q8[2 + i] = (uint8_t)(int8_t)(i - 16);
+    for (int i = 0; i < 32; i++)
+        q8[2 + i] = (uint8_t)(int8_t)(i - 16);
     put(g, q8, sizeof q8);
 }
 
@@ -244,7 +250,8 @@ int main(void) {
     header(g, 3, 1, 0);
     str(g, "t");
     u32(g, 5);
-    for (int i = 0; i < 5; i++) u64(g, 1);
+    for (int i = 0; i < 5; i++)
+        u64(g, 1);
     u32(g, 0);
     u64(g, 0);
     EXPECT(g, CMF_E_PARSE);

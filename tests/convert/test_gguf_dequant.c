@@ -17,7 +17,8 @@ static void check_metadata(const cmf_gguf *g) {
     CHECK(cmf_gguf_get_int(g, "test.i32", &i) && i == -2000000000LL);
     CHECK(cmf_gguf_get_float(g, "test.f32", &f) && f == 1.5);
     CHECK(cmf_gguf_get_bool(g, "test.bool", &b) && b);
-    CHECK(cmf_gguf_get_str(g, "test.str") && strcmp(cmf_gguf_get_str(g, "test.str"), "h\xc3\xa9llo") == 0);
+    CHECK(cmf_gguf_get_str(g, "test.str") &&
+          strcmp(cmf_gguf_get_str(g, "test.str"), "h\xc3\xa9llo") == 0);
     const cmf_gguf_kv *kv = cmf_gguf_find_kv(g, "test.u64");
     CHECK(kv && kv->type == CMF_GGUF_U64 && kv->u64 == (1ULL << 63) + 5);
     CHECK(cmf_gguf_get_int(g, "test.i64", &i) && i == -(1LL << 62));
@@ -48,7 +49,8 @@ static void check_type(const cmf_gguf *g, const char *type) {
     const cmf_gguf_tensor *c = cmf_gguf_find_tensor(g, cname), *w = cmf_gguf_find_tensor(g, wname);
     CHECK_MSG(c && w, "fixture lacks %s", type);
     if (!c || !w) return;
-    CHECK_MSG(strcmp(cmf_ggml_type_name(c->type), type) == 0, "%s has type %s", cname, cmf_ggml_type_name(c->type));
+    CHECK_MSG(strcmp(cmf_ggml_type_name(c->type), type) == 0, "%s has type %s", cname,
+              cmf_ggml_type_name(c->type));
     CHECK(w->type == CMF_GGML_F32 && w->nelem == c->nelem && c->nrows == 3);
     CHECK(c->shape[0] == c->nrows && c->shape[1] == c->row_len);
     float *got = malloc(c->nelem * sizeof(float)), *want = malloc(w->nelem * sizeof(float));
@@ -61,14 +63,17 @@ static void check_type(const cmf_gguf *g, const char *type) {
     for (uint64_t i = 0; i < c->nelem; i++)
         if (!same_bits(got[i], want[i]) && bad++ == 0) first = i;
     CHECK_MSG(bad == 0, "%s: %llu of %llu values differ, first at %llu: got %.9g want %.9g", type,
-              (unsigned long long)bad, (unsigned long long)c->nelem, (unsigned long long)first, got[first], want[first]);
+              (unsigned long long)bad, (unsigned long long)c->nelem, (unsigned long long)first,
+              got[first], want[first]);
     /* one row at a time equals the whole read */
     uint64_t rbad = 0;
     for (uint64_t r = 0; r < c->nrows; r++) {
         CHECK_STATUS(cmf_gguf_tensor_rows_f32(g, c, r, 1, row, &t_err_), CMF_OK);
-        for (uint64_t i = 0; i < c->row_len; i++) rbad += !same_bits(row[i], got[r * c->row_len + i]);
+        for (uint64_t i = 0; i < c->row_len; i++)
+            rbad += !same_bits(row[i], got[r * c->row_len + i]);
     }
-    CHECK_MSG(rbad == 0, "%s: row-wise read differs in %llu values", type, (unsigned long long)rbad);
+    CHECK_MSG(rbad == 0, "%s: row-wise read differs in %llu values", type,
+              (unsigned long long)rbad);
     CHECK_STATUS(cmf_gguf_tensor_rows_f32(g, c, 2, 2, row, &t_err_), CMF_E_INVALID_ARG);
     free(got);
     free(want);
@@ -88,16 +93,19 @@ int main(void) {
         check_metadata(g);
         static const char *types[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K",
                                       "Q4_K", "Q5_K", "Q6_K", "F16",  "BF16", "F32"};
-        for (size_t i = 0; i < sizeof types / sizeof *types; i++) check_type(g, types[i]);
+        for (size_t i = 0; i < sizeof types / sizeof *types; i++)
+            check_type(g, types[i]);
         CHECK(cmf_gguf_tensor_count(g) == 26);
     }
     /* unsupported types name themselves */
     float out[32];
     uint8_t blk[40] = {0};
-    CHECK_STATUS(cmf_ggml_dequantize(CMF_GGML_Q8_1, blk, sizeof blk, 32, out, &t_err_), CMF_E_UNSUPPORTED);
+    CHECK_STATUS(cmf_ggml_dequantize(CMF_GGML_Q8_1, blk, sizeof blk, 32, out, &t_err_),
+                 CMF_E_UNSUPPORTED);
     cmf_ggml_dequantize(20, blk, sizeof blk, 32, out, &err);
     CHECK_MSG(strstr(err.msg, "IQ4_NL") != NULL, "message: %s", err.msg);
-    CHECK_STATUS(cmf_ggml_dequantize(CMF_GGML_Q4_0, blk, sizeof blk, 16, out, &t_err_), CMF_E_INVALID_ARG);
+    CHECK_STATUS(cmf_ggml_dequantize(CMF_GGML_Q4_0, blk, sizeof blk, 16, out, &t_err_),
+                 CMF_E_INVALID_ARG);
     CHECK_STATUS(cmf_ggml_dequantize(CMF_GGML_Q4_0, blk, 10, 32, out, &t_err_), CMF_E_INVALID_ARG);
     cmf_gguf_close(g);
     free(buf);

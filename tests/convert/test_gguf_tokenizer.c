@@ -24,7 +24,8 @@ static json_t *gen_json(const gw *w, cmf_status want, const char *want_msg) {
     size_t len = 0;
     cmf_status st = cmf_gguf_tokenizer_json(g, &text, &len, &err);
     CHECK_MSG(st == want, "got %s (%s)", cmf_status_name(st), err.msg);
-    if (want_msg) CHECK_MSG(st && strstr(err.msg, want_msg), "message '%s' lacks '%s'", err.msg, want_msg);
+    if (want_msg)
+        CHECK_MSG(st && strstr(err.msg, want_msg), "message '%s' lacks '%s'", err.msg, want_msg);
     cmf_gguf_close(g);
     json_t *j = NULL;
     if (text) {
@@ -38,7 +39,8 @@ static json_t *gen_json(const gw *w, cmf_status want, const char *want_msg) {
 
 static void test_spm_small(void) {
     /* pieces: "ab" = a+b, "abc" = ab+c, "▁▁" user-defined (written with spaces by llama.cpp) */
-    const char *toks[] = {"<unk>", "<s>", "</s>", "<0x41>", "a", "b", "c", "ab", "abc", "  ", "\xe2\x96\x81", "<ctl>"};
+    const char *toks[] = {"<unk>", "<s>", "</s>", "<0x41>",       "a",    "b", "c",
+                          "ab",    "abc", "  ",   "\xe2\x96\x81", "<ctl>"};
     const int32_t types[] = {2, 3, 3, 6, 1, 1, 1, 1, 1, 4, 1, 3};
     size_t n = sizeof toks / sizeof *toks;
     gw w;
@@ -57,7 +59,8 @@ static void test_spm_small(void) {
         CHECK(strcmp(json_string_value(json_object_get(model, "type")), "BPE") == 0);
         CHECK(json_is_true(json_object_get(model, "byte_fallback")));
         CHECK(strcmp(json_string_value(json_object_get(model, "unk_token")), "<unk>") == 0);
-        CHECK(json_integer_value(json_object_get(json_object_get(model, "vocab"), "\xe2\x96\x81\xe2\x96\x81")) == 9);
+        CHECK(json_integer_value(json_object_get(json_object_get(model, "vocab"),
+                                                 "\xe2\x96\x81\xe2\x96\x81")) == 9);
         /* user-defined first, then in merged-piece order: (▁,▁) (a,b) (ab,c) */
         CHECK_MSG(json_array_size(merges) == 3, "%zu merges", json_array_size(merges));
         const char *want[3][2] = {{"\xe2\x96\x81", "\xe2\x96\x81"}, {"a", "b"}, {"ab", "c"}};
@@ -71,7 +74,8 @@ static void test_spm_small(void) {
         CHECK(json_array_size(added) == 5); /* unk, s, /s, user-defined, ctl */
         CHECK(json_is_true(json_object_get(json_array_get(added, 0), "special")));
         CHECK(json_is_false(json_object_get(json_array_get(added, 3), "special")));
-        CHECK(strcmp(json_string_value(json_object_get(json_object_get(j, "normalizer"), "type")), "Replace") == 0);
+        CHECK(strcmp(json_string_value(json_object_get(json_object_get(j, "normalizer"), "type")),
+                     "Replace") == 0);
         json_t *single = json_object_get(json_object_get(j, "post_processor"), "single");
         CHECK(json_array_size(single) == 2); /* <s> A: add_bos_token defaults to true */
         cmf_tokenizer *tok = NULL;
@@ -80,9 +84,11 @@ static void test_spm_small(void) {
         if (tok) {
             int32_t *ids = NULL;
             size_t nid = 0;
-            CHECK_STATUS(cmf_tokenizer_encode(tok, "abc  ab", 7, true, &ids, &nid, &t_err_), CMF_OK);
+            CHECK_STATUS(cmf_tokenizer_encode(tok, "abc  ab", 7, true, &ids, &nid, &t_err_),
+                         CMF_OK);
             int32_t expect[] = {1, 8, 9, 7};
-            CHECK_MSG(nid == 4 && ids && memcmp(ids, expect, sizeof expect) == 0, "encoded to %zu ids", nid);
+            CHECK_MSG(nid == 4 && ids && memcmp(ids, expect, sizeof expect) == 0,
+                      "encoded to %zu ids", nid);
             free(ids);
         }
         cmf_tokenizer_free(tok);
@@ -170,7 +176,8 @@ static void compare(const char *what, const char *gen, size_t gen_len, const cha
 /* GGUF tokenizer metadata written from an HF tokenizer.json, as llama.cpp's converter does. */
 static void from_hf(const char *what, const char *pre, const char *bos, bool add_bos) {
     char path[1024];
-    snprintf(path, sizeof path, "%s/../shared/tokenizers/%s/tokenizer.json", CORTIQ_SOURCE_DIR, what);
+    snprintf(path, sizeof path, "%s/../shared/tokenizers/%s/tokenizer.json", CORTIQ_SOURCE_DIR,
+             what);
     json_error_t je;
     json_t *t = json_load_file(path, 0, &je);
     if (!t) {
@@ -183,7 +190,8 @@ static void from_hf(const char *what, const char *pre, const char *bos, bool add
     size_t n = 0;
     const char *k;
     json_t *v;
-    json_object_foreach(vocab, k, v) if ((size_t)json_integer_value(v) + 1 > n) n = (size_t)json_integer_value(v) + 1;
+    json_object_foreach(vocab, k, v) if ((size_t)json_integer_value(v) + 1 > n) n =
+        (size_t)json_integer_value(v) + 1;
     size_t i;
     json_array_foreach(added, i, v) {
         size_t id = (size_t)json_integer_value(json_object_get(v, "id"));
@@ -215,7 +223,8 @@ static void from_hf(const char *what, const char *pre, const char *bos, bool add
         if (json_is_string(v)) {
             ms[i] = json_string_value(v);
         } else {
-            const char *l = json_string_value(json_array_get(v, 0)), *r = json_string_value(json_array_get(v, 1));
+            const char *l = json_string_value(json_array_get(v, 0)),
+                       *r = json_string_value(json_array_get(v, 1));
             owned[i] = malloc(strlen(l) + strlen(r) + 2);
             sprintf(owned[i], "%s %s", l, r);
             ms[i] = owned[i];
@@ -231,8 +240,9 @@ static void from_hf(const char *what, const char *pre, const char *bos, bool add
     kv_bool(&w, "tokenizer.ggml.add_bos_token", add_bos);
     json_t *bid = json_object_get(vocab, bos);
     int64_t bos_id = -1;
-    json_array_foreach(added, i, v) if (strcmp(json_string_value(json_object_get(v, "content")), bos) == 0) bos_id =
-        json_integer_value(json_object_get(v, "id"));
+    json_array_foreach(added, i,
+                       v) if (strcmp(json_string_value(json_object_get(v, "content")), bos) == 0)
+        bos_id = json_integer_value(json_object_get(v, "id"));
     if (bos_id < 0 && bid) bos_id = json_integer_value(bid);
     if (bos_id >= 0) kv_u32(&w, "tokenizer.ggml.bos_token_id", (uint32_t)bos_id);
     w_end(&w);
@@ -245,8 +255,10 @@ static void from_hf(const char *what, const char *pre, const char *bos, bool add
     free(gen);
     cmf_gguf_close(g);
     free(w.b);
-    for (i = 0; i < nm; i++) free(owned[i]);
-    for (i = 0; i < n; i++) free(pads[i]);
+    for (i = 0; i < nm; i++)
+        free(owned[i]);
+    for (i = 0; i < n; i++)
+        free(pads[i]);
     free(owned);
     free(ms);
     free(pads);
@@ -258,8 +270,11 @@ static void from_hf(const char *what, const char *pre, const char *bos, bool add
 static void gemma_real(void) {
     char path[1024], ref[1024];
     const char *env = getenv("CORTIQ_MODEL_CACHE");
-    if (env && *env) snprintf(path, sizeof path, "%s/gemma3-270m-q4_k_m.gguf", env);
-    else snprintf(path, sizeof path, "%s/.cache/cortiq/models/gemma3-270m-q4_k_m.gguf", getenv("HOME") ? getenv("HOME") : ".");
+    if (env && *env)
+        snprintf(path, sizeof path, "%s/gemma3-270m-q4_k_m.gguf", env);
+    else
+        snprintf(path, sizeof path, "%s/.cache/cortiq/models/gemma3-270m-q4_k_m.gguf",
+                 getenv("HOME") ? getenv("HOME") : ".");
     snprintf(ref, sizeof ref, "%s/../shared/tokenizers/gemma3/tokenizer.json", CORTIQ_SOURCE_DIR);
     FILE *f = fopen(path, "rb"), *r = fopen(ref, "rb");
     if (f) fclose(f);

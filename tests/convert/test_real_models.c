@@ -23,7 +23,8 @@ static double tensor_sum(const cmf_gguf *g, const cmf_gguf_tensor *t) {
             s = NAN;
             break;
         }
-        for (uint64_t i = 0; i < n * t->row_len; i++) s += buf[i];
+        for (uint64_t i = 0; i < n * t->row_len; i++)
+            s += buf[i];
     }
     free(buf);
     return s;
@@ -65,9 +66,11 @@ static bool check_model(char **cursor) {
             cur = cmf_gguf_find_tensor(g, a);
             CHECK_MSG(cur != NULL, "%s: no tensor %s", fname, a);
             if (!cur) continue;
-            CHECK_MSG(strcmp(cmf_ggml_type_name(cur->type), b) == 0 && cur->nelem == n, "%s: %s type/size", fname, a);
+            CHECK_MSG(strcmp(cmf_ggml_type_name(cur->type), b) == 0 && cur->nelem == n,
+                      "%s: %s type/size", fname, a);
             double got = tensor_sum(g, cur);
-            CHECK_MSG(fabs(got - sum) <= 1e-9 * (fabs(sum) + 1.0) + 1e-6, "%s: %s sum %.17g, want %.17g", fname, a, got, sum);
+            CHECK_MSG(fabs(got - sum) <= 1e-9 * (fabs(sum) + 1.0) + 1e-6,
+                      "%s: %s sum %.17g, want %.17g", fname, a, got, sum);
         } else if (strncmp(line, "row ", 4) == 0 && cur) {
             unsigned long ri, len;
             int used = 0;
@@ -88,7 +91,8 @@ static bool check_model(char **cursor) {
                 memcpy(&have, &row[i], 4);
                 bad += have != bits;
             }
-            CHECK_MSG(bad == 0, "%s: %s row %lu: %lu values differ from the gguf package", fname, cur->name, ri, bad);
+            CHECK_MSG(bad == 0, "%s: %s row %lu: %lu values differ from the gguf package", fname,
+                      cur->name, ri, bad);
         }
     }
     free(row);
@@ -98,11 +102,13 @@ static bool check_model(char **cursor) {
         char(*names)[128] = calloc(nt, sizeof *names);
         const char *arch = cmf_gguf_get_str(g, "general.architecture");
         for (size_t i = 0; i < nt; i++)
-            if (!cmf_gguf_hf_name(arch, cmf_gguf_tensor_at(g, i)->name, names[i], sizeof names[i])) unmapped++;
+            if (!cmf_gguf_hf_name(arch, cmf_gguf_tensor_at(g, i)->name, names[i], sizeof names[i]))
+                unmapped++;
         CHECK_MSG(unmapped == 0, "%s: %zu tensors without an HF name", fname, unmapped);
         size_t dups = 0;
         for (size_t i = 0; i < nt; i++)
-            for (size_t j = i + 1; j < nt; j++) dups += strcmp(names[i], names[j]) == 0;
+            for (size_t j = i + 1; j < nt; j++)
+                dups += strcmp(names[i], names[j]) == 0;
         CHECK(dups == 0);
         free(names);
         char *aj = NULL, *tj = NULL;
@@ -121,7 +127,8 @@ static bool check_model(char **cursor) {
             CHECK(strcmp(json_string_value(json_object_get(A, "norm_style")), "qwen") == 0);
             CHECK(json_is_true(json_object_get(A, "tie_word_embeddings")));
             CHECK(json_integer_value(json_array_get(json_object_get(T, "eos_token_ids"), 0)) == 2);
-            CHECK(strstr(json_string_value(json_object_get(T, "chat_template")), "<|im_start|>") != NULL);
+            CHECK(strstr(json_string_value(json_object_get(T, "chat_template")), "<|im_start|>") !=
+                  NULL);
         }
         if (A && T && strcmp(arch, "gemma3") == 0) {
             CHECK(json_integer_value(json_object_get(A, "num_layers")) == 18);
@@ -131,7 +138,8 @@ static bool check_model(char **cursor) {
             CHECK(json_real_value(json_object_get(A, "rms_norm_eps")) == 1e-6);
             CHECK(strcmp(json_string_value(json_object_get(A, "norm_style")), "gemma") == 0);
             json_t *lt = json_object_get(A, "layer_types");
-            CHECK(json_array_size(lt) == 18 && strcmp(json_string_value(json_array_get(lt, 5)), "FullAttention") == 0 &&
+            CHECK(json_array_size(lt) == 18 &&
+                  strcmp(json_string_value(json_array_get(lt, 5)), "FullAttention") == 0 &&
                   strcmp(json_string_value(json_array_get(lt, 4)), "SlidingAttention") == 0);
             CHECK(json_integer_value(json_object_get(T, "bos_token_id")) == 2);
             json_t *eos = json_object_get(T, "eos_token_ids"); /* <eos>, <end_of_turn> */
@@ -153,8 +161,10 @@ static bool check_model(char **cursor) {
             CHECK(fx.unpermute_rows == (strcmp(arch, "llama") == 0));
             uint64_t heads = fx.unpermute_rows ? fx.n_head : 1, hd = q->nrows / heads, bad = 0;
             for (uint64_t r = 0; r < q->nrows; r++) {
-                uint64_t to = fx.unpermute_rows ? (r / hd) * hd + (r % hd % 2) * (hd / 2) + (r % hd) / 2 : r;
-                bad += memcmp(raw + r * q->row_len, hf + to * q->row_len, q->row_len * sizeof(float)) != 0;
+                uint64_t to =
+                    fx.unpermute_rows ? (r / hd) * hd + (r % hd % 2) * (hd / 2) + (r % hd) / 2 : r;
+                bad += memcmp(raw + r * q->row_len, hf + to * q->row_len,
+                              q->row_len * sizeof(float)) != 0;
             }
             CHECK_MSG(bad == 0, "%s: %llu q rows misplaced", fname, (unsigned long long)bad);
             free(raw);
@@ -174,8 +184,11 @@ static bool check_model(char **cursor) {
 
 int main(void) {
     const char *env = getenv("CORTIQ_MODEL_CACHE");
-    if (env && *env) snprintf(g_cache, sizeof g_cache, "%s", env);
-    else snprintf(g_cache, sizeof g_cache, "%s/.cache/cortiq/models", getenv("HOME") ? getenv("HOME") : ".");
+    if (env && *env)
+        snprintf(g_cache, sizeof g_cache, "%s", env);
+    else
+        snprintf(g_cache, sizeof g_cache, "%s/.cache/cortiq/models",
+                 getenv("HOME") ? getenv("HOME") : ".");
     size_t len = 0;
     uint8_t *buf = load_gz(CORTIQ_SOURCE_DIR "/tests/convert/data/real_model_refs.txt.gz", &len);
     CHECK_MSG(buf != NULL, "cannot read real_model_refs.txt.gz");
@@ -187,7 +200,8 @@ int main(void) {
     /* strtok_r(NULL, ..., &rest) continues from rest: each call reads one model block */
     int models = 0;
     char *rest = text;
-    while (check_model(&rest)) models++;
+    while (check_model(&rest))
+        models++;
     CHECK(models == 2);
     free(text);
     TEST_DONE();

@@ -15,7 +15,8 @@ typedef struct sbuf {
 /* header JSON + payload bytes -> a safetensors image */
 static void build(sbuf *s, const char *json, const void *data, size_t dlen) {
     size_t h = strlen(json);
-    for (int i = 0; i < 8; i++) s->b[i] = (uint8_t)((uint64_t)h >> (8 * i));
+    for (int i = 0; i < 8; i++)
+        s->b[i] = (uint8_t)((uint64_t)h >> (8 * i));
     memcpy(s->b + 8, json, h);
     if (dlen) memcpy(s->b + 8 + h, data, dlen);
     s->n = 8 + h + dlen;
@@ -29,12 +30,13 @@ static cmf_status try_open(const sbuf *s, cmf_err *err) {
     return st;
 }
 
-#define EXPECT(s, want)                                                                                      \
-    do {                                                                                                     \
-        cmf_err e_;                                                                                          \
-        cmf_err_clear(&e_);                                                                                  \
-        cmf_status s_ = try_open(s, &e_);                                                                   \
-        CHECK_MSG(s_ == (want), "got %s (%s), want %s", cmf_status_name(s_), e_.msg, cmf_status_name(want)); \
+#define EXPECT(s, want)                                                                            \
+    do {                                                                                           \
+        cmf_err e_;                                                                                \
+        cmf_err_clear(&e_);                                                                        \
+        cmf_status s_ = try_open(s, &e_);                                                          \
+        CHECK_MSG(s_ == (want), "got %s (%s), want %s", cmf_status_name(s_), e_.msg,               \
+                  cmf_status_name(want));                                                          \
     } while (0)
 
 static uint8_t g_data[64];
@@ -53,12 +55,11 @@ static void fill_data(void) {
     memset(g_data + 34, 7, 8);
 }
 
-static const char *VALID =
-    "{\"__metadata__\":{\"format\":\"pt\"},"
-    "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
-    "\"b\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[24,30]},"
-    "\"c\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[30,34]},"
-    "\"d\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[34,42]}}";
+static const char *VALID = "{\"__metadata__\":{\"format\":\"pt\"},"
+                           "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
+                           "\"b\":{\"dtype\":\"F16\",\"shape\":[3],\"data_offsets\":[24,30]},"
+                           "\"c\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[30,34]},"
+                           "\"d\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[34,42]}}";
 
 static void write_file(const char *path, const void *p, size_t n) {
     FILE *f = fopen(path, "wb");
@@ -68,7 +69,9 @@ static void write_file(const char *path, const void *p, size_t n) {
     fclose(f);
 }
 
-static void write_text(const char *path, const char *text) { write_file(path, text, strlen(text)); }
+static void write_text(const char *path, const char *text) {
+    write_file(path, text, strlen(text));
+}
 
 static void test_sharded(void) {
     char dir[] = "/tmp/cortiq_st_XXXXXX";
@@ -80,17 +83,22 @@ static void test_sharded(void) {
     sbuf s;
     build(&s, "{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}", g_data, 8);
     write_file(p1, s.b, s.n);
-    build(&s, "{\"y\":{\"dtype\":\"F16\",\"shape\":[1,3],\"data_offsets\":[0,6]},"
-              "\"z\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[6,10]}}", g_data + 24, 10);
+    build(&s,
+          "{\"y\":{\"dtype\":\"F16\",\"shape\":[1,3],\"data_offsets\":[0,6]},"
+          "\"z\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[6,10]}}",
+          g_data + 24, 10);
     write_file(p2, s.b, s.n);
-    write_text(idx, "{\"metadata\":{},\"weight_map\":{\"x\":\"m-1.safetensors\",\"y\":\"m-2.safetensors\",\"z\":\"m-2.safetensors\"}}");
+    write_text(
+        idx,
+        "{\"metadata\":{},\"weight_map\":{\"x\":\"m-1.safetensors\",\"y\":\"m-2.safetensors\",\"z\":\"m-2.safetensors\"}}");
     cmf_st *h = NULL;
     cmf_err err;
     cmf_status st = cmf_st_open(dir, &h, &err);
     CHECK_MSG(st == CMF_OK, "%s", err.msg);
     if (h) {
         CHECK(cmf_st_file_count(h) == 2 && cmf_st_tensor_count(h) == 3);
-        CHECK(strcmp(cmf_st_tensor_at(h, 0)->name, "x") == 0 && strcmp(cmf_st_tensor_at(h, 2)->name, "z") == 0);
+        CHECK(strcmp(cmf_st_tensor_at(h, 0)->name, "x") == 0 &&
+              strcmp(cmf_st_tensor_at(h, 2)->name, "z") == 0);
         const cmf_st_tensor *y = cmf_st_find(h, "y"), *z = cmf_st_find(h, "z");
         float out[3];
         CHECK(y && y->file == 1 && y->nrows == 1 && y->row_len == 3);
@@ -100,10 +108,14 @@ static void test_sharded(void) {
     }
     cmf_st_close(h);
     /* a tensor listed for the wrong shard */
-    write_text(idx, "{\"weight_map\":{\"x\":\"m-2.safetensors\",\"y\":\"m-2.safetensors\",\"z\":\"m-1.safetensors\"}}");
+    write_text(
+        idx,
+        "{\"weight_map\":{\"x\":\"m-2.safetensors\",\"y\":\"m-2.safetensors\",\"z\":\"m-1.safetensors\"}}");
     CHECK_STATUS(cmf_st_open(dir, &h, &t_err_), CMF_E_SHARD);
     /* a listed tensor that no shard has */
-    write_text(idx, "{\"weight_map\":{\"x\":\"m-1.safetensors\",\"y\":\"m-2.safetensors\",\"z\":\"m-2.safetensors\",\"w\":\"m-1.safetensors\"}}");
+    write_text(
+        idx,
+        "{\"weight_map\":{\"x\":\"m-1.safetensors\",\"y\":\"m-2.safetensors\",\"z\":\"m-2.safetensors\",\"w\":\"m-1.safetensors\"}}");
     CHECK_STATUS(cmf_st_open(dir, &h, &t_err_), CMF_E_NOT_FOUND);
     /* a shard tensor the map does not list */
     write_text(idx, "{\"weight_map\":{\"x\":\"m-1.safetensors\",\"y\":\"m-2.safetensors\"}}");
@@ -116,10 +128,14 @@ static void test_sharded(void) {
     write_text(idx, "{\"weight_map\":[]}");
     CHECK_STATUS(cmf_st_open(dir, &h, &t_err_), CMF_E_PARSE);
     /* the same tensor in two shards */
-    build(&s, "{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-              "\"y\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}", g_data, 12);
+    build(&s,
+          "{\"x\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+          "\"y\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}",
+          g_data, 12);
     write_file(p1, s.b, s.n);
-    write_text(idx, "{\"weight_map\":{\"x\":\"m-1.safetensors\",\"y\":\"m-2.safetensors\",\"z\":\"m-2.safetensors\"}}");
+    write_text(
+        idx,
+        "{\"weight_map\":{\"x\":\"m-1.safetensors\",\"y\":\"m-2.safetensors\",\"z\":\"m-2.safetensors\"}}");
     CHECK_STATUS(cmf_st_open(dir, &h, &t_err_), CMF_E_SHARD);
     /* a directory with a single model.safetensors */
     unlink(idx);
@@ -147,7 +163,8 @@ int main(void) {
     if (h) {
         CHECK(cmf_st_tensor_count(h) == 4);
         CHECK(strcmp(cmf_st_metadata(h, "format"), "pt") == 0 && cmf_st_metadata(h, "x") == NULL);
-        const cmf_st_tensor *a = cmf_st_find(h, "a"), *b = cmf_st_find(h, "b"), *c = cmf_st_find(h, "c"), *d = cmf_st_find(h, "d");
+        const cmf_st_tensor *a = cmf_st_find(h, "a"), *b = cmf_st_find(h, "b"),
+                            *c = cmf_st_find(h, "c"), *d = cmf_st_find(h, "d");
         CHECK(a && b && c && d);
         float out[6] = {0};
         if (a) {
@@ -188,7 +205,10 @@ int main(void) {
     EXPECT(s, CMF_E_PARSE);
     build(s, "[1,2]", NULL, 0);
     EXPECT(s, CMF_E_PARSE);
-    build(s, "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", g_data, 8);
+    build(
+        s,
+        "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+        g_data, 8);
     EXPECT(s, CMF_E_PARSE);
     build(s, "{\"a\":7}", NULL, 0);
     EXPECT(s, CMF_E_PARSE);
@@ -200,11 +220,14 @@ int main(void) {
     /* shapes */
     build(s, "{\"w\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", g_data, 4);
     EXPECT(s, CMF_E_PARSE);
-    build(s, "{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,4]}}", g_data, 4);
+    build(s, "{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,4]}}",
+          g_data, 4);
     EXPECT(s, CMF_E_PARSE);
-    build(s, "{\"w\":{\"dtype\":\"F32\",\"shape\":[2305843009213693952],\"data_offsets\":[0,0]}}", g_data, 0);
+    build(s, "{\"w\":{\"dtype\":\"F32\",\"shape\":[2305843009213693952],\"data_offsets\":[0,0]}}",
+          g_data, 0);
     EXPECT(s, CMF_E_PARSE); /* numel fine, bytes overflow */
-    build(s, "{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}", g_data, 4);
+    build(s, "{\"w\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1],\"data_offsets\":[0,4]}}",
+          g_data, 4);
     EXPECT(s, CMF_E_PARSE);
     build(s, "{\"w\":{\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[0,4]}}", g_data, 4);
     EXPECT(s, CMF_E_PARSE);
@@ -219,11 +242,15 @@ int main(void) {
     EXPECT(s, CMF_E_PARSE);
     build(s, "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[-8,0]}}", g_data, 8);
     EXPECT(s, CMF_E_BOUNDS);
-    build(s, "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"v\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[6,10]}}",
-          g_data, 10);
+    build(
+        s,
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"v\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[6,10]}}",
+        g_data, 10);
     EXPECT(s, CMF_E_PARSE); /* overlap */
-    build(s, "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"v\":{\"dtype\":\"F16\",\"shape\":[0],\"data_offsets\":[4,4]}}",
-          g_data, 8);
+    build(
+        s,
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},\"v\":{\"dtype\":\"F16\",\"shape\":[0],\"data_offsets\":[4,4]}}",
+        g_data, 8);
     EXPECT(s, CMF_OK); /* an empty tensor occupies nothing */
     /* metadata */
     build(s, "{\"__metadata__\":{\"k\":1}}", NULL, 0);

@@ -33,7 +33,8 @@ static inline void *npy_load(const char *path, size_t *count, char *dtype_out) {
             if (end == sh) break;
             n *= v;
             sh = end;
-            while (*sh == ',' || *sh == ' ') sh++;
+            while (*sh == ',' || *sh == ' ')
+                sh++;
         }
     }
     free(hdr);

@@ -172,18 +172,23 @@ static void check_to_f16(const char *name, const cq_attn_ops *ops) {
     for (int i = 0; i < N; i++)
         x[i] = (frand() - 0.5f) * powf(2.0f, (float)(i % 40) - 24.0f);
     x[0] = 65504.0f, x[1] = 65520.0f, x[2] = -1e9f, x[3] = INFINITY, x[4] = -INFINITY, x[5] = 0.0f;
-    x[6] = -0.0f, x[7] = 1.0f + 1.0f / 2048.0f /* a tie */, x[8] = 3e-8f, x[9] = -6e-8f, x[10] = NAN;
+    x[6] = -0.0f, x[7] = 1.0f + 1.0f / 2048.0f /* a tie */, x[8] = 3e-8f, x[9] = -6e-8f,
+    x[10] = NAN;
     for (int n = 1; n <= N; n += 13) {
         cq_attn_ops_scalar.to_f16(x, a, (size_t)n);
         ops->to_f16(x, b, (size_t)n);
         for (int i = 0; i < n; i++) {
-            if (isnan(x[i])) CHECK_MSG((b[i] & 0x7C00) == 0x7C00 && (b[i] & 0x3FF), "%s: NaN -> %04x", name, b[i]);
-            else CHECK_MSG(a[i] == b[i], "%s to_f16(%g): %04x vs scalar %04x", name, x[i], b[i], a[i]);
+            if (isnan(x[i]))
+                CHECK_MSG((b[i] & 0x7C00) == 0x7C00 && (b[i] & 0x3FF), "%s: NaN -> %04x", name,
+                          b[i]);
+            else
+                CHECK_MSG(a[i] == b[i], "%s to_f16(%g): %04x vs scalar %04x", name, x[i], b[i],
+                          a[i]);
         }
     }
     cq_attn_ops_scalar.to_f16(x, a, 8);
-    CHECK(a[0] == 0x7BFF && a[1] == 0x7BFF && a[2] == 0xFBFF && a[3] == 0x7BFF && a[4] == 0xFBFF && a[5] == 0 &&
-          a[6] == 0x8000 && a[7] == 0x3C00);
+    CHECK(a[0] == 0x7BFF && a[1] == 0x7BFF && a[2] == 0xFBFF && a[3] == 0x7BFF && a[4] == 0xFBFF &&
+          a[5] == 0 && a[6] == 0x8000 && a[7] == 0x3C00);
 }
 
 int main(void) {

@@ -22,8 +22,8 @@ static void rewrite(const char *src, const char *dst, void (*edit)(json_t *), co
     for (size_t i = 0; i < cmf_file_tensor_count(f); i++) {
         const cmf_tensor *t = cmf_file_tensor_at(f, i);
         if (drop && !strcmp(t->name, drop)) continue;
-        CHECK(cmf_writer_add_tensor_ref(w, t->name, (cmf_dtype)t->dtype, t->ndim, t->shape, t->data, t->nbytes, &err) ==
-              CMF_OK);
+        CHECK(cmf_writer_add_tensor_ref(w, t->name, (cmf_dtype)t->dtype, t->ndim, t->shape, t->data,
+                                        t->nbytes, &err) == CMF_OK);
     }
     size_t vl;
     const uint8_t *v = cmf_file_vocab(f, &vl);
@@ -35,26 +35,41 @@ static void rewrite(const char *src, const char *dst, void (*edit)(json_t *), co
     cmf_close(f);
 }
 
-static json_t *arch(json_t *h) { return json_object_get(h, "arch"); }
-static void huge_hidden(json_t *h) { json_object_set_new(arch(h), "hidden_size", json_integer(1000000000)); }
+static json_t *arch(json_t *h) {
+    return json_object_get(h, "arch");
+}
+static void huge_hidden(json_t *h) {
+    json_object_set_new(arch(h), "hidden_size", json_integer(1000000000));
+}
 static void huge_layers(json_t *h) {
     json_object_set_new(arch(h), "num_layers", json_integer(1 << 30));
-    json_object_del(arch(h), "layer_types"); /* else the format layer already refuses the mismatch */
+    json_object_del(arch(h),
+                    "layer_types"); /* else the format layer already refuses the mismatch */
 }
-static void big_vocab(json_t *h) { json_object_set_new(arch(h), "vocab_size", json_integer(321)); }
-static void no_norm_style(json_t *h) { json_object_del(arch(h), "norm_style"); }
-static void nothing(json_t *h) { (void)h; }
+static void big_vocab(json_t *h) {
+    json_object_set_new(arch(h), "vocab_size", json_integer(321));
+}
+static void no_norm_style(json_t *h) {
+    json_object_del(arch(h), "norm_style");
+}
+static void nothing(json_t *h) {
+    (void)h;
+}
 static void skill_file(json_t *h) {
-    json_object_set_new(h, "skills", json_pack("[{s:s,s:s}]", "id", "sql", "base_dir_hash", "9f22593eb458bc6f"));
+    json_object_set_new(h, "skills",
+                        json_pack("[{s:s,s:s}]", "id", "sql", "base_dir_hash", "9f22593eb458bc6f"));
 }
-static void odd_heads(json_t *h) { json_object_set_new(arch(h), "num_kv_heads", json_integer(3)); }
+static void odd_heads(json_t *h) {
+    json_object_set_new(arch(h), "num_kv_heads", json_integer(3));
+}
 
 static void expect(const char *path, cmf_status want, const char *substr) {
     cortiq_model *m = NULL;
     cmf_err err;
     cmf_err_clear(&err);
     cmf_status st = cortiq_model_load(path, NULL, &m, &err);
-    CHECK_MSG(st == want, "%s: got %s (%s), want %s", path, cmf_status_name(st), err.msg, cmf_status_name(want));
+    CHECK_MSG(st == want, "%s: got %s (%s), want %s", path, cmf_status_name(st), err.msg,
+              cmf_status_name(want));
     CHECK_MSG(strstr(err.msg, substr) != NULL, "%s: '%s' lacks '%s'", path, err.msg, substr);
     cortiq_model_free(m);
 }
@@ -64,7 +79,8 @@ int main(void) {
     cmf_convert_opts_default(&o);
     o.quant = CMF_DT_F32;
     cmf_err err;
-    CHECK(cmf_convert_hf(CORTIQ_SOURCE_DIR "/tests/fixtures/tiny/llama", "lim_base.cmf", NULL, &o, NULL, &err) == CMF_OK);
+    CHECK(cmf_convert_hf(CORTIQ_SOURCE_DIR "/tests/fixtures/tiny/llama", "lim_base.cmf", NULL, &o,
+                         NULL, &err) == CMF_OK);
     rewrite("lim_base.cmf", "lim_hidden.cmf", huge_hidden, NULL);
     expect("lim_hidden.cmf", CMF_E_LIMIT, "hidden_size=1000000000");
     rewrite("lim_base.cmf", "lim_layers.cmf", huge_layers, NULL);

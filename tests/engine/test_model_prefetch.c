@@ -1,11 +1,11 @@
-/* cortiq_model_prefetch (and cortiq_model_page_in with step-wise moves): after it returns, every page of every layer matrix and of the output
- * head is resident (mincore), starting from a file whose pages were dropped from the page cache
- * (posix_fadvise DONTNEED), and the model computes the same logits as without it and as with
- * no_huge_pages (which moves nothing; this file is too small to fill a 2 MiB window, see
- * test_model_hugepages for the moves). NULL is
- * allowed. This tiny file is smaller than the kernel's read-ahead, so opening it already brings
- * every page in (the test prints both counts); the cold path proper is measured by
- * bench/vs_llamacpp's cold start on real models. */
+/* cortiq_model_prefetch (and cortiq_model_page_in with step-wise moves): after it returns, every
+ * page of every layer matrix and of the output head is resident (mincore), starting from a file
+ * whose pages were dropped from the page cache (posix_fadvise DONTNEED), and the model computes the
+ * same logits as without it and as with no_huge_pages (which moves nothing; this file is too small
+ * to fill a 2 MiB window, see test_model_hugepages for the moves). NULL is allowed. This tiny file
+ * is smaller than the kernel's read-ahead, so opening it already brings every page in (the test
+ * prints both counts); the cold path proper is measured by bench/vs_llamacpp's cold start on real
+ * models. */
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>

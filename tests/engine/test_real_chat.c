@@ -38,10 +38,12 @@ static void run_model(const char *name, const char *gguf_name, const char *templ
     snprintf(cmf, sizeof cmf, "real_%s_f32.cmf", name);
     const char *bin = getenv("CORTIQ_BIN");
     if (template_file) /* the GGUF carries no template: give it the one the reference used */
-        snprintf(cmd, sizeof cmd, "%s import-gguf %s --quant f32 -o %s -q --chat-template %s/tests/fixtures/real/%s",
+        snprintf(cmd, sizeof cmd,
+                 "%s import-gguf %s --quant f32 -o %s -q --chat-template %s/tests/fixtures/real/%s",
                  bin ? bin : "cortiq", gguf, cmf, CORTIQ_SOURCE_DIR, template_file);
     else
-        snprintf(cmd, sizeof cmd, "%s import-gguf %s --quant f32 -o %s -q", bin ? bin : "cortiq", gguf, cmf);
+        snprintf(cmd, sizeof cmd, "%s import-gguf %s --quant f32 -o %s -q", bin ? bin : "cortiq",
+                 gguf, cmf);
     CHECK_MSG(system(cmd) == 0, "%s", cmd);
     snprintf(ref_path, sizeof ref_path, CORTIQ_SOURCE_DIR "/tests/fixtures/real/%s.json", name);
     json_t *ref = json_load_file(ref_path, 0, NULL);
@@ -95,13 +97,14 @@ static void run_model(const char *name, const char *gguf_name, const char *templ
         int32_t *ids = NULL;
         size_t n = 0;
         CHECK(cortiq_render_chat(rt, mj, true, &rendered, &err) == CMF_OK);
-        CHECK(cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), rendered, strlen(rendered), false, &ids, &n, &err) ==
-              CMF_OK);
+        CHECK(cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), rendered, strlen(rendered), false,
+                                   &ids, &n, &err) == CMF_OK);
         free(mj);
         free(rendered);
         json_t *want = json_object_get(c, "prompt_ids");
         int same_prompt = n == json_array_size(want);
-        for (size_t k = 0; same_prompt && k < n; k++) same_prompt = ids[k] == json_integer_value(json_array_get(want, k));
+        for (size_t k = 0; same_prompt && k < n; k++)
+            same_prompt = ids[k] == json_integer_value(json_array_get(want, k));
         CHECK_MSG(same_prompt, "%s: prompt ids differ from apply_chat_template for '%s'", name, p);
         prompts_ok += same_prompt;
         /* greedy tokens, compared through the reference's eos token if it has one */
@@ -118,14 +121,16 @@ static void run_model(const char *name, const char *gguf_name, const char *templ
         gen_ok += k == m || k == 32;
         free(ids);
     }
-    printf("%s: %zu/%zu prompts tokenized identically, %zu/%zu greedy continuations identical\n", name, prompts_ok,
-           n_cases, gen_ok, n_cases);
+    printf("%s: %zu/%zu prompts tokenized identically, %zu/%zu greedy continuations identical\n",
+           name, prompts_ok, n_cases, gen_ok, n_cases);
     CHECK(n_cases >= 10);
     cortiq_runtime_free(rt);
     /* perplexity through the CLI, as a user runs it */
     json_t *pp = json_object_get(ref, "ppl");
-    snprintf(cmd, sizeof cmd, "%s ppl %s %s/tests/fixtures/real/ppl_text.txt --ctx %lld --stride %lld -t 2",
-             bin ? bin : "cortiq", cmf, CORTIQ_SOURCE_DIR, (long long)json_integer_value(json_object_get(pp, "ctx")),
+    snprintf(cmd, sizeof cmd,
+             "%s ppl %s %s/tests/fixtures/real/ppl_text.txt --ctx %lld --stride %lld -t 2",
+             bin ? bin : "cortiq", cmf, CORTIQ_SOURCE_DIR,
+             (long long)json_integer_value(json_object_get(pp, "ctx")),
              (long long)json_integer_value(json_object_get(pp, "stride")));
     FILE *out = popen(cmd, "r");
     char line[256];
@@ -134,8 +139,10 @@ static void run_model(const char *name, const char *gguf_name, const char *templ
         if (!strncmp(line, "PPL = ", 6)) got = atof(line + 6);
     if (out) pclose(out);
     double want_ppl = json_real_value(json_object_get(pp, "value"));
-    printf("%s: PPL %.4f, transformers %.4f (%.3f %%)\n", name, got, want_ppl, 100 * fabs(got - want_ppl) / want_ppl);
-    CHECK_MSG(fabs(got - want_ppl) <= 0.01 * want_ppl, "%s: PPL %.4f vs transformers %.4f", name, got, want_ppl);
+    printf("%s: PPL %.4f, transformers %.4f (%.3f %%)\n", name, got, want_ppl,
+           100 * fabs(got - want_ppl) / want_ppl);
+    CHECK_MSG(fabs(got - want_ppl) <= 0.01 * want_ppl, "%s: PPL %.4f vs transformers %.4f", name,
+              got, want_ppl);
     json_decref(ref);
     remove(cmf);
 }
@@ -145,6 +152,7 @@ int main(void) {
     char p[512];
     snprintf(p, sizeof p, CORTIQ_SOURCE_DIR "/tests/fixtures/real/gemma3.json");
     CHECK_MSG(file_exists(p), "missing %s", p);
-    if (file_exists(p)) run_model("gemma3", "gemma3-270m-q4_k_m.gguf", "gemma3_chat_template.jinja");
+    if (file_exists(p))
+        run_model("gemma3", "gemma3-270m-q4_k_m.gguf", "gemma3_chat_template.jinja");
     TEST_DONE();
 }

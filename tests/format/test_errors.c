@@ -271,10 +271,12 @@ static void test_header_json(void) {
     header_case("{\"arch\": {\"moe\": {\"num_experts\": 4, \"top_k\": 8}}}", CMF_E_PARSE,
                 "top_k=8");
     header_case("{\"arch\": {\"mtp\": {\"share_embed\": true}}}", CMF_E_PARSE, "mtp.num_layers");
-    header_case("{\"arch\": {\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}}}", CMF_OK, NULL);
-    header_case("{\"arch\": {\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 0}}}", CMF_E_PARSE,
-                "rope_scaling");
-    header_case("{\"arch\": {\"rope_scaling\": [8]}}", CMF_E_PARSE, "arch.rope_scaling must be an object");
+    header_case("{\"arch\": {\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 8.0}}}",
+                CMF_OK, NULL);
+    header_case("{\"arch\": {\"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": 0}}}",
+                CMF_E_PARSE, "rope_scaling");
+    header_case("{\"arch\": {\"rope_scaling\": [8]}}", CMF_E_PARSE,
+                "arch.rope_scaling must be an object");
     header_case("{\"arch\": {\"rope_theta\": 1e999}}", CMF_E_PARSE, NULL);
     header_case("{\"tokenizer_config\": {\"eos_token_ids\": [1, -2]}}", CMF_E_PARSE,
                 "eos_token_ids[1]");

@@ -11,8 +11,9 @@ static const char *k_messages =
     " {\"role\": \"assistant\", \"content\": null, \"tool_calls\": [{\"id\": \"abcdefghi\", \"type\": \"function\","
     " \"function\": {\"name\": \"f\", \"arguments\": {\"a\": [1, 2.5, true, null]}}}]},"
     " {\"role\": \"tool\", \"tool_call_id\": \"abcdefghi\", \"content\": \"42\"}]";
-static const char *k_tools = "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"description\": \"d\","
-                             " \"parameters\": {\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"array\"}}}}}]";
+static const char *k_tools =
+    "[{\"type\": \"function\", \"function\": {\"name\": \"f\", \"description\": \"d\","
+    " \"parameters\": {\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"array\"}}}}}]";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cmf_chat_template *t = NULL;
@@ -22,8 +23,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cmf_chat_template_set_max_output(t, 1u << 20);
     char *out = NULL;
     size_t n;
-    if (cmf_chat_template_render(t, k_messages, k_tools, NULL, true, "{\"bos_token\": \"<s>\", \"enable_thinking\": false}",
-                                 &out, &n, &err) == CMF_OK)
+    if (cmf_chat_template_render(t, k_messages, k_tools, NULL, true,
+                                 "{\"bos_token\": \"<s>\", \"enable_thinking\": false}", &out, &n,
+                                 &err) == CMF_OK)
         free(out);
     cmf_chat_template_free(t);
     return 0;

@@ -23,7 +23,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const cmf_masks *m = cmf_file_masks(f);
     for (size_t i = 0; m && i < m->n_masks; i++)
         for (uint32_t l = 0; l < m->n_layers && l < 64; l++)
-            sink += cmf_mask_ffn_active(m, &m->masks[i], l) + cmf_mask_heads_active(m, &m->masks[i], l) +
+            sink += cmf_mask_ffn_active(m, &m->masks[i], l) +
+                    cmf_mask_heads_active(m, &m->masks[i], l) +
                     cmf_mask_experts_active(m, &m->masks[i], l);
     const cmf_sparse_index *ix = cmf_file_sparse_index(f);
     for (size_t i = 0; ix && i < ix->n_entries; i++)

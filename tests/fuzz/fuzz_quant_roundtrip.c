@@ -31,7 +31,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     size_t la = 0, lb = 0;
     cmf_err err;
     if (cmf_quant_encode(dt, 2, shape, w, &o, &a, &la, &err) == CMF_OK) {
-        if (cmf_quant_encode(dt, 2, shape, w, &o, &b, &lb, &err) != CMF_OK || la != lb || memcmp(a, b, la)) abort();
+        if (cmf_quant_encode(dt, 2, shape, w, &o, &b, &lb, &err) != CMF_OK || la != lb ||
+            memcmp(a, b, la))
+            abort();
         if (cmf_quant_validate(dt, 2, shape, a, la, "fuzz", &err) != CMF_OK) abort();
         if (cmf_quant_dequant(dt, 2, shape, a, la, d, &err) != CMF_OK) abort();
         if (dt != CMF_DT_F16 && dt != CMF_DT_BF16 && dt != CMF_DT_Q8_ROW && dt != CMF_DT_Q8_2F)

@@ -1,7 +1,8 @@
 /* fuzz_tokenizer_encode.c - encode/decode/stream arbitrary text with two built-in tokenizers
  * (byte-level BPE, SentencePiece-style). The first input byte picks the tokenizer and flags.
  * Checks: the byte-level tokenizer round-trips ASCII text without added tokens exactly and any
- * text stably (decode . encode is idempotent), and streaming yields a prefix of the decode. Text over 8 KiB is ignored. */
+ * text stably (decode . encode is idempotent), and streaming yields a prefix of the decode. Text
+ * over 8 KiB is ignored. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,7 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         /* '<' could start an added token (special ones are skipped, <L>/<R> strip spaces): such
          * texts are exempt from both checks */
         bool plain = memchr(text, '<', len) == NULL, ascii = plain;
-        for (size_t i = 0; i < len; i++) ascii = ascii && (unsigned char)text[i] < 0x80;
+        for (size_t i = 0; i < len; i++)
+            ascii = ascii && (unsigned char)text[i] < 0x80;
         if (cmf_tokenizer_decode(tok, ids, n, true, &back, &bl, &err) != CMF_OK) abort();
         if (ascii && (bl != len || memcmp(back, text, len) != 0)) abort();
         if (cmf_tokenizer_encode(tok, back, bl, false, &ids2, &n2, &err) != CMF_OK ||

@@ -14,12 +14,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cmf_tokenizer *tok = NULL;
     cmf_err err;
     if (cmf_tokenizer_load((const char *)data, size, &tok, &err) != CMF_OK) return 0;
-    static const char *const texts[] = {"", " ", "Hello world, it's 2024!", "\xE4\xBD\xA0\xE5\xA5\xBD \xF0\x9F\x98\x80",
-                                        "a\xff\xfe b", "<s> x </s>\n\n\t"};
+    static const char *const texts[] = {"",
+                                        " ",
+                                        "Hello world, it's 2024!",
+                                        "\xE4\xBD\xA0\xE5\xA5\xBD \xF0\x9F\x98\x80",
+                                        "a\xff\xfe b",
+                                        "<s> x </s>\n\n\t"};
     for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
         int32_t *ids = NULL;
         size_t n = 0;
-        if (cmf_tokenizer_encode(tok, texts[i], strlen(texts[i]), i & 1, &ids, &n, &err) != CMF_OK) continue;
+        if (cmf_tokenizer_encode(tok, texts[i], strlen(texts[i]), i & 1, &ids, &n, &err) != CMF_OK)
+            continue;
         char *txt = NULL;
         size_t tl = 0;
         if (cmf_tokenizer_decode(tok, ids, n, i & 2, &txt, &tl, &err) == CMF_OK) free(txt);

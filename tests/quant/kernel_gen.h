@@ -52,8 +52,8 @@ static inline int kg_cmp_u32(const void *a, const void *b) {
 }
 
 /* Build a payload of dtype dt for W[rows][cols]; returns malloc'd bytes (exactly *nbytes). */
-static inline uint8_t *kg_payload(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *r, const kg_opts *o,
-                           uint64_t *nbytes) {
+static inline uint8_t *kg_payload(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *r,
+                                  const kg_opts *o, uint64_t *nbytes) {
     uint64_t n = rows * cols, G = cols / 32, sz = 0;
     uint8_t *p = NULL;
     static const unsigned widths[5] = {3, 4, 5, 6, 8};

@@ -16,7 +16,9 @@ static inline uint64_t qm_next(qm_rng *r) { /* splitmix64 */
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     return z ^ (z >> 31);
 }
-static inline double qm_unif(qm_rng *r) { return ((double)(qm_next(r) >> 11) + 0.5) / 9007199254740992.0; }
+static inline double qm_unif(qm_rng *r) {
+    return ((double)(qm_next(r) >> 11) + 0.5) / 9007199254740992.0;
+}
 static inline double qm_gauss(qm_rng *r) {
     return sqrt(-2.0 * log(qm_unif(r))) * cos(6.283185307179586 * qm_unif(r));
 }
@@ -26,7 +28,8 @@ static inline void qm_gaussian(float *w, uint64_t rows, uint64_t in, uint64_t se
     qm_rng r = {seed};
     for (uint64_t i = 0; i < rows; i++) {
         double amp = 0.02 * exp2(2.0 * qm_unif(&r) - 1.0);
-        for (uint64_t j = 0; j < in; j++) w[i * in + j] = (float)(amp * qm_gauss(&r));
+        for (uint64_t j = 0; j < in; j++)
+            w[i * in + j] = (float)(amp * qm_gauss(&r));
     }
 }
 

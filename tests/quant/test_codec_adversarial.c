@@ -10,7 +10,7 @@
 #include "cortiq/quant.h"
 #include "quant/quant_matrix.h"
 
-#define R 4
+#define R  4
 #define IN 64
 static const uint64_t k_shape[2] = {R, IN};
 static float g_src[R * IN];
@@ -21,14 +21,15 @@ static uint8_t *encode(cmf_dtype dt, double frac, size_t *len) {
     o.outlier_frac = frac;
     uint8_t *out = NULL;
     cmf_err err;
-    CHECK_MSG(cmf_quant_encode(dt, 2, k_shape, g_src, &o, &out, len, &err) == CMF_OK, "%s", err.msg);
+    CHECK_MSG(cmf_quant_encode(dt, 2, k_shape, g_src, &o, &out, len, &err) == CMF_OK, "%s",
+              err.msg);
     return out;
 }
 
 /* Run every decoder over bytes[0..len) copied to an exact-size block; expect validate and the
  * whole dequant to give `want`, row `bad_row` (if >= 0) to fail too, and no crash anywhere. */
-static void expect(const char *what, cmf_dtype dt, const uint8_t *bytes, size_t len, cmf_status want,
-                   int bad_row) {
+static void expect(const char *what, cmf_dtype dt, const uint8_t *bytes, size_t len,
+                   cmf_status want, int bad_row) {
     uint8_t *p = malloc(len ? len : 1);
     memcpy(p, bytes, len);
     float out[R * IN];
@@ -39,7 +40,8 @@ static void expect(const char *what, cmf_dtype dt, const uint8_t *bytes, size_t 
     CHECK_MSG(st == want, "%s: dequant gave %s", what, cmf_status_name(st));
     for (int r = 0; r < R; r++) {
         st = cmf_quant_dequant_row(dt, 2, k_shape, p, len, (uint64_t)r, out, &err);
-        if (r == bad_row) CHECK_MSG(st == CMF_E_PARSE, "%s: row %d gave %s", what, r, cmf_status_name(st));
+        if (r == bad_row)
+            CHECK_MSG(st == CMF_E_PARSE, "%s: row %d gave %s", what, r, cmf_status_name(st));
         CHECK(st == CMF_OK || st == CMF_E_PARSE);
     }
     free(p);
@@ -66,7 +68,8 @@ static void test_vbit(cmf_dtype dt) {
     }
     memcpy(m, v, len);
     m[0] = 8; /* row 0 claims more bytes than the span has */
-    for (int r = 1; r < R; r++) m[r] = 8;
+    for (int r = 1; r < R; r++)
+        m[r] = 8;
     expect("bit widths overrun the span", dt, m, len, CMF_E_PARSE, ro ? -1 : R - 1);
     if (ro) {
         memcpy(m, v, len);
@@ -153,7 +156,8 @@ static void test_q1t(void) {
     expect("row_ptr[1] out of range", CMF_DT_Q1T, m, len, CMF_E_PARSE, 0);
     /* a column index >= in in every entry */
     memcpy(m, v, len);
-    for (uint32_t i = 0; i < total; i++) st_u16(m + ent + 4 * i, i % 2 ? 0xFFFF : IN);
+    for (uint32_t i = 0; i < total; i++)
+        st_u16(m + ent + 4 * i, i % 2 ? 0xFFFF : IN);
     expect("col out of range", CMF_DT_Q1T, m, len, CMF_E_PARSE, -1);
     const uint8_t codes[] = {243, 255};
     for (size_t i = 0; i < 2; i++) {
@@ -169,8 +173,9 @@ static void test_q1t(void) {
 }
 
 static void test_fixed(void) {
-    static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16, CMF_DT_Q8_ROW, CMF_DT_Q8_2F,
-                                    CMF_DT_Q4_BLOCK, CMF_DT_Q4_TILED, CMF_DT_Q4TP, CMF_DT_Q1};
+    static const cmf_dtype dts[] = {CMF_DT_F32,      CMF_DT_F16,   CMF_DT_BF16,
+                                    CMF_DT_Q8_ROW,   CMF_DT_Q8_2F, CMF_DT_Q4_BLOCK,
+                                    CMF_DT_Q4_TILED, CMF_DT_Q4TP,  CMF_DT_Q1};
     for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
         size_t len;
         uint8_t *v = encode(dts[k], 0, &len);

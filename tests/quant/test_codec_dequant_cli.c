@@ -67,7 +67,8 @@ static void check_npy(const char *path, size_t k) {
         snprintf(want, sizeof want, "{'descr': '<f4', 'fortran_order': False, 'shape': (%llu,), }",
                  (unsigned long long)s->shape[0]);
     else
-        snprintf(want, sizeof want, "{'descr': '<f4', 'fortran_order': False, 'shape': (%llu, %llu), }",
+        snprintf(want, sizeof want,
+                 "{'descr': '<f4', 'fortran_order': False, 'shape': (%llu, %llu), }",
                  (unsigned long long)s->shape[0], (unsigned long long)s->shape[1]);
     CHECK_MSG(hl >= strlen(want) && !memcmp(b + 10, want, strlen(want)), "%s header", path);
     CHECK_MSG(len == 10 + hl + 4 * n, "%s: %zu bytes", path, len);
@@ -97,8 +98,11 @@ int main(void) {
     CHECK_STATUS(cmf_writer_set_header(w, hdr, strlen(hdr), &t_err_), CMF_OK);
     for (size_t k = 0; k < NT; k++) {
         const spec_t *s = &k_tensors[k];
-        CHECK_STATUS(cmf_quant_encode(s->dt, s->ndim, s->shape, src, NULL, &g_payload[k], &g_len[k], &t_err_), CMF_OK);
-        CHECK_STATUS(cmf_writer_add_tensor(w, s->name, s->dt, s->ndim, s->shape, g_payload[k], g_len[k], &t_err_),
+        CHECK_STATUS(cmf_quant_encode(s->dt, s->ndim, s->shape, src, NULL, &g_payload[k], &g_len[k],
+                                      &t_err_),
+                     CMF_OK);
+        CHECK_STATUS(cmf_writer_add_tensor(w, s->name, s->dt, s->ndim, s->shape, g_payload[k],
+                                           g_len[k], &t_err_),
                      CMF_OK);
     }
     /* a q1t payload whose sizes pass the directory rule but whose row_ptr is not monotonic */
@@ -106,7 +110,9 @@ int main(void) {
     g_payload[NT] = malloc(g_len[2]);
     memcpy(g_payload[NT], g_payload[2], g_len[2]);
     st_u32(g_payload[NT] + 3 * 9 + 4, 0xFFFF);
-    CHECK_STATUS(cmf_writer_add_tensor(w, "bad", CMF_DT_Q1T, 2, bad_shape, g_payload[NT], g_len[2], &t_err_), CMF_OK);
+    CHECK_STATUS(
+        cmf_writer_add_tensor(w, "bad", CMF_DT_Q1T, 2, bad_shape, g_payload[NT], g_len[2], &t_err_),
+        CMF_OK);
     CHECK_STATUS(cmf_writer_finish(w, &t_err_), CMF_OK);
     cmf_writer_free(w);
     (void)err;
@@ -134,6 +140,7 @@ int main(void) {
     check_npy("dq_all/model.layers.0.self_attn.q_proj.weight.npy", 2);
     check_npy("dq_all/model.norm.weight.npy", 3);
     check_npy("dq_all/odd_name.npy", 4);
-    for (size_t k = 0; k <= NT; k++) free(g_payload[k]);
+    for (size_t k = 0; k <= NT; k++)
+        free(g_payload[k]);
     TEST_DONE();
 }

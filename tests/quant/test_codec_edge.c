@@ -1,5 +1,6 @@
 /* test_codec_edge.c - shapes and values at the edges: all-zero tensors encode to finite scales and
- * decode to zeros; N-D / 1-D row access (q4_block groups crossing rows); constant and extreme rows. */
+ * decode to zeros; N-D / 1-D row access (q4_block groups crossing rows); constant and extreme rows.
+ */
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -7,13 +8,15 @@
 #include "cortiq/quant.h"
 #include "quant/quant_matrix.h"
 
-static const cmf_dtype k_all[] = {CMF_DT_F32,      CMF_DT_F16,  CMF_DT_BF16, CMF_DT_Q8_ROW, CMF_DT_Q8_2F,
-                                  CMF_DT_Q4_BLOCK, CMF_DT_Q4_TILED, CMF_DT_Q4TP, CMF_DT_VBIT, CMF_DT_VBIT_RO,
-                                  CMF_DT_Q1,       CMF_DT_Q1S,  CMF_DT_Q1T};
+static const cmf_dtype k_all[] = {CMF_DT_F32,   CMF_DT_F16,      CMF_DT_BF16,     CMF_DT_Q8_ROW,
+                                  CMF_DT_Q8_2F, CMF_DT_Q4_BLOCK, CMF_DT_Q4_TILED, CMF_DT_Q4TP,
+                                  CMF_DT_VBIT,  CMF_DT_VBIT_RO,  CMF_DT_Q1,       CMF_DT_Q1S,
+                                  CMF_DT_Q1T};
 #define NDT (sizeof k_all / sizeof k_all[0])
 
 /* encode + whole decode + every row decode; returns the decoded tensor (caller frees). */
-static float *roundtrip(cmf_dtype dt, unsigned ndim, const uint64_t *shape, const float *src, uint64_t n) {
+static float *roundtrip(cmf_dtype dt, unsigned ndim, const uint64_t *shape, const float *src,
+                        uint64_t n) {
     uint8_t *out = NULL;
     size_t len = 0;
     cmf_err err;
@@ -22,16 +25,18 @@ static float *roundtrip(cmf_dtype dt, unsigned ndim, const uint64_t *shape, cons
         CHECK_MSG(0, "%s: encode: %s", cmf_dtype_name(dt), err.msg);
         return dec;
     }
-    CHECK_MSG(cmf_quant_dequant(dt, ndim, shape, out, len, dec, &err) == CMF_OK, "%s: %s", cmf_dtype_name(dt), err.msg);
+    CHECK_MSG(cmf_quant_dequant(dt, ndim, shape, out, len, dec, &err) == CMF_OK, "%s: %s",
+              cmf_dtype_name(dt), err.msg);
     uint64_t rows, cols;
     CHECK(cmf_quant_rows(ndim, shape, &rows, &cols));
     float *row = calloc(cols, sizeof *row);
     for (uint64_t r = 0; r < rows; r++) {
         CHECK(cmf_quant_dequant_row(dt, ndim, shape, out, len, r, row, &err) == CMF_OK);
-        CHECK_MSG(!memcmp(row, dec + r * cols, cols * sizeof *row), "%s row %llu", cmf_dtype_name(dt),
-                  (unsigned long long)r);
+        CHECK_MSG(!memcmp(row, dec + r * cols, cols * sizeof *row), "%s row %llu",
+                  cmf_dtype_name(dt), (unsigned long long)r);
     }
-    CHECK_STATUS(cmf_quant_dequant_row(dt, ndim, shape, out, len, rows, row, &t_err_), CMF_E_INVALID_ARG);
+    CHECK_STATUS(cmf_quant_dequant_row(dt, ndim, shape, out, len, rows, row, &t_err_),
+                 CMF_E_INVALID_ARG);
     free(row);
     free(out);
     return dec;
@@ -44,7 +49,8 @@ static void test_zeros(void) {
     for (size_t k = 0; k < NDT; k++) {
         float *dec = roundtrip(k_all[k], 2, shape, src, 256);
         int ok = 1;
-        for (int i = 0; i < 256; i++) ok &= dec[i] == 0.0f;
+        for (int i = 0; i < 256; i++)
+            ok &= dec[i] == 0.0f;
         /* q1 cannot express 0: a zero group decodes to +-0 scale, which is 0 */
         CHECK_MSG(ok, "%s: zero tensor does not decode to zeros", cmf_dtype_name(k_all[k]));
         free(dec);
@@ -85,10 +91,12 @@ static void test_extremes(void) {
         cmf_dtype dt = k_all[k];
         float *dec = roundtrip(dt, 2, shape, src, 96);
         int finite = 1;
-        for (int i = 0; i < 96; i++) finite &= isfinite(dec[i]) || dt == CMF_DT_F16;
+        for (int i = 0; i < 96; i++)
+            finite &= isfinite(dec[i]) || dt == CMF_DT_F16;
         CHECK_MSG(finite, "%s: non-finite decode of finite input", cmf_dtype_name(dt));
         if (dt != CMF_DT_Q1T && dt != CMF_DT_Q1S)
-            CHECK_MSG(fabsf(dec[0] - 0.5f) < 0.01f, "%s: constant row decodes to %g", cmf_dtype_name(dt), dec[0]);
+            CHECK_MSG(fabsf(dec[0] - 0.5f) < 0.01f, "%s: constant row decodes to %g",
+                      cmf_dtype_name(dt), dec[0]);
         free(dec);
     }
 }
@@ -101,19 +109,22 @@ static void test_huge(void) {
     /* row 0: a tile of huge values next to a tile holding one near-denormal (a 143-octave ladder);
      * row 1: mixed huge and small values */
     memset(src, 0, sizeof src);
-    for (int j = 0; j < 21; j++) src[j] = -6.5158231e35f;
+    for (int j = 0; j < 21; j++)
+        src[j] = -6.5158231e35f;
     src[23] = 2.3509886e-38f;
     src[24] = 2.5916551e-37f;
     src[25] = -3.3570603e38f;
     src[32] = 4.0217e-43f;
-    for (int j = 64; j < 128; j++) src[j] = j % 7 == 0 ? 3.35e38f : (float)(j % 5) * 1e-3f;
+    for (int j = 64; j < 128; j++)
+        src[j] = j % 7 == 0 ? 3.35e38f : (float)(j % 5) * 1e-3f;
     src[100] = -3.4e38f;
-    static const cmf_dtype dts[] = {CMF_DT_Q4_BLOCK, CMF_DT_Q4_TILED, CMF_DT_Q4TP, CMF_DT_VBIT, CMF_DT_VBIT_RO,
-                                    CMF_DT_Q1, CMF_DT_Q1S, CMF_DT_Q1T};
+    static const cmf_dtype dts[] = {CMF_DT_Q4_BLOCK, CMF_DT_Q4_TILED, CMF_DT_Q4TP, CMF_DT_VBIT,
+                                    CMF_DT_VBIT_RO,  CMF_DT_Q1,       CMF_DT_Q1S,  CMF_DT_Q1T};
     for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
         float *dec = roundtrip(dts[k], 2, shape, src, 128);
         int finite = 1;
-        for (int i = 0; i < 128; i++) finite &= isfinite(dec[i]);
+        for (int i = 0; i < 128; i++)
+            finite &= isfinite(dec[i]);
         CHECK_MSG(finite, "%s: non-finite decode of huge finite input", cmf_dtype_name(dts[k]));
         free(dec);
     }

@@ -9,7 +9,7 @@
 #include "quant/quant_matrix.h"
 
 #define ROWS 64
-#define IN 256
+#define IN   256
 
 typedef struct {
     cmf_dtype dt;
@@ -17,10 +17,12 @@ typedef struct {
 } bound;
 
 static const bound k_bounds[] = {
-    {CMF_DT_F32, 0.0, 0.0},          {CMF_DT_F16, 0.0003, 0.0003},      {CMF_DT_BF16, 0.0019, 0.0019},
-    {CMF_DT_Q8_ROW, 0.0078, 0.028},  {CMF_DT_Q8_2F, 0.0074, 0.0100},    {CMF_DT_Q4_BLOCK, 0.110, 0.187},
-    {CMF_DT_Q4_TILED, 0.110, 0.187}, {CMF_DT_Q4TP, 0.109, 0.186},       {CMF_DT_VBIT, 0.081, 0.122},
-    {CMF_DT_VBIT_RO, 0.081, 0.122},  {CMF_DT_Q1, 0.68, 0.98},           {CMF_DT_Q1S, 0.615, 0.453},
+    {CMF_DT_F32, 0.0, 0.0},          {CMF_DT_F16, 0.0003, 0.0003},
+    {CMF_DT_BF16, 0.0019, 0.0019},   {CMF_DT_Q8_ROW, 0.0078, 0.028},
+    {CMF_DT_Q8_2F, 0.0074, 0.0100},  {CMF_DT_Q4_BLOCK, 0.110, 0.187},
+    {CMF_DT_Q4_TILED, 0.110, 0.187}, {CMF_DT_Q4TP, 0.109, 0.186},
+    {CMF_DT_VBIT, 0.081, 0.122},     {CMF_DT_VBIT_RO, 0.081, 0.122},
+    {CMF_DT_Q1, 0.68, 0.98},         {CMF_DT_Q1S, 0.615, 0.453},
     {CMF_DT_Q1T, 0.428, 0.385},
 };
 
@@ -42,7 +44,8 @@ static double measure(cmf_dtype dt, const float *src, double *bits_per_weight) {
               (unsigned long long)lo, (unsigned long long)hi);
     /* deterministic */
     CHECK(cmf_quant_encode(dt, 2, shape, src, NULL, &again, &len2, &err) == CMF_OK);
-    CHECK_MSG(len2 == len && !memcmp(out, again, len), "%s encode is not deterministic", cmf_dtype_name(dt));
+    CHECK_MSG(len2 == len && !memcmp(out, again, len), "%s encode is not deterministic",
+              cmf_dtype_name(dt));
     if (cmf_quant_dequant(dt, 2, shape, out, len, dec, &err) != CMF_OK) {
         CHECK_MSG(0, "%s dequant: %s", cmf_dtype_name(dt), err.msg);
         goto done;
@@ -65,17 +68,20 @@ int main(void) {
         const bound *b = &k_bounds[k];
         eg[b->dt] = measure(b->dt, g, &bits[b->dt]);
         eh[b->dt] = measure(b->dt, h, &bits[b->dt]);
-        printf("%-9s %6.3f bits  gauss %.4f  heavy %.4f\n", cmf_dtype_name(b->dt), bits[b->dt], eg[b->dt], eh[b->dt]);
-        CHECK_MSG(eg[b->dt] <= b->gauss, "%s gaussian rel RMSE %.4f > %.4f", cmf_dtype_name(b->dt), eg[b->dt], b->gauss);
-        CHECK_MSG(eh[b->dt] <= b->heavy, "%s heavy rel RMSE %.4f > %.4f", cmf_dtype_name(b->dt), eh[b->dt], b->heavy);
+        printf("%-9s %6.3f bits  gauss %.4f  heavy %.4f\n", cmf_dtype_name(b->dt), bits[b->dt],
+               eg[b->dt], eh[b->dt]);
+        CHECK_MSG(eg[b->dt] <= b->gauss, "%s gaussian rel RMSE %.4f > %.4f", cmf_dtype_name(b->dt),
+                  eg[b->dt], b->gauss);
+        CHECK_MSG(eh[b->dt] <= b->heavy, "%s heavy rel RMSE %.4f > %.4f", cmf_dtype_name(b->dt),
+                  eh[b->dt], b->heavy);
     }
     /* the relations each layout exists for */
-    CHECK(eh[CMF_DT_Q8_2F] < 0.5 * eh[CMF_DT_Q8_ROW]);          /* 2F absorbs outlier channels */
-    CHECK(eg[CMF_DT_Q4_TILED] == eg[CMF_DT_Q4_BLOCK]);          /* same values, other placement */
+    CHECK(eh[CMF_DT_Q8_2F] < 0.5 * eh[CMF_DT_Q8_ROW]); /* 2F absorbs outlier channels */
+    CHECK(eg[CMF_DT_Q4_TILED] == eg[CMF_DT_Q4_BLOCK]); /* same values, other placement */
     CHECK(bits[CMF_DT_Q4TP] < bits[CMF_DT_Q4_TILED]);
-    CHECK(eg[CMF_DT_Q4TP] < 1.05 * eg[CMF_DT_Q4_TILED]);        /* 5-bit ladder costs ~nothing */
-    CHECK(eg[CMF_DT_VBIT] < eg[CMF_DT_Q4_TILED]);               /* 4.25 mean bits beat flat 4 */
-    CHECK(eh[CMF_DT_Q1S] < 0.6 * eh[CMF_DT_Q1]);                /* the overlay rescues heavy tails */
+    CHECK(eg[CMF_DT_Q4TP] < 1.05 * eg[CMF_DT_Q4_TILED]); /* 5-bit ladder costs ~nothing */
+    CHECK(eg[CMF_DT_VBIT] < eg[CMF_DT_Q4_TILED]);        /* 4.25 mean bits beat flat 4 */
+    CHECK(eh[CMF_DT_Q1S] < 0.6 * eh[CMF_DT_Q1]);         /* the overlay rescues heavy tails */
     CHECK(eh[CMF_DT_Q1T] < eh[CMF_DT_Q1S]);
     CHECK(bits[CMF_DT_Q1] == 1.5);
     free(g);

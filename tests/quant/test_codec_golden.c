@@ -1,5 +1,6 @@
 /* test_codec_golden.c - byte-exact layouts of every live dtype (spec §3.2) on small tensors whose
- * bytes can be derived by hand; each expected payload is written out literally, then decoded back. */
+ * bytes can be derived by hand; each expected payload is written out literally, then decoded back.
+ */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,14 +9,16 @@
 #include "cortiq/quant.h"
 
 static void dump(const uint8_t *p, size_t n) {
-    for (size_t i = 0; i < n; i++) fprintf(stderr, "%02X%s", p[i], (i + 1) % 16 ? " " : "\n");
+    for (size_t i = 0; i < n; i++)
+        fprintf(stderr, "%02X%s", p[i], (i + 1) % 16 ? " " : "\n");
     fputc('\n', stderr);
 }
 
 /* Encode src as dt and compare with want[want_len]; then validate and dequantize, and compare
  * with the expected reconstruction `back` (exact float equality; NULL skips). */
-static void golden(const char *what, cmf_dtype dt, unsigned ndim, const uint64_t *shape, const float *src,
-                   const cmf_quant_opts *opts, const uint8_t *want, size_t want_len, const float *back) {
+static void golden(const char *what, cmf_dtype dt, unsigned ndim, const uint64_t *shape,
+                   const float *src, const cmf_quant_opts *opts, const uint8_t *want,
+                   size_t want_len, const float *back) {
     uint8_t *out = NULL;
     size_t len = 0;
     cmf_err err;
@@ -23,26 +26,29 @@ static void golden(const char *what, cmf_dtype dt, unsigned ndim, const uint64_t
     cmf_status st = cmf_quant_encode(dt, ndim, shape, src, opts, &out, &len, &err);
     CHECK_MSG(st == CMF_OK, "%s: encode: %s", what, err.msg);
     if (st != CMF_OK) return;
-    CHECK_MSG(len == want_len && !memcmp(out, want, want_len), "%s: %zu bytes differ from the golden %zu", what,
-              len, want_len);
+    CHECK_MSG(len == want_len && !memcmp(out, want, want_len),
+              "%s: %zu bytes differ from the golden %zu", what, len, want_len);
     if (len != want_len || memcmp(out, want, want_len)) dump(out, len);
     st = cmf_quant_validate(dt, ndim, shape, out, len, what, &err);
     CHECK_MSG(st == CMF_OK, "%s: validate: %s", what, err.msg);
     uint64_t n = 1;
-    for (unsigned i = 0; i < ndim; i++) n *= shape[i];
+    for (unsigned i = 0; i < ndim; i++)
+        n *= shape[i];
     float *dec = calloc(n, sizeof *dec);
     st = cmf_quant_dequant(dt, ndim, shape, out, len, dec, &err);
     CHECK_MSG(st == CMF_OK, "%s: dequant: %s", what, err.msg);
     if (back)
-        for (uint64_t i = 0; i < n; i++) CHECK_MSG(dec[i] == back[i], "%s: [%llu] %g != %g", what, (unsigned long long)i, dec[i], back[i]);
+        for (uint64_t i = 0; i < n; i++)
+            CHECK_MSG(dec[i] == back[i], "%s: [%llu] %g != %g", what, (unsigned long long)i, dec[i],
+                      back[i]);
     /* row decode agrees with the whole-tensor decode */
     uint64_t rows, cols;
     CHECK(cmf_quant_rows(ndim, shape, &rows, &cols));
     float *row = calloc(cols, sizeof *row);
     for (uint64_t r = 0; r < rows; r++) {
         st = cmf_quant_dequant_row(dt, ndim, shape, out, len, r, row, &err);
-        CHECK_MSG(st == CMF_OK && !memcmp(row, dec + r * cols, cols * sizeof *row), "%s: row %llu", what,
-                  (unsigned long long)r);
+        CHECK_MSG(st == CMF_OK && !memcmp(row, dec + r * cols, cols * sizeof *row), "%s: row %llu",
+                  what, (unsigned long long)r);
     }
     free(row);
     free(dec);
@@ -61,7 +67,8 @@ static void test_floats(void) {
 }
 
 static void test_q8_row(void) {
-    /* row 0: absmax 127 -> scale 1.0; -63.5 and 2.5 round half to even; row 1 all zero -> scale 0 */
+    /* row 0: absmax 127 -> scale 1.0; -63.5 and 2.5 round half to even; row 1 all zero -> scale 0
+     */
     const uint64_t sh[2] = {2, 4};
     const float src[8] = {127, -63.5f, 2.5f, 1, 0, 0, 0, 0};
     const uint8_t want[] = {0x7F, 0xC0, 0x02, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x3C, 0x00, 0x00};
@@ -143,13 +150,14 @@ static void test_q1s(void) {
      * excluded from the scale, which becomes exactly 1. */
     const uint64_t sh[2] = {1, 32};
     float src[32];
-    for (int j = 0; j < 32; j++) src[j] = j < 16 ? 1.0f : -1.0f;
+    for (int j = 0; j < 32; j++)
+        src[j] = j < 16 ? 1.0f : -1.0f;
     src[5] = 100;
     cmf_quant_opts o;
     cmf_quant_opts_default(&o);
     o.outlier_frac = 1.0 / 32;
-    const uint8_t want[] = {0x00, 0x3C, 0xFF, 0xFF, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
-                            0x05, 0x00, 0x00, 0x00, 0x40, 0x56};
+    const uint8_t want[] = {0x00, 0x3C, 0xFF, 0xFF, 0x00, 0x00, 0x01, 0x00,
+                            0x00, 0x00, 0x05, 0x00, 0x00, 0x00, 0x40, 0x56};
     golden("q1s", CMF_DT_Q1S, 2, sh, src, &o, want, sizeof want, src);
 }
 
@@ -159,7 +167,8 @@ static void test_q1t(void) {
      * to 0; budget 1/64 -> one outlier: col 8 (tie with col 9 -> lower index), value 1.0. */
     const uint64_t sh[2] = {2, 32};
     float src[64] = {0};
-    for (int j = 0; j < 32; j++) src[j] = j % 3 == 0 ? 0.0f : j % 3 == 1 ? 2.0f : -2.0f;
+    for (int j = 0; j < 32; j++)
+        src[j] = j % 3 == 0 ? 0.0f : j % 3 == 1 ? 2.0f : -2.0f;
     src[32 + 7] = 50;
     src[32 + 8] = 1;
     src[32 + 9] = -1;
@@ -171,11 +180,12 @@ static void test_q1t(void) {
     o.outlier_frac = 1.0 / 64;
     const uint8_t want[] = {0x00, 0x40, 0x66, 0x41, 0xC4, 0x66, 0x41, 0xC4, 0x03, /* row 0 tile */
                             0x40, 0x52, 0x00, 0x09, 0x00, 0x00, 0x00, 0x00, 0x00, /* row 1 tile */
-                            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00,
-                            0x08, 0x00, 0x00, 0x3C};
+                            0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x01,
+                            0x00, 0x00, 0x00, 0x08, 0x00, 0x00, 0x3C};
     golden("q1t", CMF_DT_Q1T, 2, sh, src, &o, want, sizeof want, back);
     uint8_t d[5];
-    CHECK(cmf_q1t_unpack_byte(0x66, d) && d[0] == 0 && d[1] == 1 && d[2] == 2 && d[3] == 0 && d[4] == 1);
+    CHECK(cmf_q1t_unpack_byte(0x66, d) && d[0] == 0 && d[1] == 1 && d[2] == 2 && d[3] == 0 &&
+          d[4] == 1);
     CHECK(!cmf_q1t_unpack_byte(243, d));
 }
 
@@ -191,7 +201,8 @@ static void test_vbit(void) {
     src[33] = -7;
     const uint8_t bits[2] = {3, 4};
     const uint8_t head[6] = {0x03, 0x04, 0x00, 0x3C, 0x00, 0x3C};
-    const uint8_t row0[12] = {0xC2, 0x36, 0xDB, 0x6D, 0xB6, 0xDB, 0x6D, 0xB6, 0xDB, 0x6D, 0xB6, 0xDB};
+    const uint8_t row0[12] = {0xC2, 0x36, 0xDB, 0x6D, 0xB6, 0xDB,
+                              0x6D, 0xB6, 0xDB, 0x6D, 0xB6, 0xDB};
     const uint8_t offs[12] = {0, 0, 0, 0, 12, 0, 0, 0, 28, 0, 0, 0};
     uint8_t want[46];
     memcpy(want, head, 6);
@@ -214,7 +225,8 @@ static void test_vbit(void) {
         size_t len = 0;
         cmf_err err;
         CHECK_STATUS(cmf_vbit_encode(dt, 2, 32, src, bits, &out, &len, &t_err_), CMF_OK);
-        CHECK_MSG(out && len == n && !memcmp(out, exp, n), "%s golden bytes", ro ? "vbit_ro" : "vbit");
+        CHECK_MSG(out && len == n && !memcmp(out, exp, n), "%s golden bytes",
+                  ro ? "vbit_ro" : "vbit");
         if (out && (len != n || memcmp(out, exp, n))) dump(out, len);
         float dec[64];
         CHECK(out && cmf_quant_dequant(dt, 2, sh, out, len, dec, &err) == CMF_OK);
@@ -224,8 +236,8 @@ static void test_vbit(void) {
 }
 
 static void test_policy(void) {
-    const uint64_t v[1] = {4096}, small[2] = {4, 4}, m[2] = {64, 64}, odd[2] = {64, 48}, wide[2] = {2, 65536},
-                   cube[3] = {4, 8, 32};
+    const uint64_t v[1] = {4096}, small[2] = {4, 4}, m[2] = {64, 64}, odd[2] = {64, 48},
+                   wide[2] = {2, 65536}, cube[3] = {4, 8, 32};
     CHECK(cmf_quant_policy_dtype(CMF_DT_Q4_TILED, 1, v) == CMF_DT_F16);
     CHECK(cmf_quant_policy_dtype(CMF_DT_F32, 1, v) == CMF_DT_F16);
     CHECK(cmf_quant_policy_dtype(CMF_DT_Q8_ROW, 2, small) == CMF_DT_F16);
@@ -239,17 +251,24 @@ static void test_policy(void) {
 }
 
 static void test_refusals(void) {
-    const uint64_t odd[2] = {2, 48}, cube[3] = {2, 2, 32}, wide[2] = {1, 65536 + 32}, zero[2] = {0, 32};
+    const uint64_t odd[2] = {2, 48}, cube[3] = {2, 2, 32}, wide[2] = {1, 65536 + 32},
+                   zero[2] = {0, 32};
     float *src = calloc(65536 + 32, sizeof *src);
     uint8_t *out = NULL;
     size_t len;
-    CHECK_STATUS(cmf_quant_encode(CMF_DT_Q4_TILED, 2, odd, src, NULL, &out, &len, &t_err_), CMF_E_UNSUPPORTED);
-    CHECK_STATUS(cmf_quant_encode(CMF_DT_VBIT, 3, cube, src, NULL, &out, &len, &t_err_), CMF_E_UNSUPPORTED);
-    CHECK_STATUS(cmf_quant_encode(CMF_DT_Q1T, 2, wide, src, NULL, &out, &len, &t_err_), CMF_E_UNSUPPORTED);
-    CHECK_STATUS(cmf_quant_encode(CMF_DT_Q8_ROW, 2, zero, src, NULL, &out, &len, &t_err_), CMF_E_UNSUPPORTED);
-    CHECK_STATUS(cmf_quant_encode(CMF_DT_MIX8_4, 2, odd, src, NULL, &out, &len, &t_err_), CMF_E_UNSUPPORTED);
+    CHECK_STATUS(cmf_quant_encode(CMF_DT_Q4_TILED, 2, odd, src, NULL, &out, &len, &t_err_),
+                 CMF_E_UNSUPPORTED);
+    CHECK_STATUS(cmf_quant_encode(CMF_DT_VBIT, 3, cube, src, NULL, &out, &len, &t_err_),
+                 CMF_E_UNSUPPORTED);
+    CHECK_STATUS(cmf_quant_encode(CMF_DT_Q1T, 2, wide, src, NULL, &out, &len, &t_err_),
+                 CMF_E_UNSUPPORTED);
+    CHECK_STATUS(cmf_quant_encode(CMF_DT_Q8_ROW, 2, zero, src, NULL, &out, &len, &t_err_),
+                 CMF_E_UNSUPPORTED);
+    CHECK_STATUS(cmf_quant_encode(CMF_DT_MIX8_4, 2, odd, src, NULL, &out, &len, &t_err_),
+                 CMF_E_UNSUPPORTED);
     src[3] = NAN;
-    CHECK_STATUS(cmf_quant_encode(CMF_DT_Q8_ROW, 2, odd, src, NULL, &out, &len, &t_err_), CMF_E_UNSUPPORTED);
+    CHECK_STATUS(cmf_quant_encode(CMF_DT_Q8_ROW, 2, odd, src, NULL, &out, &len, &t_err_),
+                 CMF_E_UNSUPPORTED);
     CHECK_STATUS(cmf_quant_encode(CMF_DT_F16, 2, odd, src, NULL, &out, &len, &t_err_), CMF_OK);
     free(out);
     free(src);

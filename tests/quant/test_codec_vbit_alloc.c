@@ -10,32 +10,39 @@
 
 static double mean_bits(const uint8_t *b, uint64_t n) {
     double s = 0;
-    for (uint64_t i = 0; i < n; i++) s += b[i];
+    for (uint64_t i = 0; i < n; i++)
+        s += b[i];
     return s / (double)n;
 }
 
-static bool is_level(unsigned b) { return b == 3 || b == 4 || b == 5 || b == 6 || b == 8; }
+static bool is_level(unsigned b) {
+    return b == 3 || b == 4 || b == 5 || b == 6 || b == 8;
+}
 
 static void scale_rows(float *w, uint64_t rows, uint64_t in, uint64_t r0, uint64_t r1, float f) {
     for (uint64_t r = r0; r < r1 && r < rows; r++)
-        for (uint64_t j = 0; j < in; j++) w[r * in + j] *= f;
+        for (uint64_t j = 0; j < in; j++)
+            w[r * in + j] *= f;
 }
 
 static void test_single(void) {
     enum { R = 64, IN = 128 };
     float *w = malloc(R * IN * sizeof *w);
     qm_gaussian(w, R, IN, 7);
-    scale_rows(w, R, IN, 0, 8, 16.0f);      /* loud rows */
+    scale_rows(w, R, IN, 0, 8, 16.0f);       /* loud rows */
     scale_rows(w, R, IN, 56, 64, 1.0f / 16); /* quiet rows */
     uint8_t bits[R];
     CHECK_STATUS(cmf_vbit_allocate(R, IN, w, NULL, 4.25, bits, &t_err_), CMF_OK);
     double m = mean_bits(bits, R);
     CHECK_MSG(m <= 4.25 && m > 4.0, "mean %.3f", m);
     int ok = 1;
-    for (int r = 0; r < R; r++) ok &= is_level(bits[r]);
+    for (int r = 0; r < R; r++)
+        ok &= is_level(bits[r]);
     CHECK(ok);
-    for (int r = 0; r < 8; r++) CHECK(bits[r] > bits[30]);
-    for (int r = 56; r < 64; r++) CHECK(bits[r] == 3);
+    for (int r = 0; r < 8; r++)
+        CHECK(bits[r] > bits[30]);
+    for (int r = 56; r < 64; r++)
+        CHECK(bits[r] == 3);
     /* targets below the floor / above the top */
     CHECK_STATUS(cmf_vbit_allocate(R, IN, w, NULL, 2.0, bits, &t_err_), CMF_OK);
     CHECK(mean_bits(bits, R) == 3.0);
@@ -46,11 +53,13 @@ static void test_single(void) {
 
     /* B-field: routing weight x64 on rows 30..33 lifts them above their unweighted neighbours */
     float bw[R];
-    for (int r = 0; r < R; r++) bw[r] = r >= 30 && r < 34 ? 64.0f : 1.0f;
+    for (int r = 0; r < R; r++)
+        bw[r] = r >= 30 && r < 34 ? 64.0f : 1.0f;
     uint8_t plain[R];
     CHECK_STATUS(cmf_vbit_allocate(R, IN, w, NULL, 4.25, plain, &t_err_), CMF_OK);
     CHECK_STATUS(cmf_vbit_allocate(R, IN, w, bw, 4.25, bits, &t_err_), CMF_OK);
-    for (int r = 30; r < 34; r++) CHECK_MSG(bits[r] > plain[r], "row %d: %u vs %u", r, bits[r], plain[r]);
+    for (int r = 30; r < 34; r++)
+        CHECK_MSG(bits[r] > plain[r], "row %d: %u vs %u", r, bits[r], plain[r]);
     CHECK(mean_bits(bits, R) <= 4.25);
 
     /* encode through opts uses the same allocation */
@@ -82,7 +91,8 @@ static void test_family(void) {
     }
     CHECK_STATUS(cmf_vbit_allocate_family(E, mem, 4.25, bits, &t_err_), CMF_OK);
     double total = 0;
-    for (int e = 0; e < E; e++) total += mean_bits(bits[e], R);
+    for (int e = 0; e < E; e++)
+        total += mean_bits(bits[e], R);
     CHECK_MSG(total / E <= 4.25 && total / E > 4.0, "family mean %.3f", total / E);
     CHECK(mean_bits(bits[0], R) > mean_bits(bits[1], R));
     CHECK(mean_bits(bits[0], R) >= 6.0);
@@ -93,24 +103,29 @@ static void test_family(void) {
     CHECK(mean_bits(alone, R) > 4.0);
     /* the joint result equals allocating the concatenated matrix */
     float *cat = malloc(E * R * IN * sizeof *cat);
-    for (int e = 0; e < E; e++) memcpy(cat + (size_t)e * R * IN, w[e], R * IN * sizeof *cat);
+    for (int e = 0; e < E; e++)
+        memcpy(cat + (size_t)e * R * IN, w[e], R * IN * sizeof *cat);
     uint8_t *cbits = malloc(E * R);
     CHECK_STATUS(cmf_vbit_allocate(E * R, IN, cat, NULL, 4.25, cbits, &t_err_), CMF_OK);
-    for (int e = 0; e < E; e++) CHECK(!memcmp(cbits + e * R, bits[e], R));
+    for (int e = 0; e < E; e++)
+        CHECK(!memcmp(cbits + e * R, bits[e], R));
     /* encode each member with its bits; rows decode to the allocated precision */
     const uint64_t shape[2] = {R, IN};
     for (int e = 0; e < E; e++) {
         uint8_t *out = NULL;
         size_t len = 0;
-        CHECK_STATUS(cmf_vbit_encode(CMF_DT_VBIT, R, IN, w[e], bits[e], &out, &len, &t_err_), CMF_OK);
-        CHECK_STATUS(cmf_quant_validate(CMF_DT_VBIT, 2, shape, out, len, "expert", &t_err_), CMF_OK);
+        CHECK_STATUS(cmf_vbit_encode(CMF_DT_VBIT, R, IN, w[e], bits[e], &out, &len, &t_err_),
+                     CMF_OK);
+        CHECK_STATUS(cmf_quant_validate(CMF_DT_VBIT, 2, shape, out, len, "expert", &t_err_),
+                     CMF_OK);
         free(out);
     }
     uint8_t badbits[R];
     memset(badbits, 7, R);
     uint8_t *out = NULL;
     size_t len = 0;
-    CHECK_STATUS(cmf_vbit_encode(CMF_DT_VBIT, R, IN, w[0], badbits, &out, &len, &t_err_), CMF_E_INVALID_ARG);
+    CHECK_STATUS(cmf_vbit_encode(CMF_DT_VBIT, R, IN, w[0], badbits, &out, &len, &t_err_),
+                 CMF_E_INVALID_ARG);
     CHECK(out == NULL);
     free(cat);
     free(cbits);

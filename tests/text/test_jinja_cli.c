@@ -57,7 +57,8 @@ static bool make_cmf(const char *path, const char *tokcfg, bool with_vocab) {
     cmf_err err;
     bool ok = cmf_writer_create(path, NULL, &w, &err) == CMF_OK &&
               cmf_writer_set_header(w, header, strlen(header), &err) == CMF_OK &&
-              (!with_vocab || cmf_writer_set_vocab(w, k_tokenizer, strlen(k_tokenizer), &err) == CMF_OK) &&
+              (!with_vocab ||
+               cmf_writer_set_vocab(w, k_tokenizer, strlen(k_tokenizer), &err) == CMF_OK) &&
               cmf_writer_finish(w, &err) == CMF_OK;
     if (!ok) fprintf(stderr, "make_cmf: %s\n", err.msg);
     cmf_writer_free(w);
@@ -72,82 +73,110 @@ int main(void) {
     int rc;
     char *out;
     write_file("jinja_cli_msgs.json", "[{\"role\": \"user\", \"content\": \"Hi \\u00e9\"}]");
-    write_file("jinja_cli_tools.json", "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]");
-    write_file("jinja_cli.jinja",
-               "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
-               "{% if tools %}T{{ tools|length }}{% endif %}{% if add_generation_prompt %}>{% endif %}{{ x|default('') }}\n");
+    write_file("jinja_cli_tools.json",
+               "[{\"type\": \"function\", \"function\": {\"name\": \"f\"}}]");
+    write_file(
+        "jinja_cli.jinja",
+        "{{ bos_token }}{% for m in messages %}[{{ m.role }}]{{ m.content }}{% endfor %}"
+        "{% if tools %}T{{ tools|length }}{% endif %}{% if add_generation_prompt %}>{% endif %}{{ x|default('') }}\n");
 
     /* .jinja: special tokens from --kwargs, exact output, no trailing newline added */
-    snprintf(cmd, sizeof cmd,
-             "'%s' chat-template jinja_cli.jinja --messages jinja_cli_msgs.json --tools jinja_cli_tools.json "
-             "--add-generation-prompt --kwargs '{\"bos_token\": \"<s>\", \"x\": 7}'",
-             bin);
+    snprintf(
+        cmd, sizeof cmd,
+        "'%s' chat-template jinja_cli.jinja --messages jinja_cli_msgs.json --tools jinja_cli_tools.json "
+        "--add-generation-prompt --kwargs '{\"bos_token\": \"<s>\", \"x\": 7}'",
+        bin);
     out = run_capture(cmd, &rc);
-    CHECK_MSG(rc == 0 && out && !strcmp(out, "<s>[user]Hi \xc3\xa9T1>7"), "jinja: rc=%d out='%s'", rc, out ? out : "");
+    CHECK_MSG(rc == 0 && out && !strcmp(out, "<s>[user]Hi \xc3\xa9T1>7"), "jinja: rc=%d out='%s'",
+              rc, out ? out : "");
     free(out);
 
     /* tokenizer_config.json: template + bos/eos as string or {"content": ...} */
-    write_file("jinja_cli_tokcfg.json",
-               "{\"chat_template\": \"{{ bos_token }}|{{ eos_token }}|{{ messages[0].content }}\","
-               " \"bos_token\": {\"content\": \"<B>\", \"lstrip\": false}, \"eos_token\": \"<E>\"}");
-    snprintf(cmd, sizeof cmd, "'%s' chat-template jinja_cli_tokcfg.json --messages jinja_cli_msgs.json", bin);
+    write_file(
+        "jinja_cli_tokcfg.json",
+        "{\"chat_template\": \"{{ bos_token }}|{{ eos_token }}|{{ messages[0].content }}\","
+        " \"bos_token\": {\"content\": \"<B>\", \"lstrip\": false}, \"eos_token\": \"<E>\"}");
+    snprintf(cmd, sizeof cmd,
+             "'%s' chat-template jinja_cli_tokcfg.json --messages jinja_cli_msgs.json", bin);
     out = run_capture(cmd, &rc);
-    CHECK_MSG(rc == 0 && out && !strcmp(out, "<B>|<E>|Hi \xc3\xa9"), "tokcfg: rc=%d out='%s'", rc, out ? out : "");
+    CHECK_MSG(rc == 0 && out && !strcmp(out, "<B>|<E>|Hi \xc3\xa9"), "tokcfg: rc=%d out='%s'", rc,
+              out ? out : "");
     free(out);
 
     /* no chat_template field: chat_template.jinja beside the config */
     write_file("chat_template.jinja", "side:{{ eos_token }}\n");
     write_file("jinja_cli_tokcfg2.json", "{\"eos_token\": \"<E>\"}");
-    snprintf(cmd, sizeof cmd, "'%s' chat-template jinja_cli_tokcfg2.json --messages jinja_cli_msgs.json", bin);
+    snprintf(cmd, sizeof cmd,
+             "'%s' chat-template jinja_cli_tokcfg2.json --messages jinja_cli_msgs.json", bin);
     out = run_capture(cmd, &rc);
-    CHECK_MSG(rc == 0 && out && !strcmp(out, "side:<E>"), "sidecar: rc=%d out='%s'", rc, out ? out : "");
+    CHECK_MSG(rc == 0 && out && !strcmp(out, "side:<E>"), "sidecar: rc=%d out='%s'", rc,
+              out ? out : "");
     free(out);
 
     /* named templates: tool_use picked when --tools is given */
-    write_file("jinja_cli_named.json", "{\"chat_template\": [{\"name\": \"default\", \"template\": \"D\"},"
-                                       " {\"name\": \"tool_use\", \"template\": \"U\"}]}");
-    snprintf(cmd, sizeof cmd, "'%s' chat-template jinja_cli_named.json --messages jinja_cli_msgs.json --tools jinja_cli_tools.json", bin);
+    write_file("jinja_cli_named.json",
+               "{\"chat_template\": [{\"name\": \"default\", \"template\": \"D\"},"
+               " {\"name\": \"tool_use\", \"template\": \"U\"}]}");
+    snprintf(
+        cmd, sizeof cmd,
+        "'%s' chat-template jinja_cli_named.json --messages jinja_cli_msgs.json --tools jinja_cli_tools.json",
+        bin);
     out = run_capture(cmd, &rc);
     CHECK_MSG(rc == 0 && out && !strcmp(out, "U"), "named: rc=%d out='%s'", rc, out ? out : "");
     free(out);
 
     /* .cmf: template from header.tokenizer_config, tokens from the tokenizer section */
-    if (make_cmf("jinja_cli.cmf",
-                 "\"tokenizer_config\": {\"chat_template\": \"{{ bos_token }}{{ messages[0]['content'] }}{{ eos_token }}"
-                 "{{ strftime_now('%Y') }}\", \"eos_token_ids\": [1], \"bos_token_id\": 0, \"pad_token_id\": null}",
-                 true)) {
-        snprintf(cmd, sizeof cmd, "'%s' chat-template jinja_cli.cmf --messages jinja_cli_msgs.json --now 1768469400", bin);
+    if (make_cmf(
+            "jinja_cli.cmf",
+            "\"tokenizer_config\": {\"chat_template\": \"{{ bos_token }}{{ messages[0]['content'] }}{{ eos_token }}"
+            "{{ strftime_now('%Y') }}\", \"eos_token_ids\": [1], \"bos_token_id\": 0, \"pad_token_id\": null}",
+            true)) {
+        snprintf(cmd, sizeof cmd,
+                 "'%s' chat-template jinja_cli.cmf --messages jinja_cli_msgs.json --now 1768469400",
+                 bin);
         out = run_capture(cmd, &rc);
-        CHECK_MSG(rc == 0 && out && !strcmp(out, "<|bos|>Hi \xc3\xa9<|eot|>2026"), "cmf: rc=%d out='%s'", rc,
-                  out ? out : "");
+        CHECK_MSG(rc == 0 && out && !strcmp(out, "<|bos|>Hi \xc3\xa9<|eot|>2026"),
+                  "cmf: rc=%d out='%s'", rc, out ? out : "");
         free(out);
     } else
         CHECK_MSG(false, "could not build jinja_cli.cmf");
     /* .cmf without a template: ChatML fallback (spec §6.1) */
     if (make_cmf("jinja_cli_plain.cmf", "\"quant_type\": \"F32\"", false)) {
-        snprintf(cmd, sizeof cmd, "'%s' chat-template jinja_cli_plain.cmf --messages jinja_cli_msgs.json --add-generation-prompt 2>/dev/null", bin);
+        snprintf(
+            cmd, sizeof cmd,
+            "'%s' chat-template jinja_cli_plain.cmf --messages jinja_cli_msgs.json --add-generation-prompt 2>/dev/null",
+            bin);
         out = run_capture(cmd, &rc);
-        CHECK_MSG(rc == 0 && out && !strcmp(out, "<|im_start|>user\nHi \xc3\xa9<|im_end|>\n<|im_start|>assistant\n"),
-                  "chatml: rc=%d out='%s'", rc, out ? out : "");
+        CHECK_MSG(
+            rc == 0 && out &&
+                !strcmp(out, "<|im_start|>user\nHi \xc3\xa9<|im_end|>\n<|im_start|>assistant\n"),
+            "chatml: rc=%d out='%s'", rc, out ? out : "");
         free(out);
     } else
         CHECK_MSG(false, "could not build jinja_cli_plain.cmf");
 
     /* errors: template raises -> 1 with the message; usage -> 2; missing file -> 3 */
     write_file("jinja_cli_raise.jinja", "a\n{{ raise_exception('nope: ' ~ messages|length) }}");
-    snprintf(cmd, sizeof cmd, "'%s' chat-template jinja_cli_raise.jinja --messages jinja_cli_msgs.json 2>&1", bin);
+    snprintf(cmd, sizeof cmd,
+             "'%s' chat-template jinja_cli_raise.jinja --messages jinja_cli_msgs.json 2>&1", bin);
     out = run_capture(cmd, &rc);
-    CHECK_MSG(rc == 1 && out && strstr(out, "line 2") && strstr(out, "nope: 1"), "raise: rc=%d out='%s'", rc, out ? out : "");
+    CHECK_MSG(rc == 1 && out && strstr(out, "line 2") && strstr(out, "nope: 1"),
+              "raise: rc=%d out='%s'", rc, out ? out : "");
     free(out);
     snprintf(cmd, sizeof cmd, "'%s' chat-template jinja_cli.jinja 2>/dev/null", bin);
     out = run_capture(cmd, &rc);
     CHECK_MSG(rc == 2, "usage: rc=%d", rc);
     free(out);
-    snprintf(cmd, sizeof cmd, "'%s' chat-template jinja_cli.jinja --messages jinja_cli_msgs.json --kwargs '[1]' 2>/dev/null", bin);
+    snprintf(
+        cmd, sizeof cmd,
+        "'%s' chat-template jinja_cli.jinja --messages jinja_cli_msgs.json --kwargs '[1]' 2>/dev/null",
+        bin);
     out = run_capture(cmd, &rc);
     CHECK_MSG(rc == 2, "bad kwargs: rc=%d", rc);
     free(out);
-    snprintf(cmd, sizeof cmd, "'%s' chat-template no_such_file.jinja --messages jinja_cli_msgs.json 2>/dev/null", bin);
+    snprintf(cmd, sizeof cmd,
+             "'%s' chat-template no_such_file.jinja --messages jinja_cli_msgs.json 2>/dev/null",
+             bin);
     out = run_capture(cmd, &rc);
     CHECK_MSG(rc == 3, "missing file: rc=%d", rc);
     free(out);

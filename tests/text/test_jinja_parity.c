@@ -68,9 +68,11 @@ static char *template_source(const char *name, size_t *len) {
 
 static void show_diff(const char *want, const char *got, size_t got_len) {
     size_t i = 0;
-    while (want[i] && i < got_len && want[i] == got[i]) i++;
+    while (want[i] && i < got_len && want[i] == got[i])
+        i++;
     size_t from = i > 60 ? i - 60 : 0;
-    fprintf(stderr, "  first difference at byte %zu\n  want: ...%.120s\n  got:  ...%.120s\n", i, want + from, got + from);
+    fprintf(stderr, "  first difference at byte %zu\n  want: ...%.120s\n  got:  ...%.120s\n", i,
+            want + from, got + from);
 }
 
 int main(void) {
@@ -120,26 +122,30 @@ int main(void) {
         size_t out_len = 0;
         cmf_err err;
         cmf_status st = cmf_chat_template_render(
-            tpl, json_string_value(json_object_get(c, "messages")), json_string_value(json_object_get(c, "tools")),
+            tpl, json_string_value(json_object_get(c, "messages")),
+            json_string_value(json_object_get(c, "tools")),
             json_string_value(json_object_get(c, "documents")),
-            json_is_true(json_object_get(c, "add_generation_prompt")), json_string_value(json_object_get(c, "kwargs")),
-            &out, &out_len, &err);
+            json_is_true(json_object_get(c, "add_generation_prompt")),
+            json_string_value(json_object_get(c, "kwargs")), &out, &out_len, &err);
         const char *conv = json_string_value(json_object_get(c, "conversation"));
         if (want_err) {
-            CHECK_MSG(st != CMF_OK, "case %zu %s/%s: jinja2 failed (%s) but render succeeded", i, name, conv, want_err);
+            CHECK_MSG(st != CMF_OK, "case %zu %s/%s: jinja2 failed (%s) but render succeeded", i,
+                      name, conv, want_err);
             if (st != CMF_OK) err_ok++;
         } else {
             bool same = st == CMF_OK && out_len == strlen(want) && !memcmp(out, want, out_len);
             CHECK_MSG(same, "case %zu %s/%s agp=%d kwargs=%s: %s", i, name, conv,
                       json_is_true(json_object_get(c, "add_generation_prompt")),
-                      json_string_value(json_object_get(c, "kwargs")), st == CMF_OK ? "output differs" : err.msg);
+                      json_string_value(json_object_get(c, "kwargs")),
+                      st == CMF_OK ? "output differs" : err.msg);
             if (!same && st == CMF_OK) show_diff(want, out, out_len);
             if (same) ok++;
         }
         free(out);
     }
     cmf_chat_template_free(tpl);
-    printf("parity: %zu/%zu renders identical, %zu/%zu expected errors reproduced\n", ok + err_ok, ncase, err_ok, err_ok);
+    printf("parity: %zu/%zu renders identical, %zu/%zu expected errors reproduced\n", ok + err_ok,
+           ncase, err_ok, err_ok);
     json_decref(doc);
     TEST_DONE();
 }

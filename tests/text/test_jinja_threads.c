@@ -7,14 +7,15 @@
 #include "cortiq/chat_template.h"
 
 #define NTHREADS 4
-#define ROUNDS 40
+#define ROUNDS   40
 
 static const char *k_src =
     "{%- set ns = namespace(n=0) %}{% macro m(x) %}<{{ x|upper }}>{% endmacro %}"
     "{%- for msg in messages %}{% set ns.n = ns.n + 1 %}{{ m(msg.role) }}{{ msg.content|tojson }}"
     "{{ loop.index }}/{{ ns.n }}{% endfor %}{{ [3, 1, 2]|sort }}{{ {'k': messages|length} }}";
-static const char *k_msgs = "[{\"role\": \"user\", \"content\": \"a\\u00e9\"}, {\"role\": \"assistant\", \"content\": \"b\"},"
-                            " {\"role\": \"user\", \"content\": \"c\"}]";
+static const char *k_msgs =
+    "[{\"role\": \"user\", \"content\": \"a\\u00e9\"}, {\"role\": \"assistant\", \"content\": \"b\"},"
+    " {\"role\": \"user\", \"content\": \"c\"}]";
 
 typedef struct job {
     const cmf_chat_template *t;
@@ -28,7 +29,8 @@ static void *worker(void *arg) {
         char *out = NULL;
         size_t n;
         cmf_err err;
-        if (cmf_chat_template_render(j->t, k_msgs, NULL, NULL, r & 1, NULL, &out, &n, &err) != CMF_OK ||
+        if (cmf_chat_template_render(j->t, k_msgs, NULL, NULL, r & 1, NULL, &out, &n, &err) !=
+                CMF_OK ||
             strcmp(out, j->want))
             j->bad++;
         free(out);
@@ -44,8 +46,10 @@ int main(void) {
     size_t n;
     cmf_err err;
     CHECK(cmf_chat_template_render(t, k_msgs, NULL, NULL, false, NULL, &want, &n, &err) == CMF_OK);
-    CHECK_MSG(want && !strcmp(want, "<USER>\"a\xc3\xa9\"1/1<ASSISTANT>\"b\"2/2<USER>\"c\"3/3[1, 2, 3]{'k': 3}"), "got %s",
-              want ? want : "");
+    CHECK_MSG(
+        want && !strcmp(want,
+                        "<USER>\"a\xc3\xa9\"1/1<ASSISTANT>\"b\"2/2<USER>\"c\"3/3[1, 2, 3]{'k': 3}"),
+        "got %s", want ? want : "");
     pthread_t th[NTHREADS];
     job jobs[NTHREADS];
     for (int i = 0; i < NTHREADS; i++) {

@@ -15,7 +15,8 @@ static size_t enc(const cmf_tokenizer *t, const char *s, bool sp, int32_t *out, 
     size_t n = 0;
     cmf_err err;
     if (cmf_tokenizer_encode(t, s, strlen(s), sp, &ids, &n, &err) != CMF_OK) return (size_t)-1;
-    for (size_t i = 0; i < n && i < cap; i++) out[i] = ids[i];
+    for (size_t i = 0; i < n && i < cap; i++)
+        out[i] = ids[i];
     free(ids);
     return n;
 }
@@ -72,9 +73,11 @@ static void test_byte_level(void) {
     CHECK(cmf_detok_stream_create(t, false, &st, &err) == CMF_OK);
     const char *piece;
     size_t pl;
-    CHECK(cmf_detok_stream_push(st, 259, &piece, &pl, &err) == CMF_OK && pl == 5 && !memcmp(piece, "hello", 5));
+    CHECK(cmf_detok_stream_push(st, 259, &piece, &pl, &err) == CMF_OK && pl == 5 &&
+          !memcmp(piece, "hello", 5));
     CHECK(cmf_detok_stream_push(st, 0xC3, &piece, &pl, &err) == CMF_OK && pl == 0);
-    CHECK(cmf_detok_stream_push(st, 0xA9, &piece, &pl, &err) == CMF_OK && pl == 2 && !memcmp(piece, "\xC3\xA9", 2));
+    CHECK(cmf_detok_stream_push(st, 0xA9, &piece, &pl, &err) == CMF_OK && pl == 2 &&
+          !memcmp(piece, "\xC3\xA9", 2));
     /* many more ids: the window re-bases and the text stays exact */
     size_t total = 0;
     for (int i = 0; i < 100; i++) {
@@ -108,35 +111,44 @@ static void expect_refusal(const char *json, cmf_status want, const char *needle
 
 static void test_refusals(void) {
     expect_refusal("{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}", CMF_E_PARSE, "Unigram");
-    expect_refusal("{\"model\":{\"type\":\"Unigram\",\"unk_id\":5,\"vocab\":[[\"a\",-1.0]]}}", CMF_E_PARSE, "unk_id");
-    expect_refusal("{\"model\":{\"type\":\"Hypothetical\",\"vocab\":{}}}", CMF_E_UNSUPPORTED, "Hypothetical");
-    expect_refusal("{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}}}", CMF_E_PARSE, "[UNK]");
+    expect_refusal("{\"model\":{\"type\":\"Unigram\",\"unk_id\":5,\"vocab\":[[\"a\",-1.0]]}}",
+                   CMF_E_PARSE, "unk_id");
+    expect_refusal("{\"model\":{\"type\":\"Hypothetical\",\"vocab\":{}}}", CMF_E_UNSUPPORTED,
+                   "Hypothetical");
+    expect_refusal("{\"model\":{\"type\":\"WordPiece\",\"vocab\":{\"a\":0}}}", CMF_E_PARSE,
+                   "[UNK]");
     expect_refusal("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},"
                    "\"normalizer\":{\"type\":\"Precompiled\",\"precompiled_charsmap\":\"\"}}",
                    CMF_E_UNSUPPORTED, "Precompiled");
     expect_refusal("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},"
                    "\"pre_tokenizer\":{\"type\":\"UnicodeScripts\"}}",
                    CMF_E_UNSUPPORTED, "UnicodeScripts");
-    expect_refusal("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"a b\"]}}", CMF_E_PARSE,
-                   "not in the vocabulary");
-    expect_refusal("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-3},\"merges\":[]}}", CMF_E_PARSE, "id must be");
-    expect_refusal("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},"
-                   "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(\"},\"behavior\":\"Isolated\"}}",
-                   CMF_E_PARSE, "does not compile");
-    expect_refusal("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},"
-                   "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"String\":\"x\"},\"behavior\":\"Sideways\"}}",
-                   CMF_E_PARSE, "behavior");
-    expect_refusal("{\"model\":{\"type\":\"BPE\",\"dropout\":0.1,\"vocab\":{\"a\":0},\"merges\":[]}}",
-                   CMF_E_UNSUPPORTED, "dropout");
+    expect_refusal("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[\"a b\"]}}",
+                   CMF_E_PARSE, "not in the vocabulary");
+    expect_refusal("{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":-3},\"merges\":[]}}", CMF_E_PARSE,
+                   "id must be");
+    expect_refusal(
+        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},"
+        "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"Regex\":\"(\"},\"behavior\":\"Isolated\"}}",
+        CMF_E_PARSE, "does not compile");
+    expect_refusal(
+        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},\"merges\":[]},"
+        "\"pre_tokenizer\":{\"type\":\"Split\",\"pattern\":{\"String\":\"x\"},\"behavior\":\"Sideways\"}}",
+        CMF_E_PARSE, "behavior");
+    expect_refusal(
+        "{\"model\":{\"type\":\"BPE\",\"dropout\":0.1,\"vocab\":{\"a\":0},\"merges\":[]}}",
+        CMF_E_UNSUPPORTED, "dropout");
     expect_refusal("{\"model\":", CMF_E_PARSE, "line 1");
     expect_refusal("{\"a\":\"\\ud800\"}", CMF_E_PARSE, "surrogate");
     expect_refusal("[1,2]", CMF_E_PARSE, "object");
-    expect_refusal("{\"model\":{\"type\":\"BPE\",\"vocab\":{},\"merges\":[]}}", CMF_E_PARSE, "empty vocabulary");
+    expect_refusal("{\"model\":{\"type\":\"BPE\",\"vocab\":{},\"merges\":[]}}", CMF_E_PARSE,
+                   "empty vocabulary");
     cmf_tokenizer *t = NULL;
     CHECK(cmf_tokenizer_load(NULL, 0, &t, NULL) == CMF_E_INVALID_ARG);
     CHECK(cmf_tokenizer_load_file("/nonexistent/tokenizer.json", &t, NULL) == CMF_E_IO);
     /* a vocabulary key with U+0000 loads (jansson could not hold it) */
-    const char *nul = "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"\\u0000\":0,\"a\":1},\"merges\":[]}}";
+    const char *nul =
+        "{\"model\":{\"type\":\"BPE\",\"vocab\":{\"\\u0000\":0,\"a\":1},\"merges\":[]}}";
     CHECK(cmf_tokenizer_load(nul, strlen(nul), &t, NULL) == CMF_OK);
     int32_t v[4];
     CHECK(t && enc(t, "a", false, v, 4) == 1 && v[0] == 1);
@@ -153,15 +165,17 @@ typedef struct par_job {
     int bad;
 } par_job;
 
-static const char PAR_TEXT[] = "It's 2024: hello world, hello again!\n\n  \xE4\xBD\xA0\xE5\xA5\xBD <s> cat";
+static const char PAR_TEXT[] =
+    "It's 2024: hello world, hello again!\n\n  \xE4\xBD\xA0\xE5\xA5\xBD <s> cat";
 
 static void *par_worker(void *arg) {
     par_job *j = arg;
     for (int r = 0; r < 200; r++) {
         int32_t *ids = NULL;
         size_t n = 0;
-        if (cmf_tokenizer_encode(j->tok, PAR_TEXT, strlen(PAR_TEXT), true, &ids, &n, NULL) != CMF_OK || n != j->nwant ||
-            memcmp(ids, j->want, n * sizeof *ids) != 0)
+        if (cmf_tokenizer_encode(j->tok, PAR_TEXT, strlen(PAR_TEXT), true, &ids, &n, NULL) !=
+                CMF_OK ||
+            n != j->nwant || memcmp(ids, j->want, n * sizeof *ids) != 0)
             j->bad++;
         free(ids);
     }
@@ -176,7 +190,9 @@ static void test_threads(void) {
     if (!t) return;
     int32_t *want = NULL;
     size_t nwant = 0;
-    CHECK(cmf_tokenizer_encode(t, PAR_TEXT, strlen(PAR_TEXT), true, &want, &nwant, NULL) == CMF_OK && nwant > 10);
+    CHECK(cmf_tokenizer_encode(t, PAR_TEXT, strlen(PAR_TEXT), true, &want, &nwant, NULL) ==
+              CMF_OK &&
+          nwant > 10);
     pthread_t th[4];
     par_job jobs[4];
     for (int i = 0; i < 4; i++) {

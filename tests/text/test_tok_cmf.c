@@ -24,7 +24,9 @@ static cmf_status write_model(const char *path, const char *json, cmf_err *err) 
     static float emb[304 * 8];
     uint64_t shape[2] = {304, 8};
     st = cmf_writer_set_header(w, HEADER, strlen(HEADER), err);
-    if (!st) st = cmf_writer_add_tensor(w, "model.embed_tokens.weight", CMF_DT_F32, 2, shape, emb, sizeof emb, err);
+    if (!st)
+        st = cmf_writer_add_tensor(w, "model.embed_tokens.weight", CMF_DT_F32, 2, shape, emb,
+                                   sizeof emb, err);
     if (!st) st = cmf_writer_set_vocab(w, json, strlen(json), err);
     if (!st) st = cmf_writer_finish(w, err);
     cmf_writer_free(w);
@@ -75,7 +77,8 @@ int main(void) {
             CHECK(fgets(line, sizeof line, p) != NULL);
             CHECK(pclose(p) == 0);
         }
-        CHECK_MSG(strcmp(line, "259 260 111 114 108 100\n") == 0, "cortiq tokenize printed \"%s\"", line);
+        CHECK_MSG(strcmp(line, "259 260 111 114 108 100\n") == 0, "cortiq tokenize printed \"%s\"",
+                  line);
     }
     remove(path);
     free(json);

@@ -14,10 +14,25 @@
 #include "cortiq/tokenizer.h"
 
 static const char *const NAMES[] = {
-    "qwen3", "llama3_1", "gemma3", "smollm2", "synth_gpt2", "synth_sentencepiece", "synth_components",
-    "synth_whitespace", "synth_nfc_metaspace_never", "synth_split_removed", "synth_split_isolated_inv",
-    "synth_split_prev", "synth_split_next", "synth_split_contig", "synth_wordpiece", "synth_wordpiece_cased",
-    "synth_unigram", "synth_unigram_bytes", "synth_wordlevel",
+    "qwen3",
+    "llama3_1",
+    "gemma3",
+    "smollm2",
+    "synth_gpt2",
+    "synth_sentencepiece",
+    "synth_components",
+    "synth_whitespace",
+    "synth_nfc_metaspace_never",
+    "synth_split_removed",
+    "synth_split_isolated_inv",
+    "synth_split_prev",
+    "synth_split_next",
+    "synth_split_contig",
+    "synth_wordpiece",
+    "synth_wordpiece_cased",
+    "synth_unigram",
+    "synth_unigram_bytes",
+    "synth_wordlevel",
 };
 
 static char *read_cmd(const char *cmd, size_t *len) {
@@ -63,7 +78,8 @@ static bool ids_equal(const json_t *want, const int32_t *got, size_t n) {
 
 static void show_ids(const char *label, const int32_t *v, size_t n) {
     fprintf(stderr, "  %s (%zu):", label, n);
-    for (size_t i = 0; i < n && i < 40; i++) fprintf(stderr, " %d", v[i]);
+    for (size_t i = 0; i < n && i < 40; i++)
+        fprintf(stderr, " %d", v[i]);
     fprintf(stderr, "\n");
 }
 
@@ -71,12 +87,14 @@ static int run_one(const char *name) {
     char path[1024], cmd[1200];
     size_t jlen = 0;
     char *json = NULL;
-    snprintf(path, sizeof path, "%s/tests/fixtures/tokenizer/%s.tokenizer.json.xz", CORTIQ_SOURCE_DIR, name);
+    snprintf(path, sizeof path, "%s/tests/fixtures/tokenizer/%s.tokenizer.json.xz",
+             CORTIQ_SOURCE_DIR, name);
     if (exists(path)) {
         snprintf(cmd, sizeof cmd, "xz -dc '%s'", path);
         json = read_cmd(cmd, &jlen);
     } else {
-        snprintf(path, sizeof path, "%s/../shared/tokenizers/%s/tokenizer.json", CORTIQ_SOURCE_DIR, name);
+        snprintf(path, sizeof path, "%s/../shared/tokenizers/%s/tokenizer.json", CORTIQ_SOURCE_DIR,
+                 name);
         if (!exists(path)) {
             printf("%s: SKIPPED (no tokenizer.json.xz fixture and no %s)\n", name, path);
             return 0;
@@ -97,7 +115,8 @@ static int run_one(const char *name) {
     if (st) return 1;
     double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
 
-    snprintf(cmd, sizeof cmd, "gzip -dc '%s/tests/fixtures/tokenizer/%s.cases.jsonl.gz'", CORTIQ_SOURCE_DIR, name);
+    snprintf(cmd, sizeof cmd, "gzip -dc '%s/tests/fixtures/tokenizer/%s.cases.jsonl.gz'",
+             CORTIQ_SOURCE_DIR, name);
     size_t clen;
     char *cases = read_cmd(cmd, &clen);
     CHECK_MSG(cases != NULL, "%s: cannot read the cases", name);
@@ -119,14 +138,16 @@ static int run_one(const char *name) {
                 st = cmf_tokenizer_encode(tok, text, tlen, k == 0, &ids[k], &n[k], &err);
                 CHECK_MSG(st == CMF_OK, "%s: encode failed: %s", name, err.msg);
                 bool eq = st == CMF_OK && ids_equal(json_object_get(c, keys[k]), ids[k], n[k]);
-                CHECK_MSG(eq, "%s case %d %s differ for text \"%.80s\"", name, ncase, keys[k], text);
+                CHECK_MSG(eq, "%s case %d %s differ for text \"%.80s\"", name, ncase, keys[k],
+                          text);
                 if (!eq) {
                     bad++;
                     show_ids("got", ids[k], n[k]);
                     const json_t *w = json_object_get(c, keys[k]);
                     fprintf(stderr, "  want (%zu):", json_array_size(w));
                     for (size_t i = 0; i < json_array_size(w) && i < 40; i++)
-                        fprintf(stderr, " %lld", (long long)json_integer_value(json_array_get(w, i)));
+                        fprintf(stderr, " %lld",
+                                (long long)json_integer_value(json_array_get(w, i)));
                     fprintf(stderr, "\n");
                 }
             }
@@ -134,16 +155,18 @@ static int run_one(const char *name) {
             const json_t *want_ids = json_object_get(c, "ids");
             size_t wn = json_array_size(want_ids);
             int32_t *wv = malloc((wn ? wn : 1) * sizeof *wv);
-            for (size_t i = 0; wv && i < wn; i++) wv[i] = (int32_t)json_integer_value(json_array_get(want_ids, i));
+            for (size_t i = 0; wv && i < wn; i++)
+                wv[i] = (int32_t)json_integer_value(json_array_get(want_ids, i));
             const char *dkeys[2] = {"decoded", "decoded_skip"};
             for (int k = 0; wv && k < 2; k++) {
                 char *txt = NULL;
                 size_t tl = 0;
                 st = cmf_tokenizer_decode(tok, wv, wn, k == 1, &txt, &tl, &err);
                 const json_t *dw = json_object_get(c, dkeys[k]);
-                bool eq = st == CMF_OK && tl == json_string_length(dw) && memcmp(txt, json_string_value(dw), tl) == 0;
-                CHECK_MSG(eq, "%s case %d %s differs: got \"%.80s\" want \"%.80s\"", name, ncase, dkeys[k],
-                          txt ? txt : "(null)", json_string_value(dw));
+                bool eq = st == CMF_OK && tl == json_string_length(dw) &&
+                          memcmp(txt, json_string_value(dw), tl) == 0;
+                CHECK_MSG(eq, "%s case %d %s differs: got \"%.80s\" want \"%.80s\"", name, ncase,
+                          dkeys[k], txt ? txt : "(null)", json_string_value(dw));
                 if (!eq) bad++;
                 free(txt);
             }
@@ -174,9 +197,10 @@ static int run_one(const char *name) {
                 CHECK(cmf_tokenizer_decode(tok, ids[1], n[1], false, &full, &fl, &err) == CMF_OK);
                 /* the stream may hold back a trailing incomplete character */
                 bool pre = full && acc && sl <= fl && memcmp(acc, full, sl) == 0;
-                bool whole = pre && (sl == fl || (fl >= 3 && !memcmp(full + fl - 3, "\xEF\xBF\xBD", 3)));
-                CHECK_MSG(whole, "%s case %d: stream text \"%.60s\" is not the decode \"%.60s\"", name, ncase,
-                          acc ? acc : "", full ? full : "");
+                bool whole =
+                    pre && (sl == fl || (fl >= 3 && !memcmp(full + fl - 3, "\xEF\xBF\xBD", 3)));
+                CHECK_MSG(whole, "%s case %d: stream text \"%.60s\" is not the decode \"%.60s\"",
+                          name, ncase, acc ? acc : "", full ? full : "");
                 free(full);
                 free(acc);
                 cmf_detok_stream_free(s);
