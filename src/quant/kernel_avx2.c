@@ -61,6 +61,8 @@ static inline float hsum8(__m256 v) {
                 const uint8_t *row = ROW(r + q);                                                   \
                 __m256 a = ZERO, b = ZERO;                                                         \
                 uint64_t i = 0;                                                                    \
+                /* 32 columns a step, so that each step prefetches whole lines (one 16-column      \
+                 * loop with a conditional prefetch: f32 -20 %, f16 -5 % from DRAM) */             \
                 for (; i + 32 <= CF; i += 32) {                                                    \
                     for (unsigned pf = 0; 2 * pf < (ES); pf++) /* ES / 2 lines */                  \
                         cq_prefetch_weights(row + ES * i + 64 * pf);                               \
