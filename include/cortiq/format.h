@@ -151,9 +151,15 @@ typedef struct cmf_arch {
     int64_t linear_conv_kernel_dim, linear_num_key_heads, linear_num_value_heads,
         linear_key_head_dim, linear_value_head_dim;
     /* Fields beyond the spec's example that real families need; ignored by other readers. */
-    const char *hidden_act; /* e.g. "silu", "gelu_pytorch_tanh"; NULL if absent */
+    const char *hidden_act; /* e.g. "silu", "gelu_tanh"; NULL if absent */
     double query_pre_attn_scalar, final_logit_softcapping, attn_logit_softcapping;
     bool has_query_pre_attn_scalar, has_final_logit_softcapping, has_attn_logit_softcapping;
+    /* Input embeddings times embed_multiplier (Gemma: sqrt(hidden)), logits times
+     * logit_multiplier; sliding_window_pattern P: layer i is global iff (i + 1) % P == 0 when no
+     * layer is tagged SlidingAttention (-1 when absent). */
+    double embed_multiplier, logit_multiplier;
+    bool has_embed_multiplier, has_logit_multiplier;
+    int64_t sliding_window_pattern;
     cmf_yarn yarn;
     cmf_rope_scaling rope_scaling;
     cmf_mtp mtp;

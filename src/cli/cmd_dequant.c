@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/npy_write.h"
 #include "common/bytes.h"
 #include "common/f16.h"
 #include "cortiq/format.h"
@@ -22,26 +23,6 @@ static void usage(void) {
         "  -o OUT.npy   output path for NAME (default: ./NAME.npy)\n"
         "  --all DIR    every tensor to DIR/<name>.npy ('/' in names becomes '_'); DIR is created\n"
         "  Memory: one tensor's float32 copy at a time.\n");
-}
-
-/* The .npy header: magic, version 1.0, u16 length, a Python dict literal padded with spaces to a
- * 64-byte boundary and ended by '\n'. */
-static size_t npy_header(const cmf_tensor *t, char *buf, size_t cap) {
-    char dict[400];
-    size_t n =
-        (size_t)snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': (");
-    for (unsigned i = 0; i < t->ndim; i++) /* numpy's repr: (n,) for 1-D, (a, b) otherwise */
-        n += (size_t)snprintf(dict + n, sizeof dict - n, "%s%llu%s", i ? ", " : "",
-                              (unsigned long long)t->shape[i], t->ndim == 1 ? "," : "");
-    n += (size_t)snprintf(dict + n, sizeof dict - n, "), }");
-    size_t total = (10 + n + 1 + 63) / 64 * 64;
-    if (total > cap) return 0;
-    memcpy(buf, "\x93NUMPY\x01\x00", 8);
-    st_u16((uint8_t *)buf + 8, (uint16_t)(total - 10));
-    memcpy(buf + 10, dict, n);
-    memset(buf + 10 + n, ' ', total - 10 - n - 1);
-    buf[total - 1] = '\n';
-    return total;
 }
 
 static int write_npy(const cmf_tensor *t, const char *out_path) {
@@ -64,25 +45,7 @@ static int write_npy(const cmf_tensor *t, const char *out_path) {
         free(vals);
         return cli_exit_code(st);
     }
-    for (uint64_t i = 0; i < n; i++) { /* '<f4' whatever the host order */
-        uint8_t le[4];
-        st_u32(le, f32_bits(vals[i]));
-        memcpy(&vals[i], le, 4);
-    }
-    char hdr[512];
-    size_t hl = npy_header(t, hdr, sizeof hdr);
-    FILE *fp = fopen(out_path, "wb");
-    int rc = CLI_EXIT_OK;
-    if (!fp || fwrite(hdr, 1, hl, fp) != hl ||
-        fwrite(vals, sizeof *vals, (size_t)n, fp) != (size_t)n) {
-        fprintf(stderr, "cortiq dequant: %s: %s\n", out_path, strerror(errno));
-        rc = CLI_EXIT_SYSTEM;
-    }
-    if (fp && fclose(fp) != 0 && rc == CLI_EXIT_OK) {
-        fprintf(stderr, "cortiq dequant: %s: %s\n", out_path, strerror(errno));
-        rc = CLI_EXIT_SYSTEM;
-    }
-    if (rc != CLI_EXIT_OK) remove(out_path);
+    int rc = cli_write_npy_f32("dequant", out_path, t->ndim, t->shape, vals);
     free(vals);
     return rc;
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "convert/arch_interop.h"
 #include "cortiq/convert.h"
 #include "cortiq/converter.h"
 
@@ -68,8 +69,8 @@ static char *read_text(const char *path) {
 }
 
 /* Header JSON: format, version, arch, quant_type, tokenizer_config, provenance. */
-static char *build_header(const cmf_gguf *g, const char *src, const char *quant, const char *tpl,
-                          cmf_err *err) {
+static char *build_header(const cmf_gguf *g, const char *src, const char *quant, cmf_dtype dt,
+                          const char *tpl, cmf_err *err) {
     char *arch = NULL, *tc = NULL;
     if (cmf_gguf_arch_json(g, &arch, err) || cmf_gguf_tokenizer_config_json(g, &tc, err)) {
         free(arch);
@@ -79,7 +80,7 @@ static char *build_header(const cmf_gguf *g, const char *src, const char *quant,
     json_object_set_new(h, "format", json_string("cmf"));
     json_object_set_new(h, "version", json_integer(2));
     json_object_set_new(h, "arch", json_loads(arch, 0, NULL));
-    json_object_set_new(h, "quant_type", json_string(quant));
+    json_object_set_new(h, "quant_type", json_string(cq_quant_type_label(dt)));
     json_t *tcj = json_loads(tc, 0, NULL);
     if (tpl) json_object_set_new(tcj, "chat_template", json_string(tpl));
     json_object_set_new(h, "tokenizer_config", tcj);
@@ -183,7 +184,7 @@ int cmd_import_gguf(int argc, char **argv) {
     size_t vocab_len = 0, n = 0;
     cmf_status st = cmf_gguf_open(a.in, &g, &err);
     if (st) goto done;
-    if (!(header = build_header(g, a.in, a.quant_name, tpl, &err))) {
+    if (!(header = build_header(g, a.in, a.quant_name, a.o.quant, tpl, &err))) {
         st = err.code ? err.code : CMF_E_NOMEM;
         goto done;
     }

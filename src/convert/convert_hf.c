@@ -28,7 +28,7 @@ cmf_status cmf_convert_hf_header(const char *model_dir, const cmf_convert_opts *
     cmf_convert_opts d;
     if (!opts) cmf_convert_opts_default(&d), opts = &d;
     json_t *h;
-    cmf_status st = hf_build_header(model_dir, quant_label(opts), &h, NULL, err);
+    cmf_status st = hf_build_header(model_dir, quant_label(opts), opts->quant, &h, NULL, err);
     if (st) return st;
     *out = json_dumps(h, JSON_COMPACT);
     json_decref(h);
@@ -143,7 +143,7 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
     uint8_t *vocab = NULL, *masks = NULL;
     size_t vocab_len = 0, masks_len = 0;
     char *hjson = NULL;
-    cmf_status s = hf_build_header(dir, quant_label(opts), &hdr, &cfg, err);
+    cmf_status s = hf_build_header(dir, quant_label(opts), opts->quant, &hdr, &cfg, err);
     if (s) goto out;
     if ((s = cmf_st_open(dir, &st, err))) goto out;
     json_t *arch = json_object_get(hdr, "arch");

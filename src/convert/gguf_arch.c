@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "convert/arch_interop.h"
 #include "cortiq/convert.h"
 
 /* The shortest decimal that reads back as the same f32: hyper-parameters stored as f32
@@ -192,6 +193,7 @@ cmf_status cmf_gguf_arch_json(const cmf_gguf *g, char **out, cmf_err *err) {
     }
     json_object_set_new(c.obj, "tie_word_embeddings",
                         json_boolean(cmf_gguf_find_tensor(g, "output.weight") == NULL));
+    cq_arch_complete(c.obj);
     *out = json_dumps(c.obj, JSON_COMPACT | JSON_REAL_PRECISION(15));
     json_decref(c.obj);
     if (!*out) return cmf_err_set(err, CMF_E_NOMEM, cmf_gguf_name(g), "out of memory");

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/fileio.h"
+#include "convert/arch_interop.h"
 #include "convert/hf_header.h"
 #include "cortiq/converter.h"
 
@@ -175,7 +176,9 @@ static cmf_status build_arch(json_t *cfg, const char *mt, json_t **out, const ch
     copy_num(a, "max_position_embeddings", cfg, "max_position_embeddings");
     copy_num(a, "rms_norm_eps", cfg, "rms_norm_eps");
     int gemma = !strncmp(mt, "gemma", 5);
-    json_object_set_new(a, "norm_style", json_string(gemma ? "gemma" : "qwen"));
+    /* Qwen3-Next and Qwen3.5 store zero-centred norm weights, applied as x*(1+w) like Gemma's */
+    int zero_centred = gemma || !strncmp(mt, "qwen3_next", 10) || !strncmp(mt, "qwen3_5", 7);
+    json_object_set_new(a, "norm_style", json_string(zero_centred ? "gemma" : "qwen"));
     json_t *rp = rope_params(cfg);
     if (!copy_num(a, "rope_theta", cfg, "rope_theta") && rp)
         copy_num(a, "rope_theta", rp, "rope_theta");
@@ -226,6 +229,7 @@ static cmf_status build_arch(json_t *cfg, const char *mt, json_t **out, const ch
         copy_num(m, "routed_scaling_factor", cfg, "routed_scaling_factor");
         json_object_set_new(a, "moe", m);
     }
+    cq_arch_complete(a);
     *out = a;
     return CMF_OK;
 }
@@ -326,8 +330,8 @@ static json_t *build_tokenizer_config(const char *dir, json_t *cfg, cmf_err *err
     return tc;
 }
 
-cmf_status hf_build_header(const char *dir, const char *quant_name, json_t **out, json_t **config,
-                           cmf_err *err) {
+cmf_status hf_build_header(const char *dir, const char *quant_name, cmf_dtype quant, json_t **out,
+                           json_t **config, cmf_err *err) {
     json_t *cfg = hf_load_json(dir, "config.json", err, 1);
     if (!cfg) return err ? err->code : CMF_E_NOT_FOUND;
     /* multimodal wrappers (gemma3) keep the text model's settings in text_config */
@@ -379,7 +383,7 @@ cmf_status hf_build_header(const char *dir, const char *quant_name, json_t **out
     json_object_set_new(h, "format", json_string("cmf"));
     json_object_set_new(h, "version", json_integer(2));
     json_object_set_new(h, "arch", arch);
-    json_object_set_new(h, "quant_type", json_string(quant_name));
+    json_object_set_new(h, "quant_type", json_string(cq_quant_type_label(quant)));
     json_object_set_new(h, "tokenizer_config", tc);
     json_t *prov = json_object();
     json_object_set_new(prov, "tool", json_string("cortiq"));

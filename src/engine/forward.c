@@ -654,6 +654,9 @@ static void head_forward(cortiq_session *s, const float *x, float *logits) {
     cortiq_model *m = s->m;
     rmsnorm(s->xn, x, m->final_norm, m->hidden, m->eps);
     matmul(s, &m->head, s->xn, 1, logits, m->vocab);
+    if (m->logit_scale != 1.0f)
+        for (uint32_t i = 0; i < m->vocab; i++)
+            logits[i] *= m->logit_scale;
     if (m->final_softcap > 0)
         for (uint32_t i = 0; i < m->vocab; i++)
             logits[i] = tanhf(logits[i] / m->final_softcap) * m->final_softcap;

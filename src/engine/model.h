@@ -36,12 +36,16 @@ typedef struct cq_layer {
     uint32_t ffn;                       /* intermediate size from the tensor shape (spec §11) */
 } cq_layer;
 
+/* Choose the activation from arch.hidden_act and refuse header fields whose computation this
+ * runtime lacks (src/engine/arch_check.c). */
+cmf_status cq_arch_check(const cmf_header *h, const char *path, cq_act *act, cmf_err *err);
+
 struct cortiq_model {
     cmf_file *file;
     cq_pool *pool;
     uint32_t hidden, n_layers, n_heads, n_kv, head_dim, vocab, max_pos;
     uint32_t sliding_window; /* 0 = none */
-    float eps, embed_scale, attn_scale, final_softcap, attn_softcap;
+    float eps, embed_scale, logit_scale, attn_scale, final_softcap, attn_softcap;
     cq_act act;
     cmf_qmat embed, head;
     float *final_norm;

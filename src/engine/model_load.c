@@ -143,9 +143,15 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
     uint32_t local_rot = (uint32_t)(m->head_dim * a->local_partial_rotary_factor) & ~1u;
     m->freq_store = calloc((size_t)m->n_layers * m->head_dim, sizeof(float));
     if (!m->freq_store) return cmf_err_set(L->err, CMF_E_NOMEM, L->path, "rope tables");
+    bool tagged_sliding = false;
+    for (size_t l = 0; l < a->n_layer_types; l++)
+        tagged_sliding |= a->layer_types[l] == CMF_LAYER_SLIDING_ATTENTION;
     for (uint32_t l = 0; l < m->n_layers; l++) {
         cq_layer *y = &m->layers[l];
         int li = (int)l;
+        /* sliding_window_pattern P without sliding tags: every P-th layer is global */
+        if (!tagged_sliding && a->sliding_window_pattern > 0 && m->sliding_window)
+            y->sliding = (l + 1) % (uint64_t)a->sliding_window_pattern != 0;
         if (a->n_layer_types) {
             cmf_layer_type t = a->layer_types[l];
             if (t == CMF_LAYER_LINEAR_ATTENTION || t == CMF_LAYER_OTHER)
@@ -153,7 +159,7 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
                     L->err, CMF_E_UNSUPPORTED, L->path,
                     "layer %u is %s: this runtime runs full and sliding attention layers only", l,
                     a->layer_type_names[l]);
-            y->sliding = t == CMF_LAYER_SLIDING_ATTENTION;
+            if (tagged_sliding) y->sliding = t == CMF_LAYER_SLIDING_ATTENTION;
         }
         if (y->sliding && !m->sliding_window)
             return cmf_err_set(L->err, CMF_E_PARSE, L->path,
@@ -293,7 +299,7 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
                      ? (uint32_t)a->max_position_embeddings
                      : 0;
     m->eps = a->has_rms_norm_eps ? (float)a->rms_norm_eps : 1e-6f;
-    m->act = a->hidden_act && strstr(a->hidden_act, "gelu") ? CQ_ACT_GELU_TANH : CQ_ACT_SILU;
+    if ((st = cq_arch_check(h, path, &m->act, L->err))) return st;
     m->attn_scale = (float)(1.0 / sqrt(a->has_query_pre_attn_scalar ? a->query_pre_attn_scalar
                                                                     : (double)m->head_dim));
     m->final_softcap = a->has_final_logit_softcapping ? (float)a->final_logit_softcapping : 0;
@@ -311,7 +317,11 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
                            (long long)a->vocab_size, (unsigned long long)emb->shape[0]);
     if ((st = bind_mat(L, &m->embed, emb, 0, m->hidden))) return st;
     m->weight_bytes -= emb->nbytes; /* a decode step reads one embedding row, not the table */
-    m->embed_scale = a->norm_style == CMF_NORM_GEMMA ? sqrtf((float)m->hidden) : 1.0f;
+    /* files written before embed_multiplier was: Gemma's sqrt(hidden) (docs/FORMAT.md) */
+    m->embed_scale = a->has_embed_multiplier ? (float)a->embed_multiplier
+                     : a->arch_name && !strncmp(a->arch_name, "gemma", 5) ? sqrtf((float)m->hidden)
+                                                                          : 1.0f;
+    m->logit_scale = a->has_logit_multiplier ? (float)a->logit_multiplier : 1.0f;
     const cmf_tensor *head = cmf_file_find(m->file, "lm_head.weight");
     if (!head) {
         if (!a->tie_word_embeddings) return missing(L, "lm_head.weight", 0);

@@ -53,6 +53,7 @@ static cmf_status parse_arch(json_t *o, cmf_arch *a, jsonu_ctx *c) {
         {"vocab_size", offsetof(cmf_arch, vocab_size)},
         {"max_position_embeddings", offsetof(cmf_arch, max_position_embeddings)},
         {"sliding_window", offsetof(cmf_arch, sliding_window)},
+        {"sliding_window_pattern", offsetof(cmf_arch, sliding_window_pattern)},
         {"linear_conv_kernel_dim", offsetof(cmf_arch, linear_conv_kernel_dim)},
         {"linear_num_key_heads", offsetof(cmf_arch, linear_num_key_heads)},
         {"linear_num_value_heads", offsetof(cmf_arch, linear_num_value_heads)},
@@ -94,6 +95,12 @@ static cmf_status parse_arch(json_t *o, cmf_arch *a, jsonu_ctx *c) {
         return st;
     if ((st = jsonu_opt_number(c, o, "arch", "attn_logit_softcapping", &a->attn_logit_softcapping,
                                &a->has_attn_logit_softcapping)))
+        return st;
+    if ((st = jsonu_opt_number(c, o, "arch", "embed_multiplier", &a->embed_multiplier,
+                               &a->has_embed_multiplier)))
+        return st;
+    if ((st = jsonu_opt_number(c, o, "arch", "logit_multiplier", &a->logit_multiplier,
+                               &a->has_logit_multiplier)))
         return st;
     if ((st = jsonu_opt_bool(c, o, "arch", "tie_word_embeddings", &a->tie_word_embeddings)))
         return st;

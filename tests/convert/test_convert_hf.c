@@ -105,7 +105,16 @@ static void test_family(const char *fam) {
               h->tokenizer_config.n_eos >= 1 && h->tokenizer_config.eos_token_ids[0] == 2 &&
               h->tokenizer_config.bos_token_id == 1);
         CHECK(h->provenance_json && strstr(h->provenance_json, "\"tool\":\"cortiq\""));
-        CHECK(h->arch.norm_style == (strncmp(fam, "gemma", 5) ? CMF_NORM_QWEN : CMF_NORM_GEMMA));
+        /* Gemma and Qwen3-Next store zero-centred norm weights: x * (1 + w) */
+        bool zero_centred = !strncmp(fam, "gemma", 5) || !strncmp(fam, "qwen3_next", 10);
+        CHECK(h->arch.norm_style == (zero_centred ? CMF_NORM_GEMMA : CMF_NORM_QWEN));
+        /* every reader needs these (docs/FORMAT.md "Header fields") */
+        CHECK(h->arch.n_layer_types == 2 && h->quant_type &&
+              strspn(h->quant_type, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") ==
+                  strlen(h->quant_type));
+        CHECK(h->arch.has_embed_multiplier == !strncmp(fam, "gemma", 5));
+        CHECK(!h->arch.hidden_act || !strcmp(h->arch.hidden_act, "silu") ||
+              !strcmp(h->arch.hidden_act, "gelu_tanh"));
         if (!strcmp(fam, "gemma3_text")) {
             CHECK(h->arch.layer_types[0] == CMF_LAYER_SLIDING_ATTENTION &&
                   h->arch.sliding_window == 8 && h->arch.has_rope_local_base_freq &&

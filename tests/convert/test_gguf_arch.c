@@ -2,6 +2,7 @@
  * tensor names, and the HF value fix-ups (Q/K row un-permutation, Gemma norm shift), on
  * hand-built files: what the real-model test checks, without needing the models. */
 #include <jansson.h>
+#include <math.h>
 
 #include "common/test.h"
 #include "gguf_builder.h"
@@ -76,8 +77,12 @@ static void test_arch(void) {
         CHECK(strcmp(gets(j, "norm_style"), "qwen") == 0 &&
               strcmp(gets(j, "hidden_act"), "silu") == 0);
         CHECK(json_is_true(json_object_get(j, "tie_word_embeddings")));
-        CHECK(json_object_get(j, "layer_types") == NULL &&
-              json_object_get(j, "partial_rotary_factor") == NULL);
+        /* layer_types always (other readers require it), here all full attention */
+        json_t *lt = json_object_get(j, "layer_types");
+        CHECK(json_array_size(lt) == 2 &&
+              !strcmp(json_string_value(json_array_get(lt, 1)), "FullAttention"));
+        CHECK(json_object_get(j, "partial_rotary_factor") == NULL &&
+              json_object_get(j, "embed_multiplier") == NULL);
         json_decref(j);
     }
     free(w.b);
@@ -112,7 +117,9 @@ static void test_arch(void) {
     j = arch_of(&w, CMF_OK);
     if (j) {
         CHECK(strcmp(gets(j, "norm_style"), "gemma") == 0 &&
-              strcmp(gets(j, "hidden_act"), "gelu_pytorch_tanh") == 0);
+              strcmp(gets(j, "hidden_act"), "gelu_tanh") == 0);
+        CHECK(getr(j, "embed_multiplier") == sqrt((double)geti(j, "hidden_size")));
+        CHECK(geti(j, "sliding_window_pattern") == 6);
         CHECK(getr(j, "query_pre_attn_scalar") == 256.0 &&
               getr(j, "rope_local_base_freq") == 10000.0);
         CHECK(json_array_size(json_object_get(j, "layer_types")) == 12);
