@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "common/bytes.h"
+#include "quant/q4tp_rung.h"
 #include "quant/quant_internal.h"
 
 /* Nibbles of up to 32 weights (missing ones are zero padding -> code 8) against scale s;
@@ -83,9 +84,9 @@ void qc_q4_tiled_row(const qshape *s, const uint8_t *d, uint64_t row, float *out
 }
 
 /* ---- q4tp ---- */
-/* The reader's scale for rung `code`; the encoder uses the very same expression. */
+/* The reader's scale for rung `code`; the encoder uses the very same ladder. */
 static inline float q4tp_scale(float lo, float step, unsigned code) {
-    return exp2f(lo + (float)code * step);
+    return cq_q4tp_rung(lo, step, code);
 }
 
 static uint64_t q4tp_code_bytes(uint64_t gpr) {
@@ -169,8 +170,7 @@ void qc_q4tp_row(const qshape *s, const uint8_t *d, uint64_t row, float *out) {
     const uint8_t *codes = d + s->rows * s->gpr * 16 + 4 * s->rows + row * cb;
     float lo = f16_to_f32(ld_u16(params)), step = f16_to_f32(ld_u16(params + 2));
     float ladder[32];
-    for (unsigned c = 0; c < 32; c++)
-        ladder[c] = q4tp_scale(lo, step, c);
+    cq_q4tp_ladder_f32(lo, step, ladder);
     for (uint64_t g = 0; g < s->gpr; g++) {
         float scale = ladder[get5(codes, cb, g)];
         for (unsigned j = 0; j < 32; j++)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "quant/kernel_impl.h"
+#include "quant/q4tp_rung.h"
 
 static float ld_f32(const uint8_t *p) {
     return f32_from_bits(ld_u32(p));
@@ -77,7 +78,7 @@ unsigned cq_ref_decode_group(const cmf_qmat *m, uint64_t r, uint64_t g, float *o
     case CMF_DT_Q4TP: {
         const uint8_t *nib = m->quants + (r * m->groups + g) * 16;
         float lo = ld_f16(m->scales + 4 * r), step = ld_f16(m->scales + 4 * r + 2);
-        float s = exp2f(lo + (float)cq_q4tp_code(m, r, g) * step);
+        float s = cq_q4tp_rung(lo, step, cq_q4tp_code(m, r, g));
         for (unsigned i = 0; i < 32; i++) {
             unsigned byte = nib[i / 2];
             out[i] = (float)((int)((i & 1) ? byte >> 4 : byte & 15) - 8) * s;

@@ -8,6 +8,7 @@
 #include "common/f16.h"
 #include "quant/gemm_impl.h"
 #include "quant/kernel_impl.h"
+#include "quant/q4tp_rung.h"
 
 #define ALIGN64(x) (((x) + 63) & ~(size_t)63)
 
@@ -103,7 +104,7 @@ size_t cmf_qact_scratch_bytes(uint64_t cols) {
 
 /* Codes of row r into codes[0 .. kpad) (columns past cols: 0) and the scale of each 32-column
  * block into bscale[0 .. kpad/32) (q8_row: the row scale in every entry); q4tp scales from
- * exp2f. The scalar tier's definition of each layout's code form. */
+ * its ladder (q4tp_rung.h). The scalar tier's definition of each layout's code form. */
 static void row_codes(const cmf_qmat *m, uint64_t r, size_t kpad, uint8_t *codes, float *bscale) {
     const uint64_t C = m->cols, G = m->groups;
     memset(codes, 0, kpad);
@@ -130,7 +131,7 @@ static void row_codes(const cmf_qmat *m, uint64_t r, size_t kpad, uint8_t *codes
             nib = t + 2;
         } else if (m->dtype == CMF_DT_Q4TP) {
             nib = m->quants + (r * G + g) * 16;
-            s = exp2f(lo + (float)cq_q4tp_code(m, r, g) * step);
+            s = cq_q4tp_rung(lo, step, cq_q4tp_code(m, r, g));
         } else { /* q4_block, cols % 32 == 0: group r*G + g is row r's group g */
             nib = m->quants + (r * G + g) * 16;
             s = f16_to_f32(ld_u16(m->scales + 2 * (r * G + g)));

@@ -239,7 +239,10 @@ static void test_layout_spots(void) {
     tp[37] = 0;
     CHECK(cmf_qmat_init(&m, CMF_DT_Q4TP, 1, 64, tp, sizeof tp, "t", NULL) == CMF_OK);
     cmf_qmat_dequant_row(&m, 0, w);
-    CHECK(w[0] == 0.5f && w[31] == 0.5f && w[32] == 1.0f && w[63] == 1.0f);
+    /* the ladder in f32 as the format's readers evaluate it: exp2(lo) times exp2(step) per rung */
+    float ratio = exp2f(0.5f), s2 = exp2f(-2.0f) * ratio * ratio, s4 = s2 * ratio * ratio;
+    CHECK(fabsf(s2 - 0.5f) < 1e-6f && fabsf(s4 - 1.0f) < 1e-6f);
+    CHECK(w[0] == s2 && w[31] == s2 && w[32] == s4 && w[63] == s4);
 }
 
 /* Overlays out of order and with a repeated position: a later entry wins. */
