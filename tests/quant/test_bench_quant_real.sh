@@ -6,7 +6,7 @@ set -u
 bin=${CORTIQ_BIN:?}
 cache=${CORTIQ_MODEL_CACHE:-$HOME/.cache/cortiq/models}
 gguf=$cache/smollm2-135m-instruct-q4_1.gguf
-[ -f "$gguf" ] || { echo "SKIP: $gguf is absent (run scripts/fetch-models to fetch it)"; exit 0; }
+[ -f "$gguf" ] || { echo "SKIP: $gguf is absent (run scripts/fetch-models to fetch it)"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
