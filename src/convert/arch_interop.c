@@ -113,6 +113,14 @@ void cq_arch_complete(json_t *arch) {
         json_object_set_new(core, "value_head_dim", json_integer(vdim > 0 ? vdim : 0));
         json_object_set_new(arch, "linear_core", core);
     }
+    /* YaRN's attention factor, written out: readers default differently when it is absent
+     * (transformers and cortiq: 0.1 ln(factor) + 1; the other implementation: 1) */
+    json_t *yarn = json_object_get(arch, "yarn");
+    json_t *factor = json_object_get(yarn, "factor");
+    if (json_is_number(factor) && !json_object_get(yarn, "attention_factor")) {
+        double f = json_number_value(factor);
+        json_object_set_new(yarn, "attention_factor", json_real(f <= 1 ? 1.0 : 0.1 * log(f) + 1.0));
+    }
     json_t *moe = json_object_get(arch, "moe");
     if (!json_object_get(arch, "intermediate_size") && json_is_object(moe)) {
         json_t *mi = json_object_get(moe, "moe_intermediate_size");

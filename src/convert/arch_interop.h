@@ -17,7 +17,8 @@ const char *cq_quant_type_label(cmf_dtype dt);
 /* Complete an arch object built from a source config: layer_types for every layer,
  * embed_multiplier (Gemma: sqrt(hidden)), hidden_act in the canonical spelling ("silu" or
  * "gelu_tanh"), sliding_window_pattern when the sliding schedule is periodic, linear_core for
- * Gated DeltaNet layers, intermediate_size for all-MoE models. Fields already set are kept,
+ * Gated DeltaNet layers, intermediate_size for all-MoE models, yarn.attention_factor (its
+ * default where the source leaves it out). Fields already set are kept,
  * except hidden_act, which is respelled. */
 void cq_arch_complete(json_t *arch);
 
