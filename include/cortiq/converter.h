@@ -75,6 +75,15 @@ cmf_status cmf_convert_run(const char *out_path, const char *header_json,
 cmf_status cmf_convert_hf(const char *model_dir, const char *out_path, const char *masks_dir,
                           const cmf_convert_opts *opts, cmf_convert_stats *stats, cmf_err *err);
 
+/* `cortiq export-hf`: the model of a CMF file (any dtype; a shard name opens the set) as a
+ * Hugging Face checkpoint directory that transformers and `cmf_convert_hf` load:
+ * model.safetensors (every tensor but skill overlays, dequantized to dt = F32, F16 or BF16),
+ * config.json (from arch), tokenizer.json (the vocab section), tokenizer_config.json and
+ * generation_config.json (from tokenizer_config). out_dir is created if missing; each file is
+ * renamed into place once complete. CMF_E_UNSUPPORTED for an arch_name without a transformers
+ * model_type. */
+cmf_status cmf_export_hf(const char *cmf_path, const char *out_dir, cmf_dtype dt, cmf_err *err);
+
 /* The header JSON (arch, tokenizer_config, quant_type, provenance) cmf_convert_hf would write
  * for model_dir, malloc'd. Fails CMF_E_UNSUPPORTED for an unknown model_type, listing the
  * supported ones. */

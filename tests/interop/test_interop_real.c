@@ -6,7 +6,10 @@
  *  - its `import-gguf --quant f16`: verified here, the same 32 greedy tokens in both engines -
  *    or, where its writer breaks the format, both readers refuse the file;
  *  - q8 from both importers: each engine gives the same 32 tokens on either file (across the
- *    engines q8 tokens may part: cmfeng rounds activations to int8, we compute in f32).
+ *    engines q8 tokens may part: cmfeng rounds activations to int8, we compute in f32);
+ *  - `convert` from a Hugging Face checkpoint of the same model (the GGUF imported at f32 and
+ *    written back with `cortiq export-hf`), by `cortiq convert` and by its `convert`, at f16:
+ *    the same 32 greedy tokens in both engines.
  * Prints one line per model x writer x dtype (docs/FORMAT.md "Interop matrix"). */
 #include <sys/stat.h>
 
@@ -143,6 +146,34 @@ static bool usable_theirs(const char *model, const char *dtype, const char *path
     return false;
 }
 
+/* The `convert` path: the GGUF imported at f32, written back as a Hugging Face checkpoint
+ * (`cortiq export-hf`), then converted to f16 by each implementation's `convert`. */
+static void from_checkpoint(const char *model, const char *gguf) {
+    char f32[128], hf[128], conv[128], refconv[128], out[4096];
+    const char *bin = getenv("CORTIQ_BIN");
+    bin = bin ? bin : "cortiq";
+    snprintf(f32, sizeof f32, "ireal_%s_f32.cmf", model);
+    snprintf(hf, sizeof hf, "ireal_%s_hf", model);
+    snprintf(conv, sizeof conv, "ireal_%s_convert_f16.cmf", model);
+    snprintf(refconv, sizeof refconv, "ireal_%s_refconvert_f16.cmf", model);
+    int rc = sh(out, sizeof out,
+                "%s import-gguf '%s' --quant f32 -o %s -q && %s export-hf %s %s && "
+                "%s convert --model %s --quant f16 --output %s -q 2>&1",
+                bin, gguf, f32, bin, f32, hf, bin, hf, conv);
+    CHECK_MSG(rc == 0, "import-gguf / export-hf / convert: %s", out);
+    remove(f32);
+    rc = sh(out, sizeof out, "%s/cortiq-ref convert --model %s --quant f16 --output %s 2>&1",
+            g_oracle, hf, refconv);
+    CHECK_MSG(rc == 0, "cortiq-ref convert %s: %s", hf, out);
+    rc = sh(out, sizeof out, "%s/cmfref verify --deep %s 2>&1", g_oracle, conv);
+    CHECK_MSG(rc == 0 && !strncmp(out, "OK:", 3), "cmfref verify %s: %s", conv, out);
+    static int32_t a[N_GEN], b[N_GEN];
+    both_engines(model, "cortiq convert", "f16", conv, a, b, true);
+    if (usable_theirs(model, "f16", refconv))
+        both_engines(model, "cortiq-ref convert", "f16", refconv, a, b, true);
+    sh(NULL, 0, "rm -rf %s %s %s", hf, conv, refconv);
+}
+
 static void run_model(const char *model, const char *gguf_name) {
     char cache[512], gguf[1024], ours16[128], theirs16[128], ours8[128], theirs8[128];
     char out[4096];
@@ -186,6 +217,7 @@ static void run_model(const char *model, const char *gguf_name) {
                model, ours_same, N_GEN, theirs_same, N_GEN);
     }
     remove(ours16), remove(theirs16), remove(ours8), remove(theirs8);
+    from_checkpoint(model, gguf);
 }
 
 int main(void) {
