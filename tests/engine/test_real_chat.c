@@ -12,19 +12,8 @@
 #include "cortiq/runtime.h"
 #include "engine/model.h"
 #include "maps.h"
+#include "model_cache.h"
 #include "test.h"
-
-static const char *cache_dir(char *buf, size_t cap) {
-    const char *c = getenv("CORTIQ_MODEL_CACHE");
-    if (c && *c) return c;
-    snprintf(buf, cap, "%s/.cache/cortiq/models", getenv("HOME") ? getenv("HOME") : "/root");
-    return buf;
-}
-
-static int file_exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && st.st_size > 0;
-}
 
 static void run_model(const char *name, const char *gguf_name, const char *template_file) {
     char cache[512], gguf[1024], cmf[256], cmd[2400], ref_path[512];

@@ -13,6 +13,7 @@
  * Prints one line per model x writer x dtype (docs/FORMAT.md "Interop matrix"). */
 #include <sys/stat.h>
 
+#include "common/model_cache.h"
 #include "common/test.h"
 #include "cortiq/engine.h"
 #include "cortiq/format.h"
@@ -21,19 +22,6 @@
 #define N_GEN  32
 #define PROMPT "Write a short story about a robot who learns to paint."
 
-static const char *cache_dir(char *buf, size_t cap) {
-    const char *c = getenv("CORTIQ_MODEL_CACHE");
-    if (c && *c) return c;
-    snprintf(buf, cap, "%s/.cache/cortiq/models", getenv("HOME") ? getenv("HOME") : "/root");
-    return buf;
-}
-
-static bool file_exists(const char *p) {
-    struct stat st;
-    return stat(p, &st) == 0 && st.st_size > 0;
-}
-
-/* Parse "[1, 2, 3]" after `key` in text into ids; returns the count (0 if absent). */
 static size_t parse_list(const char *text, const char *key, int32_t *ids, size_t cap) {
     const char *p = strstr(text, key);
     if (!p || !(p = strchr(p, '['))) return 0;
