@@ -81,7 +81,7 @@ static int64_t sliding_period(json_t *types) {
 void cq_arch_complete(json_t *arch) {
     int64_t layers = int_field(arch, "num_layers");
     json_t *types = json_object_get(arch, "layer_types");
-    if (!json_is_array(types) && layers > 0) {
+    if (!json_is_array(types) && layers > 0 && layers <= CQ_ARCH_MAX_LAYERS) {
         types = json_array();
         for (int64_t i = 0; i < layers; i++)
             json_array_append_new(types, json_string("FullAttention"));

@@ -14,6 +14,9 @@
  * directory holds each tensor's real dtype. */
 const char *cq_quant_type_label(cmf_dtype dt);
 
+/* The most layers a source config may declare: per-layer header arrays are built from it. */
+#define CQ_ARCH_MAX_LAYERS 65536
+
 /* Complete an arch object built from a source config: layer_types for every layer,
  * embed_multiplier (Gemma: sqrt(hidden)), hidden_act in the canonical spelling ("silu" or
  * "gelu_tanh"), sliding_window_pattern when the sliding schedule is periodic, linear_core for

@@ -136,6 +136,12 @@ cmf_status cmf_gguf_arch_json(const cmf_gguf *g, char **out, cmf_err *err) {
         json_decref(c.obj);
         return cmf_err_set(err, CMF_E_NOT_FOUND, cmf_gguf_name(g), "no %s.%s", arch, missing);
     }
+    if (layers < 1 || layers > CQ_ARCH_MAX_LAYERS) { /* per-layer arrays are built from it */
+        json_decref(c.obj);
+        return cmf_err_set(err, CMF_E_LIMIT, cmf_gguf_name(g),
+                           "%s.block_count=%lld outside [1, %d]", arch, (long long)layers,
+                           CQ_ARCH_MAX_LAYERS);
+    }
     copy_int(&c, "feed_forward_length", "intermediate_size", NULL);
     if (!copy_int(&c, "attention.head_count_kv", "num_kv_heads", &kv))
         set_int(&c, "num_kv_heads", kv = heads);

@@ -166,6 +166,12 @@ static cmf_status build_arch(json_t *cfg, const char *mt, json_t **out, const ch
             err, CMF_E_PARSE, ctx,
             "config.json needs positive hidden_size, num_attention_heads, num_hidden_layers");
     }
+    if (layers > CQ_ARCH_MAX_LAYERS) {
+        json_decref(a);
+        return cmf_err_set(err, CMF_E_LIMIT, ctx,
+                           "config.json num_hidden_layers=%lld outside [1, %d]", (long long)layers,
+                           CQ_ARCH_MAX_LAYERS);
+    }
     json_object_set_new(a, "hidden_size", json_integer(hidden));
     if (get(cfg, "intermediate_size")) copy_num(a, "intermediate_size", cfg, "intermediate_size");
     json_object_set_new(a, "num_layers", json_integer(layers));

@@ -27,6 +27,13 @@ static void init(void) {
     }
 }
 
+/* A library call that fails on valid text is a bug: say which and why before aborting. */
+static void must(cmf_status st, const char *what, const cmf_err *err) {
+    if (st == CMF_OK) return;
+    fprintf(stderr, "fuzz_tokenizer_encode: %s failed: %s\n", what, err->msg);
+    abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1 || size > 8192) return 0;
     if (!toks[0]) init();
@@ -38,10 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cmf_err err;
     int32_t *ids = NULL;
     size_t n = 0;
-    if (cmf_tokenizer_encode(tok, text, len, special, &ids, &n, &err) != CMF_OK) abort();
+    must(cmf_tokenizer_encode(tok, text, len, special, &ids, &n, &err), "encode", &err);
     char *txt = NULL;
     size_t tl = 0;
-    if (cmf_tokenizer_decode(tok, ids, n, skip, &txt, &tl, &err) != CMF_OK) abort();
+    must(cmf_tokenizer_decode(tok, ids, n, skip, &txt, &tl, &err), "decode", &err);
     if (which == 0) {
         /* byte-level round trip: ASCII text comes back exactly, and re-encoding is stable */
         char *back = NULL, *again = NULL;
