@@ -38,6 +38,16 @@ bool cli_is_help(const char *arg);
 /* Parse a non-negative integer / a double; false on junk or overflow. */
 bool cli_parse_u64(const char *s, uint64_t *out);
 bool cli_parse_double(const char *s, double *out);
+/* Option values that explain a rejection: each prints "cortiq CMD: OPT 'VALUE': <the rule>"
+ * and returns false on a missing, malformed or out-of-range value (the caller then returns
+ * CLI_EXIT_USAGE). cli_opt_value takes argv[*i + 1] and advances *i. */
+const char *cli_opt_value(const char *cmd, int argc, char **argv, int *i);
+bool cli_opt_u64(const char *cmd, const char *opt, const char *v, uint64_t lo, uint64_t hi,
+                 uint64_t *out);
+/* [lo, hi], with lo_open / hi_open making an end exclusive */
+bool cli_opt_double(const char *cmd, const char *opt, const char *v, double lo, bool lo_open,
+                    double hi, bool hi_open, double *out);
+
 /* Human-readable byte count ("1.50 GiB"), into a static rotating buffer. */
 const char *cli_bytes(uint64_t n);
 /* Print a JSON string literal (quoted, escaped) to stdout. */

@@ -60,6 +60,45 @@ bool cli_parse_double(const char *s, double *out) {
     return true;
 }
 
+const char *cli_opt_value(const char *cmd, int argc, char **argv, int *i) {
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "cortiq %s: %s needs a value (see cortiq %s --help)\n", cmd, argv[*i],
+                cmd);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+bool cli_opt_u64(const char *cmd, const char *opt, const char *v, uint64_t lo, uint64_t hi,
+                 uint64_t *out) {
+    uint64_t u;
+    if (v && cli_parse_u64(v, &u) && u >= lo && u <= hi) return *out = u, true;
+    if (v && cli_parse_u64(v, &u))
+        fprintf(stderr, "cortiq %s: %s '%s': must be in [%llu, %llu]\n", cmd, opt, v,
+                (unsigned long long)lo, (unsigned long long)hi);
+    else
+        fprintf(stderr, "cortiq %s: %s '%s': not a whole number\n", cmd, opt, v ? v : "");
+    return false;
+}
+
+bool cli_opt_double(const char *cmd, const char *opt, const char *v, double lo, bool lo_open,
+                    double hi, bool hi_open, double *out) {
+    double d;
+    if (!v || !cli_parse_double(v, &d) || d != d) {
+        fprintf(stderr, "cortiq %s: %s '%s': not a number\n", cmd, opt, v ? v : "");
+        return false;
+    }
+    if ((lo_open ? d > lo : d >= lo) && (hi_open ? d < hi : d <= hi)) return *out = d, true;
+    char hib[32];
+    if (hi >= 1e300)
+        snprintf(hib, sizeof hib, "inf");
+    else
+        snprintf(hib, sizeof hib, "%g", hi);
+    fprintf(stderr, "cortiq %s: %s '%s': must be in %c%g, %s%c\n", cmd, opt, v, lo_open ? '(' : '[',
+            lo, hib, hi_open || hi >= 1e300 ? ')' : ']');
+    return false;
+}
+
 const char *cli_bytes(uint64_t n) {
     static char bufs[4][32];
     static int k;

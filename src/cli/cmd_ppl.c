@@ -1,6 +1,7 @@
 /* cmd_ppl.c - `cortiq ppl MODEL.cmf TEXTFILE [--ctx N --stride S]`: perplexity computed the way
  * the transformers documentation does it: windows of up to N tokens advanced by S, each
  * scoring only the tokens not scored before, ppl = exp(total NLL / scored tokens). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,39 +25,47 @@ static void usage(void) {
 int cmd_ppl(int argc, char **argv) {
     const char *path = NULL, *text_path = NULL;
     uint64_t ctx = 1024, stride = 0, threads = 0;
+    bool ctx_set = false;
     cortiq_kv_type kv = CORTIQ_KV_F16;
     int f32_act = 0;
     for (int i = 1; i < argc; i++) {
-        if (cli_is_help(argv[i]))
-            return usage(), CLI_EXIT_OK;
-        else if (!strcmp(argv[i], "--ctx") && i + 1 < argc && cli_parse_u64(argv[++i], &ctx) &&
-                 ctx >= 2 && ctx <= (1u << 20))
-            ;
-        else if (!strcmp(argv[i], "--stride") && i + 1 < argc &&
-                 cli_parse_u64(argv[++i], &stride) && stride >= 1)
-            ;
-        else if ((!strcmp(argv[i], "-t") || !strcmp(argv[i], "--threads")) && i + 1 < argc &&
-                 cli_parse_u64(argv[++i], &threads) && threads <= 64)
-            ;
-        else if (!strcmp(argv[i], "--f32-act"))
+        const char *a = argv[i], *v;
+        if (cli_is_help(a)) return usage(), CLI_EXIT_OK;
+        if (!strcmp(a, "--f32-act")) {
             f32_act = 1;
-        else if (!strcmp(argv[i], "--kv") && i + 1 < argc &&
-                 cortiq_kv_type_from_name(argv[++i], &kv))
-            ;
-        else if (argv[i][0] == '-')
-            return cli_usage_error("ppl", "bad or incomplete option '%s'", argv[i]);
-        else if (!path)
-            path = argv[i];
-        else if (!text_path)
-            text_path = argv[i];
-        else
-            return cli_usage_error("ppl", "too many arguments");
+            continue;
+        }
+        if (a[0] != '-' || !a[1]) {
+            if (!path)
+                path = a;
+            else if (!text_path)
+                text_path = a;
+            else
+                return cli_usage_error("ppl", "unexpected argument '%s' (after MODEL and TEXTFILE)",
+                                       a);
+            continue;
+        }
+        bool known = !strcmp(a, "--ctx") || !strcmp(a, "--stride") || !strcmp(a, "-t") ||
+                     !strcmp(a, "--threads") || !strcmp(a, "--kv");
+        if (!known) return cli_usage_error("ppl", "unknown option '%s'", a);
+        if (!(v = cli_opt_value("ppl", argc, argv, &i))) return CLI_EXIT_USAGE;
+        if (!strcmp(a, "--ctx")) {
+            if (!cli_opt_u64("ppl", a, v, 2, 1u << 20, &ctx)) return CLI_EXIT_USAGE;
+            ctx_set = true;
+        } else if (!strcmp(a, "--stride")) {
+            if (!cli_opt_u64("ppl", a, v, 1, 1u << 20, &stride)) return CLI_EXIT_USAGE;
+        } else if (!strcmp(a, "--kv")) {
+            if (!cortiq_kv_type_from_name(v, &kv))
+                return cli_usage_error("ppl", "--kv '%s': want f16, q8 or f32", v);
+        } else if (!cli_opt_u64("ppl", a, v, 1, 64, &threads)) {
+            return CLI_EXIT_USAGE;
+        }
     }
     if (!path || !text_path) return cli_usage_error("ppl", "need MODEL.cmf and TEXTFILE");
     size_t tlen;
     char *text = cq_read_file(text_path, &tlen);
     if (!text) {
-        fprintf(stderr, "%s: IO: cannot read\n", text_path);
+        fprintf(stderr, "%s: IO: cannot read: %s\n", text_path, strerror(errno));
         return CLI_EXIT_SYSTEM;
     }
     cmf_err err;
@@ -78,6 +87,12 @@ int cmd_ppl(int argc, char **argv) {
     cortiq_model_move_step(cortiq_runtime_model(rt), UINT64_MAX);
     cortiq_session *s = cortiq_runtime_session(rt);
     uint32_t win = cortiq_session_ctx(s);
+    if (ctx_set && win < ctx)
+        fprintf(stderr, "cortiq ppl: --ctx %llu is more than the model's %u positions; using %u\n",
+                (unsigned long long)ctx, win, win);
+    if (stride > win)
+        fprintf(stderr, "cortiq ppl: --stride %llu is more than the window of %u; using %u\n",
+                (unsigned long long)stride, win, win / 2 ? win / 2 : 1);
     if (!stride || stride > win) stride = win / 2 ? win / 2 : 1;
     uint32_t V = cortiq_model_vocab(cortiq_runtime_model(rt));
     float *logits = malloc((size_t)win * V * sizeof(float));

@@ -32,17 +32,28 @@ static void usage(void) {
         "on stderr.\n");
 }
 
+static char g_last_char = '\n'; /* the last byte of the answer printed so far */
+
 static int print_piece(void *user, const char *text, size_t len) {
     (void)user;
     fwrite(text, 1, len, stdout);
+    if (len) g_last_char = text[len - 1];
     fflush(stdout);
     return 0;
 }
 
+/* End an answer on its own line, so piped answers do not run together. */
+static void end_answer(void) {
+    if (g_last_char != '\n') putchar('\n');
+    g_last_char = '\n';
+    fflush(stdout);
+}
+
 static void print_stats(const cortiq_generate_stats *s) {
+    end_answer();
     size_t pre = s->prompt_tokens - s->cached_tokens;
     fprintf(stderr,
-            "\n[prompt %zu tokens (%zu cached), prefill %.1f tok/s | generated %zu tokens, decode "
+            "[prompt %zu tokens (%zu cached), prefill %.1f tok/s | generated %zu tokens, decode "
             "%.1f tok/s | finish %s]\n",
             s->prompt_tokens, s->cached_tokens,
             s->prefill_seconds > 0 ? pre / s->prefill_seconds : 0.0, s->generated_tokens,
@@ -71,21 +82,32 @@ static cmf_status chat_loop(cortiq_runtime *rt, const char *system,
     int tty = isatty(0);
     char line[65536];
     cmf_status st = CMF_OK;
-    if (tty)
-        fprintf(stderr, "chat: type a message, /reset to start over, /exit or Ctrl-D to quit\n");
+    static const char help[] =
+        "chat: type a message; /reset starts over (the system message stays), /help shows this, "
+        "/exit or Ctrl-D quits\n";
+    if (tty) fputs(help, stderr);
     for (;;) {
         if (tty) fprintf(stderr, "> ");
-        if (!fgets(line, sizeof line, stdin)) break;
+        if (!fgets(line, sizeof line, stdin)) {
+            if (tty) fputc('\n', stderr); /* leave the shell prompt on a line of its own */
+            break;
+        }
         size_t len = strlen(line);
         while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             line[--len] = '\0';
         if (!len) continue;
         if (!strcmp(line, "/exit")) break;
+        if (!strcmp(line, "/help")) {
+            fputs(help, stderr);
+            continue;
+        }
         if (!strcmp(line, "/reset")) {
             json_array_clear(msgs);
             if (system)
                 json_array_append_new(msgs,
                                       json_pack("{s:s,s:s}", "role", "system", "content", system));
+            fprintf(stderr, "chat: conversation cleared%s\n",
+                    system ? " (the system message stays)" : "");
             continue;
         }
         json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", line));
@@ -116,56 +138,76 @@ int cmd_run(int argc, char **argv) {
     cortiq_generate_params gp;
     cortiq_generate_defaults(&gp);
     cortiq_runtime_opts ro = {0};
+    uint64_t ctx_wanted = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int more = i + 1 < argc;
+        const char *a = argv[i], *v;
         double d;
         uint64_t u;
+#define VALUE()                                                                                    \
+    if (!(v = cli_opt_value("run", argc, argv, &i))) return CLI_EXIT_USAGE
+#define U64(lo, hi)                                                                                \
+    VALUE();                                                                                       \
+    if (!cli_opt_u64("run", a, v, lo, hi, &u)) return CLI_EXIT_USAGE
+#define DBL(lo, lo_open, hi, hi_open)                                                              \
+    VALUE();                                                                                       \
+    if (!cli_opt_double("run", a, v, lo, lo_open, hi, hi_open, &d)) return CLI_EXIT_USAGE
         if (cli_is_help(a))
             return usage(), CLI_EXIT_OK;
-        else if (!strcmp(a, "--prompt") && more)
-            prompt = argv[++i];
-        else if (!strcmp(a, "--system") && more)
-            system = argv[++i];
-        else if (!strcmp(a, "--raw"))
+        else if (!strcmp(a, "--prompt")) {
+            VALUE();
+            prompt = v;
+        } else if (!strcmp(a, "--system")) {
+            VALUE();
+            system = v;
+        } else if (!strcmp(a, "--raw"))
             raw = 1;
         else if (!strcmp(a, "--greedy"))
             gp.sampler.temperature = 0;
-        else if (!strcmp(a, "--max-tokens") && more && cli_parse_u64(argv[++i], &u) &&
-                 u <= UINT32_MAX)
+        else if (!strcmp(a, "--max-tokens")) {
+            U64(1, UINT32_MAX);
             gp.max_tokens = (uint32_t)u;
-        else if (!strcmp(a, "--temp") && more && cli_parse_double(argv[++i], &d) && d >= 0)
+        } else if (!strcmp(a, "--temp")) {
+            DBL(0, false, 1e308, false);
             gp.sampler.temperature = (float)d;
-        else if (!strcmp(a, "--top-k") && more && cli_parse_u64(argv[++i], &u) && u < (1u << 30))
+        } else if (!strcmp(a, "--top-k")) {
+            U64(0, (1u << 30));
             gp.sampler.top_k = (int)u;
-        else if (!strcmp(a, "--top-p") && more && cli_parse_double(argv[++i], &d) && d > 0 &&
-                 d <= 1)
+        } else if (!strcmp(a, "--top-p")) {
+            DBL(0, true, 1, false);
             gp.sampler.top_p = (float)d;
-        else if (!strcmp(a, "--min-p") && more && cli_parse_double(argv[++i], &d) && d >= 0 &&
-                 d < 1)
+        } else if (!strcmp(a, "--min-p")) {
+            DBL(0, false, 1, true);
             gp.sampler.min_p = (float)d;
-        else if (!strcmp(a, "--repeat-penalty") && more && cli_parse_double(argv[++i], &d) && d > 0)
+        } else if (!strcmp(a, "--repeat-penalty")) {
+            DBL(0, true, 1e308, false);
             gp.sampler.repeat_penalty = (float)d;
-        else if (!strcmp(a, "--seed") && more && cli_parse_u64(argv[++i], &u))
+        } else if (!strcmp(a, "--seed")) {
+            U64(0, UINT64_MAX);
             gp.sampler.seed = u;
-        else if (!strcmp(a, "--ctx") && more && cli_parse_u64(argv[++i], &u) && u >= 16 &&
-                 u <= (1u << 24))
+        } else if (!strcmp(a, "--ctx")) {
+            U64(16, (1u << 24));
             ro.ctx = (uint32_t)u;
-        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && more &&
-                 cli_parse_u64(argv[++i], &u) && u <= 64)
+            ctx_wanted = u;
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            U64(1, 64);
             ro.threads = (unsigned)u;
-        else if (!strcmp(a, "--f32-act"))
+        } else if (!strcmp(a, "--f32-act"))
             ro.f32_act = 1;
         else if (!strcmp(a, "--no-huge-pages"))
             ro.no_huge_pages = 1;
-        else if (!strcmp(a, "--kv") && more && cortiq_kv_type_from_name(argv[++i], &ro.kv))
-            ;
-        else if (a[0] == '-')
-            return cli_usage_error("run", "bad or incomplete option '%s'", a);
+        else if (!strcmp(a, "--kv")) {
+            VALUE();
+            if (!cortiq_kv_type_from_name(v, &ro.kv))
+                return cli_usage_error("run", "--kv '%s': want f16, q8 or f32", v);
+        } else if (a[0] == '-')
+            return cli_usage_error("run", "unknown option '%s'", a);
         else if (!path)
             path = a;
         else
-            return cli_usage_error("run", "one MODEL only");
+            return cli_usage_error("run", "one MODEL only ('%s' is a second)", a);
+#undef DBL
+#undef U64
+#undef VALUE
     }
     if (!path) return cli_usage_error("run", "missing MODEL.cmf");
     cmf_err err;
@@ -175,6 +217,15 @@ int cmd_run(int argc, char **argv) {
         cli_error(&err);
         return cli_exit_code(st);
     }
+    if (!raw && !cortiq_runtime_has_template(rt))
+        fprintf(stderr,
+                "cortiq run: %s has no chat template; using ChatML (a base model may answer "
+                "better with --raw, which sends the prompt as plain text)\n",
+                path);
+    uint32_t ctx = cortiq_session_ctx(cortiq_runtime_session(rt));
+    if (ctx_wanted && ctx_wanted != ctx)
+        fprintf(stderr, "cortiq run: --ctx %llu is more than the model's %u positions; using %u\n",
+                (unsigned long long)ctx_wanted, ctx, ctx);
     if (prompt && raw)
         st = run_raw(rt, prompt, &gp, &err);
     else if (prompt) {

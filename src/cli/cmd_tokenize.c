@@ -122,7 +122,7 @@ int cmd_tokenize(int argc, char **argv) {
             return cli_usage_error("tokenize", "unexpected argument '%s' (quote the text)",
                                    argv[i]);
     }
-    if (!src || !text_arg) return cli_usage_error("tokenize", "need SRC and TEXT (see --help)");
+    if (!src || !text_arg) return cli_usage_error("tokenize", "need SRC and TEXT");
     size_t len;
     char *owned = NULL;
     const char *text = text_arg;
@@ -258,9 +258,16 @@ int cmd_detokenize(int argc, char **argv) {
             any = true;
         }
     }
-    if (!rc && (!src || !any)) rc = cli_usage_error("detokenize", "need SRC and IDS (see --help)");
+    if (!rc && (!src || !any)) rc = cli_usage_error("detokenize", "need SRC and IDS");
     cmf_tokenizer *tok = NULL;
     if (!rc) rc = load_src("detokenize", src, &tok);
+    size_t vocab = tok ? cmf_tokenizer_vocab_size(tok) : 0;
+    for (size_t i = 0; !rc && i < n; i++)
+        if ((size_t)ids[i] >= vocab) {
+            fprintf(stderr, "cortiq detokenize: id %d is outside the vocabulary [0, %zu) of %s\n",
+                    ids[i], vocab, src);
+            rc = CLI_EXIT_USAGE;
+        }
     if (!rc) {
         char *text = NULL;
         size_t len = 0;

@@ -54,6 +54,8 @@ if [ -e "$tmp/x.cmf" ]; then bad "a failed import left $tmp/x.cmf"; else ok; fi
 
 cache="${CORTIQ_MODEL_CACHE:-$HOME/.cache/cortiq/models}"
 real="$cache/smollm2-135m-instruct-q4_1.gguf"
+# make test fetches what its tests need (once, into the cache)
+[ -f "$real" ] || bash "$src/scripts/fetch-models" smollm2 >&2 || bad "fetch-models smollm2 failed"
 if [ -f "$real" ]; then
     expect_rc 0 "import SmolLM2" "$bin" import-gguf "$real" --quant q8 -o "$tmp/smol.cmf"
     expect_rc 0 "verify SmolLM2" "$bin" verify "$tmp/smol.cmf"

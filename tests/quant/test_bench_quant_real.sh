@@ -1,12 +1,14 @@
 #!/bin/bash
 # `cortiq bench quant --model`: real weight matrices (layer 0 attention q/o, MLP gate/down) from a
 # GGUF file and from the CMF converted from it, one table row per (matrix, dtype). Needs the
-# cached SmolLM2 GGUF (scripts/fetch-models); skips without it.
+# cached SmolLM2 GGUF (fetched by scripts/fetch-models when absent).
 set -u
 bin=${CORTIQ_BIN:?}
 cache=${CORTIQ_MODEL_CACHE:-$HOME/.cache/cortiq/models}
 gguf=$cache/smollm2-135m-instruct-q4_1.gguf
-[ -f "$gguf" ] || { echo "SKIP: $gguf is absent (run scripts/fetch-models to fetch it)"; exit 77; }
+# make test fetches what its tests need (once, into the cache); skipped only if that fails
+[ -f "$gguf" ] || bash "${CORTIQ_SOURCE_DIR:?}/scripts/fetch-models" smollm2 >&2
+[ -f "$gguf" ] || { echo "SKIP: $gguf is absent and scripts/fetch-models could not fetch it"; exit 77; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
