@@ -406,8 +406,12 @@ static jlist *as_list(jrt *rt, int line, jv v) {
     return jx_iterate(rt, line, v);
 }
 
+/* select, reject, selectattr, rejectattr and map yield nothing for a falsy value (none, an
+ * empty or undefined one) before looking at their arguments, as jinja2's do the work under
+ * `if value:` - transformers passes tools=None, and templates filter it. */
 static jv select_impl(jrt *rt, jscope *sc, int line, jv seq, jv *args, size_t nargs, bool by_attr,
                       bool want) {
+    if (!jv_truthy(seq)) return jv_list(rt->c, 0);
     jlist *L = as_list(rt, line, seq);
     jv out = jv_list(rt->c, 0);
     size_t off = by_attr ? 1 : 0;
@@ -489,6 +493,7 @@ jv jx_filter(jrt *rt, jscope *sc, int line, const char *name, jv v, jv *args, si
     }
     if (IS("list")) return list_copy(rt, as_list(rt, line, v));
     if (IS("map")) {
+        if (!jv_truthy(v)) return jv_list(c, 0); /* as select_impl */
         jlist *L = as_list(rt, line, v);
         jv out = jv_list(c, L->n);
         jv attr = ARG(99, "attribute", jv_undef(NULL));
