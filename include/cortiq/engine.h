@@ -73,6 +73,10 @@ typedef struct cortiq_load_opts {
      * onto 2 MiB pages where the kernel offers transparent huge pages (docs/KERNELS.md,
      * "Weights on 2 MiB pages"). */
     int no_huge_pages;
+    /* Nonzero: check every tensor's hash64 while the file is opened (CMF_OPEN_VERIFY_TENSORS:
+     * it reads every page once) and refuse a mismatch, naming the tensor. By default only the
+     * metadata's hashes are checked at open (spec §1.2: tensor hashes are on demand). */
+    int verify_tensors;
 } cortiq_load_opts;
 
 /* Open (cmf_open_model: shards are followed), validate the architecture against the tensors

@@ -28,11 +28,12 @@ extern "C" {
 typedef struct cortiq_runtime cortiq_runtime;
 
 typedef struct cortiq_runtime_opts {
-    unsigned threads;  /* 0 = online CPUs */
-    uint32_t ctx;      /* context length; 0 = min(4096, max_position_embeddings) */
-    cortiq_kv_type kv; /* KV cache type (cortiq/engine.h); 0 = CORTIQ_KV_F16 */
-    int f32_act;       /* nonzero: f32 activations everywhere (cortiq_load_opts.f32_act) */
-    int no_huge_pages; /* nonzero: weights stay on 4 KiB file pages (cortiq_load_opts) */
+    unsigned threads;   /* 0 = online CPUs */
+    uint32_t ctx;       /* context length; 0 = min(4096, max_position_embeddings) */
+    cortiq_kv_type kv;  /* KV cache type (cortiq/engine.h); 0 = CORTIQ_KV_F16 */
+    int f32_act;        /* nonzero: f32 activations everywhere (cortiq_load_opts.f32_act) */
+    int no_huge_pages;  /* nonzero: weights stay on 4 KiB file pages (cortiq_load_opts) */
+    int verify_tensors; /* nonzero: every tensor hash checked at load (cortiq_load_opts) */
 } cortiq_runtime_opts;
 
 cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts,

@@ -53,7 +53,7 @@ static void print_first_token(int json, int text, double first_s, double first_c
 static void usage(void) {
     printf(
         "usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t THREADS] [-r 5] [--int8-act] "
-        "[--f32-act] [--kv f16|q8|f32] [--no-huge-pages] [--text] [--json]\n"
+        "[--f32-act] [--kv f16|q8|f32] [--no-huge-pages] [--verify] [--text] [--json]\n"
         "  Prefill of -p tokens and decode of -n tokens (greedy), repeated -r times: tok/s mean ± "
         "sd,\n"
         "  model load time, weights read per decode step, peak RSS. --int8-act: int8 activations.\n"
@@ -62,6 +62,7 @@ static void usage(void) {
         "  --kv: KV cache type (default f16); its size is reported as kv_bytes.\n"
         "  --no-huge-pages: keep the weights on the file's 4 KiB pages (default: moved onto\n"
         "          2 MiB pages where the kernel offers them; reported as huge_page_bytes).\n"
+        "  --verify: check every tensor's hash64 at load (counted in the load time).\n"
         "  --text: start as `cortiq run` does: the tokenizer and chat template build on a worker\n"
         "          while the weights are paged in (timed, and how long the first token waited),\n"
         "          and the weights move onto 2 MiB pages only after the first token (all at\n"
@@ -75,7 +76,7 @@ int bench_model_main(int argc, char **argv) {
     int json = 0, int8 = 0;
     int text = 0;
     cortiq_kv_type kv = CORTIQ_KV_F16;
-    int f32_act = 0, no_huge = 0;
+    int f32_act = 0, no_huge = 0, verify = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
@@ -99,6 +100,8 @@ int bench_model_main(int argc, char **argv) {
             f32_act = 1;
         else if (!strcmp(a, "--no-huge-pages"))
             no_huge = 1;
+        else if (!strcmp(a, "--verify"))
+            verify = 1;
         else if (!strcmp(a, "--kv") && more && cortiq_kv_type_from_name(argv[++i], &kv))
             ;
         else if (a[0] == '-')
@@ -115,7 +118,8 @@ int bench_model_main(int argc, char **argv) {
                            .int8_act = int8,
                            .kv = kv,
                            .f32_act = f32_act,
-                           .no_huge_pages = no_huge};
+                           .no_huge_pages = no_huge,
+                           .verify_tensors = verify};
     double t0 = now_s();
     cmf_status st = cortiq_model_load(path, &lo, &m, &err);
     double load_s = now_s() - t0;

@@ -62,8 +62,7 @@ bool cli_parse_double(const char *s, double *out) {
 
 const char *cli_opt_value(const char *cmd, int argc, char **argv, int *i) {
     if (*i + 1 >= argc) {
-        fprintf(stderr, "cortiq %s: %s needs a value (see cortiq %s --help)\n", cmd, argv[*i],
-                cmd);
+        fprintf(stderr, "cortiq %s: %s needs a value (see cortiq %s --help)\n", cmd, argv[*i], cmd);
         return NULL;
     }
     return argv[++*i];

@@ -13,13 +13,14 @@
 
 static void usage(void) {
     printf(
-        "usage: cortiq ppl MODEL.cmf TEXTFILE [--ctx N] [--stride S] [-t N] [--kv f16|q8|f32] [--f32-act]\n"
+        "usage: cortiq ppl MODEL.cmf TEXTFILE [--ctx N] [--stride S] [-t N] [--kv f16|q8|f32] [--f32-act] [--verify]\n"
         "  Perplexity of the text (tokenized with special tokens, as transformers' "
         "tokenizer(text)\n"
         "  does) with a strided sliding window: N tokens per window (default 1024, at most the\n"
         "  model's context), advancing S tokens (default N/2). Ends with `PPL = <value>`.\n"
         "  --kv: KV cache type (default f16).\n"
-        "  --f32-act: f32 activations everywhere (default: int8 GEMM for batches on VNNI CPUs).\n");
+        "  --f32-act: f32 activations everywhere (default: int8 GEMM for batches on VNNI CPUs).\n"
+        "  --verify: check every tensor's hash64 before computing.\n");
 }
 
 int cmd_ppl(int argc, char **argv) {
@@ -27,12 +28,16 @@ int cmd_ppl(int argc, char **argv) {
     uint64_t ctx = 1024, stride = 0, threads = 0;
     bool ctx_set = false;
     cortiq_kv_type kv = CORTIQ_KV_F16;
-    int f32_act = 0;
+    int f32_act = 0, verify = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (cli_is_help(a)) return usage(), CLI_EXIT_OK;
         if (!strcmp(a, "--f32-act")) {
             f32_act = 1;
+            continue;
+        }
+        if (!strcmp(a, "--verify")) {
+            verify = 1;
             continue;
         }
         if (a[0] != '-' || !a[1]) {
@@ -70,8 +75,11 @@ int cmd_ppl(int argc, char **argv) {
     }
     cmf_err err;
     cortiq_runtime *rt = NULL;
-    cortiq_runtime_opts ro = {
-        .threads = (unsigned)threads, .ctx = (uint32_t)ctx, .kv = kv, .f32_act = f32_act};
+    cortiq_runtime_opts ro = {.threads = (unsigned)threads,
+                              .ctx = (uint32_t)ctx,
+                              .kv = kv,
+                              .f32_act = f32_act,
+                              .verify_tensors = verify};
     cmf_status st = cortiq_runtime_open(path, &ro, &rt, &err);
     int32_t *ids = NULL;
     size_t n = 0;

@@ -28,6 +28,8 @@ static void usage(void) {
         "                       2 MiB pages where the kernel offers transparent huge pages,\n"
         "                       a few at a time after each generated token)\n"
         "  -t, --threads N      compute threads (default: all cores)\n"
+        "  --verify             check every tensor's hash64 before computing (reads the whole\n"
+        "                       file once); without it, open checks the metadata's hashes only\n"
         "  Generation stops on any of the file's eos_token_ids. A stats line ends each answer "
         "on stderr.\n");
 }
@@ -195,6 +197,8 @@ int cmd_run(int argc, char **argv) {
             ro.f32_act = 1;
         else if (!strcmp(a, "--no-huge-pages"))
             ro.no_huge_pages = 1;
+        else if (!strcmp(a, "--verify"))
+            ro.verify_tensors = 1;
         else if (!strcmp(a, "--kv")) {
             VALUE();
             if (!cortiq_kv_type_from_name(v, &ro.kv))

@@ -259,7 +259,8 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
 
 static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     cortiq_model *m = L->m;
-    cmf_status st = cmf_open_model(path, 0, &m->file, L->err);
+    cmf_status st = cmf_open_model(path, o && o->verify_tensors ? CMF_OPEN_VERIFY_TENSORS : 0,
+                                   &m->file, L->err);
     if (st) return st;
     const cmf_header *h = cmf_file_header(m->file);
     const cmf_arch *a = &h->arch;

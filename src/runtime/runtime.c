@@ -62,7 +62,8 @@ cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts
     cortiq_load_opts lo = {.threads = opts ? opts->threads : 0,
                            .kv = opts ? opts->kv : CORTIQ_KV_F16,
                            .f32_act = opts ? opts->f32_act : 0,
-                           .no_huge_pages = opts ? opts->no_huge_pages : 0};
+                           .no_huge_pages = opts ? opts->no_huge_pages : 0,
+                           .verify_tensors = opts ? opts->verify_tensors : 0};
     cmf_status st = cortiq_model_load(path, &lo, &rt->model, err);
     if (st) {
         cortiq_runtime_free(rt);
