@@ -4,11 +4,13 @@
  * and tokenizer_config. Skipped, with a message, for a model absent from the cache. */
 #include <jansson.h>
 
+#include "common/model_cache.h"
 #include "common/test.h"
 #include "convert_test_util.h"
 #include "cortiq/convert.h"
 
 static char g_cache[1024];
+static int g_skipped;
 
 /* Sum of the whole tensor in f64 (row chunks: memory stays bounded). */
 static double tensor_sum(const cmf_gguf *g, const cmf_gguf_tensor *t) {
@@ -43,7 +45,8 @@ static bool check_model(char **cursor) {
     cmf_err err;
     FILE *probe = fopen(path, "rb");
     if (!probe) {
-        printf("SKIP: %s is absent (run scripts/fetch-models to fetch it)\n", path);
+        printf("SKIP: %s is absent and scripts/fetch-models could not fetch it\n", path);
+        g_skipped++;
     } else {
         fclose(probe);
         cmf_status st = cmf_gguf_open(path, &g, &err);
@@ -183,12 +186,13 @@ static bool check_model(char **cursor) {
 }
 
 int main(void) {
-    const char *env = getenv("CORTIQ_MODEL_CACHE");
-    if (env && *env)
-        snprintf(g_cache, sizeof g_cache, "%s", env);
-    else
-        snprintf(g_cache, sizeof g_cache, "%s/.cache/cortiq/models",
-                 getenv("HOME") ? getenv("HOME") : ".");
+    char home[1024], a[1400], b[1400];
+    snprintf(g_cache, sizeof g_cache, "%s", cache_dir(home, sizeof home));
+    snprintf(a, sizeof a, "%s/smollm2-135m-instruct-q4_1.gguf", g_cache);
+    snprintf(b, sizeof b, "%s/gemma3-270m-q4_k_m.gguf", g_cache);
+    if (!file_exists(a) || !file_exists(b)) /* make test fetches what its tests need, once */
+        CHECK_MSG(system("bash " CORTIQ_SOURCE_DIR "/scripts/fetch-models >&2") == 0,
+                  "scripts/fetch-models failed");
     size_t len = 0;
     uint8_t *buf = load_gz(CORTIQ_SOURCE_DIR "/tests/convert/data/real_model_refs.txt.gz", &len);
     CHECK_MSG(buf != NULL, "cannot read real_model_refs.txt.gz");
@@ -204,5 +208,6 @@ int main(void) {
         models++;
     CHECK(models == 2);
     free(text);
+    if (g_skipped && !t_failures) return 77; /* shown as skipped by CTest */
     TEST_DONE();
 }
