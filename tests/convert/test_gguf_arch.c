@@ -109,12 +109,13 @@ static void test_arch(void) {
         json_decref(j);
     }
     free(w.b);
-    /* gemma3: sandwich norms style, layer pattern every 6th global, local rope base */
     /* a block_count no model has: refused before per-layer arrays are built from it (a fuzzed
      * file with 2^24 layers once took 2 GB here) */
     base_kvs(&w, "llama", 1u << 24);
     w_end(&w);
     json_decref(arch_of(&w, CMF_E_LIMIT));
+    free(w.b);
+    /* gemma3: sandwich norms style, layer pattern every 6th global, local rope base */
     base_kvs(&w, "gemma3", 12);
     kv_u32(&w, "gemma3.attention.key_length", 256);
     kv_u32(&w, "gemma3.attention.sliding_window", 512);
