@@ -1,19 +1,25 @@
 /* cmd_run.c - `cortiq run MODEL.cmf [--prompt TEXT]`: one answer, or an interactive chat. */
-#include <jansson.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/run_chat.h"
+#include "cli/run_output.h"
+#include "common/fileio.h"
 #include "cortiq/runtime.h"
 
 static void usage(void) {
     printf(
         "usage: cortiq run MODEL.cmf [--prompt TEXT] [options]\n"
-        "  With --prompt: answer once and exit. Without: interactive chat (history kept; "
-        "/reset, /exit).\n"
+        "  With --prompt: answer once and exit. Without: interactive chat (history kept; /help\n"
+        "  lists its commands: /reset, /save F, /load F, /exit; multi-line input; Ctrl-C stops\n"
+        "  a reply; the oldest turns are dropped when the context fills).\n"
         "  The file's chat template renders the conversation (ChatML when the file has none).\n"
+        "  --prompt-file F      the prompt is the whole of file F\n"
+        "  --stop STR           end the answer where STR appears (not printed); up to 16\n"
         "  --system TEXT        system message\n"
         "  --raw                no template: the prompt text is tokenized as is (BOS added per "
         "tokenizer)\n"
@@ -34,104 +40,29 @@ static void usage(void) {
         "on stderr.\n");
 }
 
-static char g_last_char = '\n'; /* the last byte of the answer printed so far */
-
-static int print_piece(void *user, const char *text, size_t len) {
-    (void)user;
-    fwrite(text, 1, len, stdout);
-    if (len) g_last_char = text[len - 1];
-    fflush(stdout);
-    return 0;
-}
-
-/* End an answer on its own line, so piped answers do not run together. */
-static void end_answer(void) {
-    if (g_last_char != '\n') putchar('\n');
-    g_last_char = '\n';
-    fflush(stdout);
-}
-
-static void print_stats(const cortiq_generate_stats *s) {
-    end_answer();
-    size_t pre = s->prompt_tokens - s->cached_tokens;
-    fprintf(stderr,
-            "[prompt %zu tokens (%zu cached), prefill %.1f tok/s | generated %zu tokens, decode "
-            "%.1f tok/s | finish %s]\n",
-            s->prompt_tokens, s->cached_tokens,
-            s->prefill_seconds > 0 ? pre / s->prefill_seconds : 0.0, s->generated_tokens,
-            s->decode_seconds > 0 ? s->generated_tokens / s->decode_seconds : 0.0,
-            cortiq_finish_name(s->finish));
-}
-
 static cmf_status run_raw(cortiq_runtime *rt, const char *prompt, const cortiq_generate_params *gp,
-                          cmf_err *err) {
+                          run_out *out, cmf_err *err) {
     int32_t *ids = NULL;
     size_t n = 0;
     cmf_status st = cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), prompt, strlen(prompt), true,
                                          &ids, &n, err);
     cortiq_generate_stats s;
-    if (!st) st = cortiq_generate(rt, ids, n, gp, print_piece, NULL, NULL, &s, err);
-    if (!st) print_stats(&s);
+    run_out_begin(out);
+    if (!st) st = cortiq_generate(rt, ids, n, gp, run_out_piece, out, NULL, &s, err);
+    if (!st) {
+        run_out_end(out, NULL);
+        run_print_stats(out, &s);
+    }
     free(ids);
     return st;
 }
 
-static cmf_status chat_loop(cortiq_runtime *rt, const char *system,
-                            const cortiq_generate_params *gp, cmf_err *err) {
-    json_t *msgs = json_array();
-    if (system)
-        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "system", "content", system));
-    int tty = isatty(0);
-    char line[65536];
-    cmf_status st = CMF_OK;
-    static const char help[] =
-        "chat: type a message; /reset starts over (the system message stays), /help shows this, "
-        "/exit or Ctrl-D quits\n";
-    if (tty) fputs(help, stderr);
-    for (;;) {
-        if (tty) fprintf(stderr, "> ");
-        if (!fgets(line, sizeof line, stdin)) {
-            if (tty) fputc('\n', stderr); /* leave the shell prompt on a line of its own */
-            break;
-        }
-        size_t len = strlen(line);
-        while (len && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            line[--len] = '\0';
-        if (!len) continue;
-        if (!strcmp(line, "/exit")) break;
-        if (!strcmp(line, "/help")) {
-            fputs(help, stderr);
-            continue;
-        }
-        if (!strcmp(line, "/reset")) {
-            json_array_clear(msgs);
-            if (system)
-                json_array_append_new(msgs,
-                                      json_pack("{s:s,s:s}", "role", "system", "content", system));
-            fprintf(stderr, "chat: conversation cleared%s\n",
-                    system ? " (the system message stays)" : "");
-            continue;
-        }
-        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "user", "content", line));
-        char *mj = json_dumps(msgs, JSON_COMPACT), *prompt = NULL, *reply = NULL;
-        st = cortiq_render_chat(rt, mj, true, &prompt, err);
-        free(mj);
-        int32_t *ids = NULL;
-        size_t n = 0;
-        if (!st)
-            st = cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), prompt, strlen(prompt), false,
-                                      &ids, &n, err);
-        cortiq_generate_stats s;
-        if (!st) st = cortiq_generate(rt, ids, n, gp, print_piece, NULL, &reply, &s, err);
-        free(prompt);
-        free(ids);
-        if (st) break;
-        print_stats(&s);
-        json_array_append_new(msgs, json_pack("{s:s,s:s}", "role", "assistant", "content", reply));
-        free(reply);
-    }
-    json_decref(msgs);
-    return st;
+/* The whole of a --prompt-file, NUL-terminated; NULL (and a message) if it cannot be read. */
+static char *read_prompt_file(const char *path) {
+    size_t len;
+    char *text = cq_read_file(path, &len);
+    if (!text) fprintf(stderr, "%s: IO: cannot read: %s\n", path, strerror(errno));
+    return text;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -141,6 +72,8 @@ int cmd_run(int argc, char **argv) {
     cortiq_generate_defaults(&gp);
     cortiq_runtime_opts ro = {0};
     uint64_t ctx_wanted = 0;
+    const char *prompt_file = NULL, *stops[16];
+    size_t n_stops = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         double d;
@@ -158,6 +91,16 @@ int cmd_run(int argc, char **argv) {
         else if (!strcmp(a, "--prompt")) {
             VALUE();
             prompt = v;
+        } else if (!strcmp(a, "--prompt-file")) {
+            VALUE();
+            prompt_file = v;
+        } else if (!strcmp(a, "--stop")) {
+            VALUE();
+            if (!*v) return cli_usage_error("run", "--stop '': a stop string cannot be empty");
+            if (n_stops == sizeof stops / sizeof stops[0])
+                return cli_usage_error("run", "at most %zu --stop strings",
+                                       sizeof stops / sizeof stops[0]);
+            stops[n_stops++] = v;
         } else if (!strcmp(a, "--system")) {
             VALUE();
             system = v;
@@ -214,11 +157,16 @@ int cmd_run(int argc, char **argv) {
 #undef VALUE
     }
     if (!path) return cli_usage_error("run", "missing MODEL.cmf");
+    if (prompt && prompt_file) return cli_usage_error("run", "--prompt or --prompt-file, not both");
+    char *file_text = prompt_file ? read_prompt_file(prompt_file) : NULL;
+    if (prompt_file && !file_text) return CLI_EXIT_SYSTEM;
+    if (file_text) prompt = file_text;
     cmf_err err;
     cortiq_runtime *rt;
     cmf_status st = cortiq_runtime_open(path, &ro, &rt, &err);
     if (st) {
         cli_error(&err);
+        free(file_text);
         return cli_exit_code(st);
     }
     if (!raw && !cortiq_runtime_has_template(rt))
@@ -230,15 +178,22 @@ int cmd_run(int argc, char **argv) {
     if (ctx_wanted && ctx_wanted != ctx)
         fprintf(stderr, "cortiq run: --ctx %llu is more than the model's %u positions; using %u\n",
                 (unsigned long long)ctx_wanted, ctx, ctx);
+    run_out out = {.stops = stops, .n_stops = n_stops};
     if (prompt && raw)
-        st = run_raw(rt, prompt, &gp, &err);
+        st = run_raw(rt, prompt, &gp, &out, &err);
     else if (prompt) {
         cortiq_generate_stats s;
-        st = cortiq_chat_once(rt, system, prompt, &gp, print_piece, NULL, NULL, &s, &err);
-        if (!st) print_stats(&s);
+        run_out_begin(&out);
+        st = cortiq_chat_once(rt, system, prompt, &gp, run_out_piece, &out, NULL, &s, &err);
+        if (!st) {
+            run_out_end(&out, NULL);
+            run_print_stats(&out, &s);
+        }
     } else
-        st = chat_loop(rt, system, &gp, &err);
+        st = run_chat(rt, system, &gp, &out, &err);
     if (st) cli_error(&err);
+    run_out_free(&out);
+    free(file_text);
     cortiq_runtime_free(rt);
     return cli_exit_code(st);
 }

@@ -48,9 +48,40 @@ grep -q "signature" "$tmp/out" && { echo "FAIL: verify of a missing file talks a
 [ "$(tail -c 1 "$tmp/ans" | od -An -c | tr -d ' ')" == '\n' ] || { echo "FAIL: the answer does not end with a newline"; fail=1; }
 # chat commands are the program's, not the model's: /help and /reset answer on stderr
 printf '/help\nhello\n/reset\n/exit\n' | "$bin" run "$m" --max-tokens 2 --greedy >"$tmp/out" 2>"$tmp/err"
-grep -q "/reset starts over" "$tmp/err" || { echo "FAIL: /help"; fail=1; }
+grep -q "/save FILE" "$tmp/err" || { echo "FAIL: /help"; fail=1; }
 grep -q "conversation cleared" "$tmp/err" || { echo "FAIL: /reset says nothing"; fail=1; }
 [ "$(grep -c '^\[prompt' "$tmp/err")" -eq 1 ] || { echo "FAIL: /help or /reset went to the model"; fail=1; }
+# multi-line input (a trailing backslash, a """ block), /save and /load, an unknown command
+printf 'first line \\\nsecond line\n"""\nblock a\nblock b\n"""\n/save %s\n/load %s\n/bogus\n/exit\n' "$tmp/c.json" "$tmp/c.json" |
+  "$bin" run "$m" --max-tokens 3 --greedy --system "Be brief." >/dev/null 2>"$tmp/err"
+python3 - "$tmp/c.json" <<'PY' || { echo "FAIL: saved conversation: $(cat "$tmp/c.json")"; fail=1; }
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert [x["role"] for x in m] == ["system", "user", "assistant", "user", "assistant"], m
+assert m[1]["content"] == "first line \nsecond line" and m[3]["content"] == "block a\nblock b", m
+PY
+grep -q "loaded 5 messages" "$tmp/err" || { echo "FAIL: /load"; fail=1; }
+grep -q "unknown command /bogus" "$tmp/err" || { echo "FAIL: an unknown command went to the model"; fail=1; }
+echo '[{"role": "user"}]' >"$tmp/bad.json"
+printf '/load %s\n/exit\n' "$tmp/bad.json" | "$bin" run "$m" --max-tokens 2 >/dev/null 2>"$tmp/err"
+grep -q "is not a conversation" "$tmp/err" || { echo "FAIL: /load of a bad file"; fail=1; }
+# a full context drops the oldest turns (the system message stays); a message that cannot fit
+# is refused and the session goes on
+printf 'hello there my friend\nsecond message here\nthird one\n%s\nfourth\n/exit\n' "$(printf 'word %.0s' {1..200})" |
+  "$bin" run "$m" --max-tokens 8 --greedy --system "Be brief." --ctx 64 >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc -eq 0 ] || { echo "FAIL: context shift: exit $rc"; cat "$tmp/err"; fail=1; }
+grep -q "the context is full; dropped the [0-9]* oldest messages* (the system message stays)" "$tmp/err" || { echo "FAIL: no context shift"; cat "$tmp/err"; fail=1; }
+grep -q "more than the context of 64 leaves with 8 kept for the answer; not sent" "$tmp/err" || { echo "FAIL: an oversized message"; fail=1; }
+[ "$(grep -c '^\[prompt' "$tmp/err")" -eq 4 ] || { echo "FAIL: every message that fits is answered"; cat "$tmp/err"; fail=1; }
+# --stop: the answer ends before the stop string, which is not printed
+full=$("$bin" run "$m" --prompt hello --max-tokens 30 --greedy 2>/dev/null)
+cut=$("$bin" run "$m" --prompt hello --max-tokens 30 --greedy --stop "$(printf '%s' "$full" | tail -c 4 | head -c 2)" 2>"$tmp/err")
+[ ${#cut} -lt ${#full} ] && [ "${full#"$cut"}" != "$full" ] || { echo "FAIL: --stop: '$cut' vs '$full'"; fail=1; }
+grep -q "finish stop string\]" "$tmp/err" || { echo "FAIL: --stop stats"; fail=1; }
+printf 'hello' >"$tmp/p.txt"
+[ "$("$bin" run "$m" --prompt-file "$tmp/p.txt" --max-tokens 30 --greedy 2>/dev/null)" == "$full" ] || { echo "FAIL: --prompt-file"; fail=1; }
+expect 3 "absent.txt: IO: cannot read: No such file" "$bin" run "$m" --prompt-file "$tmp/absent.txt"
+expect 2 "--stop '': a stop string cannot be empty" "$bin" run "$m" --prompt hi --stop ""
 # a model without a chat template: say so once, and point at --raw
 cp -r "$CORTIQ_SOURCE_DIR/tests/fixtures/tiny/llama" "$tmp/notpl"
 python3 -c 'import json, sys; p = sys.argv[1]; c = json.load(open(p)); c.pop("chat_template", None); json.dump(c, open(p, "w"))' "$tmp/notpl/tokenizer_config.json"

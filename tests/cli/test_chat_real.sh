@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Ctrl-C in `cortiq run`'s chat, on SmolLM2 (fetched into the model cache when absent): it stops
+# the reply being generated and the session goes on (the next message is answered with the
+# history); at the prompt, a first Ctrl-C says how to quit and a second one quits, exit 0.
+set -uo pipefail
+bin=${CORTIQ_BIN:?}
+cache=${CORTIQ_MODEL_CACHE:-$HOME/.cache/cortiq/models}
+gguf=$cache/smollm2-135m-instruct-q4_1.gguf
+[ -f "$gguf" ] || bash "${CORTIQ_SOURCE_DIR:?}/scripts/fetch-models" smollm2 >&2
+[ -f "$gguf" ] || { echo "SKIP: $gguf is absent and scripts/fetch-models could not fetch it"; exit 77; }
+tmp=$(mktemp -d)
+"$bin" import-gguf "$gguf" --quant q8 -o "$tmp/m.cmf" -q || exit 1
+mkfifo "$tmp/in"
+"$bin" run "$tmp/m.cmf" --ctx 2048 --max-tokens 1500 <"$tmp/in" >"$tmp/out" 2>"$tmp/err" &
+pid=$!
+trap 'kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
+exec 3>"$tmp/in"
+echo "Write a very long story about a dragon who learns to fly, with many chapters." >&3
+sleep 2; kill -INT $pid          # during the reply
+sleep 1; echo "Say hi" >&3        # the session goes on
+for _ in $(seq 60); do [ "$(grep -c '^\[prompt' "$tmp/err")" -ge 2 ] && break; sleep 0.5; done
+kill -INT $pid; sleep 0.5; kill -INT $pid   # twice at the prompt: quit
+exec 3>&-
+wait $pid; rc=$?
+fail=0
+[ $rc -eq 0 ] || { echo "FAIL: exit $rc after two Ctrl-C at the prompt"; fail=1; }
+grep -q "finish interrupted\]" "$tmp/err" || { echo "FAIL: the first reply was not interrupted"; fail=1; }
+[ "$(grep -c '^\[prompt' "$tmp/err")" -eq 2 ] || { echo "FAIL: the second message was not answered"; fail=1; }
+grep -qE '^\[prompt [0-9]+ tokens \([1-9][0-9]* cached\)' "$tmp/err" || { echo "FAIL: the second turn did not keep the history"; fail=1; }
+grep -q "Ctrl-C again to quit" "$tmp/err" || { echo "FAIL: no notice after the first Ctrl-C at the prompt"; fail=1; }
+[ $fail -eq 0 ] || cat "$tmp/err"
+exit $fail
