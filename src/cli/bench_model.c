@@ -79,18 +79,17 @@ int bench_model_main(int argc, char **argv) {
     int f32_act = 0, no_huge = 0, verify = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        int more = i + 1 < argc;
         if (cli_is_help(a))
             return usage(), CLI_EXIT_OK;
-        else if (!strcmp(a, "-p") && more && cli_parse_u64(argv[++i], &p) && p >= 1 && p <= 65536)
-            ;
-        else if (!strcmp(a, "-n") && more && cli_parse_u64(argv[++i], &n) && n <= 65536)
-            ;
-        else if (!strcmp(a, "-t") && more && cli_parse_u64(argv[++i], &t) && t <= 64)
-            ;
-        else if (!strcmp(a, "-r") && more && cli_parse_u64(argv[++i], &r) && r >= 1 && r <= 1000)
-            ;
-        else if (!strcmp(a, "--json"))
+        else if (!strcmp(a, "-p") || !strcmp(a, "-n") || !strcmp(a, "-t") ||
+                 !strcmp(a, "--threads") || !strcmp(a, "-r")) {
+            const char *v = cli_opt_value("bench", argc, argv, &i);
+            bool ok = v && (a[1] == 'p'   ? cli_opt_u64("bench", a, v, 1, 65536, &p)
+                            : a[1] == 'n' ? cli_opt_u64("bench", a, v, 0, 65536, &n)
+                            : a[1] == 'r' ? cli_opt_u64("bench", a, v, 1, 1000, &r)
+                                          : cli_opt_u64("bench", a, v, 1, 64, &t));
+            if (!ok) return CLI_EXIT_USAGE;
+        } else if (!strcmp(a, "--json"))
             json = 1;
         else if (!strcmp(a, "--text"))
             text = 1;
@@ -102,10 +101,13 @@ int bench_model_main(int argc, char **argv) {
             no_huge = 1;
         else if (!strcmp(a, "--verify"))
             verify = 1;
-        else if (!strcmp(a, "--kv") && more && cortiq_kv_type_from_name(argv[++i], &kv))
-            ;
-        else if (a[0] == '-')
-            return cli_usage_error("bench", "bad or incomplete option '%s'", a);
+        else if (!strcmp(a, "--kv")) {
+            const char *v = cli_opt_value("bench", argc, argv, &i);
+            if (!v) return CLI_EXIT_USAGE;
+            if (!cortiq_kv_type_from_name(v, &kv))
+                return cli_usage_error("bench", "--kv '%s': want f16, q8 or f32", v);
+        } else if (a[0] == '-')
+            return cli_usage_error("bench", "unknown option '%s'", a);
         else if (!path)
             path = a;
         else

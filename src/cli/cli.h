@@ -48,6 +48,9 @@ bool cli_opt_u64(const char *cmd, const char *opt, const char *v, uint64_t lo, u
 bool cli_opt_double(const char *cmd, const char *opt, const char *v, double lo, bool lo_open,
                     double hi, bool hi_open, double *out);
 
+/* True if word is one of the space-separated words of list (option names that take a value). */
+bool cli_word_in(const char *word, const char *list);
+
 /* Human-readable byte count ("1.50 GiB"), into a static rotating buffer. */
 const char *cli_bytes(uint64_t n);
 /* Print a JSON string literal (quoted, escaped) to stdout. */

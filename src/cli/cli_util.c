@@ -98,6 +98,13 @@ bool cli_opt_double(const char *cmd, const char *opt, const char *v, double lo, 
     return false;
 }
 
+bool cli_word_in(const char *word, const char *list) {
+    size_t n = strlen(word);
+    for (const char *p = list; n && (p = strstr(p, word)); p += n)
+        if ((p == list || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0')) return true;
+    return false;
+}
+
 const char *cli_bytes(uint64_t n) {
     static char bufs[4][32];
     static int k;

@@ -295,11 +295,11 @@ static bool parse_dtypes(char *list, bench_opts *o) {
 }
 
 int cmd_bench(int argc, char **argv) {
-    if (argc < 2 || cli_is_help(argv[1])) {
+    if (argc < 2) {
         usage();
-        return argc < 2 ? CLI_EXIT_USAGE : CLI_EXIT_OK;
+        return CLI_EXIT_USAGE;
     }
-    if (strcmp(argv[1], "quant") != 0)
+    if (strcmp(argv[1], "quant") != 0) /* `cortiq bench --help` is the model benchmark's help */
         return bench_model_main(argc, argv); /* cortiq bench MODEL.cmf */
     bench_opts o = {.rows = 1024,
                     .cols = 4096,

@@ -62,20 +62,29 @@ int cmd_convert(int argc, char **argv) {
         } else if (!strcmp(a, "--head-quant") && v) {
             if (parse_quant(argv[++i], &o.head_quant)) return CLI_EXIT_USAGE;
             o.has_head_quant = true;
-        } else if (!strcmp(a, "--mean-bits") && v && cli_parse_double(argv[++i], &dv) && dv >= 3 &&
-                   dv <= 8)
+        } else if (!strcmp(a, "--mean-bits")) {
+            if (!cli_opt_double("convert", a, cli_opt_value("convert", argc, argv, &i), 3, false, 8,
+                                false, &dv))
+                return CLI_EXIT_USAGE;
             o.vbit_mean_bits = dv;
-        else if (!strcmp(a, "--shard-max-gb") && v && cli_parse_double(argv[++i], &dv) && dv > 0)
+        } else if (!strcmp(a, "--shard-max-gb")) {
+            if (!cli_opt_double("convert", a, cli_opt_value("convert", argc, argv, &i), 0, true,
+                                1e308, false, &dv))
+                return CLI_EXIT_USAGE;
             o.shard_max_bytes = (uint64_t)(dv * 1e9);
-        else if ((!strcmp(a, "-t") || !strcmp(a, "--threads")) && v &&
-                 cli_parse_u64(argv[++i], &uv) && uv <= 64)
+        } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
+            if (!cli_opt_u64("convert", a, cli_opt_value("convert", argc, argv, &i), 1, 64, &uv))
+                return CLI_EXIT_USAGE;
             o.threads = (unsigned)uv;
-        else if (!strcmp(a, "--allow-q1"))
+        } else if (!strcmp(a, "--allow-q1"))
             o.allow_q1 = true;
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
             o.progress = 0;
+        else if (!v &&
+                 cli_word_in(a, "--model --output -o --masks --quant --embed-quant --head-quant"))
+            return cli_usage_error("convert", "%s needs a value", a);
         else
-            return cli_usage_error("convert", "bad or incomplete option '%s'", a);
+            return cli_usage_error("convert", "unknown option or argument '%s'", a);
     }
     if (!model || !out || !have_quant)
         return cli_usage_error("convert", "need --model DIR, --quant Q and --output OUT.cmf");

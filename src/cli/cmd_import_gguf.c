@@ -135,15 +135,22 @@ static int parse_args(int argc, char **argv, import_args *a) {
             if (!cmf_convert_quant_from_name(argv[++i], &a->o.head_quant))
                 return cli_usage_error("import-gguf", "unknown quant '%s'", argv[i]);
             a->o.has_head_quant = true;
-        } else if (!strcmp(s, "--mean-bits") && v && cli_parse_double(argv[++i], &dv) && dv >= 3 &&
-                   dv <= 8)
+        } else if (!strcmp(s, "--mean-bits")) {
+            if (!cli_opt_double("import-gguf", s, cli_opt_value("import-gguf", argc, argv, &i), 3,
+                                false, 8, false, &dv))
+                return CLI_EXIT_USAGE;
             a->o.vbit_mean_bits = dv;
-        else if (!strcmp(s, "--shard-max-gb") && v && cli_parse_double(argv[++i], &dv) && dv > 0)
+        } else if (!strcmp(s, "--shard-max-gb")) {
+            if (!cli_opt_double("import-gguf", s, cli_opt_value("import-gguf", argc, argv, &i), 0,
+                                true, 1e308, false, &dv))
+                return CLI_EXIT_USAGE;
             a->o.shard_max_bytes = (uint64_t)(dv * 1e9);
-        else if ((!strcmp(s, "-t") || !strcmp(s, "--threads")) && v &&
-                 cli_parse_u64(argv[++i], &uv) && uv <= 64)
+        } else if (!strcmp(s, "-t") || !strcmp(s, "--threads")) {
+            if (!cli_opt_u64("import-gguf", s, cli_opt_value("import-gguf", argc, argv, &i), 1, 64,
+                             &uv))
+                return CLI_EXIT_USAGE;
             a->o.threads = (unsigned)uv;
-        else if (!strcmp(s, "--chat-template") && v)
+        } else if (!strcmp(s, "--chat-template") && v)
             a->tpl_path = argv[++i];
         else if (!strcmp(s, "--skip-unmapped"))
             a->skip_unmapped = true;
@@ -151,8 +158,11 @@ static int parse_args(int argc, char **argv, import_args *a) {
             a->o.allow_q1 = true;
         else if (!strcmp(s, "-q") || !strcmp(s, "--quiet"))
             a->o.progress = 0;
-        else if (s[0] == '-')
-            return cli_usage_error("import-gguf", "bad or incomplete option '%s'", s);
+        else if (!v &&
+                 cli_word_in(s, "-o --output --quant --embed-quant --head-quant --chat-template"))
+            return cli_usage_error("import-gguf", "%s needs a value", s);
+        else if (s[0] == '-' && s[1])
+            return cli_usage_error("import-gguf", "unknown option '%s'", s);
         else if (!a->in)
             a->in = s;
         else

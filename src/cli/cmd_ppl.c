@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "common/fileio.h"
@@ -21,6 +23,26 @@ static void usage(void) {
         "  --kv: KV cache type (default f16).\n"
         "  --f32-act: f32 activations everywhere (default: int8 GEMM for batches on VNNI CPUs).\n"
         "  --verify: check every tensor's hash64 before computing.\n");
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* "ppl [#####     ]  45%  1234/2730 tokens  350 tok/s  ETA 4 s" over itself on stderr. */
+static void show_progress(bool on, size_t done, size_t total, double t0) {
+    if (!on || !total) return;
+    double el = now_s() - t0, rate = el > 0 ? done / el : 0;
+    char bar[21];
+    size_t fill = done * 20 / total;
+    for (size_t i = 0; i < 20; i++)
+        bar[i] = i < fill ? '#' : ' ';
+    bar[20] = 0;
+    fprintf(stderr, "\rppl [%s] %3.0f%%  %zu/%zu tokens  %.0f tok/s  ETA %.0f s ", bar,
+            100.0 * done / total, done, total, rate, rate > 0 ? (total - done) / rate : 0.0);
+    fflush(stderr);
 }
 
 int cmd_ppl(int argc, char **argv) {
@@ -106,6 +128,8 @@ int cmd_ppl(int argc, char **argv) {
     float *logits = malloc((size_t)win * V * sizeof(float));
     double nll = 0;
     size_t scored = 0, prev_end = 0;
+    bool progress = isatty(2); /* a bar on a terminal only: logs stay clean */
+    double t_start = now_s();
     for (size_t begin = 0; begin < n && !st; begin += stride) {
         size_t end = begin + win < n ? begin + win : n;
         size_t trg = end - prev_end; /* tokens of this window not scored before */
@@ -125,8 +149,10 @@ int cmd_ppl(int argc, char **argv) {
             scored++;
         }
         prev_end = end;
+        show_progress(progress, end, n, t_start);
         if (end == n) break;
     }
+    if (progress) fputs("\r\033[K", stderr); /* the bar gives way to the result */
     free(logits);
     free(ids);
     cortiq_runtime_free(rt);

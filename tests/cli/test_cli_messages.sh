@@ -36,6 +36,15 @@ expect 2 "--kv 'q4': want" "$bin" ppl "$m" "$tmp/t.txt" --kv q4
 expect 2 "unexpected argument 'extra'" "$bin" ppl "$m" "$tmp/t.txt" extra
 expect 3 "nonexistent.txt: IO: cannot read: No such file or directory" "$bin" ppl "$m" "$tmp/nonexistent.txt"
 expect 0 "--ctx 5000 is more than the model's 256 positions; using 256" "$bin" ppl "$m" "$tmp/t.txt" --ctx 5000
+expect 2 "-p '0': must be in \[1, 65536\]" "$bin" bench "$m" -p 0
+expect 2 "-t '0': must be in \[1, 64\]" "$bin" bench "$m" -t 0
+expect 2 "unknown option '--bogus'" "$bin" bench "$m" --bogus
+expect 2 "--mean-bits '9': must be in \[3, 8\]" "$bin" convert --model x --quant vbit --output y --mean-bits 9
+expect 2 "--model needs a value" "$bin" convert --model
+expect 2 "unknown option or argument '--mod'" "$bin" convert --mod x
+expect 2 "-t '99': must be in \[1, 64\]" "$bin" import-gguf x.gguf --quant q8 -o y -t 99
+expect 2 "--quant needs a value" "$bin" import-gguf x.gguf --quant
+expect 2 "unknown option '--qua'" "$bin" import-gguf x.gguf --qua q8
 expect 2 "id 999999999 is outside the vocabulary \[0, 3[0-9][0-9]\)" "$bin" detokenize "$m" 999999999
 expect 2 "need SRC and TEXT \(see cortiq tokenize --help\)$" "$bin" tokenize "$m"
 # a missing file has no signature to report
@@ -82,6 +91,14 @@ printf 'hello' >"$tmp/p.txt"
 [ "$("$bin" run "$m" --prompt-file "$tmp/p.txt" --max-tokens 30 --greedy 2>/dev/null)" == "$full" ] || { echo "FAIL: --prompt-file"; fail=1; }
 expect 3 "absent.txt: IO: cannot read: No such file" "$bin" run "$m" --prompt-file "$tmp/absent.txt"
 expect 2 "--stop '': a stop string cannot be empty" "$bin" run "$m" --prompt hi --stop ""
+# ppl shows a progress bar on a terminal (script(1) gives it one), none in a pipe
+"$bin" ppl "$m" "$tmp/t.txt" --ctx 32 2>"$tmp/err" >/dev/null
+grep -q "ppl \[" "$tmp/err" && { echo "FAIL: a progress bar in a pipe"; fail=1; }
+if command -v script >/dev/null; then
+  script -qc "'$bin' ppl '$m' '$tmp/t.txt' --ctx 32" /dev/null >"$tmp/tty" 2>&1
+  grep -qE "ppl \[#* *\] +[0-9]+%  [0-9]+/[0-9]+ tokens" "$tmp/tty" || { echo "FAIL: no progress bar on a terminal"; fail=1; }
+  grep -q "^PPL = " <(tr '\r' '\n' <"$tmp/tty" | sed 's/\x1b\[K//') || { echo "FAIL: PPL line after the bar"; fail=1; }
+fi
 # a model without a chat template: say so once, and point at --raw
 cp -r "$CORTIQ_SOURCE_DIR/tests/fixtures/tiny/llama" "$tmp/notpl"
 python3 -c 'import json, sys; p = sys.argv[1]; c = json.load(open(p)); c.pop("chat_template", None); json.dump(c, open(p, "w"))' "$tmp/notpl/tokenizer_config.json"
