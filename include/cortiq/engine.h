@@ -109,10 +109,10 @@ uint64_t cortiq_model_page_in(cortiq_model *m);
  * threads: a decode step then streams them faster (fewer TLB misses, prefetchers not stopped
  * at every 4 KiB). They then count as anonymous rather than file pages in the RSS, the same
  * amount. Copying costs time (the kernel zeroes each fresh page, and a virtual machine's host
- * may back it only then), so cortiq_generate moves a few windows after each generated token
- * instead of before the first one. Must not run while a session of the model evaluates.
- * Returns the bytes moved (a window that could not move stays on file pages); 0 once none
- * are left. NULL allowed. */
+ * may back it only then), so the runtime moves them only while it waits for its user
+ * (cortiq_runtime_idle, between chat turns), never during an answer. Must not run while a session
+ * of the model evaluates. Returns the bytes moved (a window that could not move stays on file
+ * pages); 0 once none are left. NULL allowed. */
 uint64_t cortiq_model_move_step(cortiq_model *m, uint64_t max_bytes);
 /* Bytes of listed windows not yet moved. NULL allowed (0). */
 uint64_t cortiq_model_moves_left(const cortiq_model *m);

@@ -72,6 +72,12 @@ typedef int (*cortiq_text_fn)(void *user, const char *text, size_t len);
 
 /* Render messages (a JSON array of {"role", "content"} objects) with the file's chat template
  * and add_generation_prompt; *out malloc'd. */
+/* Work a runtime can do while it waits for its user (between chat turns): moves the weights
+ * that are still on 4 KiB file pages onto 2 MiB pages (cortiq_model_move_step), which
+ * cortiq_generate never does (a move during an answer slows it more than it speeds the rest).
+ * Returns the bytes moved. */
+uint64_t cortiq_runtime_idle(cortiq_runtime *rt);
+
 cmf_status cortiq_render_chat(cortiq_runtime *rt, const char *messages_json,
                               bool add_generation_prompt, char **out, cmf_err *err);
 

@@ -66,7 +66,8 @@ static void usage(void) {
         "  --text: start as `cortiq run` does: the tokenizer and chat template build on a worker\n"
         "          while the weights are paged in (timed, and how long the first token waited),\n"
         "          and the weights move onto 2 MiB pages only after the first token (all at\n"
-        "          once here, before the decode timing; `cortiq run` moves them token by token).\n"
+        "          once here, before the decode timing, as a chat's idle time between turns\n"
+        "          does in `cortiq run`).\n"
         "  cortiq bench quant   the quantization report (see cortiq bench quant --help)\n");
 }
 

@@ -158,6 +158,7 @@ cmf_status run_chat(cortiq_runtime *rt, const char *system, const cortiq_generat
         size_t len;
         free(text);
         text = NULL;
+        cortiq_runtime_idle(rt); /* the user reads or types: move the weights now, not mid-answer */
         in_status in = read_message(&text, &len, tty);
         if (in == IN_EOF) {
             if (tty) fputc('\n', stderr); /* leave the shell prompt on a line of its own */

@@ -73,7 +73,7 @@ cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts
      * the session (text_load.h) */
     cq_text_load text;
     cq_text_load_start(&text, rt->model, path);
-    cortiq_model_page_in(rt->model); /* the moves onto 2 MiB pages wait for cortiq_generate */
+    cortiq_model_page_in(rt->model); /* the move onto 2 MiB pages waits for cortiq_runtime_idle */
     uint32_t ctx = opts && opts->ctx ? opts->ctx : 4096;
     uint32_t maxc = cortiq_model_max_context(rt->model);
     if (maxc && ctx > maxc) ctx = maxc;
@@ -142,11 +142,9 @@ cmf_status cortiq_render_chat(cortiq_runtime *rt, const char *messages_json,
                                     rt->special_json, out, &len, err);
 }
 
-/* Weights moved onto 2 MiB pages after each generated token (cortiq_model_move_step) until
- * all are: copying them before the first token delayed a cold start's first token of a 1 GB
- * f16 model by 0.2-1.0 s on the 2-vCPU Xeon guest (docs/PERFORMANCE.md, session 13); in
- * steps of 32 MiB each costs a few ms, and the 4 KiB pages it leaves read 10-20 % slower. */
-#define CQ_MOVE_PER_TOKEN ((uint64_t)32 << 20)
+/* cortiq_generate never moves weights onto 2 MiB pages: a move during an answer cost more
+ * than it gained on every answer measured (docs/KERNELS.md, "The move waits for the user");
+ * cortiq_runtime_idle does it between turns. */
 
 static bool is_eos(const cortiq_runtime *rt, int32_t t) {
     for (size_t i = 0; i < rt->n_eos; i++)
@@ -223,7 +221,6 @@ cmf_status cortiq_generate(cortiq_runtime *rt, const int32_t *prompt, size_t n_p
             s.finish = CORTIQ_FINISH_CONTEXT;
             break;
         }
-        cortiq_model_move_step(rt->model, CQ_MOVE_PER_TOKEN);
         if ((st = cortiq_session_eval(rt->session, &t, 1, NULL, err))) break;
         rt->hist[rt->n_hist++] = t;
     }
@@ -263,4 +260,8 @@ cmf_status cortiq_chat_once(cortiq_runtime *rt, const char *system, const char *
     if (!st) st = cortiq_generate(rt, ids, n, p, on_text, user, reply, stats, err);
     free(ids);
     return st;
+}
+
+uint64_t cortiq_runtime_idle(cortiq_runtime *rt) {
+    return rt ? cortiq_model_move_step(rt->model, UINT64_MAX) : 0;
 }
