@@ -99,6 +99,9 @@ if command -v script >/dev/null; then
   grep -qE "ppl \[#* *\] +[0-9]+%  [0-9]+/[0-9]+ tokens" "$tmp/tty" || { echo "FAIL: no progress bar on a terminal"; fail=1; }
   grep -q "^PPL = " <(tr '\r' '\n' <"$tmp/tty" | sed 's/\x1b\[K//') || { echo "FAIL: PPL line after the bar"; fail=1; }
 fi
+# convert's progress says what its percentage counts
+"$bin" convert --model "$CORTIQ_SOURCE_DIR/tests/fixtures/tiny/llama" --quant q8 --output "$tmp/p.cmf" >/dev/null 2>"$tmp/err"
+grep -qE "[0-9]+% of bytes, [0-9]+/[0-9]+ tensors" "$tmp/err" || { echo "FAIL: convert progress: $(cat "$tmp/err")"; fail=1; }
 # a model without a chat template: say so once, and point at --raw
 cp -r "$CORTIQ_SOURCE_DIR/tests/fixtures/tiny/llama" "$tmp/notpl"
 python3 -c 'import json, sys; p = sys.argv[1]; c = json.load(open(p)); c.pop("chat_template", None); json.dump(c, open(p, "w"))' "$tmp/notpl/tokenizer_config.json"
