@@ -4,10 +4,7 @@
 # history); at the prompt, a first Ctrl-C says how to quit and a second one quits, exit 0.
 set -uo pipefail
 bin=${CORTIQ_BIN:?}
-cache=${CORTIQ_MODEL_CACHE:-$HOME/.cache/cortiq/models}
-gguf=$cache/smollm2-135m-instruct-q4_1.gguf
-[ -f "$gguf" ] || bash "${CORTIQ_SOURCE_DIR:?}/scripts/fetch-models" smollm2 >&2
-[ -f "$gguf" ] || { echo "SKIP: $gguf is absent and scripts/fetch-models could not fetch it"; exit 77; }
+. "${CORTIQ_SOURCE_DIR:?}/tests/common/smollm2.sh"
 tmp=$(mktemp -d)
 "$bin" import-gguf "$gguf" --quant q8 -o "$tmp/m.cmf" -q || exit 1
 mkfifo "$tmp/in"

@@ -4,11 +4,7 @@
 # cached SmolLM2 GGUF (fetched by scripts/fetch-models when absent).
 set -u
 bin=${CORTIQ_BIN:?}
-cache=${CORTIQ_MODEL_CACHE:-$HOME/.cache/cortiq/models}
-gguf=$cache/smollm2-135m-instruct-q4_1.gguf
-# make test fetches what its tests need (once, into the cache); skipped only if that fails
-[ -f "$gguf" ] || bash "${CORTIQ_SOURCE_DIR:?}/scripts/fetch-models" smollm2 >&2
-[ -f "$gguf" ] || { echo "SKIP: $gguf is absent and scripts/fetch-models could not fetch it"; exit 77; }
+. "${CORTIQ_SOURCE_DIR:?}/tests/common/smollm2.sh"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
