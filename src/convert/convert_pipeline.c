@@ -162,7 +162,8 @@ static void show_progress(pipeline *p, size_t done, int final) {
         fprintf(stderr, "\r[%s] %3.0f%% of bytes  %zu/%zu tensors  %.0f MB/s  ETA %.0fs   %s", bar,
                 frac * 100, done, p->n, rate, eta, final ? "\n" : "");
     } else {
-        fprintf(stderr, "convert: %3.0f%% of bytes, %zu/%zu tensors, %.0f MB/s, elapsed %.1fs, ETA %.0fs\n",
+        fprintf(stderr,
+                "convert: %3.0f%% of bytes, %zu/%zu tensors, %.0f MB/s, elapsed %.1fs, ETA %.0fs\n",
                 frac * 100, done, p->n, rate, el, eta);
     }
 }
