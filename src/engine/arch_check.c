@@ -15,7 +15,7 @@ static bool non_neutral(json_t *v) {
     return true;
 }
 
-static const char *const k_unimplemented[] = {
+static const char *const k_refused_fields[] = {
     "mla",                          /* DeepSeek-V2 multi-head latent attention */
     "g3n",                          /* Gemma-3n AltUp / LAuReL / per-layer embeddings */
     "global_head_dim",              /* Gemma-4 dual-geometry attention */
@@ -42,12 +42,12 @@ cmf_status cq_arch_check(const cmf_header *h, const char *path, cq_act *act, cmf
     json_t *root = json_loads(h->json, JSON_DECODE_ANY, NULL);
     json_t *arch = json_object_get(root, "arch");
     cmf_status st = CMF_OK;
-    for (size_t i = 0; !st && i < sizeof k_unimplemented / sizeof k_unimplemented[0]; i++)
-        if (non_neutral(json_object_get(arch, k_unimplemented[i])))
+    for (size_t i = 0; !st && i < sizeof k_refused_fields / sizeof k_refused_fields[0]; i++)
+        if (non_neutral(json_object_get(arch, k_refused_fields[i])))
             st = cmf_err_set(err, CMF_E_UNSUPPORTED, path,
                              "arch.%s is set: this runtime does not implement it and will not "
                              "compute the model without it",
-                             k_unimplemented[i]);
+                             k_refused_fields[i]);
     json_t *loops = json_object_get(arch, "num_loops");
     if (!st && json_is_integer(loops) && json_integer_value(loops) > 1)
         st = cmf_err_set(err, CMF_E_UNSUPPORTED, path,
