@@ -167,7 +167,6 @@ int cmd_logits(int argc, char **argv) {
     if (!st && !(logits = malloc(rows * V * sizeof *logits)))
         st = cmf_err_set(&err, CMF_E_NOMEM, a.path, "%zu x %u logits", rows, V);
     if (!st) {
-        cortiq_model_move_step(m, UINT64_MAX);
         float *all = a.all ? logits : NULL;
         st = cortiq_session_eval(s, ids, n, all, &err);
         if (!st && !a.all) memcpy(logits, cortiq_session_logits(s), V * sizeof *logits);
