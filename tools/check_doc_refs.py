@@ -21,7 +21,7 @@ TOP_DIRS = ("src", "include", "tests", "bench", "tools", "scripts", "cmake", "do
 PATH_RE = re.compile(r"(?<![\w./~-])((?:%s)/[A-Za-z0-9_./*+-]*)" % "|".join(TOP_DIRS))
 BUILD_BENCH_RE = re.compile(r"(?<![\w./~-])build[\w-]*/bench/(bench_\w+)")
 BACKTICK_RE = re.compile(r"`([^`\n]+)`")
-BARE_C_RE = re.compile(r"^[A-Za-z0-9_]+\.[ch]$")
+BARE_C_RE = re.compile(r"^[A-Za-z0-9_-]+\.(c|h|sh|py|cmake)$")
 SKIP_DIRS = {".git", "build", "node_modules"}
 
 
