@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "common/bytes.h"
+#include "common/err.h"
 #include "common/f16.h"
 #include "cortiq/kernels.h"
 
