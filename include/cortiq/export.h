@@ -11,7 +11,7 @@
 #define CORTIQ_EXPORT_H
 
 #if defined(__GNUC__) || defined(__clang__)
-#define CORTIQ_API __attribute__((visibility("default")))
+#define CORTIQ_API       __attribute__((visibility("default")))
 #define CORTIQ_NODISCARD __attribute__((warn_unused_result))
 #else
 #define CORTIQ_API

@@ -11,7 +11,7 @@
 #include "common/test.h"
 #include "cortiq/kernels.h"
 #include "quant/kernel_gen.h"
-#include "quant/kernel_bench.h"
+#include "bench/kernel_bench.h"
 #include "quant/kernel_impl.h"
 
 static const cmf_dtype k_all[] = {CMF_DT_F32,      CMF_DT_F16,  CMF_DT_BF16,  CMF_DT_Q8_ROW,
@@ -303,7 +303,7 @@ static void test_rejects(void) {
     CHECK_STATUS(cmf_qmat_init(&m, CMF_DT_VBIT, 4, 64, p, nb - 1, "t", &t_err_), CMF_E_PARSE);
     uint8_t keep = p[2];
     p[2] = 7;
-    CHECK_STATUS(cmf_qmat_init(&m, CMF_DT_VBIT, 4, 64, p, nb, "t", &err), CMF_E_PARSE);
+    CHECK_STATUS(cmf_qmat_init(&m, CMF_DT_VBIT, 4, 64, p, nb, "t", &t_err_), CMF_E_PARSE);
     CHECK(cmf_qmat_init(&m, CMF_DT_VBIT, 4, 64, p, nb, "t", &err) == CMF_E_PARSE &&
           strstr(err.msg, "row 2"));
     p[2] = keep;
