@@ -35,6 +35,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                     acc += all[k];
             free(all);
         }
+        (void)acc;
         free(row);
     }
     for (size_t i = 0; i < cmf_gguf_kv_count(g); i++) {
