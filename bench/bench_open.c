@@ -11,7 +11,8 @@ int main(int argc, char **argv) {
     cmf_writer *w;
     if (cmf_writer_create(path, NULL, &w, &err)) return fprintf(stderr, "%s\n", err.msg), 1;
     const char *hdr = "{\"arch\": {\"arch_name\": \"bench\", \"num_layers\": 40}}";
-    cmf_writer_set_header(w, hdr, strlen(hdr), &err);
+    if (cmf_writer_set_header(w, hdr, strlen(hdr), &err))
+        return fprintf(stderr, "%s\n", err.msg), 1;
     static uint16_t payload[256];
     uint64_t shape[2] = {4, 64};
     for (size_t i = 0; i < n; i++) {
@@ -34,8 +35,9 @@ int main(int argc, char **argv) {
     for (int r = 0; r < 15; r++) {
         uint64_t rss0 = bench_rss();
         double t0 = bench_now();
-        cmf_open(path, 0, &f, &err);
+        cmf_status st = cmf_open(path, 0, &f, &err);
         times[r] = bench_now() - t0;
+        if (st) return fprintf(stderr, "%s\n", err.msg), 1;
         uint64_t rss1 = bench_rss();
         if (r == 0) rss_cost = rss1 > rss0 ? rss1 - rss0 : 0;
         cmf_close(f);

@@ -45,7 +45,8 @@ int main(int argc, char **argv) {
             char name[64];
             snprintf(name, sizeof name, "t.%zu.weight", i);
             g[i] = (gen){i + 1, tensor_bytes};
-            cmf_writer_add_tensor_stream(w, name, CMF_DT_F32, 2, shape, produce, &g[i], &err);
+            if (cmf_writer_add_tensor_stream(w, name, CMF_DT_F32, 2, shape, produce, &g[i], &err))
+                return fprintf(stderr, "%s\n", err.msg), 1;
         }
         printf("writing %zu x 64 MiB ...\n", n);
         if (cmf_writer_finish(w, &err)) return fprintf(stderr, "%s\n", err.msg), 1;

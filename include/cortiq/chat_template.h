@@ -22,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cortiq/export.h"
 #include "cortiq/status.h"
 
 #ifdef __cplusplus
@@ -43,17 +44,18 @@ typedef struct cmf_chat_template cmf_chat_template;
  * CMF_E_UNSUPPORTED for include/import/extends/from or an unknown tag,
  * CMF_E_LIMIT when the source nests too deeply or exceeds 16 MiB,
  * CMF_E_NOMEM, CMF_E_INVALID_ARG when src or out is NULL. */
-cmf_status cmf_chat_template_compile(const char *src, size_t len, cmf_chat_template **out,
-                                     cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_chat_template_compile(const char *src, size_t len,
+                                                                 cmf_chat_template **out,
+                                                                 cmf_err *err);
 
 /* Fix the clock that `strftime_now` reads: unix_seconds >= 0 formats that instant in UTC
  * (reproducible renders, tests); a negative value (the default) uses the local wall clock. */
-void cmf_chat_template_set_now(cmf_chat_template *tpl, int64_t unix_seconds);
+CORTIQ_API void cmf_chat_template_set_now(cmf_chat_template *tpl, int64_t unix_seconds);
 
 /* Cap the rendered output at max_bytes (default 64 MiB); 0 restores the default. Rendering
  * also stops after 10,000,000 loop iterations or macro calls, 256 nested calls, or 1 GiB
  * of working memory. Each cap is reported as CMF_E_LIMIT. */
-void cmf_chat_template_set_max_output(cmf_chat_template *tpl, size_t max_bytes);
+CORTIQ_API void cmf_chat_template_set_max_output(cmf_chat_template *tpl, size_t max_bytes);
 
 /* Render the template. Inputs are JSON text (NUL-terminated):
  *   messages_json      array of message objects (required);
@@ -68,13 +70,13 @@ void cmf_chat_template_set_max_output(cmf_chat_template *tpl, size_t max_bytes);
  * CMF_E_LIMIT when a render cap is hit, CMF_E_NOMEM, CMF_E_INVALID_ARG on NULL arguments.
  * A compiled template is not modified by rendering: renders may run concurrently from many
  * threads (the setters above must not run concurrently with them). */
-cmf_status cmf_chat_template_render(const cmf_chat_template *tpl, const char *messages_json,
-                                    const char *tools_json, const char *documents_json,
-                                    bool add_generation_prompt, const char *extra_kwargs_json,
-                                    char **out, size_t *out_len, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_chat_template_render(
+    const cmf_chat_template *tpl, const char *messages_json, const char *tools_json,
+    const char *documents_json, bool add_generation_prompt, const char *extra_kwargs_json,
+    char **out, size_t *out_len, cmf_err *err);
 
 /* Free a compiled template; NULL is allowed. */
-void cmf_chat_template_free(cmf_chat_template *tpl);
+CORTIQ_API void cmf_chat_template_free(cmf_chat_template *tpl);
 
 #ifdef __cplusplus
 }

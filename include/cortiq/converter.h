@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "cortiq/dtype.h"
+#include "cortiq/export.h"
 #include "cortiq/status.h"
 
 #ifdef __cplusplus
@@ -23,7 +24,21 @@ extern "C" {
 
 /* The user-facing --quant names: f32 f16 bf16 q8 (q8_row) q8_2f q4 (q4_block) q4t (q4_tiled)
  * q4tp vbit (vbit_ro) q1s q1t q1. Spec names ("q8_row", "q4_tiled", ...) are accepted too. */
-bool cmf_convert_quant_from_name(const char *name, cmf_dtype *out);
+CORTIQ_API bool cmf_convert_quant_from_name(const char *name, cmf_dtype *out);
+
+/* Where a conversion stands: reported after each tensor is written (on the thread that called
+ * the converter; final is set for the last tensor). */
+typedef struct cmf_convert_progress {
+    size_t tensors_done, tensors_total;
+    uint64_t source_bytes_done, source_bytes_total; /* cmf_convert_source.source_bytes */
+    double seconds;                                 /* since the encoders started */
+    bool final;
+} cmf_convert_progress;
+typedef void (*cmf_convert_progress_fn)(void *user, const cmf_convert_progress *p);
+/* A tensor whose shape the chosen dtype cannot hold, written as `written` instead (reported
+ * before the encoders start). */
+typedef void (*cmf_convert_fallback_fn)(void *user, const char *tensor, cmf_dtype wanted,
+                                        cmf_dtype written);
 
 typedef struct cmf_convert_opts {
     cmf_dtype quant;       /* dtype of weight matrices */
@@ -34,16 +49,20 @@ typedef struct cmf_convert_opts {
     double vbit_mean_bits;    /* default 4.25 */
     uint64_t shard_max_bytes; /* 0 = single file */
     unsigned threads;         /* encoder threads; 0 = online CPUs */
-    int progress; /* 0 silent, 1 progress on stderr (a bar on a terminal, lines otherwise) */
+    /* The library prints nothing: a caller that shows progress or the fallbacks passes these
+     * (either may be NULL; both get progress_user). */
+    cmf_convert_progress_fn on_progress;
+    cmf_convert_fallback_fn on_fallback;
+    void *progress_user;
 } cmf_convert_opts;
 
-void cmf_convert_opts_default(cmf_convert_opts *o);
+CORTIQ_API void cmf_convert_opts_default(cmf_convert_opts *o);
 
 /* The dtype a tensor gets: 1-D, < 32 elements and norm vectors f16; the embedding and the
  * head their own choice; a shape the chosen dtype cannot hold falls back to q8_row (2-D) or
  * f16, and *fell_back says so. */
-cmf_dtype cmf_convert_pick_dtype(const cmf_convert_opts *o, const char *name, unsigned ndim,
-                                 const uint64_t *shape, bool *fell_back);
+CORTIQ_API cmf_dtype cmf_convert_pick_dtype(const cmf_convert_opts *o, const char *name,
+                                            unsigned ndim, const uint64_t *shape, bool *fell_back);
 
 /* One input tensor. read_f32 fills dst with all numel values (row-major, shape order). */
 typedef struct cmf_convert_source {
@@ -64,16 +83,18 @@ typedef struct cmf_convert_stats {
 
 /* Write out_path from header JSON (object), the sources (in file order) and optional
  * vocab (tokenizer.json bytes) and masks section bytes. */
-cmf_status cmf_convert_run(const char *out_path, const char *header_json,
-                           const cmf_convert_source *src, size_t n, const uint8_t *vocab,
-                           size_t vocab_len, const uint8_t *masks, size_t masks_len,
-                           const cmf_convert_opts *opts, cmf_convert_stats *stats, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_convert_run(
+    const char *out_path, const char *header_json, const cmf_convert_source *src, size_t n,
+    const uint8_t *vocab, size_t vocab_len, const uint8_t *masks, size_t masks_len,
+    const cmf_convert_opts *opts, cmf_convert_stats *stats, cmf_err *err);
 
 /* `cortiq convert`: a Hugging Face checkpoint directory (config.json, *.safetensors or an
  * index, tokenizer.json, tokenizer_config.json / chat_template.jinja / generation_config.json)
  * into out_path. masks_dir (may be NULL): per-task keep-sets, see docs/CONVERT.md. */
-cmf_status cmf_convert_hf(const char *model_dir, const char *out_path, const char *masks_dir,
-                          const cmf_convert_opts *opts, cmf_convert_stats *stats, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_convert_hf(const char *model_dir, const char *out_path,
+                                                      const char *masks_dir,
+                                                      const cmf_convert_opts *opts,
+                                                      cmf_convert_stats *stats, cmf_err *err);
 
 /* `cortiq export-hf`: the model of a CMF file (any dtype; a shard name opens the set) as a
  * Hugging Face checkpoint directory that transformers and `cmf_convert_hf` load:
@@ -82,21 +103,23 @@ cmf_status cmf_convert_hf(const char *model_dir, const char *out_path, const cha
  * generation_config.json (from tokenizer_config). out_dir is created if missing; each file is
  * renamed into place once complete. CMF_E_UNSUPPORTED for an arch_name without a transformers
  * model_type. */
-cmf_status cmf_export_hf(const char *cmf_path, const char *out_dir, cmf_dtype dt, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_export_hf(const char *cmf_path, const char *out_dir,
+                                                     cmf_dtype dt, cmf_err *err);
 
 /* The header JSON (arch, tokenizer_config, quant_type, provenance) cmf_convert_hf would write
  * for model_dir, malloc'd. Fails CMF_E_UNSUPPORTED for an unknown model_type, listing the
  * supported ones. */
-cmf_status cmf_convert_hf_header(const char *model_dir, const cmf_convert_opts *opts, char **out,
-                                 cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_convert_hf_header(const char *model_dir,
+                                                             const cmf_convert_opts *opts,
+                                                             char **out, cmf_err *err);
 
 /* Put sources in the canonical file order: embeddings, layers in numeric order (a layer's MoE
  * experts role-contiguously: every gate_proj, then up_proj, then down_proj, spec §2.2), other
  * tensors, lm_head last. */
-void cmf_convert_sort_canonical(cmf_convert_source *src, size_t n);
+CORTIQ_API void cmf_convert_sort_canonical(cmf_convert_source *src, size_t n);
 
 /* Natural order of tensor names ("layers.2" before "layers.10"); strcmp-like. */
-int cmf_convert_name_cmp(const char *a, const char *b);
+CORTIQ_API int cmf_convert_name_cmp(const char *a, const char *b);
 
 #ifdef __cplusplus
 }

@@ -54,7 +54,7 @@ typedef struct cmf_dtype_traits {
 const cmf_dtype_traits *cmf_dtype_get(unsigned id);
 
 /* Spec name of an id, "reserved(5)" style text for reserved ids, "unknown" otherwise. */
-const char *cmf_dtype_name(unsigned id);
+CORTIQ_API const char *cmf_dtype_name(unsigned id);
 
 /* Look a dtype up by spec name (e.g. "q4_tiled"); returns false if not a live dtype. */
 bool cmf_dtype_from_name(const char *name, cmf_dtype *out);

@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "cortiq/dtype.h"
+#include "cortiq/export.h"
 #include "cortiq/status.h"
 
 #ifdef __cplusplus
@@ -47,7 +48,7 @@ enum {
     (CMF_FEAT_TENSOR_DIR | CMF_FEAT_BINARY_MASKS | CMF_FEAT_QUANT_2F | CMF_FEAT_SKILL_FILE)
 
 /* Name of feature bit `bit` (0..31): "TENSOR_DIR", ... or NULL if never assigned. */
-const char *cmf_feature_name(unsigned bit);
+CORTIQ_API const char *cmf_feature_name(unsigned bit);
 
 typedef struct cmf_envelope {
     uint32_t version, flags, required_features;
@@ -62,10 +63,11 @@ typedef struct cmf_envelope {
 } cmf_envelope;
 
 /* Parse the 128-byte envelope (no bounds against a file size; see cmf_open). */
-cmf_status cmf_envelope_parse(const uint8_t bytes[CMF_ENVELOPE_SIZE], cmf_envelope *out,
-                              const char *ctx, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_envelope_parse(const uint8_t bytes[CMF_ENVELOPE_SIZE],
+                                                          cmf_envelope *out, const char *ctx,
+                                                          cmf_err *err);
 /* Serialize an envelope (magic and version written from the constants). */
-void cmf_envelope_write(const cmf_envelope *env, uint8_t out[CMF_ENVELOPE_SIZE]);
+CORTIQ_API void cmf_envelope_write(const cmf_envelope *env, uint8_t out[CMF_ENVELOPE_SIZE]);
 
 /* ---- directory (spec §3) ---- */
 typedef struct cmf_tensor {
@@ -207,9 +209,10 @@ typedef struct cmf_header {
 
 /* Parse and validate header JSON text (len bytes, need not be NUL-terminated).
  * On success *out owns its strings; release with cmf_header_free(). */
-cmf_status cmf_header_parse(const char *json, size_t len, cmf_header *out, const char *ctx,
-                            cmf_err *err);
-void cmf_header_free(cmf_header *h);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_header_parse(const char *json, size_t len,
+                                                        cmf_header *out, const char *ctx,
+                                                        cmf_err *err);
+CORTIQ_API void cmf_header_free(cmf_header *h);
 
 /* ---- masks section (spec §5) ---- */
 typedef struct cmf_mask {
@@ -242,13 +245,13 @@ typedef struct cmf_masks {
 static inline bool cmf_bit(const uint8_t *bits, uint32_t i) {
     return (bits[i >> 3] >> (i & 7)) & 1;
 }
-uint32_t cmf_popcount(const uint8_t *bits, uint32_t nbits);
-uint32_t cmf_mask_ffn_active(const cmf_masks *m, const cmf_mask *mask, uint32_t layer);
-uint32_t cmf_mask_heads_active(const cmf_masks *m, const cmf_mask *mask, uint32_t layer);
-uint32_t cmf_mask_layers_active(const cmf_masks *m, const cmf_mask *mask);
-uint32_t cmf_mask_experts_active(const cmf_masks *m, const cmf_mask *mask,
-                                 uint32_t layer); /* n_experts if no area */
-const cmf_mask *cmf_masks_find(const cmf_masks *m, const char *name);
+CORTIQ_API uint32_t cmf_popcount(const uint8_t *bits, uint32_t nbits);
+CORTIQ_API uint32_t cmf_mask_ffn_active(const cmf_masks *m, const cmf_mask *mask, uint32_t layer);
+CORTIQ_API uint32_t cmf_mask_heads_active(const cmf_masks *m, const cmf_mask *mask, uint32_t layer);
+CORTIQ_API uint32_t cmf_mask_layers_active(const cmf_masks *m, const cmf_mask *mask);
+CORTIQ_API uint32_t cmf_mask_experts_active(const cmf_masks *m, const cmf_mask *mask,
+                                            uint32_t layer); /* n_experts if no area */
+CORTIQ_API const cmf_mask *cmf_masks_find(const cmf_masks *m, const char *name);
 
 /* ---- sparse index (spec §7; parsed for display only) ---- */
 typedef struct cmf_index_entry {
@@ -272,38 +275,43 @@ enum {
 };
 
 /* Open exactly one file (a shard opens as a standalone file). */
-cmf_status cmf_open(const char *path, unsigned flags, cmf_file **out, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_open(const char *path, unsigned flags, cmf_file **out,
+                                                cmf_err *err);
 /* Open a model: for a shard name `{base}-NNNNN-of-MMMMM.cmf` (any number) open shard 1
  * and all siblings and merge their directories (spec §10). A plain file opens as itself. */
-cmf_status cmf_open_model(const char *path, unsigned flags, cmf_file **out, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_open_model(const char *path, unsigned flags,
+                                                      cmf_file **out, cmf_err *err);
 /* Validate a file image in memory; buf must outlive the handle. name is used in messages. */
-cmf_status cmf_open_memory(const void *buf, size_t len, const char *name, unsigned flags,
-                           cmf_file **out, cmf_err *err);
-void cmf_close(cmf_file *f); /* NULL allowed */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_open_memory(const void *buf, size_t len,
+                                                       const char *name, unsigned flags,
+                                                       cmf_file **out, cmf_err *err);
+CORTIQ_API void cmf_close(cmf_file *f); /* NULL allowed */
 
-const char *cmf_file_path(const cmf_file *f);
-const cmf_envelope *cmf_file_envelope(const cmf_file *f); /* shard 1 / the file */
-const cmf_header *cmf_file_header(const cmf_file *f);
+CORTIQ_API const char *cmf_file_path(const cmf_file *f);
+CORTIQ_API const cmf_envelope *cmf_file_envelope(const cmf_file *f); /* shard 1 / the file */
+CORTIQ_API const cmf_header *cmf_file_header(const cmf_file *f);
 
-size_t cmf_file_tensor_count(const cmf_file *f);
-const cmf_tensor *cmf_file_tensor_at(const cmf_file *f,
-                                     size_t i); /* directory order, shard by shard */
-const cmf_tensor *cmf_file_find(const cmf_file *f, const char *name); /* O(1); NULL if absent */
+CORTIQ_API size_t cmf_file_tensor_count(const cmf_file *f);
+CORTIQ_API const cmf_tensor *cmf_file_tensor_at(const cmf_file *f,
+                                                size_t i); /* directory order, shard by shard */
+CORTIQ_API const cmf_tensor *cmf_file_find(const cmf_file *f,
+                                           const char *name); /* O(1); NULL if absent */
 /* Tensors whose name starts with prefix, in byte-wise name order: fills first and count so that
  * cmf_file_sorted_at(f, *first .. *first + *count - 1) are the matches. */
-void cmf_file_prefix(const cmf_file *f, const char *prefix, size_t *first, size_t *count);
-const cmf_tensor *cmf_file_sorted_at(const cmf_file *f, size_t k);
+CORTIQ_API void cmf_file_prefix(const cmf_file *f, const char *prefix, size_t *first,
+                                size_t *count);
+CORTIQ_API const cmf_tensor *cmf_file_sorted_at(const cmf_file *f, size_t k);
 
-const cmf_masks *cmf_file_masks(const cmf_file *f);               /* NULL if absent */
-const uint8_t *cmf_file_vocab(const cmf_file *f, size_t *len);    /* NULL if absent */
-const cmf_sparse_index *cmf_file_sparse_index(const cmf_file *f); /* NULL if absent */
+CORTIQ_API const cmf_masks *cmf_file_masks(const cmf_file *f);               /* NULL if absent */
+CORTIQ_API const uint8_t *cmf_file_vocab(const cmf_file *f, size_t *len);    /* NULL if absent */
+CORTIQ_API const cmf_sparse_index *cmf_file_sparse_index(const cmf_file *f); /* NULL if absent */
 
-size_t cmf_file_shard_count(const cmf_file *f); /* 1 for a plain file */
-const char *cmf_file_shard_path(const cmf_file *f, size_t shard);
-const cmf_envelope *cmf_file_shard_envelope(const cmf_file *f, size_t shard);
-const cmf_header *cmf_file_shard_header(const cmf_file *f, size_t shard);
+CORTIQ_API size_t cmf_file_shard_count(const cmf_file *f); /* 1 for a plain file */
+CORTIQ_API const char *cmf_file_shard_path(const cmf_file *f, size_t shard);
+CORTIQ_API const cmf_envelope *cmf_file_shard_envelope(const cmf_file *f, size_t shard);
+CORTIQ_API const cmf_header *cmf_file_shard_header(const cmf_file *f, size_t shard);
 /* The whole mapped image of one shard. */
-const uint8_t *cmf_file_shard_bytes(const cmf_file *f, size_t shard, size_t *len);
+CORTIQ_API const uint8_t *cmf_file_shard_bytes(const cmf_file *f, size_t shard, size_t *len);
 
 /* ---- verification (spec §8, §8.1) ---- */
 typedef void (*cmf_problem_fn)(void *user, const char *shard_path, cmf_status code,
@@ -320,13 +328,15 @@ typedef struct cmf_verify_stats {
  * every tensor hash, zero padding in the weight blob. Reports EVERY problem through
  * on_problem (may be NULL) and returns CMF_OK only when there is none (else the first
  * problem's code). threads = 0 picks the number of online CPUs. */
-cmf_status cmf_verify(const cmf_file *f, unsigned threads, cmf_problem_fn on_problem, void *user,
-                      cmf_verify_stats *stats);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_verify(const cmf_file *f, unsigned threads,
+                                                  cmf_problem_fn on_problem, void *user,
+                                                  cmf_verify_stats *stats);
 
 /* Shard naming (spec §10). Writes "{base}-{no:05}-of-{count:05}.cmf" into out. */
-int cmf_shard_name(char *out, size_t cap, const char *base, unsigned no, unsigned count);
+CORTIQ_API int cmf_shard_name(char *out, size_t cap, const char *base, unsigned no, unsigned count);
 /* If path names a shard, fill base (path without the suffix), no and count. */
-bool cmf_shard_parse_name(const char *path, char *base, size_t cap, unsigned *no, unsigned *count);
+CORTIQ_API bool cmf_shard_parse_name(const char *path, char *base, size_t cap, unsigned *no,
+                                     unsigned *count);
 
 #ifdef __cplusplus
 }

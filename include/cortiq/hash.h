@@ -14,12 +14,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cortiq/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* hash64 of len bytes (best kernel for this CPU). */
-uint64_t cmf_hash64(const void *data, size_t len);
+CORTIQ_API uint64_t cmf_hash64(const void *data, size_t len);
 
 /* Streaming form for data that arrives in pieces (the writer's producers). */
 typedef struct cmf_hash64_state {
@@ -28,20 +30,20 @@ typedef struct cmf_hash64_state {
     uint8_t tail[8]; /* partial word */
 } cmf_hash64_state;
 
-void cmf_hash64_init(cmf_hash64_state *st);
-void cmf_hash64_update(cmf_hash64_state *st, const void *data, size_t len);
-uint64_t cmf_hash64_final(const cmf_hash64_state *st);
+CORTIQ_API void cmf_hash64_init(cmf_hash64_state *st);
+CORTIQ_API void cmf_hash64_update(cmf_hash64_state *st, const void *data, size_t len);
+CORTIQ_API uint64_t cmf_hash64_final(const cmf_hash64_state *st);
 
 /* Fold of the whole words [first_word, first_word + nwords) of data that starts at
  * word index first_word: lets threads hash disjoint parts of one buffer.
  * cmf_hash64 == cmf_hash64_finish(fold of all words, len). */
-uint64_t cmf_hash64_fold_words(const uint8_t *words, size_t nwords, uint64_t first_word);
-uint64_t cmf_hash64_finish(uint64_t fold, uint64_t len);
+CORTIQ_API uint64_t cmf_hash64_fold_words(const uint8_t *words, size_t nwords, uint64_t first_word);
+CORTIQ_API uint64_t cmf_hash64_finish(uint64_t fold, uint64_t len);
 
 /* 16 lowercase hex digits + NUL. */
-void cmf_hash64_to_hex(uint64_t h, char out[17]);
+CORTIQ_API void cmf_hash64_to_hex(uint64_t h, char out[17]);
 /* Parse 1..16 hex digits (either case); false on anything else. */
-bool cmf_hash64_from_hex(const char *s, uint64_t *out);
+CORTIQ_API bool cmf_hash64_from_hex(const char *s, uint64_t *out);
 
 #ifdef __cplusplus
 }

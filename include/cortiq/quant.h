@@ -67,15 +67,16 @@ cmf_status cmf_quant_validate(cmf_dtype dt, unsigned ndim, const uint64_t *shape
 /* Number of rows and the row length that cmf_quant_dequant_row uses: for 2-D, shape[0] rows of
  * shape[1]; otherwise numel/shape[ndim-1] rows of shape[ndim-1] (a scalar is 1 row of 1).
  * Returns false on a zero dimension or overflow. */
-bool cmf_quant_rows(unsigned ndim, const uint64_t *shape, uint64_t *rows, uint64_t *row_len);
+CORTIQ_API bool cmf_quant_rows(unsigned ndim, const uint64_t *shape, uint64_t *rows,
+                               uint64_t *row_len);
 
 /* Dequantize row `row` (see cmf_quant_rows) into out[row_len]. Checks exactly the parts of the
  * payload it reads (O(1) for fixed dtypes and vbit_ro; vbit scans the bit widths of earlier
  * rows; q1s scans its whole overlay since spec §3.2 fixes no order for it).
  * CMF_E_INVALID_ARG if row is out of range, CMF_E_PARSE on a malformed payload. */
-cmf_status cmf_quant_dequant_row(cmf_dtype dt, unsigned ndim, const uint64_t *shape,
-                                 const uint8_t *data, uint64_t nbytes, uint64_t row, float *out,
-                                 cmf_err *err);
+CORTIQ_API cmf_status cmf_quant_dequant_row(cmf_dtype dt, unsigned ndim, const uint64_t *shape,
+                                            const uint8_t *data, uint64_t nbytes, uint64_t row,
+                                            float *out, cmf_err *err);
 
 /* Dequantize the whole tensor into out[numel]. Runs cmf_quant_validate first. */
 cmf_status cmf_quant_dequant(cmf_dtype dt, unsigned ndim, const uint64_t *shape,

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "cortiq/engine.h"
+#include "cortiq/export.h"
 #include "cortiq/status.h"
 #include "cortiq/tokenizer.h"
 
@@ -28,29 +29,30 @@ extern "C" {
 typedef struct cortiq_runtime cortiq_runtime;
 
 typedef struct cortiq_runtime_opts {
-    unsigned threads;   /* 0 = online CPUs */
-    uint32_t ctx;       /* context length; 0 = min(4096, max_position_embeddings) */
-    cortiq_kv_type kv;  /* KV cache type (cortiq/engine.h); 0 = CORTIQ_KV_F16 */
-    int f32_act;        /* nonzero: f32 activations everywhere (cortiq_load_opts.f32_act) */
-    int no_huge_pages;  /* nonzero: weights stay on 4 KiB file pages (cortiq_load_opts) */
-    int verify_tensors; /* nonzero: every tensor hash checked at load (cortiq_load_opts) */
+    unsigned threads;    /* 0 = online CPUs */
+    uint32_t ctx;        /* context length; 0 = min(4096, max_position_embeddings) */
+    cortiq_kv_type kv;   /* KV cache type (cortiq/engine.h); 0 = CORTIQ_KV_F16 */
+    cortiq_act_mode act; /* activation precision (cortiq/engine.h); 0 = CORTIQ_ACT_DEFAULT */
+    int no_huge_pages;   /* nonzero: weights stay on 4 KiB file pages (cortiq_load_opts) */
+    int verify_tensors;  /* nonzero: every tensor hash checked at load (cortiq_load_opts) */
 } cortiq_runtime_opts;
 
-cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts,
-                               cortiq_runtime **out, cmf_err *err);
-void cortiq_runtime_free(cortiq_runtime *rt); /* NULL allowed */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_runtime_open(const char *path,
+                                                           const cortiq_runtime_opts *opts,
+                                                           cortiq_runtime **out, cmf_err *err);
+CORTIQ_API void cortiq_runtime_free(cortiq_runtime *rt); /* NULL allowed */
 
-cortiq_model *cortiq_runtime_model(cortiq_runtime *rt);
-cortiq_session *cortiq_runtime_session(cortiq_runtime *rt);
-const cmf_tokenizer *cortiq_runtime_tokenizer(const cortiq_runtime *rt);
-bool cortiq_runtime_has_template(const cortiq_runtime *rt); /* false: ChatML fallback */
+CORTIQ_API cortiq_model *cortiq_runtime_model(cortiq_runtime *rt);
+CORTIQ_API cortiq_session *cortiq_runtime_session(cortiq_runtime *rt);
+CORTIQ_API const cmf_tokenizer *cortiq_runtime_tokenizer(const cortiq_runtime *rt);
+CORTIQ_API bool cortiq_runtime_has_template(const cortiq_runtime *rt); /* false: ChatML fallback */
 
 typedef struct cortiq_generate_params {
     cortiq_sampler_params sampler;
     uint32_t max_tokens; /* 0 = until a stop token or the context ends */
 } cortiq_generate_params;
 
-void cortiq_generate_defaults(cortiq_generate_params *p);
+CORTIQ_API void cortiq_generate_defaults(cortiq_generate_params *p);
 
 typedef enum cortiq_finish {
     CORTIQ_FINISH_EOS = 0,     /* a token of tokenizer_config.eos_token_ids */
@@ -59,7 +61,7 @@ typedef enum cortiq_finish {
     CORTIQ_FINISH_STOPPED = 3, /* the callback asked to stop */
 } cortiq_finish;
 
-const char *cortiq_finish_name(cortiq_finish f);
+CORTIQ_API const char *cortiq_finish_name(cortiq_finish f);
 
 typedef struct cortiq_generate_stats {
     size_t prompt_tokens, cached_tokens, generated_tokens;
@@ -70,28 +72,30 @@ typedef struct cortiq_generate_stats {
 /* Called with each piece of text as soon as it forms complete UTF-8; return non-zero to stop. */
 typedef int (*cortiq_text_fn)(void *user, const char *text, size_t len);
 
-/* Render messages (a JSON array of {"role", "content"} objects) with the file's chat template
- * and add_generation_prompt; *out malloc'd. */
 /* Work a runtime can do while it waits for its user (between chat turns): moves the weights
  * that are still on 4 KiB file pages onto 2 MiB pages (cortiq_model_move_step), which
  * cortiq_generate never does (a move during an answer slows it more than it speeds the rest).
  * Returns the bytes moved. */
-uint64_t cortiq_runtime_idle(cortiq_runtime *rt);
+CORTIQ_API uint64_t cortiq_runtime_idle(cortiq_runtime *rt);
 
-cmf_status cortiq_render_chat(cortiq_runtime *rt, const char *messages_json,
-                              bool add_generation_prompt, char **out, cmf_err *err);
+/* Render messages (a JSON array of {"role", "content"} objects) with the file's chat template
+ * and add_generation_prompt; *out malloc'd. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_render_chat(cortiq_runtime *rt,
+                                                          const char *messages_json,
+                                                          bool add_generation_prompt, char **out,
+                                                          cmf_err *err);
 
 /* Generate after `prompt` token ids. The session's KV cache is reused for the longest prefix
  * it already holds (multi-turn chat re-renders the whole conversation cheaply). *reply gets the
  * generated text (malloc'd) when reply is non-NULL. */
-cmf_status cortiq_generate(cortiq_runtime *rt, const int32_t *prompt, size_t n_prompt,
-                           const cortiq_generate_params *p, cortiq_text_fn on_text, void *user,
-                           char **reply, cortiq_generate_stats *stats, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_generate(
+    cortiq_runtime *rt, const int32_t *prompt, size_t n_prompt, const cortiq_generate_params *p,
+    cortiq_text_fn on_text, void *user, char **reply, cortiq_generate_stats *stats, cmf_err *err);
 
 /* One chat turn from scratch: [system,] user -> rendered -> generated. */
-cmf_status cortiq_chat_once(cortiq_runtime *rt, const char *system, const char *user_text,
-                            const cortiq_generate_params *p, cortiq_text_fn on_text, void *user,
-                            char **reply, cortiq_generate_stats *stats, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_chat_once(
+    cortiq_runtime *rt, const char *system, const char *user_text, const cortiq_generate_params *p,
+    cortiq_text_fn on_text, void *user, char **reply, cortiq_generate_stats *stats, cmf_err *err);
 
 #ifdef __cplusplus
 }

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cortiq/export.h"
 #include "cortiq/status.h"
 
 #ifdef __cplusplus
@@ -53,45 +54,50 @@ typedef struct cmf_signature {
  * never holds a partial key). Fails with CMF_E_INVALID_ARG if key_path exists and !overwrite
  * (checked atomically: link(2) refuses an existing name). If pubkey_out is non-NULL it receives
  * the public key (safe to print). CMF_E_IO when the directory cannot be written. */
-cmf_status cmf_sign_keygen(const char *key_path, bool overwrite,
-                           uint8_t pubkey_out[CMF_SIG_PUBKEY_BYTES], cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_sign_keygen(const char *key_path, bool overwrite,
+                                                       uint8_t pubkey_out[CMF_SIG_PUBKEY_BYTES],
+                                                       cmf_err *err);
 
 /* Public key of the key file (parses it as cmf_sign_keygen writes it; refuses a key file that
  * group or others may read, with CMF_E_INVALID_ARG, like ssh does). */
-cmf_status cmf_sign_key_pubkey(const char *key_path, uint8_t pubkey_out[CMF_SIG_PUBKEY_BYTES],
-                               cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_sign_key_pubkey(const char *key_path,
+                                                           uint8_t pubkey_out[CMF_SIG_PUBKEY_BYTES],
+                                                           cmf_err *err);
 
 /* SHA-256 of a regular file, read in 1 MiB chunks (constant memory at any file size). */
-cmf_status cmf_sha256_file(const char *path, uint8_t out[CMF_SIG_SHA256_BYTES], cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_sha256_file(const char *path,
+                                                       uint8_t out[CMF_SIG_SHA256_BYTES],
+                                                       cmf_err *err);
 
 /* Sign file_path with the key in key_path and write the .sig to sig_path (NULL: "<file_path>.sig"),
  * atomically (temp + rename). out (may be NULL) receives the record. */
-cmf_status cmf_sign_file(const char *file_path, const char *key_path, const char *sig_path,
-                         cmf_signature *out, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_sign_file(const char *file_path, const char *key_path,
+                                                     const char *sig_path, cmf_signature *out,
+                                                     cmf_err *err);
 
 /* Check a signature against a file: the .sig at sig_path (NULL: "<file_path>.sig") must parse,
  * its Ed25519 signature must be valid for its sha256 under its pubkey, the file's SHA-256 must
  * equal that sha256, and, if want_pubkey is non-NULL, the pubkey must be that one. Returns
  * CMF_E_NOT_FOUND (and a message) if the .sig does not exist, so callers can treat absence as
  * "unsigned". out (may be NULL) receives the parsed record when it parsed. */
-cmf_status cmf_sign_verify_file(const char *file_path, const char *sig_path,
-                                const uint8_t want_pubkey[CMF_SIG_PUBKEY_BYTES], cmf_signature *out,
-                                cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_sign_verify_file(
+    const char *file_path, const char *sig_path, const uint8_t want_pubkey[CMF_SIG_PUBKEY_BYTES],
+    cmf_signature *out, cmf_err *err);
 
 /* The canonical .sig text of s (format above; 321 bytes) into buf; returns its length, or 0 if
  * cap is too small (CMF_SIG_JSON_MAX always suffices). */
-size_t cmf_sig_format(const cmf_signature *s, char *buf, size_t cap);
+CORTIQ_API size_t cmf_sig_format(const cmf_signature *s, char *buf, size_t cap);
 
 /* Parse .sig text (len bytes, need not be NUL-terminated). ctx names the file in messages.
  * Each rule has its own message: not JSON / not an object, missing or unknown member, member not
  * a string, wrong alg, bad hex digit, wrong hex length. */
-cmf_status cmf_sig_parse(const char *text, size_t len, const char *ctx, cmf_signature *out,
-                         cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_sig_parse(const char *text, size_t len, const char *ctx,
+                                                     cmf_signature *out, cmf_err *err);
 
 /* Lowercase hex of n bytes into out (2n+1 chars with NUL). */
-void cmf_hex_encode(const uint8_t *in, size_t n, char *out);
+CORTIQ_API void cmf_hex_encode(const uint8_t *in, size_t n, char *out);
 /* Parse exactly 2n lowercase hex digits (len must be 2n) into out; false on any other input. */
-bool cmf_hex_decode(const char *hex, size_t len, uint8_t *out, size_t n);
+CORTIQ_API bool cmf_hex_decode(const char *hex, size_t len, uint8_t *out, size_t n);
 
 #ifdef __cplusplus
 }

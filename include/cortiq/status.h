@@ -11,6 +11,8 @@
 
 #include <stddef.h>
 
+#include "cortiq/export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -42,15 +44,10 @@ typedef struct cmf_err {
 } cmf_err;
 
 /* Short, stable name of a status: "Bounds", "Parse", ... ("?" if out of range). */
-const char *cmf_status_name(cmf_status s);
-
-/* Fill *err (if non-NULL) with code and a formatted message "<ctx>: <Name>: <fmt...>".
- * ctx may be NULL (no prefix). Returns code, so callers can `return cmf_err_set(...)`. */
-cmf_status cmf_err_set(cmf_err *err, cmf_status code, const char *ctx, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
+CORTIQ_API const char *cmf_status_name(cmf_status s);
 
 /* Reset *err to CMF_OK with an empty message. */
-void cmf_err_clear(cmf_err *err);
+CORTIQ_API void cmf_err_clear(cmf_err *err);
 
 #ifdef __cplusplus
 }

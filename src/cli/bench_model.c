@@ -74,10 +74,11 @@ static void usage(void) {
 int bench_model_main(int argc, char **argv) {
     const char *path = NULL;
     uint64_t p = 512, n = 128, t = 0, r = 5;
-    int json = 0, int8 = 0;
+    int json = 0;
     int text = 0;
     cortiq_kv_type kv = CORTIQ_KV_F16;
-    int f32_act = 0, no_huge = 0, verify = 0;
+    cortiq_act_mode act = CORTIQ_ACT_DEFAULT;
+    int no_huge = 0, verify = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a))
@@ -94,11 +95,12 @@ int bench_model_main(int argc, char **argv) {
             json = 1;
         else if (!strcmp(a, "--text"))
             text = 1;
-        else if (!strcmp(a, "--int8-act"))
-            int8 = 1;
-        else if (!strcmp(a, "--f32-act"))
-            f32_act = 1;
-        else if (!strcmp(a, "--no-huge-pages"))
+        else if (!strcmp(a, "--int8-act") || !strcmp(a, "--f32-act")) {
+            cortiq_act_mode want = a[2] == 'i' ? CORTIQ_ACT_INT8 : CORTIQ_ACT_F32;
+            if (act != CORTIQ_ACT_DEFAULT && act != want)
+                return cli_usage_error("bench", "--int8-act and --f32-act exclude each other");
+            act = want;
+        } else if (!strcmp(a, "--no-huge-pages"))
             no_huge = 1;
         else if (!strcmp(a, "--verify"))
             verify = 1;
@@ -118,9 +120,8 @@ int bench_model_main(int argc, char **argv) {
     cmf_err err;
     cortiq_model *m;
     cortiq_load_opts lo = {.threads = (unsigned)t,
-                           .int8_act = int8,
                            .kv = kv,
-                           .f32_act = f32_act,
+                           .act = act,
                            .no_huge_pages = no_huge,
                            .verify_tensors = verify};
     double t0 = now_s();

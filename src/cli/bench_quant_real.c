@@ -8,7 +8,8 @@
 #include <string.h>
 
 #include "common/checked.h"
-#include "cortiq/convert.h"
+#include "common/err.h"
+#include "cortiq/gguf.h"
 #include "cortiq/format.h"
 #include "cortiq/kernels.h"
 

@@ -10,10 +10,11 @@
 #include "cli/bench_quant_real.h"
 #include "cli/cli.h"
 #include "common/cpu.h"
+#include "common/err.h"
 #include "common/hugepages.h"
 #include "cortiq/kernels.h"
 #include "cortiq/quant.h"
-#include "quant/kernel_bench.h"
+#include "bench/kernel_bench.h"
 
 static void usage(void) {
     printf(

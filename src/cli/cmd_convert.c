@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/convert_progress.h"
 #include "cortiq/converter.h"
 
 static void usage(void) {
@@ -38,7 +39,7 @@ int cmd_convert(int argc, char **argv) {
     const char *model = NULL, *out = NULL, *masks = NULL;
     cmf_convert_opts o;
     cmf_convert_opts_default(&o);
-    o.progress = 1;
+    bool quiet = false;
     int have_quant = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -79,7 +80,7 @@ int cmd_convert(int argc, char **argv) {
         } else if (!strcmp(a, "--allow-q1"))
             o.allow_q1 = true;
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
-            o.progress = 0;
+            quiet = true;
         else if (!v &&
                  cli_word_in(a, "--model --output -o --masks --quant --embed-quant --head-quant"))
             return cli_usage_error("convert", "%s needs a value", a);
@@ -90,12 +91,15 @@ int cmd_convert(int argc, char **argv) {
         return cli_usage_error("convert", "need --model DIR, --quant Q and --output OUT.cmf");
     cmf_err err;
     cmf_convert_stats s;
+    cli_convert_progress shown;
+    if (!quiet) cli_convert_progress_attach(&o, &shown);
     cmf_status st = cmf_convert_hf(model, out, masks, &o, &s, &err);
+    if (!quiet) cli_convert_progress_end(&shown);
     if (st) {
         cli_error(&err);
         return cli_exit_code(st);
     }
-    if (o.progress)
+    if (!quiet)
         fprintf(
             stderr,
             "convert: %zu tensors (%zu fallbacks), %.1f MB source -> %.1f MB, %.2f s, %.0f MB/s\n",

@@ -11,11 +11,12 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/convert_progress.h"
+#include "common/err.h"
 #include "convert/arch_interop.h"
-#include "cortiq/convert.h"
+#include "cortiq/gguf.h"
 #include "cortiq/converter.h"
-
-#define IMPORT_TOOL_VERSION "0.1.0" /* the version `cortiq --version` prints */
+#include "cortiq/version.h"
 
 static void usage(void) {
     printf(
@@ -87,7 +88,7 @@ static char *build_header(const cmf_gguf *g, const char *src, const char *quant,
     json_t *prov = json_object();
     const char *base = strrchr(src, '/');
     json_object_set_new(prov, "tool", json_string("cortiq import-gguf"));
-    json_object_set_new(prov, "version", json_string(IMPORT_TOOL_VERSION));
+    json_object_set_new(prov, "version", json_string(cortiq_version()));
     json_object_set_new(prov, "source", json_string(base ? base + 1 : src));
     json_object_set_new(prov, "source_format", json_string("gguf"));
     const char *name = cmf_gguf_get_str(g, "general.name");
@@ -105,6 +106,7 @@ static char *build_header(const cmf_gguf *g, const char *src, const char *quant,
 typedef struct import_args {
     const char *in, *out, *quant_name, *tpl_path;
     bool skip_unmapped;
+    bool quiet; /* -q: no progress display, no summary */
     cmf_convert_opts o;
 } import_args;
 
@@ -112,7 +114,6 @@ typedef struct import_args {
 static int parse_args(int argc, char **argv, import_args *a) {
     memset(a, 0, sizeof *a);
     cmf_convert_opts_default(&a->o);
-    a->o.progress = 1;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -157,7 +158,7 @@ static int parse_args(int argc, char **argv, import_args *a) {
         else if (!strcmp(s, "--allow-q1"))
             a->o.allow_q1 = true;
         else if (!strcmp(s, "-q") || !strcmp(s, "--quiet"))
-            a->o.progress = 0;
+            a->quiet = true;
         else if (!v &&
                  cli_word_in(s, "-o --output --quant --embed-quant --head-quant --chat-template"))
             return cli_usage_error("import-gguf", "%s needs a value", s);
@@ -235,9 +236,12 @@ int cmd_import_gguf(int argc, char **argv) {
     }
     cmf_convert_stats s;
     cmf_convert_sort_canonical(src, n);
+    cli_convert_progress shown;
+    if (!a.quiet) cli_convert_progress_attach(&a.o, &shown);
     st = cmf_convert_run(a.out, header, src, n, (const uint8_t *)vocab, vocab_len, NULL, 0, &a.o,
                          &s, &err);
-    if (!st && a.o.progress)
+    if (!a.quiet) cli_convert_progress_end(&shown);
+    if (!st && !a.quiet)
         fprintf(
             stderr,
             "import-gguf: %zu tensors (%zu skipped, %zu fallbacks), %.1f MB GGUF -> %.1f MB, %.2f s\n",

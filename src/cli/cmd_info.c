@@ -151,7 +151,7 @@ static void print_text(const cmf_file *f) {
     }
     if (e->required_features & CMF_FEAT_SKILL_FILE)
         printf(
-            "note        standalone skill file: not runnable, attach with `cortiq skill apply`\n");
+            "note        standalone skill file: not runnable until attached to its base model\n");
     size_t ns = cmf_file_shard_count(f);
     if (ns > 1) {
         printf("shards      %zu\n", ns);

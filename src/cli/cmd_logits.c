@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/npy_write.h"
+#include "common/err.h"
 #include "cortiq/engine.h"
 
 static void usage(void) {
@@ -156,7 +157,9 @@ int cmd_logits(int argc, char **argv) {
     if (!parse_ids(a.ids_text, &ids, &n))
         return cli_usage_error("logits", "--ids '%s': want comma-separated token ids", a.ids_text);
     cmf_err err;
-    cortiq_load_opts lo = {.threads = (unsigned)a.threads, .kv = a.kv, .f32_act = a.exact};
+    cortiq_load_opts lo = {.threads = (unsigned)a.threads,
+                           .kv = a.kv,
+                           .act = a.exact ? CORTIQ_ACT_F32 : CORTIQ_ACT_DEFAULT};
     cortiq_model *m = NULL;
     cortiq_session *s = NULL;
     float *logits = NULL;

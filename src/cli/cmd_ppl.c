@@ -50,12 +50,13 @@ int cmd_ppl(int argc, char **argv) {
     uint64_t ctx = 1024, stride = 0, threads = 0;
     bool ctx_set = false;
     cortiq_kv_type kv = CORTIQ_KV_F16;
-    int f32_act = 0, verify = 0;
+    cortiq_act_mode act = CORTIQ_ACT_DEFAULT;
+    int verify = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (cli_is_help(a)) return usage(), CLI_EXIT_OK;
         if (!strcmp(a, "--f32-act")) {
-            f32_act = 1;
+            act = CORTIQ_ACT_F32;
             continue;
         }
         if (!strcmp(a, "--verify")) {
@@ -100,7 +101,7 @@ int cmd_ppl(int argc, char **argv) {
     cortiq_runtime_opts ro = {.threads = (unsigned)threads,
                               .ctx = (uint32_t)ctx,
                               .kv = kv,
-                              .f32_act = f32_act,
+                              .act = act,
                               .verify_tensors = verify};
     cmf_status st = cortiq_runtime_open(path, &ro, &rt, &err);
     int32_t *ids = NULL;

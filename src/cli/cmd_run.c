@@ -137,7 +137,7 @@ int cmd_run(int argc, char **argv) {
             U64(1, 64);
             ro.threads = (unsigned)u;
         } else if (!strcmp(a, "--f32-act"))
-            ro.f32_act = 1;
+            ro.act = CORTIQ_ACT_F32;
         else if (!strcmp(a, "--no-huge-pages"))
             ro.no_huge_pages = 1;
         else if (!strcmp(a, "--verify"))

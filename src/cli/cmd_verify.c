@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "common/err.h"
 #include "cortiq/format.h"
 #include "cortiq/quant.h"
 #include "cortiq/sign.h"

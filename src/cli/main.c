@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cortiq/version.h"
 
 typedef struct {
     const char *name;
@@ -35,7 +36,7 @@ int main(int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("cortiq 0.1.0\n");
+        printf("cortiq %s\n", cortiq_version());
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof k_commands / sizeof k_commands[0]; i++)

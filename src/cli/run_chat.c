@@ -2,6 +2,7 @@
  * (/help /reset /save /load /exit), multi-line input, the oldest turns dropped when the context
  * fills, and Ctrl-C that stops a reply without ending the session. */
 #include "cli/run_chat.h"
+#include "common/err.h"
 
 #include <errno.h>
 #include <jansson.h>

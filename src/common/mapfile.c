@@ -1,4 +1,5 @@
 /* mapfile.c - read-only whole-file mappings. */
+#include "common/err.h"
 #include "common/mapfile.h"
 
 #include <errno.h>

@@ -1,4 +1,4 @@
-#include "cortiq/status.h"
+#include "common/err.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -7,10 +7,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "common/fileio.h"
 #include "convert/hf_header.h"
 #include "convert/masks_dir.h"
-#include "cortiq/convert.h"
+#include "cortiq/safetensors.h"
 #include "cortiq/converter.h"
 
 static const char *quant_label(const cmf_convert_opts *o) {

@@ -1,5 +1,5 @@
 /* convert_pipeline.c - the converter's engine: dtype policy per tensor, encoder threads that
- * run a bounded window ahead of the writer, streaming into cmf_writer, a progress display. */
+ * run a bounded window ahead of the writer, streaming into cmf_writer, progress reports. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "cortiq/converter.h"
 #include "cortiq/quant.h"
 #include "cortiq/writer.h"
@@ -31,7 +32,6 @@ void cmf_convert_opts_default(cmf_convert_opts *o) {
     memset(o, 0, sizeof *o);
     o->quant = CMF_DT_Q8_ROW;
     o->vbit_mean_bits = 4.25;
-    o->progress = 0;
 }
 
 static bool is_embedding(const char *name) {
@@ -87,8 +87,9 @@ typedef struct pipeline {
     pthread_cond_t cv;
     uint64_t out_bytes;
     /* progress */
-    int progress, tty;
-    double t0, last_print;
+    cmf_convert_progress_fn on_progress;
+    void *progress_user;
+    double t0;
     uint64_t source_total, source_done;
 } pipeline;
 
@@ -144,28 +145,15 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-static void show_progress(pipeline *p, size_t done, int final) {
-    if (!p->progress) return;
-    double t = now_s(), el = t - p->t0;
-    if (!final && t - p->last_print < (p->tty ? 0.2 : 5.0)) return;
-    p->last_print = t;
-    double frac = p->source_total ? (double)p->source_done / (double)p->source_total
-                                  : (double)done / (double)p->n;
-    double rate = el > 0 ? p->source_done / el / 1e6 : 0;
-    double eta = frac > 0 ? el * (1 - frac) / frac : 0;
-    if (p->tty) {
-        char bar[31];
-        int fill = (int)(frac * 30);
-        for (int i = 0; i < 30; i++)
-            bar[i] = i < fill ? '#' : '.';
-        bar[30] = '\0';
-        fprintf(stderr, "\r[%s] %3.0f%% of bytes  %zu/%zu tensors  %.0f MB/s  ETA %.0fs   %s", bar,
-                frac * 100, done, p->n, rate, eta, final ? "\n" : "");
-    } else {
-        fprintf(stderr,
-                "convert: %3.0f%% of bytes, %zu/%zu tensors, %.0f MB/s, elapsed %.1fs, ETA %.0fs\n",
-                frac * 100, done, p->n, rate, el, eta);
-    }
+static void report_progress(pipeline *p, size_t done, bool final) {
+    if (!p->on_progress) return;
+    cmf_convert_progress r = {.tensors_done = done,
+                              .tensors_total = p->n,
+                              .source_bytes_done = p->source_done,
+                              .source_bytes_total = p->source_total,
+                              .seconds = now_s() - p->t0,
+                              .final = final};
+    p->on_progress(p->progress_user, &r);
 }
 
 static cmf_status produce(void *user, cmf_sink *sink, cmf_err *err) {
@@ -193,7 +181,7 @@ static cmf_status produce(void *user, cmf_sink *sink, cmf_err *err) {
     p->source_done += p->src[a->k].source_bytes;
     pthread_cond_broadcast(&p->cv);
     pthread_mutex_unlock(&p->mu);
-    show_progress(p, a->k + 1, a->k + 1 == p->n);
+    report_progress(p, a->k + 1, a->k + 1 == p->n);
     return st;
 }
 
@@ -223,8 +211,8 @@ cmf_status cmf_convert_run(const char *out_path, const char *header_json,
     }
     if (threads > 32) threads = 32;
     p.window = threads + 1;
-    p.progress = opts->progress;
-    p.tty = isatty(2);
+    p.on_progress = opts->on_progress;
+    p.progress_user = opts->progress_user;
     cmf_dtype *dtypes = calloc(n ? n : 1, sizeof *dtypes);
     p.slots = calloc(n ? n : 1, sizeof *p.slots);
     producer_arg *args = calloc(n ? n : 1, sizeof *args);
@@ -237,9 +225,8 @@ cmf_status cmf_convert_run(const char *out_path, const char *header_json,
         dtypes[i] = cmf_convert_pick_dtype(opts, src[i].name, src[i].ndim, src[i].shape, &fb);
         if (fb) {
             fallbacks++;
-            if (opts->progress)
-                fprintf(stderr, "convert: %s: shape does not fit %s, written as %s\n", src[i].name,
-                        cmf_dtype_name(opts->quant), cmf_dtype_name(dtypes[i]));
+            if (opts->on_fallback)
+                opts->on_fallback(opts->progress_user, src[i].name, opts->quant, dtypes[i]);
         }
         p.source_total += src[i].source_bytes;
     }
@@ -272,7 +259,6 @@ cmf_status cmf_convert_run(const char *out_path, const char *header_json,
     pthread_mutex_unlock(&p.mu);
     for (unsigned t = 0; t < started; t++)
         pthread_join(tids[t], NULL);
-    if (st && p.progress && p.tty) fputc('\n', stderr);
     if (stats) {
         stats->tensors = n;
         stats->fallbacks = fallbacks;

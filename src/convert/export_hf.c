@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "common/bytes.h"
+#include "common/err.h"
 #include "common/f16.h"
 #include "cortiq/converter.h"
 #include "cortiq/format.h"

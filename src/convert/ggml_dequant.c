@@ -9,8 +9,9 @@
 
 #include "common/bytes.h"
 #include "common/checked.h"
+#include "common/err.h"
 #include "common/f16.h"
-#include "cortiq/convert.h"
+#include "cortiq/gguf.h"
 
 #define QK_K 256
 

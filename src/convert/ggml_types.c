@@ -1,5 +1,5 @@
 /* ggml_types.c - the ggml tensor-type table: name, block size, bytes per block. */
-#include "cortiq/convert.h"
+#include "cortiq/gguf.h"
 
 typedef struct ggml_type_info {
     const char *name;

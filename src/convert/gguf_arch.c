@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "convert/arch_interop.h"
-#include "cortiq/convert.h"
+#include "cortiq/gguf.h"
 
 /* The shortest decimal that reads back as the same f32: hyper-parameters stored as f32
  * (1e-05 is 9.99999974737875e-06 as f32) come out as the number their author wrote. */

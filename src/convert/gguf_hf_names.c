@@ -5,7 +5,8 @@
 #include <string.h>
 
 #include "common/checked.h"
-#include "cortiq/convert.h"
+#include "common/err.h"
+#include "cortiq/gguf.h"
 
 static bool is_gemma(const char *arch) {
     return arch && strncmp(arch, "gemma", 5) == 0;

@@ -10,8 +10,9 @@
 
 #include "common/bytes.h"
 #include "common/checked.h"
+#include "common/err.h"
 #include "convert/map_file.h"
-#include "cortiq/convert.h"
+#include "cortiq/gguf.h"
 
 #define GGUF_MAX_ALIGNMENT (1u << 30)
 

@@ -15,8 +15,9 @@
 #include <time.h>
 
 #include "common/checked.h"
+#include "common/err.h"
 #include "convert/json_out.h"
-#include "cortiq/convert.h"
+#include "cortiq/gguf.h"
 
 enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER = 4, TT_UNUSED = 5, TT_BYTE = 6 };
 

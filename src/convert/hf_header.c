@@ -6,10 +6,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "common/fileio.h"
 #include "convert/arch_interop.h"
 #include "convert/hf_header.h"
 #include "cortiq/converter.h"
+#include "cortiq/version.h"
 
 static const char *const k_supported[] = {"llama",      "mistral",     "qwen2",      "qwen3",
                                           "gemma3",     "gemma3_text", "qwen2_moe",  "qwen3_moe",
@@ -393,7 +395,7 @@ cmf_status hf_build_header(const char *dir, const char *quant_name, cmf_dtype qu
     json_object_set_new(h, "tokenizer_config", tc);
     json_t *prov = json_object();
     json_object_set_new(prov, "tool", json_string("cortiq"));
-    json_object_set_new(prov, "version", json_string("0.1.0"));
+    json_object_set_new(prov, "version", json_string(cortiq_version()));
     json_object_set_new(prov, "source", json_string(dir));
     json_t *nm = get(cfg, "_name_or_path");
     if (nm) json_object_set(prov, "source_model", nm);

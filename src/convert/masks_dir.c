@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "convert/masks_dir.h"
 #include "cortiq/writer.h"
 

@@ -8,9 +8,10 @@
 
 #include "common/bytes.h"
 #include "common/checked.h"
+#include "common/err.h"
 #include "common/f16.h"
 #include "convert/map_file.h"
-#include "cortiq/convert.h"
+#include "cortiq/safetensors.h"
 
 typedef struct st_file {
     char *path;

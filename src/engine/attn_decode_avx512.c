@@ -9,7 +9,7 @@
 
 #include "engine/attn_decode.h"
 #include "engine/attn_math_avx512.h"
-#include "quant/hsum16_avx512.h"
+#include "common/hsum16_avx512.h"
 
 #define VW 16 /* floats per vector; keys per score block */
 /* Cache rows fetched ahead (cq_kv_prefetch_row): decode reads this layer's cache from L3 or

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/err.h"
 #include "cortiq/engine.h"
 #include "cortiq/kernels.h"
 #include "engine/pool.h"

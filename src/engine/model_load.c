@@ -267,9 +267,8 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     if (cmf_file_envelope(m->file)->required_features & CMF_FEAT_SKILL_FILE)
         return cmf_err_set(
             L->err, CMF_E_UNSUPPORTED, path,
-            "a standalone skill file (SKILL_FILE) is not a runnable model: attach it to its base with "
-            "`cortiq skill apply BASE.cmf %s -o OUT.cmf`",
-            path);
+            "a standalone skill file (SKILL_FILE) is not a runnable model: its tensors must first "
+            "be attached to the base model whose directory hash it names (spec §9.1)");
     if (!a->present) return cmf_err_set(L->err, CMF_E_PARSE, path, "header has no arch block");
     if (a->norm_style == CMF_NORM_UNSET)
         return cmf_err_set(L->err, CMF_E_PARSE, path,
@@ -345,9 +344,14 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
             rs->type);
     if ((st = load_layers(L, a))) return st;
     unsigned threads = o && o->threads ? o->threads : 0;
-    m->kflags = o && o->int8_act ? CMF_KF_INT8_ACT : 0;
-    m->prefill_qact = !(o && o->f32_act) && cmf_qact_fast();
-    m->q4flags = o && o->f32_act ? 0 : CMF_KF_INT8_ACT;
+    cortiq_act_mode act = o ? o->act : CORTIQ_ACT_DEFAULT;
+    if ((unsigned)act >= CORTIQ_ACT_COUNT)
+        return cmf_err_set(L->err, CMF_E_INVALID_ARG, path,
+                           "activation mode %u: known are 0 (default), 1 (int8), 2 (f32)",
+                           (unsigned)act);
+    m->kflags = act == CORTIQ_ACT_INT8 ? CMF_KF_INT8_ACT : 0;
+    m->prefill_qact = act != CORTIQ_ACT_F32 && cmf_qact_fast();
+    m->q4flags = act == CORTIQ_ACT_F32 ? 0 : CMF_KF_INT8_ACT;
     m->huge_pages = !(o && o->no_huge_pages);
     m->kv = o ? o->kv : CORTIQ_KV_F16;
     if ((unsigned)m->kv >= CORTIQ_KV_COUNT)

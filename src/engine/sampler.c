@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "cortiq/engine.h"
 #include "engine/act_ops.h"
 

@@ -9,10 +9,11 @@
 #include <unistd.h>
 
 #include "common/checked.h"
+#include "common/err.h"
 #include "cortiq/hash.h"
 #include "cortiq/writer.h"
 #include "format/file_impl.h"
-#include "format/io.h"
+#include "common/durable_io.h"
 #include "format/layout.h"
 
 typedef struct a_tensor {
@@ -235,11 +236,8 @@ cmf_status cmf_append_commit(cmf_appender *a, cmf_err *err) {
         cmf_file *check = NULL;
         cmf_err cerr;
         if (cmf_open(a->path, 0, &check, &cerr) != CMF_OK) {
-            long saved = cmf__io_fail_after;
-            cmf__io_fail_after = -1;
             io_pwrite_all(fd, old_env, sizeof old_env, 0, a->path, NULL);
             fsync(fd);
-            cmf__io_fail_after = saved;
             st =
                 cmf_err_set(err, cerr.code, a->path,
                             "appended file failed validation, old envelope restored: %s", cerr.msg);

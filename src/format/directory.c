@@ -5,6 +5,7 @@
 
 #include "common/bytes.h"
 #include "common/checked.h"
+#include "common/err.h"
 #include "cortiq/hash.h"
 #include "format/file_impl.h"
 #include "format/utf8.h"

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "common/err.h"
 
 static const cmf_dtype_traits k_traits[CMF_DT_COUNT] = {
     [CMF_DT_F32] = {"f32", CMF_DTK_FIXED, false, false, false},

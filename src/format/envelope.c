@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "common/bytes.h"
+#include "common/err.h"
 #include "cortiq/format.h"
 
 static const char *const k_feature_names[] = {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "common/checked.h"
+#include "common/err.h"
 #include "common/mapfile.h"
 #include "cortiq/hash.h"
 #include "format/file_impl.h"

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "cortiq/format.h"
 #include "cortiq/hash.h"
 #include "format/json_util.h"

@@ -1,3 +1,4 @@
+#include "common/err.h"
 #include "format/json_util.h"
 
 #include <math.h>

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/bytes.h"
+#include "common/err.h"
 #include "cortiq/hash.h"
 #include "format/utf8.h"
 

@@ -7,6 +7,7 @@
 
 #include "common/bytes.h"
 #include "common/checked.h"
+#include "common/err.h"
 #include "format/file_impl.h"
 #include "format/json_util.h"
 

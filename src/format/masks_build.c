@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/bytes.h"
+#include "common/err.h"
 #include "cortiq/writer.h"
 
 typedef struct mb_mask {

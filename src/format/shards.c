@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "format/file_impl.h"
 
 cmf_status cmf__open_paths(const char *display, char **paths, size_t n, unsigned flags,

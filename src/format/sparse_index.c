@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/bytes.h"
+#include "common/err.h"
 #include "format/file_impl.h"
 
 cmf_status cmf__parse_sparse_index(const cmf_shard *sh, const cmf_masks *masks,

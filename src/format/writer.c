@@ -7,8 +7,9 @@
 #include <unistd.h>
 
 #include "common/checked.h"
+#include "common/err.h"
 #include "cortiq/hash.h"
-#include "format/io.h"
+#include "common/durable_io.h"
 #include "format/layout.h"
 
 #define SINK_BUF ((size_t)4 << 20)

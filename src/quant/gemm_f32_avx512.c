@@ -115,7 +115,6 @@ static const tokens_fn tokens_by_count[TG + 1] = {
 
 bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                           size_t ldy, uint64_t r0, uint64_t r1) {
-    if (cq_kernel_no_scratch) return false;
     const size_t kp16 = (size_t)(m->cols + 15) / 16 * 16, groups = (n + TG - 1) / TG;
     size_t panel_bytes = kp16 * PR * sizeof(float), act_bytes = groups * kp16 * TG * sizeof(float);
     uint8_t *mem = cq_kernel_scratch(CQ_SCRATCH_ACT, panel_bytes + act_bytes);

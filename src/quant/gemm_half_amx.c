@@ -252,7 +252,7 @@ TGT static void block_2x2(const out_view *o, uint64_t r, size_t t, bool first, b
 
 TGT bool cq_gemm_half_amx(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                           size_t ldy, uint64_t r0, uint64_t r1) {
-    if (cq_kernel_no_scratch || (m->dtype != CMF_DT_F16 && m->dtype != CMF_DT_BF16)) return false;
+    if (m->dtype != CMF_DT_F16 && m->dtype != CMF_DT_BF16) return false;
     const size_t np = (n + 31) & ~(size_t)31, kp = (size_t)(m->cols + 31) & ~(size_t)31;
     const size_t ntp = np / 32, nrp = (size_t)(r1 - r0 + 31) / 32, kb = kp < KB_MAX ? kp : KB_MAX;
     /* columns per pass: the pass's activations (6 bytes per token and column) stay in L2 */

@@ -11,8 +11,6 @@
 
 #define ULL(x) ((unsigned long long)(x))
 
-int cq_kernel_no_scratch;
-
 static bool vbit_width_ok(unsigned b) {
     return b == 3 || b == 4 || b == 5 || b == 6 || b == 8;
 }

@@ -6,7 +6,7 @@
 
 #include "common/cpu.h"
 #include "quant/kernel_i8dec.h"
-#include "quant/hsum16_avx512.h"
+#include "common/hsum16_avx512.h"
 #include "quant/kernel_impl.h"
 #include "quant/q4tp_ladder_avx512.h"
 

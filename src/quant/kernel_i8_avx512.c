@@ -11,7 +11,7 @@
 #include <immintrin.h>
 #include <stdlib.h>
 
-#include "quant/hsum16_avx512.h"
+#include "common/hsum16_avx512.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 

@@ -34,7 +34,7 @@
 
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
-#include "quant/hsum16_avx512.h"
+#include "common/hsum16_avx512.h"
 #include "quant/q4tp_ladder_avx512.h"
 
 #define TGT     __attribute__((target("avx512vbmi,gfni")))

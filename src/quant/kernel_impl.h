@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "common/bytes.h"
+#include "common/err.h"
 #include "common/f16.h"
 #include "cortiq/kernels.h"
 
@@ -76,15 +77,11 @@ static inline void cq_prefetch_span(const uint8_t *span, uint64_t N, uint64_t do
         cq_prefetch_weights(span + N * done + 64 * (uint64_t)j);
 }
 
-/* Tests set this nonzero to make every per-call scratch allocation fail, which sends the
- * kernels down their allocation-free fallback paths (so those are tested too). */
-extern int cq_kernel_no_scratch;
-
 /* Per-thread scratch for one kernel call (kernel_scratch.c): a 64-byte aligned block of at
  * least `bytes`, owned by the calling thread and reused by its next call with the same slot,
- * so decode makes no allocation per token. Not to be freed. NULL when out of memory or when
- * cq_kernel_no_scratch is set. A call that needs two blocks at once takes two slots; a
- * kernel must not hand its slot's block to a callee that takes the same slot. */
+ * so decode makes no allocation per token. Not to be freed. NULL when out of memory (the
+ * kernels then take their allocation-free fallback paths). A call that needs two blocks at once
+ * takes two slots; a kernel must not hand its slot's block to a callee that takes the same slot. */
 typedef enum { CQ_SCRATCH_ACT, CQ_SCRATCH_AUX, CQ_SCRATCH_SLOTS } cq_scratch_slot;
 void *cq_kernel_scratch(cq_scratch_slot slot, size_t bytes);
 

@@ -31,7 +31,7 @@ static void key_make(void) {
 }
 
 void *cq_kernel_scratch(cq_scratch_slot slot, size_t bytes) {
-    if (cq_kernel_no_scratch || (unsigned)slot >= CQ_SCRATCH_SLOTS) return NULL;
+    if ((unsigned)slot >= CQ_SCRATCH_SLOTS) return NULL;
     pthread_once(&key_once, key_make);
     if (!key_ok) return NULL;
     scratch_set *s = pthread_getspecific(key);

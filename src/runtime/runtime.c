@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/err.h"
 #include "cortiq/chat_template.h"
 #include "runtime/text_load.h"
 
@@ -61,7 +62,7 @@ cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts
     if (!rt) return cmf_err_set(err, CMF_E_NOMEM, path, "runtime");
     cortiq_load_opts lo = {.threads = opts ? opts->threads : 0,
                            .kv = opts ? opts->kv : CORTIQ_KV_F16,
-                           .f32_act = opts ? opts->f32_act : 0,
+                           .act = opts ? opts->act : CORTIQ_ACT_DEFAULT,
                            .no_huge_pages = opts ? opts->no_huge_pages : 0,
                            .verify_tensors = opts ? opts->verify_tensors : 0};
     cmf_status st = cortiq_model_load(path, &lo, &rt->model, err);

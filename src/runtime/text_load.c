@@ -1,4 +1,5 @@
 /* text_load.c - the tokenizer and chat template built off the caller's thread (text_load.h). */
+#include "common/err.h"
 #include "runtime/text_load.h"
 
 #include <string.h>

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "cortiq/chat_template.h"
 #include "text/jinja_internal.h"
 

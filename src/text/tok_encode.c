@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "text/tok_internal.h"
 
 #define CTX "tokenizer"

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "text/tok_internal.h"
 
 #define MAX_DEPTH 128

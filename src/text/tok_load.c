@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "common/err.h"
 #include "text/tok_internal.h"
 
 #define CTX    "tokenizer.json"

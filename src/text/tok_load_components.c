@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "text/tok_internal.h"
 #include "text/tok_json.h"
 

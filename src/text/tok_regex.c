@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/err.h"
 #include "text/tok_internal.h"
 
 struct tok_regex {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "common/err.h"
 #include "trust/trust_io.h"
 
 #define KEY_TEXT_MAX 128 /* 64 hex digits plus a line end; anything longer is not a key file */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "cortiq/sign.h"
 
 size_t cmf_sig_format(const cmf_signature *s, char *buf, size_t cap) {

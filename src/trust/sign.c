@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/err.h"
 #include "cortiq/sign.h"
 #include "trust/keyfile.h"
 #include "trust/trust_io.h"

@@ -9,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "format/io.h"
+#include "common/durable_io.h"
+#include "common/err.h"
 
 cmf_status trust_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
                               bool overwrite, cmf_err *err) {

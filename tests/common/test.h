@@ -35,12 +35,18 @@ static int t_checks;
     CHECK_MSG((unsigned long long)(a) == (unsigned long long)(b), "%llu != %llu",                  \
               (unsigned long long)(a), (unsigned long long)(b))
 
+/* Check that expr returns want. expr passes &t_err_ (declared here) as its cmf_err *, so a
+ * failure always shows the library's message:
+ *   CHECK_STATUS(cmf_open(path, 0, &f, &t_err_), CMF_OK); */
 #define CHECK_STATUS(expr, want)                                                                   \
     do {                                                                                           \
         cmf_err t_err_;                                                                            \
         cmf_err_clear(&t_err_);                                                                    \
         cmf_status t_got_ = (expr);                                                                \
-        CHECK_MSG(t_got_ == (want), "got %s (%s), want %s", cmf_status_name(t_got_), t_err_.msg,   \
+        CHECK_MSG(t_got_ == (want), "got %s (%s), want %s", cmf_status_name(t_got_),               \
+                  t_err_.msg[0] ? t_err_.msg                                                       \
+                  : t_got_      ? "no message: expr must pass &t_err_"                             \
+                                : "no error",                                                           \
                   cmf_status_name(want));                                                          \
     } while (0)
 

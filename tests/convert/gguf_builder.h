@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cortiq/convert.h"
+#include "cortiq/gguf.h"
 
 typedef struct gw {
     uint8_t *b;

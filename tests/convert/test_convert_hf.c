@@ -6,7 +6,7 @@
 #include <math.h>
 #include <unistd.h>
 
-#include "cortiq/convert.h"
+#include "cortiq/safetensors.h"
 #include "cortiq/converter.h"
 #include "cortiq/format.h"
 #include "cortiq/quant.h"

@@ -96,9 +96,10 @@ int main(void) {
     for (size_t i = 0; i < sizeof fams / sizeof fams[0]; i++)
         round_trip(fams[i]);
     half_export();
-    cmf_err err;
-    CHECK_STATUS(cmf_export_hf("ex_llama_a.cmf", "ex_bad", CMF_DT_Q8_ROW, &err), CMF_E_INVALID_ARG);
-    CHECK_STATUS(cmf_export_hf("no_such.cmf", "ex_bad", CMF_DT_F32, &err), CMF_E_IO);
-    CHECK_STATUS(cmf_export_hf("ex_llama_a.cmf", "/proc/no_such/dir", CMF_DT_F32, &err), CMF_E_IO);
+    CHECK_STATUS(cmf_export_hf("ex_llama_a.cmf", "ex_bad", CMF_DT_Q8_ROW, &t_err_),
+                 CMF_E_INVALID_ARG);
+    CHECK_STATUS(cmf_export_hf("no_such.cmf", "ex_bad", CMF_DT_F32, &t_err_), CMF_E_IO);
+    CHECK_STATUS(cmf_export_hf("ex_llama_a.cmf", "/proc/no_such/dir", CMF_DT_F32, &t_err_),
+                 CMF_E_IO);
     TEST_DONE();
 }

@@ -3,7 +3,7 @@
  * unknown types) is refused with the right status, and every truncation of a valid file
  * fails cleanly. */
 #include "common/test.h"
-#include "cortiq/convert.h"
+#include "cortiq/gguf.h"
 
 typedef struct gbuf {
     uint8_t b[8192];

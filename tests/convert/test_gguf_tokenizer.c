@@ -12,7 +12,7 @@
 #include "common/test.h"
 #include "convert_test_util.h"
 #include "gguf_builder.h"
-#include "cortiq/convert.h"
+#include "cortiq/gguf.h"
 #include "cortiq/tokenizer.h"
 
 static json_t *gen_json(const gw *w, cmf_status want, const char *want_msg) {
@@ -158,9 +158,11 @@ static void compare(const char *what, const char *gen, size_t gen_len, const cha
         for (int sp = 0; sp < 2; sp++) {
             int32_t *x = NULL, *y = NULL;
             size_t nx = 0, ny = 0;
-            cmf_tokenizer_encode(a, k_texts[i], strlen(k_texts[i]), sp, &x, &nx, NULL);
-            cmf_tokenizer_encode(b, k_texts[i], strlen(k_texts[i]), sp, &y, &ny, NULL);
-            if (nx != ny || (nx && memcmp(x, y, nx * sizeof *x) != 0)) {
+            cmf_status sx =
+                cmf_tokenizer_encode(a, k_texts[i], strlen(k_texts[i]), sp, &x, &nx, NULL);
+            cmf_status sy =
+                cmf_tokenizer_encode(b, k_texts[i], strlen(k_texts[i]), sp, &y, &ny, NULL);
+            if (sx != sy || nx != ny || (nx && memcmp(x, y, nx * sizeof *x) != 0)) {
                 diffs++;
                 fprintf(stderr, "%s: text %zu (special=%d) encodes differently\n", what, i, sp);
             }

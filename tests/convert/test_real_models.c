@@ -7,7 +7,7 @@
 #include "common/model_cache.h"
 #include "common/test.h"
 #include "convert_test_util.h"
-#include "cortiq/convert.h"
+#include "cortiq/gguf.h"
 
 static char g_cache[1024];
 static int g_skipped;

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "common/test.h"
-#include "cortiq/convert.h"
+#include "cortiq/safetensors.h"
 
 typedef struct sbuf {
     uint8_t b[4096];

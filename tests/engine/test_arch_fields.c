@@ -47,7 +47,7 @@ static void with_arch(const char *src, const char *dst, const char *edit) {
 }
 
 static float *logits_of(const char *path, const int32_t *tokens, uint32_t *V) {
-    cortiq_load_opts lo = {.threads = 2, .kv = CORTIQ_KV_F32, .f32_act = 1};
+    cortiq_load_opts lo = {.threads = 2, .kv = CORTIQ_KV_F32, .act = CORTIQ_ACT_F32};
     return tiny_logits(path, &lo, 64, tokens, N, 0, V);
 }
 

@@ -27,7 +27,7 @@ static void rewrite(const char *src, const char *dst, void (*edit)(json_t *), co
     }
     size_t vl;
     const uint8_t *v = cmf_file_vocab(f, &vl);
-    if (v) cmf_writer_set_vocab(w, v, vl, &err);
+    if (v) CHECK_STATUS(cmf_writer_set_vocab(w, v, vl, &t_err_), CMF_OK);
     CHECK_MSG(cmf_writer_finish(w, &err) == CMF_OK, "%s", err.msg);
     cmf_writer_free(w);
     free(hj);
@@ -92,12 +92,13 @@ int main(void) {
     rewrite("lim_base.cmf", "lim_missing.cmf", nothing, "model.layers.1.mlp.down_proj.weight");
     expect("lim_missing.cmf", CMF_E_NOT_FOUND, "'model.layers.1.mlp.down_proj.weight'");
     rewrite("lim_base.cmf", "lim_skill.cmf", skill_file, NULL);
-    expect("lim_skill.cmf", CMF_E_UNSUPPORTED, "cortiq skill apply");
+    expect("lim_skill.cmf", CMF_E_UNSUPPORTED, "not a runnable model");
     rewrite("lim_base.cmf", "lim_heads.cmf", odd_heads, NULL);
     expect("lim_heads.cmf", CMF_E_PARSE, "not a multiple of 3 kv heads");
     /* the CLI says the same on stderr */
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s run lim_skill.cmf --prompt hi 2>&1 | grep -q 'skill apply'",
+    snprintf(cmd, sizeof cmd,
+             "%s run lim_skill.cmf --prompt hi 2>&1 | grep -q 'not a runnable model'",
              getenv("CORTIQ_BIN") ? getenv("CORTIQ_BIN") : "cortiq");
     CHECK(system(cmd) == 0);
     TEST_DONE();

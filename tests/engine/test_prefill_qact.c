@@ -1,5 +1,5 @@
 /* Prompt prefill through the integer GEMM (cmf_matmul_qact, the default for q8_row / q4_* weights
- * on AVX-512 VNNI CPUs) against exact f32 activations (cortiq_load_opts.f32_act), on tiny
+ * on AVX-512 VNNI CPUs) against exact f32 activations (CORTIQ_ACT_F32), on tiny
  * checkpoints converted to q8 and q4t:
  *  - the logits of a 64-token batch stay within 3e-2 of the exact run (max |diff| / max |logit|;
  *    per-32 int8 activations carry ~0.4 % relative error per product, which the layers compound),
@@ -20,7 +20,8 @@
 
 static float *eval_all(const char *path, int exact, const int32_t *tokens, size_t n, int one_by_one,
                        uint32_t *V) {
-    cortiq_load_opts lo = {.threads = 2, .kv = CORTIQ_KV_F32, .f32_act = exact};
+    cortiq_load_opts lo = {
+        .threads = 2, .kv = CORTIQ_KV_F32, .act = exact ? CORTIQ_ACT_F32 : CORTIQ_ACT_DEFAULT};
     return tiny_logits(path, &lo, 128, tokens, n, one_by_one, V);
 }
 

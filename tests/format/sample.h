@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/err.h"
 #include "common/f16.h"
 #include "cortiq/format.h"
 #include "cortiq/writer.h"

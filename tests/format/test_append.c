@@ -1,8 +1,28 @@
 /* Append-only growth (spec §9): new tensors and a new header land at the tail, earlier bytes
  * never change, and a crash at every write boundary leaves either the old or the new file. */
-#include "format/io.h"
+#include <errno.h>
+#include <sys/types.h>
+#include <unistd.h>
+
 #include "sample.h"
 #include "test.h"
+
+/* The crash simulation: this program links with -Wl,--wrap=pwrite (tests/CMakeLists.txt), so
+ * every pwrite of the library lands here. When fail_after >= 0, the fail_after-th following
+ * call and every one after it fail without writing, as if the process had died there. */
+static long fail_after = -1;
+ssize_t __real_pwrite(int fd, const void *buf, size_t n, off_t off);
+ssize_t __wrap_pwrite(int fd, const void *buf, size_t n, off_t off);
+ssize_t __wrap_pwrite(int fd, const void *buf, size_t n, off_t off) {
+    if (fail_after >= 0) {
+        if (fail_after == 0) {
+            errno = EIO;
+            return -1;
+        }
+        fail_after--;
+    }
+    return __real_pwrite(fd, buf, n, off);
+}
 
 static const char *k_new_header =
     "{\"arch\": {\"arch_name\": \"llama\", \"hidden_size\": 64, \"intermediate_size\": 40, "
@@ -117,9 +137,9 @@ int main(void) {
     int saw_old = 0, saw_new = 0;
     for (long k = 0; k < 64; k++) {
         spit("crash.cmf", old, old_len);
-        cmf__io_fail_after = k;
+        fail_after = k;
         cmf_status st = do_append("crash.cmf", &err);
-        cmf__io_fail_after = -1;
+        fail_after = -1;
         int v = which_version("crash.cmf");
         CHECK_MSG(v >= 0, "after a crash at write %ld the file is neither version", k);
         if (st == CMF_OK) {

@@ -86,11 +86,10 @@ static void check_sample(const cmf_file *f, int mapped) {
  * carry it). */
 static void test_sparse_index(void) {
     cmf_writer *w;
-    cmf_err err;
     CHECK_STATUS(cmf_writer_create("ix.cmf", NULL, &w, &t_err_), CMF_OK);
     const char *hdr =
         "{\"arch\": {\"num_layers\": 2, \"intermediate_size\": 64, \"num_attention_heads\": 4}}";
-    cmf_writer_set_header(w, hdr, strlen(hdr), &err);
+    CHECK_STATUS(cmf_writer_set_header(w, hdr, strlen(hdr), &t_err_), CMF_OK);
     uint8_t ix[8 + 16 + 8 + 16 + 4] = {0};
     ix[0] = 2;           /* n_entries */
     uint8_t *e = ix + 8; /* task 0, layer 1, 2 groups, 3 heads: body 7 -> pad 8 */
@@ -100,7 +99,7 @@ static void test_sparse_index(void) {
     e = ix + 32;                     /* task 0, layer 0, 0 groups, 2 heads: body 2 -> pad 4 */
     e[12] = 2;
     e[16] = 1, e[17] = 3;
-    cmf_writer_set_sparse_index(w, ix, sizeof ix, &err);
+    CHECK_STATUS(cmf_writer_set_sparse_index(w, ix, sizeof ix, &t_err_), CMF_OK);
     CHECK_STATUS(cmf_writer_finish(w, &t_err_), CMF_OK);
     cmf_writer_free(w);
     cmf_file *f;
@@ -126,9 +125,8 @@ static void test_sparse_index(void) {
 /* Writer refuses what it cannot write, leaving no file. */
 static void test_writer_refusals(void) {
     cmf_writer *w;
-    cmf_err err;
     remove("bad.cmf");
-    cmf_writer_create("bad.cmf", NULL, &w, &err);
+    CHECK_STATUS(cmf_writer_create("bad.cmf", NULL, &w, &t_err_), CMF_OK);
     uint64_t sh[2] = {4, 30};
     uint8_t buf[4 * 30 * 4] = {0};
     CHECK_STATUS(cmf_writer_add_tensor(w, "a", CMF_DT_Q4_TILED, 2, sh, buf, 100, &t_err_),

@@ -65,7 +65,7 @@ static bool ref_gen(const char *path, int32_t *prompt, size_t *n_prompt, int32_t
 
 /* Our greedy continuation of the prompt ids, f32 activations and KV cache. */
 static bool our_gen(const char *path, const int32_t *prompt, size_t n_prompt, int32_t *gen) {
-    cortiq_load_opts lo = {.threads = 2, .kv = CORTIQ_KV_F32, .f32_act = 1};
+    cortiq_load_opts lo = {.threads = 2, .kv = CORTIQ_KV_F32, .act = CORTIQ_ACT_F32};
     cortiq_model *m = NULL;
     cortiq_session *s = NULL;
     cmf_err err;

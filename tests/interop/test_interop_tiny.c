@@ -38,7 +38,7 @@ static const struct {
 
 /* Our exact logits, [N_TOK][*V]. */
 static float *our_logits(const char *path, const int32_t *tokens, uint32_t *V) {
-    cortiq_load_opts lo = {.threads = 2, .kv = CORTIQ_KV_F32, .f32_act = 1};
+    cortiq_load_opts lo = {.threads = 2, .kv = CORTIQ_KV_F32, .act = CORTIQ_ACT_F32};
     return tiny_logits(path, &lo, 2 * N_TOK, tokens, N_TOK, 0, V);
 }
 

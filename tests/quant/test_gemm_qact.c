@@ -59,8 +59,7 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
     uint64_t nbytes;
     uint8_t *payload = kg_payload(dt, rows, cols, &r, &o, &nbytes);
     cmf_qmat m;
-    cmf_err err = {0};
-    CHECK_STATUS(cmf_qmat_init(&m, dt, rows, cols, payload, nbytes, "w", &err), CMF_OK);
+    CHECK_STATUS(cmf_qmat_init(&m, dt, rows, cols, payload, nbytes, "w", &t_err_), CMF_OK);
     CHECK(cmf_qact_supports(&m));
     float *W = malloc(rows * cols * sizeof *W);
     for (uint64_t i = 0; i < rows; i++)
@@ -191,8 +190,7 @@ int main(void) {
         kg_opts o = {0, 0};
         uint8_t *p = kg_payload(CMF_DT_F16, 4, 64, &r, &o, &nbytes);
         cmf_qmat m;
-        cmf_err err = {0};
-        CHECK_STATUS(cmf_qmat_init(&m, CMF_DT_F16, 4, 64, p, nbytes, "w", &err), CMF_OK);
+        CHECK_STATUS(cmf_qmat_init(&m, CMF_DT_F16, 4, 64, p, nbytes, "w", &t_err_), CMF_OK);
         CHECK(!cmf_qact_supports(&m));
         cmf_qmat_free(&m);
         free(p);

@@ -11,8 +11,18 @@
 #include "common/test.h"
 #include "cortiq/kernels.h"
 #include "quant/kernel_gen.h"
-#include "quant/kernel_bench.h"
+#include "bench/kernel_bench.h"
 #include "quant/kernel_impl.h"
+
+/* This program links with -Wl,--wrap=cq_kernel_scratch (tests/CMakeLists.txt): while
+ * no_scratch is set every per-call scratch request fails, which sends the kernels down their
+ * allocation-free fallback paths (so those are tested too). */
+static int no_scratch;
+void *__real_cq_kernel_scratch(cq_scratch_slot slot, size_t bytes);
+void *__wrap_cq_kernel_scratch(cq_scratch_slot slot, size_t bytes);
+void *__wrap_cq_kernel_scratch(cq_scratch_slot slot, size_t bytes) {
+    return no_scratch ? NULL : __real_cq_kernel_scratch(slot, bytes);
+}
 
 static const cmf_dtype k_all[] = {CMF_DT_F32,      CMF_DT_F16,  CMF_DT_BF16,  CMF_DT_Q8_ROW,
                                   CMF_DT_Q4_BLOCK, CMF_DT_VBIT, CMF_DT_Q8_2F, CMF_DT_VBIT_RO,
@@ -303,7 +313,7 @@ static void test_rejects(void) {
     CHECK_STATUS(cmf_qmat_init(&m, CMF_DT_VBIT, 4, 64, p, nb - 1, "t", &t_err_), CMF_E_PARSE);
     uint8_t keep = p[2];
     p[2] = 7;
-    CHECK_STATUS(cmf_qmat_init(&m, CMF_DT_VBIT, 4, 64, p, nb, "t", &err), CMF_E_PARSE);
+    CHECK_STATUS(cmf_qmat_init(&m, CMF_DT_VBIT, 4, 64, p, nb, "t", &t_err_), CMF_E_PARSE);
     CHECK(cmf_qmat_init(&m, CMF_DT_VBIT, 4, 64, p, nb, "t", &err) == CMF_E_PARSE &&
           strstr(err.msg, "row 2"));
     p[2] = keep;
@@ -404,7 +414,7 @@ static void test_fallbacks(void) {
     static const cmf_dtype dts[] = {CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP, CMF_DT_VBIT,
                                     CMF_DT_VBIT_RO,  CMF_DT_Q8_ROW,   CMF_DT_Q8_2F};
     kg_rng rng = {77};
-    cq_kernel_no_scratch = 1;
+    no_scratch = 1;
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
         kg_opts o = {0, 3};
         uint64_t nb;
@@ -419,7 +429,7 @@ static void test_fallbacks(void) {
         cmf_qmat_free(&m);
         free(p);
     }
-    cq_kernel_no_scratch = 0;
+    no_scratch = 0;
 }
 
 /* Enough rows that cmf_matmul_ex splits a prefill call into several row tiles. */

@@ -1,4 +1,4 @@
-/* The measuring helpers behind `cortiq bench quant` (src/quant/kernel_bench.c): the threads
+/* The measuring helpers behind `cortiq bench quant` (src/bench/kernel_bench.c): the threads
  * share the work in pieces claimed as they go (each its own range in halves of what is left,
  * then the others'), so what is checked is that every byte / row is covered exactly once:
  *  - the bandwidth probe's sum check passes (it returns a negative value when the bytes it
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cortiq/quant.h"
-#include "quant/kernel_bench.h"
+#include "bench/kernel_bench.h"
 #include "quant/kernel_gen.h"
 #include "test.h"
 

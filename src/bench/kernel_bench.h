@@ -1,7 +1,7 @@
 /* kernel_bench.h - measuring the machine's read bandwidth and a kernel's throughput, for
  * bench/bench_matvec.c and `cortiq bench quant`. Internal to the project (not installed). */
-#ifndef CORTIQ_QUANT_KERNEL_BENCH_H
-#define CORTIQ_QUANT_KERNEL_BENCH_H
+#ifndef CORTIQ_BENCH_KERNEL_BENCH_H
+#define CORTIQ_BENCH_KERNEL_BENCH_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,5 @@
-#include "format/io.h"
+#include "common/durable_io.h"
+#include "common/err.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,16 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-long cmf__io_fail_after = -1;
-
 cmf_status io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off, const char *path,
                          cmf_err *err) {
-    if (cmf__io_fail_after >= 0) {
-        if (cmf__io_fail_after == 0)
-            return cmf_err_set(err, CMF_E_IO, path, "simulated crash before write at %llu",
-                               (unsigned long long)off);
-        cmf__io_fail_after--;
-    }
     const uint8_t *p = buf;
     while (len) {
         ssize_t n = pwrite(fd, p, len, (off_t)off);

@@ -1,8 +1,9 @@
 /* hsum16_avx512.h - horizontal sums and maxima of 16 vectors at once, and on them the int8
- * activation scales of 16 groups, for the one-token kernels (kernel_i8dec_avx512.c,
- * kernel_i8_avx512.c). AVX-512 files only. */
-#ifndef CORTIQ_QUANT_HSUM16_AVX512_H
-#define CORTIQ_QUANT_HSUM16_AVX512_H
+ * activation scales of 16 groups, for the one-token kernels (quant/kernel_i8dec_avx512.c,
+ * quant/kernel_i8_avx512.c) and the decode attention (engine/attn_decode_avx512.c). AVX-512
+ * files only. */
+#ifndef CORTIQ_COMMON_HSUM16_AVX512_H
+#define CORTIQ_COMMON_HSUM16_AVX512_H
 
 #include <immintrin.h>
 

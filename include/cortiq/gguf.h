@@ -1,10 +1,11 @@
-/* cortiq/convert.h - read the converter's inputs: GGUF files and safetensors checkpoints.
+/* cortiq/gguf.h - read GGUF files (v2, v3), one of the converter's inputs: metadata, tensors
+ * dequantized to f32, and the Hugging Face names, layout, header and tokenizer they map to.
  *
- * Both readers map their file(s) read-only and validate every count, size and offset
- * before allocating anything or touching payload bytes: a handle that opened is a file
- * whose every tensor span lies inside it, whose element counts match its byte counts and
- * whose tensors do not overlap. Tensor payloads are then turned into f32 a row range at a
- * time into a caller buffer, so a converter's memory stays bounded by one chunk.
+ * The reader maps its file(s) read-only and validates every count, size and offset before
+ * allocating anything or touching payload bytes: a handle that opened is a file whose every
+ * tensor span lies inside it, whose element counts match its byte counts and whose tensors do
+ * not overlap. Tensor payloads are then turned into f32 a row range at a time into a caller
+ * buffer, so a converter's memory stays bounded by one chunk.
  *
  * Everything a handle hands out (names, strings, tensor records, data pointers) lives until
  * its close function. Handles are immutable after open and may be read from many threads.
@@ -12,20 +13,19 @@
  * Shapes: GGUF stores ggml order (ne[0] = the contiguous row length). The records below
  * also give `shape[]` in HF/PyTorch order (shape[ndim-1] = row length), the order CMF uses.
  */
-#ifndef CORTIQ_CONVERT_H
-#define CORTIQ_CONVERT_H
+#ifndef CORTIQ_GGUF_H
+#define CORTIQ_GGUF_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cortiq/export.h"
 #include "cortiq/status.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ======================================================================== GGUF (v2, v3) */
 
 #define CMF_GGUF_MAX_DIMS          4
 #define CMF_GGUF_DEFAULT_ALIGNMENT 32
@@ -126,55 +126,63 @@ typedef struct cmf_gguf cmf_gguf;
  *                        a row length not a multiple of the type's block size;
  *  CMF_E_UNSUPPORTED     a tensor type id whose block size is unknown (size not computable);
  *  CMF_E_IO / CMF_E_NOMEM. */
-cmf_status cmf_gguf_open(const char *path, cmf_gguf **out, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_gguf_open(const char *path, cmf_gguf **out,
+                                                     cmf_err *err);
 /* Same on a memory image; buf must outlive the handle. name is used in messages. */
-cmf_status cmf_gguf_open_memory(const void *buf, size_t len, const char *name, cmf_gguf **out,
-                                cmf_err *err);
-void cmf_gguf_close(cmf_gguf *g); /* NULL allowed */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_gguf_open_memory(const void *buf, size_t len,
+                                                            const char *name, cmf_gguf **out,
+                                                            cmf_err *err);
+CORTIQ_API void cmf_gguf_close(cmf_gguf *g); /* NULL allowed */
 
-uint32_t cmf_gguf_version(const cmf_gguf *g);
-uint64_t cmf_gguf_alignment(const cmf_gguf *g);
-uint64_t cmf_gguf_data_offset(const cmf_gguf *g); /* absolute start of the tensor data area */
-const char *cmf_gguf_name(const cmf_gguf *g);     /* path or the name given */
+CORTIQ_API uint32_t cmf_gguf_version(const cmf_gguf *g);
+CORTIQ_API uint64_t cmf_gguf_alignment(const cmf_gguf *g);
+CORTIQ_API uint64_t
+cmf_gguf_data_offset(const cmf_gguf *g); /* absolute start of the tensor data area */
+CORTIQ_API const char *cmf_gguf_name(const cmf_gguf *g); /* path or the name given */
 
-size_t cmf_gguf_kv_count(const cmf_gguf *g);
-const cmf_gguf_kv *cmf_gguf_kv_at(const cmf_gguf *g, size_t i);
-const cmf_gguf_kv *cmf_gguf_find_kv(const cmf_gguf *g, const char *key); /* NULL if absent */
+CORTIQ_API size_t cmf_gguf_kv_count(const cmf_gguf *g);
+CORTIQ_API const cmf_gguf_kv *cmf_gguf_kv_at(const cmf_gguf *g, size_t i);
+CORTIQ_API const cmf_gguf_kv *cmf_gguf_find_kv(const cmf_gguf *g,
+                                               const char *key); /* NULL if absent */
 
 /* Typed look-ups. Each returns false when the key is absent or of another kind:
  * get_int accepts any integer type (and bool), get_float any float or integer type. */
-bool cmf_gguf_get_int(const cmf_gguf *g, const char *key, int64_t *out);
-bool cmf_gguf_get_float(const cmf_gguf *g, const char *key, double *out);
-bool cmf_gguf_get_bool(const cmf_gguf *g, const char *key, bool *out);
-const char *cmf_gguf_get_str(const cmf_gguf *g, const char *key); /* NUL-terminated or NULL */
+CORTIQ_API bool cmf_gguf_get_int(const cmf_gguf *g, const char *key, int64_t *out);
+CORTIQ_API bool cmf_gguf_get_float(const cmf_gguf *g, const char *key, double *out);
+CORTIQ_API bool cmf_gguf_get_bool(const cmf_gguf *g, const char *key, bool *out);
+CORTIQ_API const char *cmf_gguf_get_str(const cmf_gguf *g,
+                                        const char *key); /* NUL-terminated or NULL */
 /* Element i of a numeric array as i64 / f64 (false if out of range or not numeric). */
-bool cmf_gguf_arr_int(const cmf_gguf_kv *kv, uint64_t i, int64_t *out);
-bool cmf_gguf_arr_float(const cmf_gguf_kv *kv, uint64_t i, double *out);
+CORTIQ_API bool cmf_gguf_arr_int(const cmf_gguf_kv *kv, uint64_t i, int64_t *out);
+CORTIQ_API bool cmf_gguf_arr_float(const cmf_gguf_kv *kv, uint64_t i, double *out);
 
-size_t cmf_gguf_tensor_count(const cmf_gguf *g);
-const cmf_gguf_tensor *cmf_gguf_tensor_at(const cmf_gguf *g, size_t i); /* file order */
-const cmf_gguf_tensor *cmf_gguf_find_tensor(const cmf_gguf *g,
-                                            const char *name); /* NULL if absent */
+CORTIQ_API size_t cmf_gguf_tensor_count(const cmf_gguf *g);
+CORTIQ_API const cmf_gguf_tensor *cmf_gguf_tensor_at(const cmf_gguf *g, size_t i); /* file order */
+CORTIQ_API const cmf_gguf_tensor *cmf_gguf_find_tensor(const cmf_gguf *g,
+                                                       const char *name); /* NULL if absent */
 
 /* ggml type traits: name ("Q4_K", ... or NULL for an unknown id), block size in elements and
  * bytes per block (false for an id whose layout is unknown), and whether it dequantizes. */
-const char *cmf_ggml_type_name(uint32_t type);
-bool cmf_ggml_type_size(uint32_t type, uint32_t *block_elems, uint32_t *block_bytes);
-bool cmf_ggml_type_can_dequantize(uint32_t type);
+CORTIQ_API const char *cmf_ggml_type_name(uint32_t type);
+CORTIQ_API bool cmf_ggml_type_size(uint32_t type, uint32_t *block_elems, uint32_t *block_bytes);
+CORTIQ_API bool cmf_ggml_type_can_dequantize(uint32_t type);
 
 /* Dequantize n elements (a multiple of the block size) from src (src_len bytes, at least
  * the n elements' blocks) into dst. Results are bit-identical to the `gguf` Python package's
  * dequantize (same f32 operation order). Fails CMF_E_UNSUPPORTED naming the type for a type
  * not listed in the enum above as dequantizable, CMF_E_INVALID_ARG for n not a multiple of the
  * block size or src_len too small. */
-cmf_status cmf_ggml_dequantize(uint32_t type, const uint8_t *src, size_t src_len, uint64_t n,
-                               float *dst, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_ggml_dequantize(uint32_t type, const uint8_t *src,
+                                                           size_t src_len, uint64_t n, float *dst,
+                                                           cmf_err *err);
 
 /* Rows [row0, row0 + nrows) of tensor t (a row = t->row_len elements) as f32 into dst
  * (nrows * row_len floats). Fails CMF_E_INVALID_ARG for a range past t->nrows, CMF_E_UNSUPPORTED
  * for a type that does not dequantize (message names tensor and type). */
-cmf_status cmf_gguf_tensor_rows_f32(const cmf_gguf *g, const cmf_gguf_tensor *t, uint64_t row0,
-                                    uint64_t nrows, float *dst, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_gguf_tensor_rows_f32(const cmf_gguf *g,
+                                                                const cmf_gguf_tensor *t,
+                                                                uint64_t row0, uint64_t nrows,
+                                                                float *dst, cmf_err *err);
 
 /* ------------------------------------------------------------ GGUF -> HF naming and layout */
 
@@ -182,7 +190,7 @@ cmf_status cmf_gguf_tensor_rows_f32(const cmf_gguf *g, const cmf_gguf_tensor *t,
  * token_embd -> model.embed_tokens, blk.N.attn_q -> model.layers.N.self_attn.q_proj, ... (the
  * table is in docs/CONVERT.md). Writes into out (cap bytes) and returns true; returns false
  * for a name without a mapping (the caller decides: skip or fail) or when out is too small. */
-bool cmf_gguf_hf_name(const char *arch, const char *gguf_name, char *out, size_t cap);
+CORTIQ_API bool cmf_gguf_hf_name(const char *arch, const char *gguf_name, char *out, size_t cap);
 
 /* Per-tensor value fix-ups HF needs on top of the plain dequantization. */
 typedef struct cmf_gguf_fixup {
@@ -192,109 +200,40 @@ typedef struct cmf_gguf_fixup {
 } cmf_gguf_fixup;
 
 /* What HF-equivalence needs for tensor `gguf_name` of this file (all false = nothing). */
-cmf_gguf_fixup cmf_gguf_tensor_fixup(const cmf_gguf *g, const char *gguf_name);
+CORTIQ_API cmf_gguf_fixup cmf_gguf_tensor_fixup(const cmf_gguf *g, const char *gguf_name);
 
 /* Undo llama.cpp's rotary row permutation of a [n_head*head_dim, cols] f32 matrix in place
  * (HF row h*hd + p*hd/2 + i = GGUF row h*hd + 2i + p). scratch holds rows*cols floats.
  * CMF_E_INVALID_ARG when rows is not a multiple of 2*n_head. */
-cmf_status cmf_gguf_unpermute_rows(float *w, uint64_t rows, uint64_t cols, uint64_t n_head,
-                                   float *scratch, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_gguf_unpermute_rows(float *w, uint64_t rows,
+                                                               uint64_t cols, uint64_t n_head,
+                                                               float *scratch, cmf_err *err);
 
 /* Dequantize a whole tensor in HF form: HF shape, row permutation undone, Gemma norm shift
  * applied. dst holds t->nelem floats. */
-cmf_status cmf_gguf_tensor_hf_f32(const cmf_gguf *g, const cmf_gguf_tensor *t, float *dst,
-                                  cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_gguf_tensor_hf_f32(const cmf_gguf *g,
+                                                              const cmf_gguf_tensor *t, float *dst,
+                                                              cmf_err *err);
 
 /* The header "arch" object (spec §2) from the GGUF metadata, as JSON text in a malloc'd
  * NUL-terminated buffer (*out; free() it). Families: llama (incl. SmolLM), qwen2, qwen3,
  * gemma3 (layer_types every 6th FullAttention, rope_local_base_freq 10000, norm_style "gemma"),
  * gemma2; others fill the generic fields. CMF_E_NOT_FOUND when general.architecture or a
  * required hyper-parameter (block_count, embedding_length, head_count) is absent. */
-cmf_status cmf_gguf_arch_json(const cmf_gguf *g, char **out, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_gguf_arch_json(const cmf_gguf *g, char **out,
+                                                          cmf_err *err);
 
 /* The header "tokenizer_config" object (spec §6.1): chat_template, eos_token_ids,
  * bos_token_id, pad_token_id (null where absent), as malloc'd JSON text. */
-cmf_status cmf_gguf_tokenizer_config_json(const cmf_gguf *g, char **out, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_gguf_tokenizer_config_json(const cmf_gguf *g, char **out,
+                                                                      cmf_err *err);
 
 /* An HF tokenizer.json equivalent to the GGUF tokenizer metadata, malloc'd JSON text.
  * tokenizer.ggml.model "gpt2": byte-level BPE, pre-tokenizer regex from tokenizer.ggml.pre;
  * "llama" (SentencePiece): BPE with byte_fallback, merges rebuilt from scores, Metaspace-style
  * normalizer/decoder. CMF_E_UNSUPPORTED for another model or pre-tokenizer name (named). */
-cmf_status cmf_gguf_tokenizer_json(const cmf_gguf *g, char **out, size_t *len, cmf_err *err);
-
-/* ======================================================================== safetensors */
-
-typedef enum cmf_st_dtype {
-    CMF_ST_F32 = 0,
-    CMF_ST_F16,
-    CMF_ST_BF16,
-    /* parsed for size validation, refused for reading: */
-    CMF_ST_F64,
-    CMF_ST_I64,
-    CMF_ST_I32,
-    CMF_ST_I16,
-    CMF_ST_I8,
-    CMF_ST_U64,
-    CMF_ST_U32,
-    CMF_ST_U16,
-    CMF_ST_U8,
-    CMF_ST_BOOL,
-    CMF_ST_F8_E4M3,
-    CMF_ST_F8_E5M2,
-    CMF_ST_DTYPE_COUNT
-} cmf_st_dtype;
-
-#define CMF_ST_MAX_HEADER (100u * 1000u * 1000u) /* header length cap, bytes */
-#define CMF_ST_MAX_DIMS   8
-
-typedef struct cmf_st_tensor {
-    const char *name;
-    cmf_st_dtype dtype;
-    const char *dtype_name; /* as written in the header, e.g. "BF16" */
-    uint32_t ndim;
-    uint64_t shape[CMF_ST_MAX_DIMS];
-    uint64_t nelem;
-    uint64_t row_len; /* shape[ndim-1] (1 for a scalar) */
-    uint64_t nrows;   /* nelem / row_len (0 when nelem is 0) */
-    uint64_t nbytes;
-    uint32_t file;       /* index of the shard file it lives in */
-    const uint8_t *data; /* payload in the map */
-} cmf_st_tensor;
-
-typedef struct cmf_st cmf_st;
-
-/* Open a checkpoint: a .safetensors file, or a directory holding either
- * model.safetensors.index.json (its weight_map names the shard files: all are opened and
- * act as one namespace; every tensor of a shard must be listed for that shard and every
- * listed tensor must exist) or a single model.safetensors. Each file is validated:
- * 8-byte header length <= CMF_ST_MAX_HEADER and inside the file, header a JSON object,
- * each entry {dtype, shape, data_offsets:[begin,end]} with a known dtype, non-negative
- * shape whose product does not overflow, begin <= end <= data length,
- * end - begin == numel * elemsize, no two tensors overlapping; "__metadata__" (string values)
- * kept. Fails CMF_E_PARSE / CMF_E_BOUNDS / CMF_E_LIMIT / CMF_E_SHARD / CMF_E_NOT_FOUND
- * / CMF_E_IO with the file and tensor named. */
-cmf_status cmf_st_open(const char *path, cmf_st **out, cmf_err *err);
-/* One file image in memory (buf outlives the handle). */
-cmf_status cmf_st_open_memory(const void *buf, size_t len, const char *name, cmf_st **out,
-                              cmf_err *err);
-void cmf_st_close(cmf_st *s); /* NULL allowed */
-
-size_t cmf_st_file_count(const cmf_st *s);
-const char *cmf_st_file_path(const cmf_st *s, size_t i);
-size_t cmf_st_tensor_count(const cmf_st *s);
-/* Tensors in byte-wise name order (deterministic over shards). */
-const cmf_st_tensor *cmf_st_tensor_at(const cmf_st *s, size_t i);
-const cmf_st_tensor *cmf_st_find(const cmf_st *s, const char *name); /* NULL if absent */
-/* A "__metadata__" string value of the first file (NULL if absent). */
-const char *cmf_st_metadata(const cmf_st *s, const char *key);
-
-const char *cmf_st_dtype_name(cmf_st_dtype d);
-
-/* Rows [row0, row0 + nrows) of t as f32 into dst (F32 copied, F16/BF16 converted exactly).
- * CMF_E_UNSUPPORTED naming tensor and dtype for any other dtype; CMF_E_INVALID_ARG for a
- * range past t->nrows. */
-cmf_status cmf_st_rows_f32(const cmf_st *s, const cmf_st_tensor *t, uint64_t row0, uint64_t nrows,
-                           float *dst, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_gguf_tokenizer_json(const cmf_gguf *g, char **out,
+                                                               size_t *len, cmf_err *err);
 
 #ifdef __cplusplus
 }

@@ -6,8 +6,9 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "common/err.h"
 #include "common/hugepages.h"
-#include "quant/kernel_bench.h"
+#include "bench/kernel_bench.h"
 #include "quant/kernel_impl.h"
 
 /* Copy a row-major section of `per` bytes per row from src to dst, repeating rows. */

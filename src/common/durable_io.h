@@ -1,15 +1,12 @@
-/* io.h - positioned writes, temp files and atomic rename for the writer and appender. */
-#ifndef CORTIQ_FORMAT_IO_H
-#define CORTIQ_FORMAT_IO_H
+/* durable_io.h - positioned writes, temp files and atomic rename: how the writer, the appender
+ * and the key and signature files make a name hold either the old bytes or the new ones. */
+#ifndef CORTIQ_COMMON_DURABLE_IO_H
+#define CORTIQ_COMMON_DURABLE_IO_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "cortiq/status.h"
-
-/* Test hook: when >= 0, the n-th following write call fails as if the process died there
- * (nothing of that write reaches the file). -1 (default) disables it. */
-extern long cmf__io_fail_after;
 
 /* Write all of buf at offset off (one logical write; a "write boundary"). */
 cmf_status io_pwrite_all(int fd, const void *buf, size_t len, uint64_t off, const char *path,

@@ -1,5 +1,5 @@
 /* kernel_bench.c - read bandwidth and threaded kernel timing (see kernel_bench.h). */
-#include "quant/kernel_bench.h"
+#include "bench/kernel_bench.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -3,7 +3,7 @@
  * they could reach rather than one they can beat. */
 #include <immintrin.h>
 
-#include "quant/kernel_bench.h"
+#include "bench/kernel_bench.h"
 #include "quant/kernel_impl.h"
 
 uint64_t cq_bench_sum_avx512(const uint8_t *p, size_t n) {
