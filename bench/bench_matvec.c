@@ -16,6 +16,7 @@
 #include "../tests/quant/kernel_gen.h"
 #include "common/cpu.h"
 #include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 #include "quant/kernel_bench.h"
 
 static const cmf_dtype k_default[] = {

@@ -12,6 +12,7 @@
 #include "common/cpu.h"
 #include "common/hugepages.h"
 #include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 #include "cortiq/quant.h"
 #include "quant/kernel_bench.h"
 

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "cortiq/engine.h"
-#include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 #include "engine/pool.h"
 
 /* Caps on header values an attacker controls (checked before any allocation). */

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 
 /* Every supported dtype stores w = (code - off) * scale with an unsigned byte code:
  * q8_row as (q XOR 0x80) with off 128 and one scale per row; the q4 family as the nibble

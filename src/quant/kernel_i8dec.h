@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 
 /* y[r - r0] = W[r]·x for r in [r0, r1) with x quantized to int8 per 32-group (the error
  * bound of CMF_KF_INT8_ACT). Handles q4_tiled, q4_block, q4tp, vbit and vbit_ro with

@@ -9,8 +9,9 @@
 #include <stdint.h>
 
 #include "common/bytes.h"
+#include "common/cpu.h"
 #include "common/f16.h"
-#include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 
 /* Y[t*ldy + (r - r0)] = W[r] . X[t*ldx ...] for t < n, r in [r0, r1). */
 typedef void (*cq_mm_fn)(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
@@ -94,6 +95,12 @@ void *cq_kernel_scratch(cq_scratch_slot slot, size_t bytes);
  * decoding the weights again, so they take fewer tokens per pass. */
 static inline bool cq_fits_l1(unsigned nt, uint64_t bytes_per_token) {
     return nt * bytes_per_token <= 32768;
+}
+
+/* The AVX-512 tier is in effect (not lowered by CORTIQ_CPU) and the CPU has VNNI: the integer
+ * paths built on vpdpbusd (prepared tokens, the integer prefill GEMM) run. */
+static inline bool cq_vnni_tier(void) {
+    return cq_cpu_isa() >= CQ_ISA_AVX512 && cq_cpu_detect()->avx512vnni;
 }
 
 /* Byte sizes of the fixed tiles. */

@@ -14,6 +14,7 @@
 #include "common/cpu.h"
 #include "common/test.h"
 #include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 #include "quant/kernel_gen.h"
 
 static void *amalloc(size_t n) {

@@ -10,6 +10,7 @@
 #include "common/hugepages.h"
 #include "common/test.h"
 #include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 #include "quant/kernel_gen.h"
 #include "quant/kernel_bench.h"
 #include "quant/kernel_impl.h"

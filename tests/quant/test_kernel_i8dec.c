@@ -10,6 +10,7 @@
 #include "common/cpu.h"
 #include "common/test.h"
 #include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 #include "cortiq/quant.h"
 #include "quant/kernel_gen.h"
 #include "quant/kernel_i8dec.h"
