@@ -1,4 +1,4 @@
-/* gemm_impl.h - what the prefill GEMM tiers share (see cmf_matmul_qact in cortiq/kernels.h):
+/* gemm_impl.h - what the prefill GEMM tiers share (see cmf_matmul_qact in quant/kernels_engine.h):
  * the weight code form of each integer dtype, the panels' prefetch. Internal to src/quant. */
 #ifndef CORTIQ_QUANT_GEMM_IMPL_H
 #define CORTIQ_QUANT_GEMM_IMPL_H

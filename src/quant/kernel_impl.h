@@ -7,10 +7,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/bytes.h"
 #include "common/cpu.h"
 #include "common/f16.h"
+#include "cortiq/quant.h"
 #include "quant/kernels_engine.h"
 
 /* Y[t*ldy + (r - r0)] = W[r] . X[t*ldx ...] for t < n, r in [r0, r1). */
@@ -121,6 +123,26 @@ static inline const uint8_t *cq_vbit_row(const cmf_qmat *m, uint64_t r) {
 static inline float cq_vbit_scale(const cmf_qmat *m, uint64_t r, uint64_t g) {
     return f16_to_f32(ld_u16(m->scales + 2 * (r * m->groups + g)));
 }
+/* The SIMD tiers decode a vbit group (4b bytes at b bits) with 16-byte lane loads reaching up
+ * to p + 3b + 16: for the last groups of the payload they read a zero-padded copy instead. */
+static inline const uint8_t *cq_vbit_group_src(const uint8_t *p, unsigned b, const uint8_t *end,
+                                               uint8_t bounce[48]) {
+    if (p + 3 * b + 16 <= end) return p;
+    memset(bounce, 0, 48);
+    memcpy(bounce, p, 4 * b);
+    return bounce;
+}
+
+/* Defines `static const TAB *NAME(TAB tabs[9])`: INIT(&tabs[b], b) for every vbit width b (the
+ * tiers' decode tables, indexed by width), returning tabs. */
+#define CQ_DEFINE_VBIT_TABS(NAME, TAB, INIT)                                                       \
+    static const TAB *NAME(TAB tabs[9]) {                                                          \
+        static const unsigned widths[CMF_VBIT_NLEVELS] = CMF_VBIT_LEVELS;                          \
+        for (int i = 0; i < CMF_VBIT_NLEVELS; i++)                                                 \
+            INIT(&tabs[widths[i]], widths[i]);                                                     \
+        return tabs;                                                                               \
+    }
+
 /* q4tp: 5-bit code of group g of row r (LSB-first bit stream, row-aligned). */
 static inline unsigned cq_q4tp_code(const cmf_qmat *m, uint64_t r, uint64_t g) {
     const uint8_t *c = m->extra + r * m->code_bytes;
