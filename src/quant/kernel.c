@@ -27,11 +27,11 @@ static const cq_kernel_table *const k_tiers[CQ_ISA_COUNT] = {
     [CQ_ISA_AVX512] = &cq_kernels_avx512,
 };
 
+/* CQ_ISA_SELECT's rule per dtype: the best tier in effect that has a kernel for dt. */
 static cq_mm_fn pick(cmf_dtype dt) {
-    cq_mm_fn by_tier[CQ_ISA_COUNT];
-    for (int i = 0; i < CQ_ISA_COUNT; i++)
-        by_tier[i] = k_tiers[i] ? k_tiers[i]->mm[dt] : NULL;
-    return CQ_ISA_SELECT(by_tier);
+    for (int i = (int)cq_cpu_isa(); i > CQ_ISA_SCALAR; i--)
+        if (k_tiers[i] && k_tiers[i]->mm[dt]) return k_tiers[i]->mm[dt];
+    return k_tiers[CQ_ISA_SCALAR]->mm[dt];
 }
 
 /* Prefill blocking: the tier kernels walk rows and, per row, every token they are given, so
@@ -52,15 +52,16 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
                    uint64_t row_begin, uint64_t row_end, unsigned flags) {
     if (n == 0 || row_begin >= row_end) return;
     cq_mm_fn fn = pick(m->dtype);
-    const cq_isa gemm = cq_isa_pick(cq_dtype_ops_get(m->dtype)->gemm_tiers);
-    /* half-precision weights, a batch, AMX: tile products (split bf16, as exact as f32) */
-    if (n >= CQ_AMX_GEMM_MIN && gemm >= CQ_ISA_AMX &&
-        cq_gemm_half_amx(m, X, n, ldx, Y, ldy, row_begin, row_end))
-        return;
-    /* float weights, a batch: the panel GEMM (each weight converted once per call) */
-    if (n >= CQ_FLOAT_GEMM_MIN && gemm >= CQ_ISA_AVX512 &&
-        cq_gemm_float_avx512(m, X, n, ldx, Y, ldy, row_begin, row_end))
-        return;
+    if (n >= CQ_FLOAT_GEMM_MIN) { /* a batch: the dtype's GEMM of the best tier in effect */
+        const cq_isa gemm = cq_isa_pick(cq_dtype_ops_get(m->dtype)->gemm_tiers);
+        /* half-precision weights, AMX: tile products (split bf16, as exact as f32) */
+        if (n >= CQ_AMX_GEMM_MIN && gemm >= CQ_ISA_AMX &&
+            cq_gemm_half_amx(m, X, n, ldx, Y, ldy, row_begin, row_end))
+            return;
+        /* float weights: the panel GEMM (each weight converted once per call) */
+        if (gemm >= CQ_ISA_AVX512 && cq_gemm_float_avx512(m, X, n, ldx, Y, ldy, row_begin, row_end))
+            return;
+    }
     if (n <= 2) {
         fn(m, X, n, ldx, Y, ldy, row_begin, row_end, flags);
         return;
