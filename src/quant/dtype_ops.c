@@ -4,8 +4,8 @@
 
 #include <stddef.h>
 
-#define FLOAT_GEMMS (CQ_TIER(CQ_ISA_AVX512))
-#define HALF_GEMMS  (CQ_TIER(CQ_ISA_AVX512) | CQ_TIER(CQ_ISA_AMX))
+#define FLOAT_GEMMS (CQ_ISA_BIT(CQ_ISA_AVX512))
+#define HALF_GEMMS  (CQ_ISA_BIT(CQ_ISA_AVX512) | CQ_ISA_BIT(CQ_ISA_AMX))
 
 static const cq_dtype_ops k_ops[CMF_DT_COUNT] = {
     [CMF_DT_F32] = {.encode = qc_float_encode,

@@ -27,8 +27,6 @@ typedef enum cq_cols_rule {
     CQ_COLS_32, /* cols % 32 == 0 */
 } cq_cols_rule;
 
-#define CQ_TIER(isa) (1u << (isa))
-
 typedef struct cq_dtype_ops {
     /* Codec (src/quant/codec_*.c; the scalar reference of the layout). */
     cmf_status (*encode)(const qshape *s, const float *src, const cmf_quant_opts *o, uint8_t **out,
@@ -50,7 +48,7 @@ typedef struct cq_dtype_ops {
     cmf_status (*bind)(cmf_qmat *m, const char *ctx, cmf_err *err);
     cq_int8_policy int8_act;
     cq_cols_rule qact;   /* integer prefill GEMM, cmf_matmul_qact (qact.c, gemm_i8_avx512.c) */
-    unsigned gemm_tiers; /* CQ_TIER bits of the batch GEMMs of f32 activations: AVX512 (float
+    unsigned gemm_tiers; /* CQ_ISA_BIT bits of the batch GEMMs of f32 activations: AVX512 (float
                             panels, gemm_f32_avx512.c), AMX (half tiles, gemm_half_amx.c) */
 } cq_dtype_ops;
 
