@@ -16,6 +16,7 @@
 
 #include "common/cpu.h"
 #include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 #include "../tests/quant/kernel_gen.h"
 
 static double cpu_now(void) {

@@ -17,6 +17,7 @@
 #include "common/cpu.h"
 #include "cortiq/kernels.h"
 #include "bench/kernel_bench.h"
+#include "quant/kernels_engine.h"
 
 static const cmf_dtype k_default[] = {
     CMF_DT_Q8_ROW, CMF_DT_Q4_TILED, CMF_DT_Q4TP,  CMF_DT_VBIT_RO, CMF_DT_F16,

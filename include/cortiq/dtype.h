@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "cortiq/export.h"
 #include "cortiq/status.h"
 
 #ifdef __cplusplus
@@ -48,27 +49,30 @@ typedef struct cmf_dtype_traits {
     bool matrix_only;     /* 2-D only */
     bool needs_in_mult32; /* 2-D with in % 32 == 0 */
     bool quant_2f;        /* its presence needs required_features bit QUANT_2F */
+    uint32_t max_in;      /* largest in of a 2-D shape (q1t: u16 column index); 0 = no limit */
 } cmf_dtype_traits;
 
 /* Traits of an id; NULL when id >= CMF_DT_COUNT. */
-const cmf_dtype_traits *cmf_dtype_get(unsigned id);
+CORTIQ_API const cmf_dtype_traits *cmf_dtype_get(unsigned id);
 
-/* Spec name of an id, "reserved(5)" style text for reserved ids, "unknown" otherwise. */
+/* Spec name of an id (reserved ids keep theirs: 5 is "mix8_4"), "unknown" past the table. */
 CORTIQ_API const char *cmf_dtype_name(unsigned id);
 
 /* Look a dtype up by spec name (e.g. "q4_tiled"); returns false if not a live dtype. */
-bool cmf_dtype_from_name(const char *name, cmf_dtype *out);
+CORTIQ_API bool cmf_dtype_from_name(const char *name, cmf_dtype *out);
 
 /* Number of elements of a shape, with overflow checking. Returns false on a zero
  * dimension or an element count that does not fit in 2^62. ndim == 0 means a scalar. */
-bool cmf_shape_numel(unsigned ndim, const uint64_t *shape, uint64_t *numel);
+CORTIQ_API bool cmf_shape_numel(unsigned ndim, const uint64_t *shape, uint64_t *numel);
 
 /* Exact byte size of a tensor of a FIXED-size dtype (CMF_DTK_FIXED). For a variable
  * dtype it fills the smallest and largest size a valid payload can have.
  * Returns CMF_E_PARSE (with message) when the shape is not allowed for the dtype
  * (not 2-D, in % 32 != 0, overflow). ctx names the tensor for the message. */
-cmf_status cmf_dtype_nbytes(unsigned id, unsigned ndim, const uint64_t *shape, uint64_t *min_nbytes,
-                            uint64_t *max_nbytes, const char *ctx, cmf_err *err);
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_dtype_nbytes(unsigned id, unsigned ndim,
+                                                        const uint64_t *shape, uint64_t *min_nbytes,
+                                                        uint64_t *max_nbytes, const char *ctx,
+                                                        cmf_err *err);
 
 #ifdef __cplusplus
 }

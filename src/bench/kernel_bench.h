@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 
 /* Monotonic clock in seconds. */
 double cq_bench_now(void);

@@ -13,6 +13,7 @@
 #include "common/err.h"
 #include "common/hugepages.h"
 #include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 #include "cortiq/quant.h"
 #include "bench/kernel_bench.h"
 

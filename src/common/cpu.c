@@ -75,18 +75,8 @@ cq_isa cq_cpu_isa(void) {
     if (g_isa >= 0) return (cq_isa)g_isa;
     cq_isa isa = best_isa();
     const char *env = getenv("CORTIQ_CPU");
-    if (env) {
-        cq_isa want = isa;
-        if (!strcmp(env, "scalar"))
-            want = CQ_ISA_SCALAR;
-        else if (!strcmp(env, "avx2"))
-            want = CQ_ISA_AVX2;
-        else if (!strcmp(env, "avx512"))
-            want = CQ_ISA_AVX512;
-        else if (!strcmp(env, "amx"))
-            want = CQ_ISA_AMX;
-        if (want < isa) isa = want;
-    }
+    cq_isa want;
+    if (env && cq_isa_from_name(env, &want) && want < isa) isa = want;
     g_isa = (int)isa;
     return isa;
 }
@@ -96,16 +86,23 @@ void cq_cpu_force(cq_isa isa) {
     g_isa = (int)(isa < best ? isa : best);
 }
 
+static const char *const k_isa_names[CQ_ISA_COUNT] = {
+    [CQ_ISA_SCALAR] = "scalar",
+    [CQ_ISA_AVX2] = "avx2",
+    [CQ_ISA_AVX512] = "avx512",
+    [CQ_ISA_AMX] = "amx",
+};
+
 const char *cq_isa_name(cq_isa isa) {
-    switch (isa) {
-    case CQ_ISA_SCALAR:
-        return "scalar";
-    case CQ_ISA_AVX2:
-        return "avx2";
-    case CQ_ISA_AVX512:
-        return "avx512";
-    case CQ_ISA_AMX:
-        return "amx";
+    return (unsigned)isa < CQ_ISA_COUNT ? k_isa_names[isa] : "?";
+}
+
+bool cq_isa_from_name(const char *name, cq_isa *out) {
+    for (int i = 0; i < CQ_ISA_COUNT; i++) {
+        if (!strcmp(name, k_isa_names[i])) {
+            *out = (cq_isa)i;
+            return true;
+        }
     }
-    return "?";
+    return false;
 }

@@ -1,4 +1,5 @@
-/* cpu.h - which SIMD tier this process runs, chosen once from CPUID.
+/* cpu.h - which SIMD tier this process runs, chosen once from CPUID, and the one rule every
+ * module dispatches by (CQ_ISA_SELECT).
  * CORTIQ_CPU=scalar|avx2|avx512|amx forces a tier (lower than the CPU supports) for testing. */
 #ifndef CORTIQ_CPU_H
 #define CORTIQ_CPU_H
@@ -11,6 +12,8 @@ typedef enum cq_isa {
     CQ_ISA_AVX512 = 2, /* F, BW, VL, DQ (+ VNNI / BF16 reported separately) */
     CQ_ISA_AMX = 3,    /* AVX512 + AMX tiles with BF16 (Sapphire Rapids on), granted by the OS */
 } cq_isa;
+#define CQ_ISA_COUNT    4
+#define CQ_ISA_BIT(isa) (1u << (isa))
 
 typedef struct cq_cpu_features {
     bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, avxvnni;
@@ -25,5 +28,31 @@ cq_isa cq_cpu_isa(void);
 /* Override the tier for this process (tests); clamped to what the CPU supports. */
 void cq_cpu_force(cq_isa isa);
 const char *cq_isa_name(cq_isa isa);
+/* Parse a tier name ("scalar", "avx2", "avx512", "amx"); false if not one. */
+bool cq_isa_from_name(const char *name, cq_isa *out);
+
+/* The tier to run among those with an implementation (`have`: CQ_ISA_BIT per tier; scalar is
+ * always assumed): the best one at or below the tier in effect. */
+static inline cq_isa cq_isa_pick(unsigned have) {
+    int i = (int)cq_cpu_isa();
+    while (i > 0 && !(have & CQ_ISA_BIT(i)))
+        i--;
+    return (cq_isa)i;
+}
+
+/* Tiers whose entry of an array indexed by cq_isa is set. */
+#define CQ_ISA_HAVE(by_tier)                                                                       \
+    ((by_tier)[CQ_ISA_SCALAR] ? CQ_ISA_BIT(CQ_ISA_SCALAR) : 0u) |                                  \
+        ((by_tier)[CQ_ISA_AVX2] ? CQ_ISA_BIT(CQ_ISA_AVX2) : 0u) |                                  \
+        ((by_tier)[CQ_ISA_AVX512] ? CQ_ISA_BIT(CQ_ISA_AVX512) : 0u) |                              \
+        ((by_tier)[CQ_ISA_AMX] ? CQ_ISA_BIT(CQ_ISA_AMX) : 0u)
+_Static_assert(CQ_ISA_COUNT == 4, "CQ_ISA_HAVE names every tier");
+
+/* The entry to run from an array of implementations indexed by cq_isa, filled with designated
+ * initialisers (a missing tier falls back to the next lower one; the scalar entry must be set):
+ *   static const cq_act_ops *const k_tiers[CQ_ISA_COUNT] = {[CQ_ISA_SCALAR] = &..., ...};
+ *   return CQ_ISA_SELECT(k_tiers);
+ * Every module dispatches this way, so a new tier or kernel is one entry in one array. */
+#define CQ_ISA_SELECT(by_tier) ((by_tier)[cq_isa_pick(CQ_ISA_HAVE(by_tier))])
 
 #endif

@@ -27,9 +27,12 @@ static uint32_t argmax(const float *x, uint32_t n) {
 
 const cq_act_ops cq_act_ops_scalar = {silu_mul, gelu_tanh_mul, argmax};
 
+static const cq_act_ops *const k_tiers[CQ_ISA_COUNT] = {
+    [CQ_ISA_SCALAR] = &cq_act_ops_scalar,
+    [CQ_ISA_AVX2] = &cq_act_ops_avx2,
+    [CQ_ISA_AVX512] = &cq_act_ops_avx512,
+};
+
 const cq_act_ops *cq_act_ops_get(void) {
-    cq_isa isa = cq_cpu_isa();
-    if (isa >= CQ_ISA_AVX512) return &cq_act_ops_avx512;
-    if (isa >= CQ_ISA_AVX2) return &cq_act_ops_avx2;
-    return &cq_act_ops_scalar;
+    return CQ_ISA_SELECT(k_tiers);
 }

@@ -49,18 +49,15 @@ void cq_attn_batch_scalar(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_
         }
 }
 
+typedef void (*attn_batch_fn)(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_begin,
+                              uint32_t t_end, float *scratch);
+static const attn_batch_fn k_tiers[CQ_ISA_COUNT] = {
+    [CQ_ISA_SCALAR] = cq_attn_batch_scalar,
+    [CQ_ISA_AVX2] = cq_attn_batch_avx2,
+    [CQ_ISA_AVX512] = cq_attn_batch_avx512,
+};
+
 void cq_attn_batch(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_begin, uint32_t t_end,
                    float *scratch) {
-#if defined(__x86_64__) || defined(__i386__)
-    cq_isa isa = cq_cpu_isa();
-    if (isa >= CQ_ISA_AVX512) {
-        cq_attn_batch_avx512(a, kvh, t_begin, t_end, scratch);
-        return;
-    }
-    if (isa >= CQ_ISA_AVX2) {
-        cq_attn_batch_avx2(a, kvh, t_begin, t_end, scratch);
-        return;
-    }
-#endif
-    cq_attn_batch_scalar(a, kvh, t_begin, t_end, scratch);
+    CQ_ISA_SELECT(k_tiers)(a, kvh, t_begin, t_end, scratch);
 }

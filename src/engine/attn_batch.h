@@ -49,9 +49,9 @@ size_t cq_attn_batch_scratch_bytes(uint32_t hd, uint32_t max_keys);
 void cq_attn_batch(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_begin, uint32_t t_end,
                    float *scratch);
 
-/* The tiers, for tests and benchmarks; cq_attn_batch picks by cq_cpu_isa(). A tier whose lane
- * width does not divide hd (AVX-512: 16, AVX2: 8) hands the call to the next lower tier. The
- * scalar tier is the reference: one row at a time (cq_attn_ops loops, expf, tanhf). */
+/* The tiers, for tests and benchmarks; cq_attn_batch picks with CQ_ISA_SELECT (common/cpu.h). A
+ * tier whose lane width does not divide hd (AVX-512: 16, AVX2: 8) hands the call to the next lower
+ * tier. The scalar tier is the reference: one row at a time (cq_attn_ops loops, expf, tanhf). */
 void cq_attn_batch_scalar(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_begin,
                           uint32_t t_end, float *scratch);
 void cq_attn_batch_avx2(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_begin, uint32_t t_end,

@@ -94,17 +94,19 @@ void cq_attn_decode_combine(const cq_attn_decode_args *a, uint32_t kvh) {
     }
 }
 
+/* The scalar tier: the generic body over the portable operations. */
+static void unit_scalar(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float *scratch) {
+    cq_attn_decode_unit_generic(a, kvh, ch, scratch, &cq_attn_ops_scalar);
+}
+
+typedef void (*attn_decode_fn)(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch,
+                               float *scratch);
+static const attn_decode_fn k_tiers[CQ_ISA_COUNT] = {
+    [CQ_ISA_SCALAR] = unit_scalar,
+    [CQ_ISA_AVX2] = cq_attn_decode_unit_avx2,
+    [CQ_ISA_AVX512] = cq_attn_decode_unit_avx512,
+};
+
 void cq_attn_decode_unit(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float *scratch) {
-#if defined(__x86_64__) || defined(__i386__)
-    cq_isa isa = cq_cpu_isa();
-    if (isa >= CQ_ISA_AVX512) {
-        cq_attn_decode_unit_avx512(a, kvh, ch, scratch);
-        return;
-    }
-    if (isa >= CQ_ISA_AVX2) {
-        cq_attn_decode_unit_avx2(a, kvh, ch, scratch);
-        return;
-    }
-#endif
-    cq_attn_decode_unit_generic(a, kvh, ch, scratch, cq_attn_ops_get());
+    CQ_ISA_SELECT(k_tiers)(a, kvh, ch, scratch);
 }

@@ -69,7 +69,7 @@ size_t cq_attn_decode_scratch_floats(uint32_t hd, uint32_t group, uint32_t max_k
 size_t cq_attn_decode_part_floats(uint32_t n_heads, uint32_t hd);
 
 /* Unit (kvh, ch): chunk ch < cq_attn_decode_chunks(a) of kv head kvh. scratch: see above,
- * 64-byte aligned. Picks the tier from cq_cpu_isa(). */
+ * 64-byte aligned. Picks the tier with CQ_ISA_SELECT (common/cpu.h). */
 void cq_attn_decode_unit(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float *scratch);
 /* Writes out rows kvh * group .. (kvh + 1) * group - 1 from the partials of every chunk of kvh
  * (all of which must be done). */

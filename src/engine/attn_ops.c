@@ -102,11 +102,12 @@ const cq_attn_ops cq_attn_ops_scalar = {dots_portable,      axpys_portable,   do
                                         axpys_f16_portable, dots_q8_portable, axpys_q8_portable,
                                         to_f16_portable};
 
+static const cq_attn_ops *const k_tiers[CQ_ISA_COUNT] = {
+    [CQ_ISA_SCALAR] = &cq_attn_ops_scalar,
+    [CQ_ISA_AVX2] = &cq_attn_ops_avx2,
+    [CQ_ISA_AVX512] = &cq_attn_ops_avx512,
+};
+
 const cq_attn_ops *cq_attn_ops_get(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    cq_isa isa = cq_cpu_isa();
-    if (isa >= CQ_ISA_AVX512) return &cq_attn_ops_avx512;
-    if (isa >= CQ_ISA_AVX2) return &cq_attn_ops_avx2;
-#endif
-    return &cq_attn_ops_scalar;
+    return CQ_ISA_SELECT(k_tiers);
 }

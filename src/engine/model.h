@@ -8,7 +8,7 @@
 
 #include "common/err.h"
 #include "cortiq/engine.h"
-#include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 #include "engine/pool.h"
 
 /* Caps on header values an attacker controls (checked before any allocation). */

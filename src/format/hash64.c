@@ -14,15 +14,15 @@ uint64_t hash64_fold_scalar(const uint8_t *p, size_t n, uint64_t first) {
     return acc;
 }
 
+typedef uint64_t (*hash64_fold_fn)(const uint8_t *p, size_t n, uint64_t first);
+static const hash64_fold_fn k_fold[CQ_ISA_COUNT] = {
+    [CQ_ISA_SCALAR] = hash64_fold_scalar,
+    [CQ_ISA_AVX2] = hash64_fold_avx2,
+    [CQ_ISA_AVX512] = hash64_fold_avx512,
+};
+
 uint64_t cmf_hash64_fold_words(const uint8_t *words, size_t nwords, uint64_t first_word) {
-    switch (cq_cpu_isa()) {
-    case CQ_ISA_AVX512:
-        return hash64_fold_avx512(words, nwords, first_word);
-    case CQ_ISA_AVX2:
-        return hash64_fold_avx2(words, nwords, first_word);
-    default:
-        return hash64_fold_scalar(words, nwords, first_word);
-    }
+    return CQ_ISA_SELECT(k_fold)(words, nwords, first_word);
 }
 
 uint64_t cmf_hash64_finish(uint64_t fold, uint64_t len) {

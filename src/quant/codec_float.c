@@ -7,8 +7,10 @@ static unsigned elem_size(cmf_dtype dt) {
     return dt == CMF_DT_F32 ? 4u : 2u;
 }
 
-cmf_status qc_float_encode(cmf_dtype dt, const qshape *s, const float *src, uint8_t **out,
-                           size_t *len, cmf_err *err) {
+cmf_status qc_float_encode(const qshape *s, const float *src, const cmf_quant_opts *o,
+                           uint8_t **out, size_t *len, cmf_err *err) {
+    (void)o;
+    const cmf_dtype dt = s->dt;
     size_t n;
     cmf_status st = q_size(s->n * elem_size(dt), &n, err);
     if (st != CMF_OK) return st;
@@ -26,7 +28,8 @@ cmf_status qc_float_encode(cmf_dtype dt, const qshape *s, const float *src, uint
     return CMF_OK;
 }
 
-void qc_float_row(cmf_dtype dt, const qshape *s, const uint8_t *d, uint64_t row, float *out) {
+void qc_float_row(const qshape *s, const uint8_t *d, uint64_t row, float *out) {
+    const cmf_dtype dt = s->dt;
     const uint8_t *p = d + row * s->cols * elem_size(dt);
     for (uint64_t i = 0; i < s->cols; i++) {
         if (dt == CMF_DT_F32)

@@ -30,8 +30,9 @@ void q1_tile_decode(const uint8_t tile[6], float *out) {
         out[j] = (tile[2 + j / 8] >> (j % 8) & 1u) ? s : -s;
 }
 
-cmf_status qc_q1_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
-                        cmf_err *err) {
+cmf_status qc_q1_encode(const qshape *s, const float *src, const cmf_quant_opts *o, uint8_t **out,
+                        size_t *len, cmf_err *err) {
+    (void)o;
     size_t n;
     cmf_status st = q_size(s->rows * s->gpr * 6, &n, err);
     if (st == CMF_OK) st = q_alloc_out(n, out, len, err);
@@ -55,8 +56,9 @@ static void q1_tile_decode_cb(const uint8_t *tile, float *out) {
     q1_tile_decode(tile, out);
 }
 
-cmf_status qc_q1s_encode(const qshape *s, const float *src, double frac, uint8_t **out, size_t *len,
-                         cmf_err *err) {
+cmf_status qc_q1s_encode(const qshape *s, const float *src, const cmf_quant_opts *o, uint8_t **out,
+                         size_t *len, cmf_err *err) {
+    const double frac = o->outlier_frac;
     if (s->n > UINT32_MAX)
         return cmf_err_set(err, CMF_E_UNSUPPORTED, "encode",
                            "q1s flat indices are u32; tensor has %llu weights",

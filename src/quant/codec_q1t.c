@@ -79,8 +79,9 @@ static void q1t_tile_decode(const uint8_t *tile, float *out) {
     }
 }
 
-cmf_status qc_q1t_encode(const qshape *s, const float *src, double frac, uint8_t **out, size_t *len,
-                         cmf_err *err) {
+cmf_status qc_q1t_encode(const qshape *s, const float *src, const cmf_quant_opts *o, uint8_t **out,
+                         size_t *len, cmf_err *err) {
+    const double frac = o->outlier_frac;
     static const q_tile_codec codec = {Q1T_TILE, q1t_tile_encode, q1t_tile_decode};
     uint64_t base = s->rows * s->gpr * Q1T_TILE, k = q_outlier_budget(frac, s->n), count = 0;
     if (k > UINT32_MAX) k = UINT32_MAX;

@@ -37,8 +37,9 @@ static inline float q4_nib(const uint8_t *nib, unsigned j) {
 }
 
 /* ---- q4_block ---- */
-cmf_status qc_q4_block_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
-                              cmf_err *err) {
+cmf_status qc_q4_block_encode(const qshape *s, const float *src, const cmf_quant_opts *o,
+                              uint8_t **out, size_t *len, cmf_err *err) {
+    (void)o;
     uint64_t ng = (s->n + 31) / 32;
     size_t n;
     cmf_status st = q_size(ng * 18, &n, err);
@@ -61,8 +62,9 @@ void qc_q4_block_row(const qshape *s, const uint8_t *d, uint64_t row, float *out
 }
 
 /* ---- q4_tiled ---- */
-cmf_status qc_q4_tiled_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
-                              cmf_err *err) {
+cmf_status qc_q4_tiled_encode(const qshape *s, const float *src, const cmf_quant_opts *o,
+                              uint8_t **out, size_t *len, cmf_err *err) {
+    (void)o;
     size_t n;
     cmf_status st = q_size(s->rows * s->gpr * 18, &n, err);
     if (st == CMF_OK) st = q_alloc_out(n, out, len, err);
@@ -142,8 +144,9 @@ static void q4tp_encode_row(const float *w, uint64_t gpr, uint8_t *nibs, uint8_t
     }
 }
 
-cmf_status qc_q4tp_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
-                          cmf_err *err) {
+cmf_status qc_q4tp_encode(const qshape *s, const float *src, const cmf_quant_opts *o, uint8_t **out,
+                          size_t *len, cmf_err *err) {
+    (void)o;
     uint64_t cb = q4tp_code_bytes(s->gpr);
     size_t n;
     cmf_status st = q_size(s->rows * (s->gpr * 16 + 4 + cb), &n, err);

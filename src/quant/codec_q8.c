@@ -14,8 +14,9 @@ static void q8_quant_row(const float *w, uint64_t in, float scale, const float *
     }
 }
 
-cmf_status qc_q8_row_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
-                            cmf_err *err) {
+cmf_status qc_q8_row_encode(const qshape *s, const float *src, const cmf_quant_opts *o,
+                            uint8_t **out, size_t *len, cmf_err *err) {
+    (void)o;
     size_t n;
     cmf_status st = q_size(s->n + 2 * s->rows, &n, err);
     if (st == CMF_OK) st = q_alloc_out(n, out, len, err);
@@ -59,8 +60,9 @@ static void q8_2f_col_field(const qshape *s, const float *src, float *col) {
         col[i] = f16_to_f32(q_scale_f16(col[i] / g));
 }
 
-cmf_status qc_q8_2f_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
-                           cmf_err *err) {
+cmf_status qc_q8_2f_encode(const qshape *s, const float *src, const cmf_quant_opts *o,
+                           uint8_t **out, size_t *len, cmf_err *err) {
+    (void)o;
     size_t n;
     cmf_status st = q_size(s->n + 2 * s->rows + 2 * s->cols, &n, err);
     if (st != CMF_OK) return st;

@@ -60,7 +60,8 @@ cmf_status cmf_vbit_encode(cmf_dtype dt, uint64_t rows, uint64_t in, const float
                            "%s needs rows, in > 0 and in %% 32 == 0, got %llux%llu",
                            cmf_dtype_name((unsigned)dt), (unsigned long long)rows,
                            (unsigned long long)in);
-    qshape s = {2, shape, n, rows, in, in / 32};
+    qshape s = {
+        .dt = dt, .ndim = 2, .shape = shape, .n = n, .rows = rows, .cols = in, .gpr = in / 32};
     bool ro = dt == CMF_DT_VBIT_RO;
     uint64_t packed = 0;
     for (uint64_t r = 0; r < rows; r++) {
@@ -142,8 +143,9 @@ static cmf_status check_bits(const uint8_t *d, uint64_t row, const char *ctx, cm
     return CMF_OK;
 }
 
-cmf_status qc_vbit_validate(bool ro, const qshape *s, const uint8_t *d, uint64_t nbytes,
-                            const char *ctx, cmf_err *err) {
+cmf_status qc_vbit_validate(const qshape *s, const uint8_t *d, uint64_t nbytes, const char *ctx,
+                            cmf_err *err) {
+    const bool ro = s->dt == CMF_DT_VBIT_RO;
     uint64_t hdr = 0, off = 0;
     cmf_status st = check_header(ro, s, nbytes, &hdr, ctx, err);
     if (st != CMF_OK) return st;
@@ -168,8 +170,9 @@ cmf_status qc_vbit_validate(bool ro, const qshape *s, const uint8_t *d, uint64_t
     return CMF_OK;
 }
 
-cmf_status qc_vbit_row(bool ro, const qshape *s, const uint8_t *d, uint64_t nbytes, uint64_t row,
-                       float *out, const char *ctx, cmf_err *err) {
+cmf_status qc_vbit_row(const qshape *s, const uint8_t *d, uint64_t nbytes, uint64_t row, float *out,
+                       const char *ctx, cmf_err *err) {
+    const bool ro = s->dt == CMF_DT_VBIT_RO;
     uint64_t hdr = 0, off = 0;
     cmf_status st = check_header(ro, s, nbytes, &hdr, ctx, err);
     if (st != CMF_OK) return st;
@@ -200,10 +203,26 @@ cmf_status qc_vbit_row(bool ro, const qshape *s, const uint8_t *d, uint64_t nbyt
     return CMF_OK;
 }
 
-void qc_vbit_all(bool ro, const qshape *s, const uint8_t *d, float *out) {
+void qc_vbit_all(const qshape *s, const uint8_t *d, float *out) {
+    const bool ro = s->dt == CMF_DT_VBIT_RO;
     const uint8_t *packed = d + vbit_header(ro, s);
     for (uint64_t r = 0; r < s->rows; r++) {
         decode_row(s, d, d[r], r, packed, out + r * s->cols);
         packed += cmf_vbit_row_bytes(d[r], s->cols);
     }
+}
+
+cmf_status qc_vbit_encode(const qshape *s, const float *src, const cmf_quant_opts *o, uint8_t **out,
+                          size_t *len, cmf_err *err) {
+    if (s->rows > (uint64_t)SIZE_MAX)
+        return cmf_err_set(err, CMF_E_NOMEM, "encode", "too many rows (%llu)",
+                           (unsigned long long)s->rows);
+    uint8_t *bits = malloc((size_t)s->rows);
+    if (!bits)
+        return cmf_err_set(err, CMF_E_NOMEM, "encode", "cannot allocate the vbit bit vector");
+    cmf_status st =
+        cmf_vbit_allocate(s->rows, s->cols, src, o->row_weights, o->vbit_mean_bits, bits, err);
+    if (st == CMF_OK) st = cmf_vbit_encode(s->dt, s->rows, s->cols, src, bits, out, len, err);
+    free(bits);
+    return st;
 }

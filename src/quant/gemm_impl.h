@@ -1,4 +1,4 @@
-/* gemm_impl.h - what the prefill GEMM tiers share (see cmf_matmul_qact in cortiq/kernels.h):
+/* gemm_impl.h - what the prefill GEMM tiers share (see cmf_matmul_qact in quant/kernels_engine.h):
  * the weight code form of each integer dtype, the panels' prefetch. Internal to src/quant. */
 #ifndef CORTIQ_QUANT_GEMM_IMPL_H
 #define CORTIQ_QUANT_GEMM_IMPL_H
@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 
 /* Every supported dtype stores w = (code - off) * scale with an unsigned byte code:
  * q8_row as (q XOR 0x80) with off 128 and one scale per row; the q4 family as the nibble

@@ -419,26 +419,13 @@ GROUP_KERNEL(mm_q1t, q1t_tab tb; q1t_tab_init(&tb);
              const uint8_t *ovl_e; uint64_t ovl_n; cq_ovl_next(m, r, &ovl_k, &ovl_e, &ovl_n),
                                                    dec_q1t(row + g * CQ_Q1T_TILE, &tb, w), OVL_POST)
 
-static const vbit_tab *vbit_tabs(vbit_tab tabs[9]) {
-    static const unsigned widths[5] = {3, 4, 5, 6, 8};
-    for (int i = 0; i < 5; i++)
-        vbit_tab_init(&tabs[widths[i]], widths[i]);
-    return tabs;
-}
-/* The 16-byte lane loads read up to p + 3b + 16; near the payload's end use a copy. */
-static inline const uint8_t *vbit_src(const uint8_t *p, unsigned b, const uint8_t *end,
-                                      uint8_t *bounce) {
-    if (p + 3 * b + 16 <= end) return p;
-    memset(bounce, 0, 48);
-    memcpy(bounce, p, 4 * b);
-    return bounce;
-}
+CQ_DEFINE_VBIT_TABS(vbit_tabs, vbit_tab, vbit_tab_init)
 GROUP_KERNEL(mm_vbit, vbit_tab tabs_[9]; const vbit_tab *tabs = vbit_tabs(tabs_);
              uint8_t bounce[48];
              const uint8_t *end = m->data + m->nbytes, const unsigned b = cq_vbit_bits(m, r);
              const vbit_tab *tb = &tabs[b]; const uint8_t *row = cq_vbit_row(m, r);
              const uint8_t *sc = m->scales + 2 * r * G,
-             dec_vbit(vbit_src(row + 4 * b * g, b, end, bounce), tb,
+             dec_vbit(cq_vbit_group_src(row + 4 * b * g, b, end, bounce), tb,
                       _mm256_set1_ps(h16(sc + 2 * g)), w),
              NO_POST)
 

@@ -396,25 +396,13 @@ GROUP_KERNEL(mm_q1t, q1t_tab tb; q1t_tab_init(&tb);
 
 /* vbit: the decode tables follow the row's bit width; the last groups of the payload are
  * decoded from a copy so the 16-byte lane loads never leave it. */
-static vbit_tab *vbit_tabs(vbit_tab tabs[9]) {
-    static const unsigned widths[5] = {3, 4, 5, 6, 8};
-    for (int i = 0; i < 5; i++)
-        vbit_tab_init(&tabs[widths[i]], widths[i]);
-    return tabs;
-}
-static inline const uint8_t *vbit_src(const uint8_t *p, unsigned b, const uint8_t *end,
-                                      uint8_t *bounce) {
-    if (p + 3 * b + 16 <= end) return p;
-    memset(bounce, 0, 48);
-    memcpy(bounce, p, 4 * b);
-    return bounce;
-}
+CQ_DEFINE_VBIT_TABS(vbit_tabs, vbit_tab, vbit_tab_init)
 GROUP_KERNEL(mm_vbit_generic, vbit_tab tabs_[9]; const vbit_tab *tabs = vbit_tabs(tabs_);
              uint8_t bounce[48];
              const uint8_t *end = m->data + m->nbytes, const unsigned b = cq_vbit_bits(m, r);
              const vbit_tab *tb = &tabs[b]; const uint8_t *row = cq_vbit_row(m, r);
              const uint8_t *sc = m->scales + 2 * r * G,
-             dec_vbit(vbit_src(row + 4 * b * g, b, end, bounce), tb,
+             dec_vbit(cq_vbit_group_src(row + 4 * b * g, b, end, bounce), tb,
                       _mm512_set1_ps(h16(sc + 2 * g)), &w0, &w1),
              NO_POST)
 
@@ -589,7 +577,7 @@ ALWAYS_INLINE void vbit_nt(const cmf_qmat *m, const float *X, size_t ldx, const 
                     w0 = _mm512_mul_ps(_mm512_sub_ps(w0, l8), s);
                     w1 = _mm512_mul_ps(_mm512_sub_ps(w1, l8), s);
                 } else {
-                    dec_vbit(vbit_src(row + 4 * b * g, b, end, bounce), tb, s, &w0, &w1);
+                    dec_vbit(cq_vbit_group_src(row + 4 * b * g, b, end, bounce), tb, s, &w0, &w1);
                 }
                 for (size_t k = 0; k < NT; k++) {
                     const float *x = X + (t0 + k) * ldx + 32 * g;

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 
 /* y[r - r0] = W[r]·x for r in [r0, r1) with x quantized to int8 per 32-group (the error
  * bound of CMF_KF_INT8_ACT). Handles q4_tiled, q4_block, q4tp, vbit and vbit_ro with
@@ -20,7 +20,7 @@ bool cq_avx512_i8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_
 bool cq_avx512_i8dec_supports(const cmf_qmat *m);
 
 /* The same product in two steps, so that one quantized token serves many row ranges
- * (cmf_tok8_* in cortiq/kernels.h): bytes of a prepared token of `cols` columns (0 when this
+ * (cmf_tok8_* in quant/kernels_engine.h): bytes of a prepared token of `cols` columns (0 when this
  * CPU lacks the features or cols % 32 != 0), quantizing x into buf (that many bytes, 64-byte
  * aligned), and rows [r0, r1) of a supported m with m->cols == cols, the same result as
  * cq_avx512_i8dec_matvec over the same rows. */

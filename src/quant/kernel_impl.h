@@ -7,11 +7,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/bytes.h"
 #include "common/err.h"
+#include "common/cpu.h"
 #include "common/f16.h"
-#include "cortiq/kernels.h"
+#include "cortiq/quant.h"
+#include "quant/kernels_engine.h"
 
 /* Y[t*ldy + (r - r0)] = W[r] . X[t*ldx ...] for t < n, r in [r0, r1). */
 typedef void (*cq_mm_fn)(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
@@ -93,6 +96,12 @@ static inline bool cq_fits_l1(unsigned nt, uint64_t bytes_per_token) {
     return nt * bytes_per_token <= 32768;
 }
 
+/* The AVX-512 tier is in effect (not lowered by CORTIQ_CPU) and the CPU has VNNI: the integer
+ * paths built on vpdpbusd (prepared tokens, the integer prefill GEMM) run. */
+static inline bool cq_vnni_tier(void) {
+    return cq_cpu_isa() >= CQ_ISA_AVX512 && cq_cpu_detect()->avx512vnni;
+}
+
 /* Byte sizes of the fixed tiles. */
 #define CQ_Q4T_TILE 18 /* q4_tiled: f16 scale + 16 B nibbles */
 #define CQ_Q1_TILE  6  /* q1 / q1s: f16 scale + 4 B sign bits */
@@ -111,6 +120,26 @@ static inline const uint8_t *cq_vbit_row(const cmf_qmat *m, uint64_t r) {
 static inline float cq_vbit_scale(const cmf_qmat *m, uint64_t r, uint64_t g) {
     return f16_to_f32(ld_u16(m->scales + 2 * (r * m->groups + g)));
 }
+/* The SIMD tiers decode a vbit group (4b bytes at b bits) with 16-byte lane loads reaching up
+ * to p + 3b + 16: for the last groups of the payload they read a zero-padded copy instead. */
+static inline const uint8_t *cq_vbit_group_src(const uint8_t *p, unsigned b, const uint8_t *end,
+                                               uint8_t bounce[48]) {
+    if (p + 3 * b + 16 <= end) return p;
+    memset(bounce, 0, 48);
+    memcpy(bounce, p, 4 * b);
+    return bounce;
+}
+
+/* Defines `static const TAB *NAME(TAB tabs[9])`: INIT(&tabs[b], b) for every vbit width b (the
+ * tiers' decode tables, indexed by width), returning tabs. */
+#define CQ_DEFINE_VBIT_TABS(NAME, TAB, INIT)                                                       \
+    static const TAB *NAME(TAB tabs[9]) {                                                          \
+        static const unsigned widths[CMF_VBIT_NLEVELS] = CMF_VBIT_LEVELS;                          \
+        for (int i = 0; i < CMF_VBIT_NLEVELS; i++)                                                 \
+            INIT(&tabs[widths[i]], widths[i]);                                                     \
+        return tabs;                                                                               \
+    }
+
 /* q4tp: 5-bit code of group g of row r (LSB-first bit stream, row-aligned). */
 static inline unsigned cq_q4tp_code(const cmf_qmat *m, uint64_t r, uint64_t g) {
     const uint8_t *c = m->extra + r * m->code_bytes;

@@ -3,7 +3,7 @@
  * columns carries only 18-28 groups, so a ladder per row is a fifth of a decode matvec's work
  * when it costs two exp2 polynomials and a call. Rungs 0..15 come from one polynomial; rungs
  * 16..31 are those times 2^(16 step) = (rung 8 / rung 0)^2. Relative error against exp2f: the
- * polynomial's ~2 ulp, a few ulp more for the upper half (tests/quant/test_kernels.c and
+ * polynomial's ~2 ulp, a few ulp more for the upper half (tests/quant/test_kernel.c and
  * test_kernel_i8dec.c hold every tier to the scalar decode). For files compiled with the
  * AVX-512 flags (cmake/CortiqModule.cmake). */
 #ifndef CORTIQ_QUANT_Q4TP_LADDER_AVX512_H

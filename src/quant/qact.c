@@ -6,6 +6,7 @@
 #include "common/bytes.h"
 #include "common/cpu.h"
 #include "common/f16.h"
+#include "quant/dtype_ops.h"
 #include "quant/gemm_impl.h"
 #include "quant/kernel_impl.h"
 #include "quant/q4tp_rung.h"
@@ -79,20 +80,12 @@ void cmf_qact_quantize_rows(cmf_qact *a, const float *X, size_t ldx, size_t t_be
 }
 
 int cmf_qact_supports(const cmf_qmat *m) {
-    switch (m->dtype) {
-    case CMF_DT_Q8_ROW:
-        return 1;
-    case CMF_DT_Q4_BLOCK:
-    case CMF_DT_Q4_TILED:
-    case CMF_DT_Q4TP:
-        return m->cols % 32 == 0;
-    default:
-        return 0;
-    }
+    const cq_dtype_ops *o = cq_dtype_ops_get(m->dtype);
+    return o && (o->qact == CQ_COLS_ANY || (o->qact == CQ_COLS_32 && m->cols % 32 == 0));
 }
 
 int cmf_qact_fast(void) {
-    return cq_cpu_isa() >= CQ_ISA_AVX512 && cq_cpu_detect()->avx512vnni;
+    return cq_vnni_tier();
 }
 
 /* Panel codes (16 rows, cols rounded up to 64) + block scales + row scales; the scalar tier

@@ -1,9 +1,10 @@
 /* quant_api.c - the public entry points of cortiq/quant.h: shape rules, dtype policy, and the
- * dispatch to one codec file per dtype family. */
+ * dispatch through each dtype's record (quant/dtype_ops.h) to its codec file. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/checked.h"
+#include "quant/dtype_ops.h"
 #include "quant/quant_internal.h"
 
 void cmf_quant_opts_default(cmf_quant_opts *o) {
@@ -51,6 +52,7 @@ static cmf_status make_shape(cmf_dtype dt, unsigned ndim, const uint64_t *shape,
     if (ndim > CMF_MAX_DIMS) return cmf_err_set(err, code, ctx, "ndim=%u > %d", ndim, CMF_MAX_DIMS);
     if (ndim && !shape) return cmf_err_set(err, CMF_E_INVALID_ARG, ctx, "shape is NULL");
     memset(qs, 0, sizeof *qs);
+    qs->dt = dt;
     qs->ndim = ndim;
     qs->shape = shape;
     if (!cmf_quant_rows(ndim, shape, &qs->rows, &qs->cols))
@@ -63,10 +65,10 @@ static cmf_status make_shape(cmf_dtype dt, unsigned ndim, const uint64_t *shape,
     if (t->needs_in_mult32 && qs->cols % 32 != 0)
         return cmf_err_set(err, code, ctx, "dtype %s needs in %% 32 == 0, got in=%llu", t->name,
                            (unsigned long long)qs->cols);
-    if (dt == CMF_DT_Q1T && qs->cols > 65535)
+    if (t->max_in && qs->cols > t->max_in)
         return cmf_err_set(err, code, ctx,
-                           "dtype q1t needs in <= 65535 (u16 column index), got in=%llu",
-                           (unsigned long long)qs->cols);
+                           "dtype %s needs in <= %u (u16 column index), got in=%llu", t->name,
+                           (unsigned)t->max_in, (unsigned long long)qs->cols);
     qs->gpr = qs->cols / 32;
     return CMF_OK;
 }
@@ -80,12 +82,9 @@ cmf_dtype cmf_quant_policy_dtype(cmf_dtype wanted, unsigned ndim, const uint64_t
     qshape qs;
     if (make_shape(wanted, ndim, shape, &qs, CMF_E_UNSUPPORTED, NULL, NULL) != CMF_OK)
         return CMF_DT_F16;
-    if (wanted == CMF_DT_Q1S && qs.n > UINT32_MAX) return CMF_DT_F16; /* u32 flat indices */
+    uint64_t max_numel = cq_dtype_ops_get(wanted)->max_numel;
+    if (max_numel && qs.n > max_numel) return CMF_DT_F16; /* q1s: u32 flat indices */
     return wanted;
-}
-
-static bool is_float_dtype(cmf_dtype dt) {
-    return dt == CMF_DT_F32 || dt == CMF_DT_F16 || dt == CMF_DT_BF16;
 }
 
 cmf_status cmf_quant_encode(cmf_dtype dt, unsigned ndim, const uint64_t *shape, const float *src,
@@ -101,7 +100,8 @@ cmf_status cmf_quant_encode(cmf_dtype dt, unsigned ndim, const uint64_t *shape, 
     cmf_status st = make_shape(dt, ndim, shape, &qs, CMF_E_UNSUPPORTED, "encode", err);
     if (st != CMF_OK) return st;
     if (!src) return cmf_err_set(err, CMF_E_INVALID_ARG, "encode", "src is NULL");
-    if (!is_float_dtype(dt)) {
+    const cq_dtype_ops *ops = cq_dtype_ops_get(dt);
+    if (ops->quantized) {
         for (uint64_t i = 0; i < qs.n; i++)
             if (!isfinite(src[i]))
                 return cmf_err_set(err, CMF_E_UNSUPPORTED, "encode",
@@ -111,45 +111,7 @@ cmf_status cmf_quant_encode(cmf_dtype dt, unsigned ndim, const uint64_t *shape, 
     if (!(opts->outlier_frac >= 0.0 && opts->outlier_frac <= 1.0))
         return cmf_err_set(err, CMF_E_INVALID_ARG, "encode", "outlier_frac=%g is outside [0, 1]",
                            opts->outlier_frac);
-    switch (dt) {
-    case CMF_DT_F32:
-    case CMF_DT_F16:
-    case CMF_DT_BF16:
-        return qc_float_encode(dt, &qs, src, out, out_len, err);
-    case CMF_DT_Q8_ROW:
-        return qc_q8_row_encode(&qs, src, out, out_len, err);
-    case CMF_DT_Q8_2F:
-        return qc_q8_2f_encode(&qs, src, out, out_len, err);
-    case CMF_DT_Q4_BLOCK:
-        return qc_q4_block_encode(&qs, src, out, out_len, err);
-    case CMF_DT_Q4_TILED:
-        return qc_q4_tiled_encode(&qs, src, out, out_len, err);
-    case CMF_DT_Q4TP:
-        return qc_q4tp_encode(&qs, src, out, out_len, err);
-    case CMF_DT_Q1:
-        return qc_q1_encode(&qs, src, out, out_len, err);
-    case CMF_DT_Q1S:
-        return qc_q1s_encode(&qs, src, opts->outlier_frac, out, out_len, err);
-    case CMF_DT_Q1T:
-        return qc_q1t_encode(&qs, src, opts->outlier_frac, out, out_len, err);
-    case CMF_DT_VBIT:
-    case CMF_DT_VBIT_RO: {
-        if (qs.rows > (uint64_t)SIZE_MAX)
-            return cmf_err_set(err, CMF_E_NOMEM, "encode", "too many rows (%llu)",
-                               (unsigned long long)qs.rows);
-        uint8_t *bits = malloc((size_t)qs.rows);
-        if (!bits)
-            return cmf_err_set(err, CMF_E_NOMEM, "encode", "cannot allocate the vbit bit vector");
-        st = cmf_vbit_allocate(qs.rows, qs.cols, src, opts->row_weights, opts->vbit_mean_bits, bits,
-                               err);
-        if (st == CMF_OK) st = cmf_vbit_encode(dt, qs.rows, qs.cols, src, bits, out, out_len, err);
-        free(bits);
-        return st;
-    }
-    default:
-        break;
-    }
-    return cmf_err_set(err, CMF_E_UNSUPPORTED, "encode", "dtype %u has no encoder", (unsigned)dt);
+    return ops->encode(&qs, src, opts, out, out_len, err);
 }
 
 static const char *ctx_or(const char *ctx) {
@@ -176,65 +138,24 @@ cmf_status cmf_quant_validate(cmf_dtype dt, unsigned ndim, const uint64_t *shape
     cmf_status st = make_shape(dt, ndim, shape, &qs, CMF_E_PARSE, ctx, err);
     if (st != CMF_OK) return st;
     if (!data && nbytes) return cmf_err_set(err, CMF_E_INVALID_ARG, ctx, "data is NULL");
-    switch (dt) {
-    case CMF_DT_VBIT:
-        return qc_vbit_validate(false, &qs, data, nbytes, ctx, err);
-    case CMF_DT_VBIT_RO:
-        return qc_vbit_validate(true, &qs, data, nbytes, ctx, err);
-    case CMF_DT_Q1S:
-        return qc_q1s_validate(&qs, data, nbytes, ctx, err);
-    case CMF_DT_Q1T:
-        return qc_q1t_validate(&qs, data, nbytes, ctx, err);
-    default:
-        return check_fixed(dt, &qs, nbytes, ctx, err);
-    }
+    const cq_dtype_ops *ops = cq_dtype_ops_get(dt);
+    return ops->validate ? ops->validate(&qs, data, nbytes, ctx, err)
+                         : check_fixed(dt, &qs, nbytes, ctx, err);
 }
 
 /* Row decode after the shape view is built and row checked. */
 static cmf_status row_decode(cmf_dtype dt, const qshape *qs, const uint8_t *data, uint64_t nbytes,
                              uint64_t row, float *out, bool size_checked, const char *ctx,
                              cmf_err *err) {
-    const cmf_dtype_traits *t = cmf_dtype_get((unsigned)dt);
-    if (t->kind == CMF_DTK_FIXED && !size_checked) {
+    const cq_dtype_ops *ops = cq_dtype_ops_get(dt);
+    if (ops->decode_row_checked)
+        return ops->decode_row_checked(qs, data, nbytes, row, out, ctx, err);
+    if (!size_checked) {
         cmf_status st = check_fixed(dt, qs, nbytes, ctx, err);
         if (st != CMF_OK) return st;
     }
-    switch (dt) {
-    case CMF_DT_F32:
-    case CMF_DT_F16:
-    case CMF_DT_BF16:
-        qc_float_row(dt, qs, data, row, out);
-        return CMF_OK;
-    case CMF_DT_Q8_ROW:
-        qc_q8_row_row(qs, data, row, out);
-        return CMF_OK;
-    case CMF_DT_Q8_2F:
-        qc_q8_2f_row(qs, data, row, out);
-        return CMF_OK;
-    case CMF_DT_Q4_BLOCK:
-        qc_q4_block_row(qs, data, row, out);
-        return CMF_OK;
-    case CMF_DT_Q4_TILED:
-        qc_q4_tiled_row(qs, data, row, out);
-        return CMF_OK;
-    case CMF_DT_Q4TP:
-        qc_q4tp_row(qs, data, row, out);
-        return CMF_OK;
-    case CMF_DT_Q1:
-        qc_q1_row(qs, data, row, out);
-        return CMF_OK;
-    case CMF_DT_VBIT:
-        return qc_vbit_row(false, qs, data, nbytes, row, out, ctx, err);
-    case CMF_DT_VBIT_RO:
-        return qc_vbit_row(true, qs, data, nbytes, row, out, ctx, err);
-    case CMF_DT_Q1S:
-        return qc_q1s_row(qs, data, nbytes, row, out, ctx, err);
-    case CMF_DT_Q1T:
-        return qc_q1t_row(qs, data, nbytes, row, out, ctx, err);
-    default:
-        break;
-    }
-    return cmf_err_set(err, CMF_E_UNSUPPORTED, ctx, "dtype %u has no decoder", (unsigned)dt);
+    ops->decode_row(qs, data, row, out);
+    return CMF_OK;
 }
 
 cmf_status cmf_quant_dequant_row(cmf_dtype dt, unsigned ndim, const uint64_t *shape,
@@ -261,12 +182,9 @@ cmf_status cmf_quant_dequant(cmf_dtype dt, unsigned ndim, const uint64_t *shape,
     qshape qs;
     st = make_shape(dt, ndim, shape, &qs, CMF_E_PARSE, ctx, err);
     if (st != CMF_OK) return st;
-    if (dt == CMF_DT_Q1S) {
-        qc_q1s_all(&qs, data, out);
-        return CMF_OK;
-    }
-    if (dt == CMF_DT_VBIT || dt == CMF_DT_VBIT_RO) {
-        qc_vbit_all(dt == CMF_DT_VBIT_RO, &qs, data, out);
+    const cq_dtype_ops *ops = cq_dtype_ops_get(dt);
+    if (ops->decode_all) {
+        ops->decode_all(&qs, data, out);
         return CMF_OK;
     }
     for (uint64_t r = 0; r < qs.rows; r++) {

@@ -1,5 +1,5 @@
 /* quant_internal.h - what the codec files of src/quant share: the shape view, rounding, and the
- * per-dtype entry points that quant_api.c dispatches to. */
+ * per-dtype entry points that quant/dtype_ops.c gathers. */
 #ifndef CORTIQ_QUANT_INTERNAL_H
 #define CORTIQ_QUANT_INTERNAL_H
 
@@ -14,6 +14,7 @@
 
 /* A tensor shape seen as rows x cols (cols = shape[ndim-1]; for 2-D rows = shape[0]). */
 typedef struct qshape {
+    cmf_dtype dt;
     unsigned ndim;
     const uint64_t *shape;
     uint64_t n;    /* numel */
@@ -62,29 +63,25 @@ cmf_status q_alloc_out(size_t len, uint8_t **out, size_t *out_len, cmf_err *err)
 /* size_t from a checked u64 byte count. */
 cmf_status q_size(uint64_t v, size_t *out, cmf_err *err);
 
-/* ---- per-dtype entry points (src/quant/codec_*.c) ---- */
-/* Encoders: s validated for the dtype, src finite (quant dtypes). */
-cmf_status qc_float_encode(cmf_dtype dt, const qshape *s, const float *src, uint8_t **out,
-                           size_t *len, cmf_err *err);
-cmf_status qc_q8_row_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
-                            cmf_err *err);
-cmf_status qc_q8_2f_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
-                           cmf_err *err);
-cmf_status qc_q4_block_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
-                              cmf_err *err);
-cmf_status qc_q4_tiled_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
-                              cmf_err *err);
-cmf_status qc_q4tp_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
-                          cmf_err *err);
-cmf_status qc_q1_encode(const qshape *s, const float *src, uint8_t **out, size_t *len,
-                        cmf_err *err);
-cmf_status qc_q1s_encode(const qshape *s, const float *src, double frac, uint8_t **out, size_t *len,
-                         cmf_err *err);
-cmf_status qc_q1t_encode(const qshape *s, const float *src, double frac, uint8_t **out, size_t *len,
-                         cmf_err *err);
+/* ---- per-dtype entry points (src/quant/codec_*.c), gathered in quant/dtype_ops.c ---- */
+/* Encoders: s validated for the dtype, src finite (quant dtypes), o filled. */
+#define QC_ENCODE(name)                                                                            \
+    cmf_status name(const qshape *s, const float *src, const cmf_quant_opts *o, uint8_t **out,     \
+                    size_t *len, cmf_err *err)
+QC_ENCODE(qc_float_encode); /* f32, f16, bf16 */
+QC_ENCODE(qc_q8_row_encode);
+QC_ENCODE(qc_q8_2f_encode);
+QC_ENCODE(qc_q4_block_encode);
+QC_ENCODE(qc_q4_tiled_encode);
+QC_ENCODE(qc_q4tp_encode);
+QC_ENCODE(qc_q1_encode);
+QC_ENCODE(qc_q1s_encode);
+QC_ENCODE(qc_q1t_encode);
+QC_ENCODE(qc_vbit_encode); /* vbit, vbit_ro: bits from cmf_vbit_allocate */
+#undef QC_ENCODE
 
 /* Row decoders of the FIXED dtypes: the caller has checked nbytes == the exact size. */
-void qc_float_row(cmf_dtype dt, const qshape *s, const uint8_t *d, uint64_t row, float *out);
+void qc_float_row(const qshape *s, const uint8_t *d, uint64_t row, float *out);
 void qc_q8_row_row(const qshape *s, const uint8_t *d, uint64_t row, float *out);
 void qc_q8_2f_row(const qshape *s, const uint8_t *d, uint64_t row, float *out);
 void qc_q4_block_row(const qshape *s, const uint8_t *d, uint64_t row, float *out);
@@ -93,12 +90,12 @@ void qc_q4tp_row(const qshape *s, const uint8_t *d, uint64_t row, float *out);
 void qc_q1_row(const qshape *s, const uint8_t *d, uint64_t row, float *out);
 
 /* Variable-length dtypes: full validation, and row decoders that check what they read. */
-cmf_status qc_vbit_validate(bool ro, const qshape *s, const uint8_t *d, uint64_t nbytes,
-                            const char *ctx, cmf_err *err);
-cmf_status qc_vbit_row(bool ro, const qshape *s, const uint8_t *d, uint64_t nbytes, uint64_t row,
-                       float *out, const char *ctx, cmf_err *err);
+cmf_status qc_vbit_validate(const qshape *s, const uint8_t *d, uint64_t nbytes, const char *ctx,
+                            cmf_err *err);
+cmf_status qc_vbit_row(const qshape *s, const uint8_t *d, uint64_t nbytes, uint64_t row, float *out,
+                       const char *ctx, cmf_err *err);
 /* Whole-tensor vbit/vbit_ro decode of a validated payload (running row offset). */
-void qc_vbit_all(bool ro, const qshape *s, const uint8_t *d, float *out);
+void qc_vbit_all(const qshape *s, const uint8_t *d, float *out);
 cmf_status qc_q1s_validate(const qshape *s, const uint8_t *d, uint64_t nbytes, const char *ctx,
                            cmf_err *err);
 cmf_status qc_q1s_row(const qshape *s, const uint8_t *d, uint64_t nbytes, uint64_t row, float *out,

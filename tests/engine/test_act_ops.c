@@ -8,6 +8,7 @@
 #include "common/cpu.h"
 #include "engine/act_ops.h"
 #include "test.h"
+#include "tier.h"
 
 static double silu_ref(double x) {
     return x / (1.0 + exp(-x));
@@ -83,16 +84,19 @@ static void check_argmax(const cq_act_ops *ops, const char *name) {
     }
 }
 
-int main(void) {
-    check_argmax(&cq_act_ops_scalar, "scalar");
-    if (cq_cpu_detect()->avx2 && cq_cpu_detect()->fma) check_argmax(&cq_act_ops_avx2, "avx2");
-    if (cq_cpu_detect()->avx512f) check_argmax(&cq_act_ops_avx512, "avx512");
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv);
+    const bool scalar = test_tier_on(CQ_ISA_SCALAR),
+               avx2 = test_tier_on(CQ_ISA_AVX2) && cq_cpu_detect()->avx2 && cq_cpu_detect()->fma,
+               avx512 = test_tier_on(CQ_ISA_AVX512) && cq_cpu_detect()->avx512f;
+    if (scalar) check_argmax(&cq_act_ops_scalar, "scalar");
+    if (avx2) check_argmax(&cq_act_ops_avx2, "avx2");
+    if (avx512) check_argmax(&cq_act_ops_avx512, "avx512");
     static const size_t lens[] = {1, 7, 8, 15, 16, 17, 1000, 4099};
     for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
-        check_tier(&cq_act_ops_scalar, "scalar", lens[k]);
-        if (cq_cpu_detect()->avx2 && cq_cpu_detect()->fma)
-            check_tier(&cq_act_ops_avx2, "avx2", lens[k]);
-        if (cq_cpu_detect()->avx512f) check_tier(&cq_act_ops_avx512, "avx512", lens[k]);
+        if (scalar) check_tier(&cq_act_ops_scalar, "scalar", lens[k]);
+        if (avx2) check_tier(&cq_act_ops_avx2, "avx2", lens[k]);
+        if (avx512) check_tier(&cq_act_ops_avx512, "avx512", lens[k]);
     }
     TEST_DONE();
 }

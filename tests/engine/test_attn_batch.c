@@ -18,6 +18,7 @@
 #include "engine/attn_batch.h"
 #include "kv_fixture.h"
 #include "test.h"
+#include "tier.h"
 
 #define TOL 2e-5
 
@@ -115,6 +116,7 @@ static void run_case(cortiq_kv_type type, uint32_t group, uint32_t hd, const geo
     float *scratch = malloc(cq_attn_batch_scratch_bytes(hd, g->slots));
     static const char *names[] = {"scalar", "avx2", "avx512"};
     for (int tier = CQ_ISA_SCALAR; tier <= CQ_ISA_AVX512; tier++) {
+        if (!test_tier_on((cq_isa)tier)) continue;
         cq_cpu_force((cq_isa)tier);
         if ((int)cq_cpu_isa() != tier) continue;
         for (size_t i = 0; i < qd * g->n; i++)
@@ -161,6 +163,8 @@ static void nonfinite_case(void) {
     cq_attn_batch_args a = {&c, q, out, nh, pos0, 0, 0.125f, 0};
     float *scratch = malloc(cq_attn_batch_scratch_bytes(hd, slots));
     for (int tier = CQ_ISA_SCALAR; tier <= CQ_ISA_AVX512; tier++) {
+        /* the scalar tier always runs: it is what the others are compared with */
+        if (tier != CQ_ISA_SCALAR && !test_tier_on((cq_isa)tier)) continue;
         cq_cpu_force((cq_isa)tier);
         if ((int)cq_cpu_isa() != tier) continue;
         cq_attn_batch(&a, 0, 0, n, scratch);
@@ -200,7 +204,8 @@ static void exp_case(const char *name, void (*fn)(float *, size_t)) {
     printf("%s exp: max relative error %.3g ulp\n", name, worst / FLT_EPSILON);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv);
     static const cortiq_kv_type types[] = {CORTIQ_KV_F32, CORTIQ_KV_F16, CORTIQ_KV_Q8};
     static const uint32_t groups[] = {1, 3, 7}, hds[] = {64, 128, 256, 40, 20};
     for (size_t ty = 0; ty < 3; ty++)
@@ -213,8 +218,9 @@ int main(void) {
     printf("max error against the double reference: scalar %.3g, avx2 %.3g, avx512 %.3g\n",
            tier_worst[0], tier_worst[1], tier_worst[2]);
     const cq_cpu_features *f = cq_cpu_detect();
-    if (f->avx2 && f->fma && f->f16c) exp_case("avx2", cq_attn_exp_avx2);
-    if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq)
+    if (test_tier_on(CQ_ISA_AVX2) && f->avx2 && f->fma && f->f16c)
+        exp_case("avx2", cq_attn_exp_avx2);
+    if (test_tier_on(CQ_ISA_AVX512) && f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq)
         exp_case("avx512", cq_attn_exp_avx512);
     TEST_DONE();
 }

@@ -20,6 +20,7 @@
 #include "engine/attn_decode.h"
 #include "kv_fixture.h"
 #include "test.h"
+#include "tier.h"
 
 #define TOL 2e-5
 
@@ -85,16 +86,20 @@ typedef enum {
 static const char *tier_names[] = {"scalar", "generic+avx2", "generic+avx512",
                                    "avx2",   "avx512",       "dispatch"};
 
+/* Present on this CPU and selected by the run's tier (the scalar reference always runs: the
+ * other tiers are compared with it; the dispatcher belongs to the scalar run). */
 static int tier_present(tier t) {
     const cq_cpu_features *f = cq_cpu_detect();
     int avx512 = f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq;
     switch (t) {
     case T_GENERIC_AVX2:
     case T_AVX2:
-        return f->avx2 && f->fma && f->f16c;
+        return test_tier_on(CQ_ISA_AVX2) && f->avx2 && f->fma && f->f16c;
     case T_GENERIC_AVX512:
     case T_AVX512:
-        return avx512;
+        return test_tier_on(CQ_ISA_AVX512) && avx512;
+    case T_DISPATCH:
+        return test_tier_on(CQ_ISA_SCALAR);
     default:
         return 1;
     }
@@ -204,7 +209,8 @@ static void chunk_rule(void) {
     CHECK_MSG(ok, "chunk rule outside its bounds");
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv);
     static const shape shapes[] = {
         {9, 3, 64},  /* SmolLM2-135M */
         {4, 1, 256}, /* Gemma 3 270M */

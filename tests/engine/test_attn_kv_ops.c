@@ -14,6 +14,7 @@
 #include "engine/attn_ops.h"
 #include "engine/kv_cache.h"
 #include "test.h"
+#include "tier.h"
 
 #define MAXN  40
 #define MAXHD 264
@@ -191,10 +192,14 @@ static void check_to_f16(const char *name, const cq_attn_ops *ops) {
           a[5] == 0 && a[6] == 0x8000 && a[7] == 0x3C00);
 }
 
-int main(void) {
-    check_to_f16("scalar", &cq_attn_ops_scalar);
-    if (cq_cpu_detect()->avx2 && cq_cpu_detect()->f16c) check_to_f16("avx2", &cq_attn_ops_avx2);
-    if (cq_cpu_detect()->avx512f) check_to_f16("avx512", &cq_attn_ops_avx512);
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv);
+    const bool scalar = test_tier_on(CQ_ISA_SCALAR), avx2 = test_tier_on(CQ_ISA_AVX2),
+               avx512 = test_tier_on(CQ_ISA_AVX512);
+    if (scalar) check_to_f16("scalar", &cq_attn_ops_scalar);
+    if (avx2 && cq_cpu_detect()->avx2 && cq_cpu_detect()->f16c)
+        check_to_f16("avx2", &cq_attn_ops_avx2);
+    if (avx512 && cq_cpu_detect()->avx512f) check_to_f16("avx512", &cq_attn_ops_avx512);
     for (size_t i = 0; i < MAXN * LD; i++) {
         K32[i] = frand(), V32[i] = frand();
         K16[i] = f32_to_f16(K32[i]), V16[i] = f32_to_f16(V32[i]);
@@ -202,19 +207,14 @@ int main(void) {
     }
     for (size_t i = 0; i < MAXN * 3; i++)
         KS[i] = 0.01f + frand() * 0.005f, VS[i] = 0.02f + frand() * 0.005f;
-    compare_tier("scalar", &cq_attn_ops_scalar);
-#if defined(__x86_64__) || defined(__i386__)
+    if (scalar) compare_tier("scalar", &cq_attn_ops_scalar);
     const cq_cpu_features *f = cq_cpu_detect();
-    if (f->avx2 && f->fma && f->f16c)
-        compare_tier("avx2", &cq_attn_ops_avx2);
-    else
-        printf("avx2    not supported here: skipped\n");
-    if (f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq)
+    if (avx2 && f->avx2 && f->fma && f->f16c) compare_tier("avx2", &cq_attn_ops_avx2);
+    if (avx512 && f->avx512f && f->avx512bw && f->avx512vl && f->avx512dq)
         compare_tier("avx512", &cq_attn_ops_avx512);
-    else
-        printf("avx512  not supported here: skipped\n");
-#endif
-    check_q8_encoder();
-    check_store();
+    if (scalar) {
+        check_q8_encoder();
+        check_store();
+    }
     TEST_DONE();
 }

@@ -14,6 +14,7 @@
 #include "cortiq/engine.h"
 #include "common/cpu.h"
 #include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 #include "logits_cmp.h"
 #include "test.h"
 #include "tiny_fixture.h"

@@ -5,6 +5,7 @@
 #include "cortiq/hash.h"
 #include "format/hash64_impl.h"
 #include "test.h"
+#include "tier.h"
 
 static size_t vector_input(const char *desc, uint8_t *buf) {
     if (!strcmp(desc, "empty")) return 0;
@@ -46,6 +47,7 @@ static void test_vectors(void) {
         CHECK_EQ_U64(len, json_integer_value(json_object_get(c, "len")));
         char hex[17];
         for (int isa = CQ_ISA_SCALAR; isa <= CQ_ISA_AVX512; isa++) {
+            if (!test_tier_on((cq_isa)isa)) continue;
             cq_cpu_force((cq_isa)isa);
             cmf_hash64_to_hex(cmf_hash64(buf, len), hex);
             CHECK_MSG(!strcmp(hex, json_string_value(json_object_get(c, "hash64"))),
@@ -70,6 +72,7 @@ static void test_tiers_and_streaming(void) {
             cq_cpu_force(CQ_ISA_SCALAR);
             uint64_t ref = cmf_hash64(buf + mis, lens[k]);
             for (int isa = CQ_ISA_AVX2; isa <= CQ_ISA_AVX512; isa++) {
+                if (!test_tier_on((cq_isa)isa)) continue;
                 cq_cpu_force((cq_isa)isa);
                 CHECK_MSG(cmf_hash64(buf + mis, lens[k]) == ref, "len %zu isa %s", lens[k],
                           cq_isa_name(cq_cpu_isa()));
@@ -106,9 +109,10 @@ static void test_hex(void) {
     CHECK(!strcmp(hex, "0000000000000abc"));
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv);
     test_vectors();
     test_tiers_and_streaming();
-    test_hex();
+    if (test_tier_on(CQ_ISA_SCALAR)) test_hex();
     TEST_DONE();
 }

@@ -12,6 +12,7 @@
 #include "common/cpu.h"
 #include "common/f16.h"
 #include "common/test.h"
+#include "common/tier.h"
 #include "cortiq/kernels.h"
 #include "quant/gemm_impl.h"
 #include "quant/kernel_gen.h"
@@ -96,11 +97,12 @@ static void test_non_finite(cmf_dtype dt) {
     free(w);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv); /* registered for the amx tier only */
     const cq_cpu_features *f = cq_cpu_detect();
     if (!f->amx_bf16 || !f->avx512bf16) {
-        printf("test_gemm_half_amx: CPU or OS without AMX-BF16, nothing to test\n");
-        TEST_DONE();
+        printf("SKIP: CPU or OS without AMX-BF16\n");
+        return 77;
     }
     static const cmf_dtype dts[] = {CMF_DT_F16, CMF_DT_BF16};
     static const struct {

@@ -13,7 +13,9 @@
 
 #include "common/cpu.h"
 #include "common/test.h"
+#include "common/tier.h"
 #include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 #include "quant/kernel_gen.h"
 
 static void *amalloc(size_t n) {
@@ -29,6 +31,14 @@ static void fill_acts(kg_rng *r, float *X, size_t n, size_t cols) {
     }
     if (n * cols >= 64) /* one all-zero block */
         memset(X, 0, 32 * sizeof *X);
+}
+
+/* The AVX-512 checks run in this process (its tier, and a CPU that has it). */
+static bool avx512_on(void) {
+    return test_tier_on(CQ_ISA_AVX512) && cq_cpu_detect()->avx512f;
+}
+static bool vnni_on(void) {
+    return test_tier_on(CQ_ISA_AVX512) && cq_cpu_detect()->avx512vnni;
 }
 
 static int quantize_matches(size_t n, size_t cols, const float *X) {
@@ -83,7 +93,7 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
             if (r0 >= r1) continue;
             cq_cpu_force(CQ_ISA_SCALAR);
             cmf_matmul_qact(&m, &a, Ys + r0, ldy, r0, r1, scratch);
-            if (cq_cpu_detect()->avx512vnni) {
+            if (vnni_on()) {
                 cq_cpu_force(CQ_ISA_AVX512);
                 CHECK(cmf_qact_fast());
                 cmf_matmul_qact(&m, &a, Yv + r0, ldy, r0, r1, scratch);
@@ -108,7 +118,7 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
                 CHECK_MSG(fabs(ys - exact) <= bound * 1.001 + 1e-5 * mag + 1e-6,
                           "%s scalar row %llu tok %zu: %g vs exact %g (bound %g)",
                           cmf_dtype_get(dt)->name, (unsigned long long)i, t, ys, exact, bound);
-                if (cq_cpu_detect()->avx512vnni)
+                if (vnni_on())
                     CHECK_MSG(fabs(Yv[t * ldy + i] - ys) <= 1e-5 * (mag + bound) + 1e-6,
                               "%s avx512 row %llu tok %zu: %g vs scalar %g",
                               cmf_dtype_get(dt)->name, (unsigned long long)i, t, Yv[t * ldy + i],
@@ -124,7 +134,8 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
     cmf_qmat_free(&m);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv);
     kg_rng r = {7};
     /* quantizer parity, special values included */
     for (size_t cols = 1; cols <= 200; cols += 33) {
@@ -134,13 +145,12 @@ int main(void) {
         X[0] = NAN;
         if (cols > 5) X[5] = INFINITY, X[cols + 1 < n * cols ? cols + 1 : 0] = -INFINITY;
         X[n * cols - 1] = 1e-30f;
-        if (cq_cpu_detect()->avx512f)
-            CHECK_MSG(quantize_matches(n, cols, X), "codes differ, cols %zu", cols);
+        if (avx512_on()) CHECK_MSG(quantize_matches(n, cols, X), "codes differ, cols %zu", cols);
         free(X);
     }
     /* quantizing token ranges separately gives the whole-batch result (both tiers) */
     for (int tier = 0; tier < 2; tier++) {
-        if (tier && !cq_cpu_detect()->avx512f) break;
+        if (tier && !avx512_on()) break;
         cq_cpu_force(tier ? CQ_ISA_AVX512 : CQ_ISA_SCALAR);
         size_t n = 29, cols = 70, sz = cmf_qact_bytes(n, cols);
         float *X = malloc(n * cols * sizeof *X);

@@ -9,7 +9,9 @@
 #include "common/cpu.h"
 #include "common/hugepages.h"
 #include "common/test.h"
+#include "common/tier.h"
 #include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 #include "quant/kernel_gen.h"
 #include "bench/kernel_bench.h"
 #include "quant/kernel_impl.h"
@@ -76,6 +78,7 @@ static void reference(const cmf_qmat *m, const float *X, size_t n, size_t ldx, d
 static int check_tier(const cmf_qmat *m, cq_isa isa, kg_rng *rng) {
     static const size_t k_tokens[] = {1, 2, 3, 4, 5, 9, 13, 27, 40}; /* 40: AMX batches */
     int bad = 0;
+    if (!test_tier_on(isa)) return 0; /* not this run's tier */
     cq_cpu_force(isa);
     if (cq_cpu_isa() != isa) return 0; /* the CPU lacks this tier */
     for (size_t ti = 0; ti < sizeof k_tokens / sizeof k_tokens[0]; ti++) {
@@ -125,6 +128,7 @@ static int check_tier(const cmf_qmat *m, cq_isa isa, kg_rng *rng) {
 /* CMF_KF_INT8_ACT: activations rounded to int8 per 32-group, so the bound grows by
  * sum_g sum_{i in g} |w_i| * absmax_g(x) / 254 (half a quantization step per value). */
 static int check_int8(const cmf_qmat *m, cq_isa isa, kg_rng *rng) {
+    if (!test_tier_on(isa)) return 0;
     cq_cpu_force(isa);
     if (cq_cpu_isa() != isa) return 0;
     size_t n = 5, ldx = m->cols + 1;
@@ -281,6 +285,7 @@ static void test_overlay_order(void) {
     for (int i = 0; i < 32; i++)
         x[i] = (float)(i % 5) - 2.0f;
     for (int isa = CQ_ISA_SCALAR; isa <= CQ_ISA_AMX; isa++) {
+        if (!test_tier_on((cq_isa)isa)) continue;
         cq_cpu_force((cq_isa)isa);
         cmf_matvec(&m, x, y, 1, 2);
         double want = 0;
@@ -449,14 +454,17 @@ static void test_row_tiles(void) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv);
     test_row_tiles();
-    test_fallbacks();
-    test_tile_rows();
-    test_force();
-    test_layout_spots();
+    if (test_tier_on(CQ_ISA_SCALAR)) {
+        test_fallbacks();
+        test_tile_rows();
+        test_force();
+        test_layout_spots();
+        test_rejects();
+    }
     test_overlay_order();
-    test_rejects();
     test_all_tiers();
     TEST_DONE();
 }

@@ -11,6 +11,7 @@
 
 #include "cortiq/quant.h"
 #include "bench/kernel_bench.h"
+#include "quant/kernels_engine.h"
 #include "quant/kernel_gen.h"
 #include "test.h"
 

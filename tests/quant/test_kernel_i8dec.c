@@ -9,7 +9,9 @@
 
 #include "common/cpu.h"
 #include "common/test.h"
+#include "common/tier.h"
 #include "cortiq/kernels.h"
+#include "quant/kernels_engine.h"
 #include "cortiq/quant.h"
 #include "quant/kernel_gen.h"
 #include "quant/kernel_i8dec.h"
@@ -191,12 +193,13 @@ static void test_other_dtypes_refused(void) {
     }
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv); /* registered for the avx512 tier only */
     const cq_cpu_features *f = cq_cpu_detect();
     if (!f->avx512bw || !f->avx512vnni || !__builtin_cpu_supports("avx512vbmi") ||
         !__builtin_cpu_supports("gfni")) {
-        printf("test_kernel_i8dec: CPU lacks AVX-512 VNNI/VBMI or GFNI, nothing to test\n");
-        TEST_DONE();
+        printf("SKIP: CPU lacks AVX-512 VNNI/VBMI or GFNI\n");
+        return 77;
     }
     kg_rng rng = {2024};
     for (size_t d = 0; d < sizeof k_dts / sizeof k_dts[0]; d++)
