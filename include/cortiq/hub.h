@@ -104,8 +104,9 @@ typedef struct cortiq_hub_ref {
 } cortiq_hub_ref;
 
 /* True when spec has the shape of a repo reference (two name segments of letters, digits,
- * '-', '_', '.', then optional @REVISION and :FILE), filling *out. A caller that also takes
- * local paths should try the path first: a path that exists always wins. */
+ * '-', '_', '.', then optional @REVISION and :FILE), filling *out. A name ending in .cmf,
+ * .gguf, .safetensors, .json or .jinja is taken for a file path, not a repo. A caller that also
+ * takes local paths should try the path first: a path that exists always wins. */
 CORTIQ_API bool cortiq_hub_ref_parse(const char *spec, cortiq_hub_ref *out);
 
 /* Resolve the revision to a commit, list the repo, select the files (opts->file, else by

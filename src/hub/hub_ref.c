@@ -1,5 +1,6 @@
 /* hub_ref.c - tell a repo reference "OWNER/NAME[@REVISION][:FILE]" from a local path. */
 #include <string.h>
+#include <strings.h>
 
 #include "cortiq/hub.h"
 
@@ -29,6 +30,17 @@ static bool part_ok(const char *s, size_t n) {
     return true;
 }
 
+/* A name ending like a model file ("out/model.cmf") is a path that does not exist yet, not a
+ * repo: its error should be "cannot open", not an HTTP 404. */
+static bool file_like(const char *s, size_t n) {
+    static const char *const ext[] = {".cmf", ".gguf", ".safetensors", ".json", ".jinja"};
+    for (size_t i = 0; i < sizeof ext / sizeof ext[0]; i++) {
+        size_t e = strlen(ext[i]);
+        if (n > e && !strncasecmp(s + n - e, ext[i], e)) return true;
+    }
+    return false;
+}
+
 bool cortiq_hub_ref_parse(const char *spec, cortiq_hub_ref *out) {
     memset(out, 0, sizeof *out);
     if (!spec) return false;
@@ -36,7 +48,7 @@ bool cortiq_hub_ref_parse(const char *spec, cortiq_hub_ref *out) {
     if (!slash || !name_ok(spec, (size_t)(slash - spec))) return false;
     const char *name = slash + 1;
     size_t nn = strcspn(name, "@:");
-    if (!name_ok(name, nn) || memchr(name, '/', nn)) return false;
+    if (!name_ok(name, nn) || memchr(name, '/', nn) || file_like(name, nn)) return false;
     const char *rest = name + nn;
     size_t repo_len = (size_t)(rest - spec);
     if (repo_len >= sizeof out->repo) return false;
