@@ -94,6 +94,8 @@ typedef struct cortiq_hub_result {
     unsigned files;         /* files selected */
     unsigned files_fetched; /* of which were downloaded (the rest were in the cache) */
     uint64_t bytes_fetched; /* bytes downloaded by this call */
+    bool offline;           /* the hub was not asked (HF_HUB_OFFLINE) or could not be reached:
+                               the revision's cached snapshot was used as it is */
 } cortiq_hub_result;
 
 /* A model reference "OWNER/NAME[@REVISION][:FILE]" split into its parts. */
@@ -111,7 +113,9 @@ CORTIQ_API bool cortiq_hub_ref_parse(const char *spec, cortiq_hub_ref *out);
 
 /* Resolve the revision to a commit, list the repo, select the files (opts->file, else by
  * opts->want), download the missing ones in parallel and fill *out (free it with
- * cortiq_hub_result_free). Errors name the URL or file and what to do:
+ * cortiq_hub_result_free). With HF_HUB_OFFLINE=1, or when the endpoint cannot be reached
+ * and the revision was pulled before, the cached snapshot is used (out->offline).
+ * Errors name the URL or file and what to do:
  *   CMF_E_NETWORK    the endpoint could not be reached, a transfer failed or stalled, HTTP
  *                    401/403 (gated or private: set HF_TOKEN) or another HTTP error
  *   CMF_E_NOT_FOUND  HTTP 404 (repo, revision or file), or nothing in the repo to fetch

@@ -35,6 +35,11 @@ static int pull(const char *cmd, const cortiq_hub_ref *ref, cortiq_hub_want want
         cli_error(&err);
         return cli_exit_code(st);
     }
+    if (r->offline)
+        fprintf(stderr,
+                "%s: the hub was not asked (HF_HUB_OFFLINE) or could not be reached: using the "
+                "cached snapshot %s of %s\n",
+                cmd, r->commit, r->repo);
     return -1;
 }
 

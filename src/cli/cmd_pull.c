@@ -21,7 +21,8 @@ static void usage(void) {
         "  --parallel N     files downloaded at once (default 4)\n"
         "  -q, --quiet      no progress display\n"
         "  Environment: HF_TOKEN (gated/private repos), HF_ENDPOINT (mirror), HF_HOME,\n"
-        "  HF_HUB_CACHE (cache location).\n");
+        "  HF_HUB_CACHE (cache location), HF_HUB_OFFLINE=1 (the cache only; also the fallback\n"
+        "  when the endpoint cannot be reached).\n");
 }
 
 int cmd_pull(int argc, char **argv) {
@@ -73,6 +74,11 @@ int cmd_pull(int argc, char **argv) {
         cli_error(&err);
         return cli_exit_code(st);
     }
+    if (r.offline)
+        fprintf(stderr,
+                "pull: the hub was not asked (HF_HUB_OFFLINE) or could not be reached: "
+                "using the cached snapshot %s\n",
+                r.commit);
     if (!quiet)
         fprintf(stderr, "pull: %s at %s: %u file(s), %u downloaded (%s), %u from the cache\n",
                 r.repo, r.commit, r.files, r.files_fetched, cli_bytes(r.bytes_fetched),

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,16 +132,22 @@ static cmf_status xfer_arm(xfer *x, const hub_env *env, long stall_s, cmf_err *e
 static cmf_status xfer_start(xfer *x, const hub_env *env, const char *repo, const char *commit,
                              long stall_s, cmf_err *err) {
     xfer_close(x);
+    if (!(x->fp = fopen(x->part, "ab")))
+        return cmf_err_set(err, CMF_E_IO, x->part, "cannot write: %s", strerror(errno));
+    /* one writer per partial file: a second process appending would corrupt it */
+    if (flock(fileno(x->fp), LOCK_EX | LOCK_NB) != 0)
+        return cmf_err_set(err, CMF_E_IO, x->part,
+                           "another process is downloading %s: wait for it to finish", x->f->path);
     struct stat sb;
-    x->have = stat(x->part, &sb) == 0 && S_ISREG(sb.st_mode) ? (uint64_t)sb.st_size : 0;
+    x->have = fstat(fileno(x->fp), &sb) == 0 ? (uint64_t)sb.st_size : 0;
     hub_digest_init(&x->dg, x->f);
     if (x->have > x->f->size || (x->have && !hub_digest_file_prefix(&x->dg, x->part, x->have))) {
-        unlink(x->part); /* longer than the file, or unreadable: not a prefix of it */
+        /* longer than the file, or unreadable: not a prefix of it */
+        if (ftruncate(fileno(x->fp), 0) != 0)
+            return cmf_err_set(err, CMF_E_IO, x->part, "cannot truncate: %s", strerror(errno));
         x->have = 0;
         hub_digest_init(&x->dg, x->f);
     }
-    if (!(x->fp = fopen(x->part, "ab")))
-        return cmf_err_set(err, CMF_E_IO, x->part, "cannot write: %s", strerror(errno));
     x->ps->p.bytes_done += x->have;
     if (x->have) hub_progress_emit(x->ps, CORTIQ_HUB_EV_RESUMED, x->f->path, x->f->size, x->have);
     free(x->url);

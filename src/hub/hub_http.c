@@ -142,7 +142,7 @@ char *hub_http_redirect_target(CURL *h) {
     return strdup(loc);
 }
 
-static bool is_unreachable(CURLcode cc) {
+bool hub_http_unreachable(CURLcode cc) {
     return cc == CURLE_COULDNT_RESOLVE_HOST || cc == CURLE_COULDNT_RESOLVE_PROXY ||
            cc == CURLE_COULDNT_CONNECT || cc == CURLE_OPERATION_TIMEDOUT ||
            cc == CURLE_SSL_CONNECT_ERROR;
@@ -152,7 +152,7 @@ cmf_status hub_http_fail(cmf_err *err, const char *url, const char *what, CURLco
                          const char *curl_detail, long http, const hub_http_headers *hh,
                          bool token_sent) {
     const char *detail = curl_detail && *curl_detail ? curl_detail : curl_easy_strerror(cc);
-    if (cc != CURLE_OK && is_unreachable(cc))
+    if (cc != CURLE_OK && hub_http_unreachable(cc))
         return cmf_err_set(err, CMF_E_NETWORK, url,
                            "the endpoint could not be reached (%s): check the network, or set "
                            "HF_ENDPOINT to a mirror",
@@ -214,8 +214,9 @@ static size_t on_body(char *p, size_t size, size_t n, void *user) {
 }
 
 cmf_status hub_http_get_json(const hub_env *env, const char *url, const char *what, long stall_s,
-                             json_t **out, char **next, cmf_err *err) {
+                             json_t **out, char **next, bool *unreachable, cmf_err *err) {
     *out = NULL;
+    if (unreachable) *unreachable = false;
     if (next) *next = NULL;
     CURL *h = curl_easy_init();
     if (!h) return cmf_err_set(err, CMF_E_NOMEM, url, "libcurl: no handle");
@@ -241,6 +242,7 @@ cmf_status hub_http_get_json(const hub_env *env, const char *url, const char *wh
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
         bool sent = env->token && hub_url_same_origin(cur, env->endpoint);
         if (cc != CURLE_OK) {
+            if (unreachable) *unreachable = hub_http_unreachable(cc);
             st = body.too_big ? cmf_err_set(err, CMF_E_LIMIT, cur, "answer for %s is over %u MiB",
                                             what, MAX_JSON_BYTES >> 20)
                               : hub_http_fail(err, cur, what, cc, errbuf, 0, NULL, sent);

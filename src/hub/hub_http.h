@@ -30,9 +30,13 @@ cmf_status hub_http_setup(CURL *h, const hub_env *env, const char *url, long sta
 char *hub_http_redirect_target(CURL *h);
 
 /* GET url as JSON (redirects followed, token scoped as above). *next (may be NULL) gets the
- * Link rel="next" URL, malloc'd, or NULL. what names the object for messages ("repo X"). */
+ * Link rel="next" URL, malloc'd, or NULL. what names the object for messages ("repo X").
+ * *unreachable (may be NULL) is set when the failure was that no server answered at all. */
 cmf_status hub_http_get_json(const hub_env *env, const char *url, const char *what, long stall_s,
-                             json_t **out, char **next, cmf_err *err);
+                             json_t **out, char **next, bool *unreachable, cmf_err *err);
+
+/* True for the curl errors that mean no server answered (resolve, connect, TLS handshake). */
+bool hub_http_unreachable(CURLcode cc);
 
 /* Fill err for a failed request: curl error cc (CURLE_OK when the transfer itself worked) or
  * HTTP status http (>= 400), with the hub's own message when it gave one. */

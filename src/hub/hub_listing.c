@@ -88,7 +88,7 @@ static cmf_status add_entry(hub_listing *l, json_t *e, size_t *cap, const char *
 }
 
 static cmf_status resolve_commit(const hub_env *env, const char *repo, const char *revision,
-                                 long stall_s, char commit[41], cmf_err *err) {
+                                 long stall_s, char commit[41], bool *unreachable, cmf_err *err) {
     char *url = hub_url_model_info(env->endpoint, repo, revision);
     if (!url) return cmf_err_set(err, CMF_E_NOMEM, repo, "out of memory");
     char what[600];
@@ -97,7 +97,7 @@ static cmf_status resolve_commit(const hub_env *env, const char *repo, const cha
     else
         snprintf(what, sizeof what, "repo %s", repo);
     json_t *info = NULL;
-    cmf_status st = hub_http_get_json(env, url, what, stall_s, &info, NULL, err);
+    cmf_status st = hub_http_get_json(env, url, what, stall_s, &info, NULL, unreachable, err);
     if (!st) {
         const char *sha = json_string_value(json_object_get(info, "sha"));
         if (!hub_is_hex(sha, 40))
@@ -111,9 +111,9 @@ static cmf_status resolve_commit(const hub_env *env, const char *repo, const cha
 }
 
 cmf_status hub_list(const hub_env *env, const char *repo, const char *revision, const char *dir,
-                    long stall_s, hub_listing *out, cmf_err *err) {
+                    long stall_s, hub_listing *out, bool *unreachable, cmf_err *err) {
     memset(out, 0, sizeof *out);
-    cmf_status st = resolve_commit(env, repo, revision, stall_s, out->commit, err);
+    cmf_status st = resolve_commit(env, repo, revision, stall_s, out->commit, unreachable, err);
     if (st) return st;
     char *url = hub_url_tree(env->endpoint, repo, out->commit, dir);
     if (!url) return cmf_err_set(err, CMF_E_NOMEM, repo, "out of memory");
@@ -126,7 +126,8 @@ cmf_status hub_list(const hub_env *env, const char *repo, const char *revision, 
         char *next = NULL;
         if (page == MAX_PAGES)
             st = cmf_err_set(err, CMF_E_LIMIT, url, "more than %d pages of files", MAX_PAGES);
-        else if (!(st = hub_http_get_json(env, url, what, stall_s, &arr, &next, err))) {
+        else if (!(st =
+                       hub_http_get_json(env, url, what, stall_s, &arr, &next, unreachable, err))) {
             if (!json_is_array(arr))
                 st = cmf_err_set(err, CMF_E_PARSE, url, "the file list is not a JSON array");
             for (size_t i = 0; !st && i < json_array_size(arr); i++)

@@ -23,9 +23,16 @@ typedef struct hub_listing {
 } hub_listing;
 
 /* GET /api/models/<repo> (or .../revision/<rev>) for the commit, then every page of
- * /api/models/<repo>/tree/<commit>[/<dir>] for the files of that folder (not recursive). */
+ * /api/models/<repo>/tree/<commit>[/<dir>] for the files of that folder (not recursive).
+ * *unreachable is set when the endpoint did not answer at all. */
 cmf_status hub_list(const hub_env *env, const char *repo, const char *revision, const char *dir,
-                    long stall_s, hub_listing *out, cmf_err *err);
+                    long stall_s, hub_listing *out, bool *unreachable, cmf_err *err);
+
+/* The same from the cache alone: the commit from refs/<revision> (or the revision itself when
+ * it is a cached commit), the files from snapshots/<commit>[/<dir>] with their sizes; no
+ * checksums (they were checked when downloaded). CMF_E_NOT_FOUND when nothing is cached. */
+cmf_status hub_list_cached(const char *repo_dir, const char *repo, const char *revision,
+                           const char *dir, hub_listing *out, cmf_err *err);
 void hub_listing_free(hub_listing *l);
 const hub_file *hub_listing_find(const hub_listing *l, const char *path);
 

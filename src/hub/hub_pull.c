@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cortiq/hub.h"
 #include "common/fileio.h"
@@ -15,6 +16,13 @@
 
 #define DEFAULT_PARALLEL 4
 #define MAX_PARALLEL     32
+
+/* HF_HUB_OFFLINE=1 (or true/yes/on): the cache only, no request at all. */
+static bool offline_mode(void) {
+    const char *v = getenv("HF_HUB_OFFLINE");
+    return v && (!strcmp(v, "1") || !strcasecmp(v, "true") || !strcasecmp(v, "yes") ||
+                 !strcasecmp(v, "on"));
+}
 
 void cortiq_hub_opts_default(cortiq_hub_opts *o) {
     memset(o, 0, sizeof *o);
@@ -61,6 +69,11 @@ static cmf_status fetch_batch(pull *p, const hub_selection *sel, size_t from, cm
             st = hub_cache_link(p->repo_dir, p->l->commit, f->path, hub_file_blob_name(f), err);
             p->ps.p.files_done++;
             if (!st) hub_progress_emit(&p->ps, CORTIQ_HUB_EV_CACHED, f->path, f->size, 0);
+        } else if (p->out->offline) {
+            st = cmf_err_set(err, CMF_E_NOT_FOUND, p->repo,
+                             "%s is not in the cached snapshot %s, and the hub was not asked "
+                             "(HF_HUB_OFFLINE) or could not be reached: pull it with a network",
+                             f->path, p->l->commit);
         } else {
             todo[n++] = f;
             p->ps.p.bytes_total += f->size;
@@ -143,7 +156,20 @@ cmf_status cortiq_hub_pull(const char *repo, const cortiq_hub_opts *opts, cortiq
         if (dl < sizeof dir) memcpy(dir, opts->file, dl), dir[dl] = 0;
     }
     long stall = opts->timeout_s > 0 ? opts->timeout_s : 60;
-    if ((st = hub_list(&env, repo, opts->revision, dir, stall, &l, err))) goto done;
+    bool unreachable = false;
+    if (offline_mode())
+        st = hub_list_cached(repo_dir, repo, opts->revision, dir, &l, err);
+    else if ((st = hub_list(&env, repo, opts->revision, dir, stall, &l, &unreachable, err)) &&
+             unreachable) {
+        /* like huggingface_hub: without a network, the cached snapshot of the revision */
+        cmf_err first = err ? *err : (cmf_err){0};
+        if (!hub_list_cached(repo_dir, repo, opts->revision, dir, &l, NULL))
+            st = CMF_OK;
+        else if (err)
+            *err = first;
+    }
+    if (st) goto done;
+    out->offline = offline_mode() || unreachable;
     if ((st = hub_select(&l, repo, opts->file, opts->want, &sel, err))) goto done;
     pull p = {&env,
               repo,
@@ -156,7 +182,8 @@ cmf_status cortiq_hub_pull(const char *repo, const cortiq_hub_opts *opts, cortiq
     if ((st = fill_result(&p, repo, &sel, err))) goto done;
     /* refs/<revision> first: the snapshot is findable by name even if a download fails */
     const char *rev = opts->revision ? opts->revision : "main";
-    if (strcmp(rev, l.commit) && (st = hub_cache_write_ref(repo_dir, rev, l.commit, err)))
+    if (!out->offline && strcmp(rev, l.commit) &&
+        (st = hub_cache_write_ref(repo_dir, rev, l.commit, err)))
         goto done;
     size_t first = sel.n;
     if ((st = fetch_batch(&p, &sel, 0, err))) goto done;

@@ -162,7 +162,21 @@ rm "$work/xdg/huggingface/token"
 env -u HF_HUB_CACHE HF_HOME="$work/hfhome" "$bin" pull -q test/home:config.json >/dev/null 2>&1
 check "HF_HOME/hub is the cache when HF_HUB_CACHE is unset" [ -d "$work/hfhome/hub/models--test--home/snapshots" ]
 
-# --- 9. a real GGUF: the default quant, import-gguf and run by repo id ------------------------
+# --- 9. without a network: HF_HUB_OFFLINE, and an endpoint that does not answer --------------
+: >"$work/log.jsonl"
+HF_HUB_OFFLINE=1 "$bin" run test/tiny-llama --prompt hi --max-tokens 4 --greedy >"$work/run3" 2>"$work/err17"; rc=$?
+check "HF_HUB_OFFLINE=1: run answers from the caches" [ $rc -eq 0 ] && cmp -s "$work/run1" "$work/run3"
+check "without a single request" [ "$(count 'True')" -eq 0 ]
+check "and says it used the cached snapshot" grep -q "using the cached snapshot $commit" "$work/err17"
+HF_ENDPOINT=http://127.0.0.1:9 "$bin" pull test/tiny-llama >/dev/null 2>"$work/err18"; rc=$?
+check "an unreachable endpoint falls back to the cached snapshot" [ $rc -eq 0 ]
+HF_ENDPOINT=http://127.0.0.1:9 "$bin" pull test/never-pulled 2>"$work/err19"; rc=$?
+check "an unreachable endpoint and nothing cached: exit 3" [ $rc -eq 3 ]
+check "says the endpoint could not be reached" grep -q "the endpoint could not be reached" "$work/err19"
+HF_HUB_OFFLINE=1 "$bin" pull test/never-pulled 2>"$work/err20"; rc=$?
+check "HF_HUB_OFFLINE=1 and nothing cached: not found, said so" grep -q "is not in the cache" "$work/err20"
+
+# --- 10. a real GGUF: the default quant, import-gguf and run by repo id ------------------------
 if [ -n "$gguf_repo" ]; then
   "$bin" import-gguf test/smol-gguf --quant q8 -o "$work/smol.cmf" -q 2>"$work/err15"; rc=$?
   check "import-gguf OWNER/NAME picks Q4_1 over F16 and mmproj, and converts" [ $rc -eq 0 ]
