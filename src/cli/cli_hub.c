@@ -17,6 +17,11 @@ static bool exists(const char *path) {
     return stat(path, &sb) == 0;
 }
 
+static bool is_gguf(const char *name) {
+    size_t n = strlen(name);
+    return n > 5 && !strcmp(name + n - 5, ".gguf");
+}
+
 static int pull(const char *cmd, const cortiq_hub_ref *ref, cortiq_hub_want want, bool quiet,
                 cortiq_hub_result *r) {
     cortiq_hub_opts o;
@@ -51,9 +56,10 @@ int cli_hub_resolve(const char *cmd, const char *spec, cortiq_hub_want want, boo
         if (!(*path = strdup(spec))) return CLI_EXIT_SYSTEM;
         return -1;
     }
-    if (want == CORTIQ_HUB_WANT_GGUF && ref.file[0] &&
-        (strlen(ref.file) < 5 || strcmp(ref.file + strlen(ref.file) - 5, ".gguf")))
+    if (want == CORTIQ_HUB_WANT_GGUF && ref.file[0] && !is_gguf(ref.file))
         return cli_usage_error(cmd, "'%s': the file after ':' must be a .gguf", spec);
+    if (want == CORTIQ_HUB_WANT_SAFETENSORS && ref.file[0])
+        return cli_usage_error(cmd, "'%s': a checkpoint is the whole repo, name no file", spec);
     cortiq_hub_result r;
     int rc = pull(cmd, &ref, want, quiet, &r);
     if (rc >= 0) return rc;
@@ -127,6 +133,8 @@ int cli_hub_model_for_run(const char *spec, const char *quant, char **path) {
         if (!(*path = strdup(spec))) return CLI_EXIT_SYSTEM;
         return -1;
     }
+    if (ref.file[0] && !is_gguf(ref.file))
+        return cli_usage_error("run", "'%s': the file after ':' must be a .gguf", spec);
     if (!quant) quant = "q8";
     cmf_dtype dt;
     if (!cmf_convert_quant_from_name(quant, &dt))

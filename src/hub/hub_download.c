@@ -54,6 +54,7 @@ typedef struct xfer {
     int attempts, hops;
     bool body_started; /* the current response's first body byte was handled */
     bool bad_range;    /* a 206 for another offset than asked */
+    bool too_long;     /* more bytes than the listing's size */
     CURL *h;
     struct curl_slist *hdrs;
     hub_http_headers hh;
@@ -84,7 +85,10 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *user) {
             }
         }
     }
-    if (x->have + n > x->f->size) return 0; /* longer than the hub says: not this file */
+    if (x->have + n > x->f->size) { /* longer than the hub says: not this file */
+        x->too_long = true;
+        return 0;
+    }
     if (fwrite(data, 1, n, x->fp) != n) return 0;
     hub_digest_update(&x->dg, data, n);
     x->have += n;
@@ -124,6 +128,7 @@ static cmf_status xfer_arm(xfer *x, const hub_env *env, long stall_s, cmf_err *e
     x->asked = x->have;
     x->body_started = false;
     x->bad_range = false;
+    x->too_long = false;
     x->errbuf[0] = 0;
     return CMF_OK;
 }
@@ -217,6 +222,14 @@ static cmf_status on_done(run *r, xfer *x, CURLcode cc, bool *again, cmf_err *er
                            "file, run again",
                            x->asked, x->f->path, x->hh.content_range);
     }
+    if (x->too_long) {
+        xfer_close(x);
+        unlink(x->part);
+        return cmf_err_set(err, CMF_E_HASH, x->url,
+                           "%s: the server sent more than the %" PRIu64
+                           " bytes the hub lists: deleted, run again",
+                           what, x->f->size);
+    }
     if (cc == CURLE_OK) {
         char *target = hub_http_redirect_target(x->h);
         if (target) {
@@ -233,6 +246,8 @@ static cmf_status on_done(run *r, xfer *x, CURLcode cc, bool *again, cmf_err *er
             *again = !st;
             return st;
         }
+        if (code == 416 && x->have == x->f->size) /* it was whole already: check it */
+            return xfer_finish(x, r->repo_dir, r->commit, err);
         if (code == 416) { /* the partial file is not a prefix the server knows: start over */
             xfer_close(x);
             unlink(x->part);

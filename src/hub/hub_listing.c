@@ -51,7 +51,8 @@ const hub_file *hub_listing_find(const hub_listing *l, const char *path) {
     return NULL;
 }
 
-static cmf_status add_entry(hub_listing *l, json_t *e, size_t *cap, const char *url, cmf_err *err) {
+static cmf_status add_entry(hub_listing *l, const json_t *e, size_t *cap, const char *url,
+                            cmf_err *err) {
     const char *type = json_string_value(json_object_get(e, "type"));
     if (type && strcmp(type, "file")) return CMF_OK; /* folders are not descended into */
     const char *path = json_string_value(json_object_get(e, "path"));
@@ -85,6 +86,16 @@ static cmf_status add_entry(hub_listing *l, json_t *e, size_t *cap, const char *
     if (!(f.path = strdup(path))) return cmf_err_set(err, CMF_E_NOMEM, url, "out of memory");
     l->files[l->n++] = f;
     return CMF_OK;
+}
+
+cmf_status hub_listing_add_page(hub_listing *l, size_t *cap, const json_t *page, const char *url,
+                                cmf_err *err) {
+    if (!json_is_array(page))
+        return cmf_err_set(err, CMF_E_PARSE, url, "the file list is not a JSON array");
+    cmf_status st = CMF_OK;
+    for (size_t i = 0; !st && i < json_array_size(page); i++)
+        st = add_entry(l, json_array_get(page, i), cap, url, err);
+    return st;
 }
 
 static cmf_status resolve_commit(const hub_env *env, const char *repo, const char *revision,
@@ -126,13 +137,8 @@ cmf_status hub_list(const hub_env *env, const char *repo, const char *revision, 
         char *next = NULL;
         if (page == MAX_PAGES)
             st = cmf_err_set(err, CMF_E_LIMIT, url, "more than %d pages of files", MAX_PAGES);
-        else if (!(st =
-                       hub_http_get_json(env, url, what, stall_s, &arr, &next, unreachable, err))) {
-            if (!json_is_array(arr))
-                st = cmf_err_set(err, CMF_E_PARSE, url, "the file list is not a JSON array");
-            for (size_t i = 0; !st && i < json_array_size(arr); i++)
-                st = add_entry(out, json_array_get(arr, i), &cap, url, err);
-        }
+        else if (!(st = hub_http_get_json(env, url, what, stall_s, &arr, &next, unreachable, err)))
+            st = hub_listing_add_page(out, &cap, arr, url, err);
         json_decref(arr);
         /* a next page elsewhere than the endpoint would receive the token: refuse it */
         if (!st && next && !hub_url_same_origin(next, env->endpoint))

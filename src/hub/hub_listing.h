@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "hub/hub_env.h"
 
 typedef struct hub_file {
@@ -33,6 +35,12 @@ cmf_status hub_list(const hub_env *env, const char *repo, const char *revision, 
  * checksums (they were checked when downloaded). CMF_E_NOT_FOUND when nothing is cached. */
 cmf_status hub_list_cached(const char *repo_dir, const char *repo, const char *revision,
                            const char *dir, hub_listing *out, cmf_err *err);
+/* Append the files of one page of a tree answer (a JSON array; folders skipped). *cap is the
+ * allocated length of l->files (0 for an empty listing). url names the answer in messages.
+ * Every path, oid and sha256 is checked: they become file names in the cache. */
+cmf_status hub_listing_add_page(hub_listing *l, size_t *cap, const json_t *page, const char *url,
+                                cmf_err *err);
+
 void hub_listing_free(hub_listing *l);
 const hub_file *hub_listing_find(const hub_listing *l, const char *path);
 

@@ -39,6 +39,7 @@ cat >"$work/repos.json" <<JSON
   "test/tiny-llama": {"files": $tiny_files},
   "test/cut": {"files": $tiny_files, "cut_once": ["model.safetensors"]},
   "test/resume": {"files": $tiny_files},
+  "test/whole": {"files": $tiny_files},
   "test/corrupt": {"files": $tiny_files, "corrupt": ["model.safetensors"]},
   "test/gated": {"files": $tiny_files, "token": "hf_secret", "lfs_redirect": true},
   "test/home": {"files": {"config.json": "$tiny/config.json"}}
@@ -120,6 +121,12 @@ check "a partial file of an earlier run is resumed" [ $rc -eq 0 ]
 check "with Range: bytes=100000-" [ "$(count 'r["range"] == "bytes=100000-"')" -eq 1 ]
 check "the progress says resuming" grep -q "model.safetensors: resuming after" "$work/err7"
 check "the resumed file is whole" cmp -s "$rdir/$(sha256 "$tiny/model.safetensors")" "$tiny/model.safetensors"
+wdir=$work/cache/models--test--whole/blobs
+mkdir -p "$wdir"
+cp "$tiny/model.safetensors" "$wdir/$(sha256 "$tiny/model.safetensors").incomplete"
+"$bin" pull -q test/whole >/dev/null 2>&1
+check "a partial file that is already whole is checked and kept (416 answered)" \
+  [ $? -eq 0 ] && [ -f "$wdir/$(sha256 "$tiny/model.safetensors")" ]
 
 # --- 5. a corrupted byte ----------------------------------------------------------------------
 "$bin" pull test/corrupt >/dev/null 2>"$work/err8"; rc=$?
