@@ -7,9 +7,11 @@ Serves, from a JSON config of repos (repo id -> {"files": {repo path: local file
   GET /OWNER/NAME/resolve/REV/PATH            the file (Range supported), or for LFS files
                                               with "lfs_redirect" a 302 to a second server
                                               on another host (127.0.0.2, else another port)
-Repo options: "token" (401 GatedRepo without "Authorization: Bearer TOKEN"), "cut_once"
+Repo options: "token" (401 GatedRepo without "Authorization: Bearer TOKEN"; with
+"gate_files_only" the API answers anyway and only downloads need it, as on the hub), "cut_once"
 (a path whose first full GET is cut after half the bytes), "corrupt" (a path served with one
-byte flipped), "lfs" (suffixes stored in LFS; default .safetensors and .gguf).
+byte flipped), "lfs" (suffixes stored in LFS; default .safetensors and .gguf), "page_size"
+(tree answers in pages of that many entries, chained by Link: <...?cursor=K>; rel="next").
 Every request is appended to the log as one JSON line: server, method, path, range, auth.
 When both servers listen, {"hub": URL, "cdn": URL} is written to the ready file.
 Python 3 standard library only.
@@ -33,6 +35,8 @@ class Repo:
         self.id = rid
         self.commit = hashlib.sha1(rid.encode()).hexdigest()
         self.token = spec.get("token")
+        self.gate_files_only = spec.get("gate_files_only", False)
+        self.page_size = spec.get("page_size", 0)
         self.cut_once = set(spec.get("cut_once", []))
         self.corrupt = set(spec.get("corrupt", []))
         self.redirect = spec.get("lfs_redirect", False)
@@ -125,17 +129,18 @@ def make_handler(state, server_name):
                 return self.cdn(path)
             parts = path.strip("/").split("/")
             if parts[:2] == ["api", "models"] and len(parts) >= 4:
-                return self.api(parts[2] + "/" + parts[3], parts[4:])
+                return self.api(parts[2] + "/" + parts[3], parts[4:], url.query)
             if len(parts) >= 5 and parts[2] == "resolve":
                 return self.resolve(parts[0] + "/" + parts[1], parts[3], "/".join(parts[4:]))
             self.error(404, "EntryNotFound", "no route " + path)
 
-        def repo_or_error(self, rid):
+        def repo_or_error(self, rid, download=False):
             repo = state.repos.get(rid)
             if not repo:
                 self.error(404, "RepoNotFound", "Repository not found")
                 return None
-            if repo.token and self.headers.get("Authorization") != "Bearer " + repo.token:
+            gated = repo.token and (download or not repo.gate_files_only)
+            if gated and self.headers.get("Authorization") != "Bearer " + repo.token:
                 self.error(401, "GatedRepo", "Access to model %s is restricted" % rid)
                 return None
             return repo
@@ -146,7 +151,7 @@ def make_handler(state, server_name):
                 return False
             return True
 
-        def api(self, rid, rest):
+        def api(self, rid, rest, query):
             repo = self.repo_or_error(rid)
             if not repo:
                 return
@@ -164,11 +169,19 @@ def make_handler(state, server_name):
                     d = p.rsplit("/", 1)[0] if "/" in p else ""
                     if d == prefix:
                         out.append(entry)
-                return self.send_json(200, out)
+                if not repo.page_size:
+                    return self.send_json(200, out)
+                start = int(query[7:]) if query.startswith("cursor=") else 0
+                page, extra = out[start:start + repo.page_size], {}
+                if start + repo.page_size < len(out):
+                    extra["Link"] = '<http://%s:%d%s?cursor=%d>; rel="next"' % (
+                        self.server.server_address[0], self.server.server_address[1],
+                        self.path.split("?")[0], start + repo.page_size)
+                return self.send_json(200, page, extra)
             self.error(404, "EntryNotFound", "no route")
 
         def resolve(self, rid, rev, path):
-            repo = self.repo_or_error(rid)
+            repo = self.repo_or_error(rid, download=True)
             if not repo or not self.check_rev(repo, rev):
                 return
             if path not in repo.files:
@@ -196,6 +209,15 @@ def make_handler(state, server_name):
     return Handler
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A client that drops a connection (the pull failed elsewhere and stopped its transfers,
+    or a cut test) is expected here: no traceback for it."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--config", required=True)
@@ -204,11 +226,11 @@ def main():
     a = ap.parse_args()
     with open(a.config) as f:
         state = State(json.load(f), a.log)
-    hub = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state, "hub"))
+    hub = QuietServer(("127.0.0.1", 0), make_handler(state, "hub"))
     try:  # another host than the hub's, as a CDN is
-        cdn = ThreadingHTTPServer(("127.0.0.2", 0), make_handler(state, "cdn"))
+        cdn = QuietServer(("127.0.0.2", 0), make_handler(state, "cdn"))
     except OSError:
-        cdn = ThreadingHTTPServer(("127.0.0.1", 0), make_handler(state, "cdn"))
+        cdn = QuietServer(("127.0.0.1", 0), make_handler(state, "cdn"))
     state.cdn_url = "http://%s:%d" % cdn.server_address[:2]
     for s in (hub, cdn):
         threading.Thread(target=s.serve_forever, daemon=True).start()

@@ -42,6 +42,8 @@ cat >"$work/repos.json" <<JSON
   "test/whole": {"files": $tiny_files},
   "test/corrupt": {"files": $tiny_files, "corrupt": ["model.safetensors"]},
   "test/gated": {"files": $tiny_files, "token": "hf_secret", "lfs_redirect": true},
+  "test/gated-files": {"files": $tiny_files, "token": "hf_secret", "gate_files_only": true},
+  "test/paged": {"files": $tiny_files, "page_size": 2},
   "test/home": {"files": {"config.json": "$tiny/config.json"}}
   $gguf_repo
 }}
@@ -124,9 +126,9 @@ check "the resumed file is whole" cmp -s "$rdir/$(sha256 "$tiny/model.safetensor
 wdir=$work/cache/models--test--whole/blobs
 mkdir -p "$wdir"
 cp "$tiny/model.safetensors" "$wdir/$(sha256 "$tiny/model.safetensors").incomplete"
-"$bin" pull -q test/whole >/dev/null 2>&1
-check "a partial file that is already whole is checked and kept (416 answered)" \
-  [ $? -eq 0 ] && [ -f "$wdir/$(sha256 "$tiny/model.safetensors")" ]
+"$bin" pull -q test/whole >/dev/null 2>&1; rc=$?
+check "a partial file that is already whole is checked and kept (416 answered)" [ $rc -eq 0 ]
+check "in blobs/" [ -f "$wdir/$(sha256 "$tiny/model.safetensors")" ]
 
 # --- 5. a corrupted byte ----------------------------------------------------------------------
 "$bin" pull test/corrupt >/dev/null 2>"$work/err8"; rc=$?
@@ -158,6 +160,9 @@ check "the endpoint got the token" [ "$(count 'r["server"] == "hub" and r["auth"
 check "the LFS file came from the other host" [ "$(count 'r["server"] == "cdn"')" -ge 1 ]
 check "which never saw the token" [ "$(count 'r["server"] == "cdn" and r["auth"] is not None')" -eq 0 ]
 check "the gated file is whole" cmp -s "$(ls -d "$work"/cache/models--test--gated/snapshots/*)/model.safetensors" "$tiny/model.safetensors"
+"$bin" pull test/gated-files 2>"$work/err21"; rc=$?
+check "a repo whose files are gated: exit 3, the file named" \
+  grep -q "HTTP 401: [a-z_.]* in test/gated-files is gated or private" "$work/err21"
 mkdir -p "$work/xdg/huggingface" # HF_HOME defaults to $XDG_CACHE_HOME/huggingface
 echo hf_secret >"$work/xdg/huggingface/token"
 rm -rf "$work/cache/models--test--gated"
@@ -165,14 +170,21 @@ HF_TOKEN= "$bin" pull -q test/gated >/dev/null 2>&1
 check "the token file of huggingface-cli login is read" [ $? -eq 0 ]
 rm "$work/xdg/huggingface/token"
 
-# --- 8. HF_HOME without HF_HUB_CACHE ----------------------------------------------------------
+# --- 8. a file list in pages (Link: rel="next"), HF_HOME without HF_HUB_CACHE --------------
+: >"$work/log.jsonl"
+"$bin" pull -q test/paged >/dev/null 2>"$work/err22"; rc=$?
+check "a paged file list is read to its end" [ $rc -eq 0 ]
+check "to its last page" \
+  cmp -s "$(ls -d "$work"/cache/models--test--paged/snapshots/*)/tokenizer_config.json" "$tiny/tokenizer_config.json"
+check "over several requests" [ "$(count '"/tree/" in r["path"]')" -ge 3 ]
 env -u HF_HUB_CACHE HF_HOME="$work/hfhome" "$bin" pull -q test/home:config.json >/dev/null 2>&1
 check "HF_HOME/hub is the cache when HF_HUB_CACHE is unset" [ -d "$work/hfhome/hub/models--test--home/snapshots" ]
 
 # --- 9. without a network: HF_HUB_OFFLINE, and an endpoint that does not answer --------------
 : >"$work/log.jsonl"
 HF_HUB_OFFLINE=1 "$bin" run test/tiny-llama --prompt hi --max-tokens 4 --greedy >"$work/run3" 2>"$work/err17"; rc=$?
-check "HF_HUB_OFFLINE=1: run answers from the caches" [ $rc -eq 0 ] && cmp -s "$work/run1" "$work/run3"
+check "HF_HUB_OFFLINE=1: run answers from the caches" [ $rc -eq 0 ]
+check "the same answer" cmp -s "$work/run1" "$work/run3"
 check "without a single request" [ "$(count 'True')" -eq 0 ]
 check "and says it used the cached snapshot" grep -q "using the cached snapshot $commit" "$work/err17"
 HF_ENDPOINT=http://127.0.0.1:9 "$bin" pull test/tiny-llama >/dev/null 2>"$work/err18"; rc=$?
@@ -189,7 +201,8 @@ if [ -n "$gguf_repo" ]; then
   check "import-gguf OWNER/NAME picks Q4_1 over F16 and mmproj, and converts" [ $rc -eq 0 ]
   check "the imported file verifies" "$bin" verify -q "$work/smol.cmf"
   out=$("$bin" run test/smol-gguf --prompt "What is 2+2?" --max-tokens 8 --greedy 2>"$work/err16"); rc=$?
-  check "run OWNER/NAME on a GGUF repo answers" [ $rc -eq 0 ] && [ -n "$out" ]
+  check "run OWNER/NAME on a GGUF repo answers" [ $rc -eq 0 ]
+  check "something" [ -n "$out" ]
   check "the GGUF conversion is cached under its file name" \
     [ -f "$(ls -d "$work"/xdg/cortiq/converted/test--smol-gguf/*)/q8-SmolLM2-135M-Instruct-Q4_1.cmf" ]
 else
