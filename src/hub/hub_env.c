@@ -118,10 +118,11 @@ cmf_status hub_env_resolve(const cortiq_hub_opts *opts, hub_env *env, cmf_err *e
         if (t && !(env->token = strdup(t))) goto nomem;
         if (!t) env->token = token_from_file();
     }
-    if (!(env->cache_dir = hub_env_cache_dir(opts, err))) {
-        cmf_status st = err ? err->code : CMF_E_NOMEM;
+    cmf_err local;
+    if (!(env->cache_dir = hub_env_cache_dir(opts, &local))) {
         hub_env_free(env);
-        return st;
+        if (err) *err = local;
+        return local.code;
     }
     return CMF_OK;
 nomem:

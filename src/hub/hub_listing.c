@@ -121,6 +121,19 @@ static cmf_status resolve_commit(const hub_env *env, const char *repo, const cha
     return st;
 }
 
+/* A Link target resolved against the page it came from (malloc'd; ref is freed). */
+static char *absolute(const char *base, char *ref) {
+    CURLU *u = curl_url();
+    char *out = NULL, *abs = NULL;
+    if (u && !curl_url_set(u, CURLUPART_URL, base, 0) && !curl_url_set(u, CURLUPART_URL, ref, 0) &&
+        !curl_url_get(u, CURLUPART_URL, &abs, 0))
+        out = strdup(abs);
+    curl_free(abs);
+    curl_url_cleanup(u);
+    free(ref);
+    return out;
+}
+
 cmf_status hub_list(const hub_env *env, const char *repo, const char *revision, const char *dir,
                     long stall_s, hub_listing *out, bool *unreachable, cmf_err *err) {
     memset(out, 0, sizeof *out);
@@ -140,6 +153,8 @@ cmf_status hub_list(const hub_env *env, const char *repo, const char *revision, 
         else if (!(st = hub_http_get_json(env, url, what, stall_s, &arr, &next, unreachable, err)))
             st = hub_listing_add_page(out, &cap, arr, url, err);
         json_decref(arr);
+        if (!st && next && !(next = absolute(url, next)))
+            st = cmf_err_set(err, CMF_E_PARSE, url, "the next page's link is not a URL");
         /* a next page elsewhere than the endpoint would receive the token: refuse it */
         if (!st && next && !hub_url_same_origin(next, env->endpoint))
             st = cmf_err_set(err, CMF_E_PARSE, url, "next page %s is not on the endpoint", next);

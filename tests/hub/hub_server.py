@@ -174,9 +174,10 @@ def make_handler(state, server_name):
                 start = int(query[7:]) if query.startswith("cursor=") else 0
                 page, extra = out[start:start + repo.page_size], {}
                 if start + repo.page_size < len(out):
-                    extra["Link"] = '<http://%s:%d%s?cursor=%d>; rel="next"' % (
-                        self.server.server_address[0], self.server.server_address[1],
-                        self.path.split("?")[0], start + repo.page_size)
+                    # the hub sends absolute links; a relative one (later pages here) is valid too
+                    origin = "http://%s:%d" % self.server.server_address[:2] if not start else ""
+                    extra["Link"] = '<%s%s?cursor=%d>; rel="next"' % (
+                        origin, self.path.split("?")[0], start + repo.page_size)
                 return self.send_json(200, page, extra)
             self.error(404, "EntryNotFound", "no route")
 
