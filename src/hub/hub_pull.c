@@ -52,11 +52,24 @@ typedef struct pull {
     cortiq_hub_result *out;
 } pull;
 
-/* Fetch the files sel->idx[from..) that the cache lacks; link the ones whose blob is there. */
+/* The index in todo[0..n) of a file with f's content, or n. */
+static size_t same_blob(const hub_file **todo, size_t n, const hub_file *f) {
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(hub_file_blob_name(todo[i]), hub_file_blob_name(f))) return i;
+    return n;
+}
+
+/* Fetch the files sel->idx[from..) that the cache lacks; link the ones whose blob is there.
+ * Two paths with one content download it once (a second writer would be locked out). */
 static cmf_status fetch_batch(pull *p, const hub_selection *sel, size_t from, cmf_err *err) {
     const hub_file **todo = calloc(sel->n - from + 1, sizeof *todo);
-    if (!todo) return cmf_err_set(err, CMF_E_NOMEM, p->repo, "out of memory");
-    size_t n = 0;
+    const hub_file **dups = calloc(sel->n - from + 1, sizeof *dups);
+    if (!todo || !dups) {
+        free(todo);
+        free(dups);
+        return cmf_err_set(err, CMF_E_NOMEM, p->repo, "out of memory");
+    }
+    size_t n = 0, n_dups = 0;
     cmf_status st = CMF_OK;
     p->ps.p.files_total = (unsigned)sel->n;
     for (size_t k = from; !st && k < sel->n; k++) {
@@ -74,6 +87,8 @@ static cmf_status fetch_batch(pull *p, const hub_selection *sel, size_t from, cm
                              "%s is not in the cached snapshot %s, and the hub was not asked "
                              "(HF_HUB_OFFLINE) or could not be reached: pull it with a network",
                              f->path, p->l->commit);
+        } else if (same_blob(todo, n, f) < n) {
+            dups[n_dups++] = f;
         } else {
             todo[n++] = f;
             p->ps.p.bytes_total += f->size;
@@ -89,7 +104,14 @@ static cmf_status fetch_batch(pull *p, const hub_selection *sel, size_t from, cm
             p->out->bytes_fetched += p->ps.p.bytes_received - before;
         }
     }
+    for (size_t i = 0; !st && i < n_dups; i++) {
+        const hub_file *f = dups[i];
+        st = hub_cache_link(p->repo_dir, p->l->commit, f->path, hub_file_blob_name(f), err);
+        p->ps.p.files_done++;
+        if (!st) hub_progress_emit(&p->ps, CORTIQ_HUB_EV_CACHED, f->path, f->size, 0);
+    }
     free(todo);
+    free(dups);
     return st;
 }
 

@@ -44,6 +44,8 @@ cat >"$work/repos.json" <<JSON
   "test/gated": {"files": $tiny_files, "token": "hf_secret", "lfs_redirect": true},
   "test/gated-files": {"files": $tiny_files, "token": "hf_secret", "gate_files_only": true},
   "test/paged": {"files": $tiny_files, "page_size": 2},
+  "test/twins": {"files": {"config.json": "$tiny/config.json", "model.safetensors": "$tiny/model.safetensors",
+                 "tokenizer.json": "$tiny/tokenizer.json", "vocab.json": "$tiny/tokenizer.json"}},
   "test/home": {"files": {"config.json": "$tiny/config.json"}}
   $gguf_repo
 }}
@@ -129,6 +131,12 @@ cp "$tiny/model.safetensors" "$wdir/$(sha256 "$tiny/model.safetensors").incomple
 "$bin" pull -q test/whole >/dev/null 2>&1; rc=$?
 check "a partial file that is already whole is checked and kept (416 answered)" [ $rc -eq 0 ]
 check "in blobs/" [ -f "$wdir/$(sha256 "$tiny/model.safetensors")" ]
+
+: >"$work/log.jsonl"
+"$bin" pull -q test/twins >/dev/null 2>&1; rc=$?
+check "two paths with one content: pulled" [ $rc -eq 0 ]
+check "with one download" [ "$(count '"/resolve/" in r["path"] and r["path"].endswith(("/tokenizer.json", "/vocab.json"))')" -eq 1 ]
+check "and both linked" cmp -s "$(ls -d "$work"/cache/models--test--twins/snapshots/*)/vocab.json" "$tiny/tokenizer.json"
 
 # --- 5. a corrupted byte ----------------------------------------------------------------------
 "$bin" pull test/corrupt >/dev/null 2>"$work/err8"; rc=$?
