@@ -57,7 +57,10 @@ for _ in $(seq 100); do [ -f "$work/ready.json" ] && break; sleep 0.1; done
 [ -f "$work/ready.json" ] || { echo "FAIL: the test server did not start"; exit 1; }
 endpoint=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["hub"])' "$work/ready.json")
 export HF_ENDPOINT=$endpoint HF_HUB_CACHE=$work/cache XDG_CACHE_HOME=$work/xdg HOME=$work/home
-unset HF_TOKEN HF_HOME HUGGING_FACE_HUB_TOKEN HF_TOKEN_PATH
+unset HF_TOKEN HF_HOME HUGGING_FACE_HUB_TOKEN HF_TOKEN_PATH HF_HUB_OFFLINE HUGGINGFACE_HUB_CACHE
+# a proxy from the environment must not carry loopback requests
+unset http_proxy https_proxy HTTP_PROXY HTTPS_PROXY all_proxy ALL_PROXY
+export NO_PROXY=127.0.0.1,127.0.0.2,localhost no_proxy=127.0.0.1,127.0.0.2,localhost
 : >"$work/log.jsonl"
 
 # requests in the log matching a Python condition on r (a dict); prints their count
