@@ -11,6 +11,16 @@
  * otherwise. user: the command name. */
 void cli_hub_progress(void *user, const cortiq_hub_progress *p);
 
+/* True when path names something on disk (then it is a path, whatever its shape). */
+bool cli_hub_exists(const char *path);
+/* True for a name ending in ".gguf". */
+bool cli_hub_is_gguf(const char *name);
+
+/* Pull ref with the command's progress display (none when quiet); on failure print the error
+ * and return the exit code, else -1 with *r filled (free it with cortiq_hub_result_free). */
+int cli_hub_pull_ref(const char *cmd, const cortiq_hub_ref *ref, cortiq_hub_want want, bool quiet,
+                     cortiq_hub_result *r);
+
 /* For a command's model argument spec: a path that exists, or anything that is not shaped
  * like OWNER/NAME[@REV][:FILE], comes back as is in *path; a repo reference is pulled
  * (want selects the kind when no FILE is named) and *path is the snapshot directory, or the
