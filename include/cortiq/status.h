@@ -32,6 +32,7 @@ typedef enum cmf_status {
     CMF_E_UNSUPPORTED = 11,        /* valid input this operation cannot handle (e.g. dtype/shape) */
     CMF_E_SHARD = 12,              /* shard set inconsistent (spec §10) */
     CMF_E_LIMIT = 13,              /* a resource cap an untrusted value tried to exceed */
+    CMF_E_NETWORK = 14,            /* a server unreachable, a transfer cut, an HTTP error status */
     CMF_STATUS_COUNT
 } cmf_status;
 

@@ -28,6 +28,7 @@ int cli_exit_code(cmf_status s) {
         return CLI_EXIT_OK;
     case CMF_E_IO:
     case CMF_E_NOMEM:
+    case CMF_E_NETWORK:
         return CLI_EXIT_SYSTEM;
     case CMF_E_INVALID_ARG:
         return CLI_EXIT_USAGE;

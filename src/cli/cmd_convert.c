@@ -1,14 +1,17 @@
 /* cmd_convert.c - `cortiq convert --model DIR --quant Q --output OUT.cmf`. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "cli/convert_progress.h"
+#include "cli/cli_hub.h"
 #include "cortiq/converter.h"
 
 static void usage(void) {
     printf(
         "usage: cortiq convert --model DIR --quant Q --output OUT.cmf [options]\n"
+        "  DIR may be OWNER/NAME[@REVISION]: the repo is pulled first (`cortiq pull`).\n"
         "  DIR: a Hugging Face checkpoint (config.json, model.safetensors or an index with "
         "shards,\n"
         "  tokenizer.json, tokenizer_config.json / chat_template.jinja / generation_config.json).\n"
@@ -89,12 +92,17 @@ int cmd_convert(int argc, char **argv) {
     }
     if (!model || !out || !have_quant)
         return cli_usage_error("convert", "need --model DIR, --quant Q and --output OUT.cmf");
+    char *model_dir;
+    int hub_rc =
+        cli_hub_resolve("convert", model, CORTIQ_HUB_WANT_SAFETENSORS, quiet, &model_dir);
+    if (hub_rc >= 0) return hub_rc;
     cmf_err err;
     cmf_convert_stats s;
     cli_convert_progress shown;
     if (!quiet) cli_convert_progress_attach(&o, &shown);
-    cmf_status st = cmf_convert_hf(model, out, masks, &o, &s, &err);
+    cmf_status st = cmf_convert_hf(model_dir, out, masks, &o, &s, &err);
     if (!quiet) cli_convert_progress_end(&shown);
+    free(model_dir);
     if (st) {
         cli_error(&err);
         return cli_exit_code(st);

@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "cli/convert_progress.h"
 #include "common/err.h"
+#include "cli/cli_hub.h"
 #include "convert/arch_interop.h"
 #include "cortiq/gguf.h"
 #include "cortiq/converter.h"
@@ -21,6 +22,8 @@
 static void usage(void) {
     printf(
         "usage: cortiq import-gguf FILE.gguf --quant Q -o OUT.cmf [options]\n"
+        "  FILE.gguf may be OWNER/NAME[@REVISION][:FILE.gguf]: pulled first (`cortiq pull`;\n"
+        "  without :FILE, the default quant of docs/HUB.md).\n"
         "  Convert a llama.cpp GGUF model (llama/SmolLM, qwen2, qwen3, gemma2, gemma3, ...) to CMF with\n"
         "  HF tensor names and values. Tensors are dequantized (F32 F16 BF16 Q4_0 Q4_1 Q5_0 Q5_1 Q8_0\n"
         "  Q2_K Q3_K Q4_K Q5_K Q6_K) and re-encoded; the tokenizer becomes the vocab section.\n"
@@ -181,9 +184,15 @@ int cmd_import_gguf(int argc, char **argv) {
     import_args a;
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) return rc;
+    char *in_path;
+    if ((rc = cli_hub_resolve("import-gguf", a.in, CORTIQ_HUB_WANT_GGUF, a.quiet,
+                              &in_path)) >= 0)
+        return rc;
+    a.in = in_path;
     char *tpl = NULL;
     if (a.tpl_path && !(tpl = read_text(a.tpl_path))) {
         fprintf(stderr, "cortiq import-gguf: cannot read %s\n", a.tpl_path);
+        free(in_path);
         return CLI_EXIT_SYSTEM;
     }
     cmf_err err;
@@ -255,5 +264,6 @@ done:
     free(header);
     free(vocab);
     free(tpl);
+    free(in_path);
     return st ? cli_exit_code(st) : CLI_EXIT_OK;
 }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/cli_hub.h"
 #include "cli/run_chat.h"
 #include "cli/run_output.h"
 #include "common/fileio.h"
@@ -14,6 +15,8 @@
 static void usage(void) {
     printf(
         "usage: cortiq run MODEL.cmf [--prompt TEXT] [options]\n"
+        "  MODEL may be OWNER/NAME[@REVISION][:FILE.gguf]: pulled (`cortiq pull`) and converted\n"
+        "  once into ~/.cache/cortiq/converted (--quant Q, default q8), then run.\n"
         "  With --prompt: answer once and exit. Without: interactive chat (history kept; /help\n"
         "  lists its commands: /reset, /save F, /load F, /exit; multi-line input; Ctrl-C stops\n"
         "  a reply; the oldest turns are dropped when the context fills).\n"
@@ -72,7 +75,7 @@ int cmd_run(int argc, char **argv) {
     cortiq_generate_defaults(&gp);
     cortiq_runtime_opts ro = {0};
     uint64_t ctx_wanted = 0;
-    const char *prompt_file = NULL, *stops[16];
+    const char *prompt_file = NULL, *stops[16], *quant = NULL;
     size_t n_stops = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -104,6 +107,9 @@ int cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "--system")) {
             VALUE();
             system = v;
+        } else if (!strcmp(a, "--quant")) {
+            VALUE();
+            quant = v;
         } else if (!strcmp(a, "--raw"))
             raw = 1;
         else if (!strcmp(a, "--greedy"))
@@ -161,12 +167,20 @@ int cmd_run(int argc, char **argv) {
     char *file_text = prompt_file ? read_prompt_file(prompt_file) : NULL;
     if (prompt_file && !file_text) return CLI_EXIT_SYSTEM;
     if (file_text) prompt = file_text;
+    char *model_path;
+    int hub_rc = cli_hub_model_for_run(path, quant, &model_path);
+    if (hub_rc >= 0) {
+        free(file_text);
+        return hub_rc;
+    }
+    path = model_path;
     cmf_err err;
     cortiq_runtime *rt;
     cmf_status st = cortiq_runtime_open(path, &ro, &rt, &err);
     if (st) {
         cli_error(&err);
         free(file_text);
+        free(model_path);
         return cli_exit_code(st);
     }
     if (!raw && !cortiq_runtime_has_template(rt))
@@ -195,5 +209,6 @@ int cmd_run(int argc, char **argv) {
     run_out_free(&out);
     free(file_text);
     cortiq_runtime_free(rt);
+    free(model_path);
     return cli_exit_code(st);
 }

@@ -19,6 +19,7 @@ static const char *const k_names[CMF_STATUS_COUNT] = {
     [CMF_E_UNSUPPORTED] = "Unsupported",
     [CMF_E_SHARD] = "Shard",
     [CMF_E_LIMIT] = "Limit",
+    [CMF_E_NETWORK] = "Network",
 };
 
 const char *cmf_status_name(cmf_status s) {
