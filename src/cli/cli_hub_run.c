@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "cli/cli_hub.h"
+#include "cli/convert_progress.h"
 #include "cortiq/converter.h"
 
 /* $XDG_CACHE_HOME/cortiq/converted, else $HOME/.cache/cortiq/converted (malloc'd). */
@@ -48,10 +49,12 @@ static int convert_into(const cortiq_hub_result *r, const char *quant, cmf_dtype
     cmf_convert_opts o;
     cmf_convert_opts_default(&o);
     o.quant = dt;
-    o.progress = 1;
+    cli_convert_progress shown;
+    cli_convert_progress_attach(&o, &shown);
     cmf_convert_stats s;
     cmf_err err;
     cmf_status st = cmf_convert_hf(r->snapshot_dir, out, NULL, &o, &s, &err);
+    cli_convert_progress_end(&shown);
     if (st) {
         cli_error(&err);
         return cli_exit_code(st);

@@ -2,6 +2,8 @@
  * rename (blobs, links, refs), so a crash or a second process never sees half a file. */
 #include "hub/hub_cache.h"
 
+#include "common/err.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -5,6 +5,8 @@
  * followed here, hop by hop, so the token goes to the endpoint's origin only. */
 #include "hub/hub_download.h"
 
+#include "common/err.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>

@@ -2,6 +2,8 @@
  * that both tools share one cache and one login. */
 #include "hub/hub_env.h"
 
+#include "common/err.h"
+
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>

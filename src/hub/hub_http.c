@@ -2,6 +2,8 @@
  * messages for every way a request fails. */
 #include "hub/hub_http.h"
 
+#include "common/err.h"
+
 #include <ctype.h>
 #include <pthread.h>
 #include <stdio.h>

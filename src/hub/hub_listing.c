@@ -3,6 +3,8 @@
  * not be able to write outside the cache. */
 #include "hub/hub_listing.h"
 
+#include "common/err.h"
+
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>

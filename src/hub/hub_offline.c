@@ -9,6 +9,8 @@
 
 #include "common/fileio.h"
 #include "hub/hub_cache.h"
+
+#include "common/err.h"
 #include "hub/hub_listing.h"
 
 static bool is_dir(const char *path) {

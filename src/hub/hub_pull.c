@@ -8,6 +8,8 @@
 #include "cortiq/hub.h"
 #include "common/fileio.h"
 #include "hub/hub_cache.h"
+
+#include "common/err.h"
 #include "hub/hub_download.h"
 #include "hub/hub_env.h"
 #include "hub/hub_http.h"

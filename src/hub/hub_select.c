@@ -4,6 +4,8 @@
  * enough. */
 #include "hub/hub_select.h"
 
+#include "common/err.h"
+
 #include <ctype.h>
 #include <jansson.h>
 #include <stdint.h>
