@@ -115,12 +115,19 @@ static void ffn_norm(const void *ctx, size_t t) {
     rmsnorm(L->s->xn + t * H, L->s->x + t * H, L->y->ffn_norm, m->hidden, m->eps);
 }
 
+/* The attention's residual add and the FFN's norm as one step, so that they share a parallel
+ * region (each region costs a wake-up and a barrier, which other work on the cores makes dear). */
+static void attn_residual_ffn_norm(const void *ctx, size_t t) {
+    attn_residual(ctx, t);
+    ffn_norm(ctx, t);
+}
+
 static void ffn_residual(const void *ctx, size_t t) {
     const layer_pass *L = ctx;
     residual(L, t, L->y->post_ffn_norm);
 }
 
-/* ---- one layer ---- */
+/* ---- the parallel work of a layer (matmul_sched.h, attention.h) ---- */
 
 static void each_token(const layer_pass *L, cq_token_fn step) {
     cq_each_token(&L->s->sched, L->n, step, L);
@@ -136,7 +143,7 @@ static void attention(const layer_pass *L) {
     cq_attention_run(&s->attn, s->m, L->y, L->kv, s->q, s->att, L->n, L->pos0);
 }
 
-/* step, then q, k, v = Wq xn, Wk xn, Wv xn in one parallel region. */
+/* step (which writes xn), then q, k, v = Wq xn, Wk xn, Wv xn, in one parallel region. */
 static void qkv_after(const layer_pass *L, cq_token_fn step) {
     cortiq_session *s = L->s;
     const cq_layer *y = L->y;
@@ -148,7 +155,7 @@ static void qkv_after(const layer_pass *L, cq_token_fn step) {
     cq_matmul_after(&s->sched, step, L, &qkv);
 }
 
-/* step, then g = act(Wg xn) * (Wu xn) in one parallel region. */
+/* step (which writes xn), then g = act(Wg xn) * (Wu xn), in one parallel region. */
 static void gate_up_after(const layer_pass *L, cq_token_fn step) {
     cortiq_session *s = L->s;
     const cq_layer *y = L->y;
@@ -160,31 +167,35 @@ static void gate_up_after(const layer_pass *L, cq_token_fn step) {
     cq_matmul_after(&s->sched, step, L, &gate_up);
 }
 
-/* x += attention(rmsnorm(x)). Another token mixer (a linear-attention layer such as Gated
- * DeltaNet) is a sibling of this function, chosen per layer in layer_forward. */
-static void attention_block(const layer_pass *L) {
+/* ---- blocks ----
+ * A block maps the chunk's xn to o. Its first argument after L is the per-token step that
+ * writes xn (the norm, and before it the previous block's residual add): it runs in the
+ * parallel region of the block's first product. Another token mixer (a linear-attention layer
+ * such as Gated DeltaNet) is a sibling of attention_block, another FFN (mixture of experts) a
+ * sibling of ffn_block; layer_forward picks them per layer. */
+
+/* o = attention(xn): multi-head attention with GQA, RoPE and the layer's sliding window. */
+static void attention_block(const layer_pass *L, cq_token_fn make_input) {
     cortiq_session *s = L->s;
-    qkv_after(L, attn_norm);            /* xn = rmsnorm(x); q, k, v = Wq xn, Wk xn, Wv xn */
+    qkv_after(L, make_input);           /* q, k, v = Wq xn, Wk xn, Wv xn */
     each_token(L, qkv_finish);          /* biases, q/k norms, RoPE; k, v into the cache */
     attention(L);                       /* att = softmax(scale q K^T) V, per query head */
     matmul(L, &L->y->wo, s->att, s->o); /* o = Wo att */
-    each_token(L, attn_residual);       /* x += post_attn_norm(o) */
 }
 
-/* x += ffn(rmsnorm(x)) with a gated MLP. Another FFN (mixture of experts) is a sibling of this
- * function, chosen per layer in layer_forward. */
-static void ffn_block(const layer_pass *L) {
+/* o = ffn(xn): the gated MLP. */
+static void ffn_block(const layer_pass *L, cq_token_fn make_input) {
     cortiq_session *s = L->s;
-    gate_up_after(L, ffn_norm);       /* xn = rmsnorm(x); g = act(Wg xn) * (Wu xn) */
+    gate_up_after(L, make_input);     /* g = act(Wg xn) * (Wu xn) */
     matmul(L, &L->y->wd, s->g, s->o); /* o = Wd g */
-    each_token(L, ffn_residual);      /* x += post_ffn_norm(o) */
 }
 
 /* Layer l for the chunk's n tokens at positions pos0 .. pos0 + n - 1 (rows of s->x). */
 static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0) {
     const layer_pass L = {.s = s, .y = &s->m->layers[l], .kv = &s->kv[l], .n = n, .pos0 = pos0};
-    attention_block(&L);
-    ffn_block(&L);
+    attention_block(&L, attn_norm);        /* o = attention(rmsnorm(x)) */
+    ffn_block(&L, attn_residual_ffn_norm); /* x += post_attn_norm(o); o = ffn(rmsnorm(x)) */
+    each_token(&L, ffn_residual);          /* x += post_ffn_norm(o) */
 }
 
 /* ---- embeddings and head ---- */
