@@ -268,13 +268,11 @@ void cq_matmul_after(cq_sched *sc, cq_token_fn step, const void *ctx, const cq_m
     for (unsigned k = 0; k < mm->np; k++)
         j.p[k] = (mm_part){.w = mm->p[k].w, .y = mm->p[k].y, .ldy = (size_t)mm->p[k].w->rows};
     token_pass p = {.step = step, .ctx = ctx, .n = mm->n};
-    if (use_qact(sc, &j))
-        p = (token_pass){.step = step,
-                         .ctx = ctx,
-                         .n = mm->n,
-                         .qa = &sc->qa,
-                         .qx = mm->x,
-                         .qcols = (size_t)mm->p[0].w->cols};
+    if (use_qact(sc, &j)) {
+        p.qa = &sc->qa;
+        p.qx = mm->x;
+        p.qcols = (size_t)mm->p[0].w->cols;
+    }
     if (p.step || p.qa) run_tokens(sc, &p);
     run_job(sc, &j);
 }
