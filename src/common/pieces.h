@@ -2,7 +2,7 @@
  * range goes in a few large pieces and ends in small ones. The owner and any thread helping
  * it claim from the same counter, so threads that run at different speeds (vCPUs a hypervisor
  * slows) still finish within one small piece of each other. Used by the decode products
- * (src/engine/forward.c) and by the measurements of `cortiq bench quant`
+ * (src/engine/matmul_sched.c) and by the measurements of `cortiq bench quant`
  * (src/bench/kernel_bench.c), so both split work the same way. */
 #ifndef CORTIQ_COMMON_PIECES_H
 #define CORTIQ_COMMON_PIECES_H

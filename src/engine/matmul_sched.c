@@ -1,0 +1,283 @@
+/* matmul_sched.c - matrix products and per-token steps on the model's thread pool
+ * (matmul_sched.h): a batch by equal row ranges, one token by claimed pieces. */
+#include "engine/matmul_sched.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/pieces.h"
+#include "engine/act_ops.h"
+
+/* Batches of at least this many tokens take the integer GEMM (below it, repacking each
+ * 16-row panel costs more than the f32 kernels lose). */
+#define CQ_QACT_MIN 4
+
+/* A thread's share of a decode product: per part, how many rows of its range are claimed, as
+ * job << 32 | rows (a value left by an earlier job counts as none claimed, so nobody has to
+ * reset it: the owner's line stays in its own cache until another thread takes from it). */
+struct cq_claim {
+    _Alignas(64) atomic_ullong taken[3];
+};
+
+bool cq_sched_init(cq_sched *sc, const cortiq_model *m, size_t batch, size_t in_cols) {
+    memset(sc, 0, sizeof *sc);
+    sc->m = m;
+    unsigned nt = cq_pool_size(m->pool);
+    sc->claim = aligned_alloc(64, nt * sizeof *sc->claim);
+    if (!sc->claim) return false;
+    /* tag 0 is no job's: memory reused from another session may hold its tags */
+    memset(sc->claim, 0, nt * sizeof *sc->claim);
+    sc->tok8_stride = (cmf_tok8_bytes(in_cols) + 63) / 64 * 64;
+    if (sc->tok8_stride) {
+        sc->tok8 = aligned_alloc(64, nt * sc->tok8_stride);
+        if (!sc->tok8) return false;
+    }
+    if (m->prefill_qact) {
+        sc->qa_stride = (cmf_qact_scratch_bytes(in_cols) + 63) / 64 * 64;
+        sc->qa_mem = aligned_alloc(64, (cmf_qact_bytes(batch, in_cols) + 63) / 64 * 64);
+        sc->qa_scratch = aligned_alloc(64, nt * sc->qa_stride);
+        if (!sc->qa_mem || !sc->qa_scratch) return false;
+    }
+    return true;
+}
+
+void cq_sched_free(cq_sched *sc) {
+    free(sc->qa_mem), free(sc->qa_scratch), free(sc->tok8), free(sc->claim);
+}
+
+/* ---- products ---- */
+
+/* One product of a job. tok8: one token, the prepared-token layout this part reads (0: none). */
+typedef struct mm_part {
+    const cmf_qmat *w;
+    float *y;
+    size_t ldy;
+    int tok8;
+} mm_part;
+
+/* A cq_matmul with what its threads share. */
+typedef struct mm_job {
+    mm_part p[3];
+    unsigned np;
+    const float *x;
+    size_t n;
+    bool glu;
+    cq_act act;
+    unsigned flags;     /* model->kflags: forces int8 activations for every supported product */
+    unsigned q4flags;   /* added for integer-coded weights that take int8 activations by default */
+    const cmf_qact *qa; /* non-NULL: x quantized for the integer GEMM */
+    uint8_t *scratch;   /* its per-thread panels, stride bytes each */
+    size_t stride;
+    /* one token (decode_task): the parts that hand out rows (a glu job's pieces cover gate and
+     * up rows together), per-thread prepared tokens (NULL: no part takes them) and claims */
+    unsigned nclaim;
+    uint32_t tag;
+    int tok8_layouts; /* what cmf_tok8_prepare must lay out for the job's matrices */
+    uint8_t *tok8;
+    size_t tok8_stride;
+    cq_claim *claim;
+} mm_job;
+
+static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t *r0, uint64_t *r1) {
+    /* split on multiples of 16 rows so SIMD tiles stay whole */
+    uint64_t per = (rows + nt - 1) / nt;
+    per = (per + 15) / 16 * 16;
+    *r0 = (uint64_t)tid * per;
+    *r1 = *r0 + per < rows ? *r0 + per : rows;
+}
+
+/* Whether a product of n tokens on w quantizes its activations to int8 by default
+ * (model->q4flags; the arithmetic of llama.cpp's Q8_0 activations): weights stored as integer
+ * codes (q8_row, q4_*, vbit*), except one token through q8_row, which keeps f32: from DRAM
+ * q8_row's f32 rows stream closer to the memory bandwidth than the int8 ones
+ * (docs/KERNELS.md). */
+static int int8_by_default(const cmf_qmat *w, size_t n) {
+    switch (w->dtype) {
+    case CMF_DT_Q8_ROW:
+        return n > 1;
+    case CMF_DT_Q4_BLOCK:
+    case CMF_DT_Q4_TILED:
+    case CMF_DT_Q4TP:
+    case CMF_DT_VBIT:
+    case CMF_DT_VBIT_RO:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* The kernel flags of part p's product (j->flags forces int8 for every supported one). */
+static unsigned part_flags(const mm_job *j, const mm_part *p) {
+    return j->flags | (int8_by_default(p->w, j->n) ? j->q4flags : 0);
+}
+
+/* Rows [r0, r1) of part p (r0 < r1); tok: this thread's prepared token, or NULL; scratch:
+ * this thread's integer-GEMM panels (a batch with j->qa). */
+static void part_rows(const mm_job *j, const mm_part *p, uint64_t r0, uint64_t r1, const void *tok,
+                      uint8_t *scratch) {
+    unsigned f = part_flags(j, p);
+    if (tok && p->tok8)
+        cmf_matvec_tok8(p->w, tok, p->y + r0, r0, r1);
+    else if (j->qa && cmf_qact_supports(p->w))
+        cmf_matmul_qact(p->w, j->qa, p->y + r0, p->ldy, r0, r1, scratch);
+    else if (f)
+        cmf_matmul_ex(p->w, j->x, j->n, (size_t)p->w->cols, p->y + r0, p->ldy, r0, r1, f);
+    else if (j->n == 1)
+        cmf_matvec(p->w, j->x, p->y + r0, r0, r1);
+    else
+        cmf_matmul(p->w, j->x, j->n, p->y + r0, p->ldy, r0, r1);
+}
+
+/* The glu of rows [r0, r1) of every token: gate (part 0) becomes act(gate) * up (part 1). */
+static void glu_rows(const mm_job *j, uint64_t r0, uint64_t r1) {
+    const cq_act_ops *ops = cq_act_ops_get();
+    cq_glu_fn glu = j->act == CQ_ACT_SILU ? ops->silu_mul : ops->gelu_tanh_mul;
+    for (size_t t = 0; r0 < r1 && t < j->n; t++)
+        glu(j->p[0].y + t * j->p[0].ldy + r0, j->p[1].y + t * j->p[1].ldy + r0, (size_t)(r1 - r0));
+}
+
+/* A batch: each part split over the threads in equal row ranges. */
+static void batch_task(void *ctx, unsigned tid, unsigned nt) {
+    const mm_job *j = ctx;
+    uint8_t *scratch = j->qa ? j->scratch + tid * j->stride : NULL;
+    for (unsigned k = 0; k < j->np; k++) {
+        uint64_t r0, r1;
+        rows_of(j->p[k].w->rows, tid, nt, &r0, &r1);
+        if (r0 < r1) part_rows(j, &j->p[k], r0, r1, NULL, scratch);
+    }
+    if (!j->glu) return;
+    uint64_t r0, r1;
+    rows_of(j->p[0].w->rows, tid, nt, &r0, &r1);
+    glu_rows(j, r0, r1);
+}
+
+/* One token. Thread t owns the rows a static split gives it (rows_of) and takes them in
+ * pieces of half what is left of its range (common/pieces.h); once done it takes pieces of
+ * the others' ranges the same way, so the threads finish within one small piece of each other,
+ * whichever a hypervisor or a late wake-up slowed. Pieces start on 16-row blocks, so every row's
+ * result is the static split's (the kernels reduce rows 16 at a time). Each thread quantizes the
+ * token once for the whole job (cmf_tok8_prepare) where the kernels would do it per call. */
+static void decode_task(void *ctx, unsigned tid, unsigned nt) {
+    const mm_job *j = ctx;
+    const void *tok = NULL;
+    if (j->tok8) {
+        uint8_t *buf = j->tok8 + tid * j->tok8_stride;
+        cmf_tok8_prepare(buf, j->x, j->p[0].w->cols, j->tok8_layouts);
+        tok = buf;
+    }
+    for (unsigned i = 0; i < nt; i++) {
+        unsigned v = (tid + i) % nt;
+        for (unsigned k = 0; k < j->nclaim; k++) {
+            uint64_t lo, end, r0, r1;
+            rows_of(j->p[k].w->rows, v, nt, &lo, &end);
+            while (cq_take_piece(&j->claim[v].taken[k], j->tag, lo, end, 16, &r0, &r1)) {
+                part_rows(j, &j->p[k], r0, r1, tok, NULL);
+                if (j->glu) {
+                    part_rows(j, &j->p[1], r0, r1, tok, NULL);
+                    glu_rows(j, r0, r1);
+                }
+            }
+        }
+    }
+}
+
+/* Runs job j on the pool: a batch by equal row ranges, one token by claimed pieces. */
+static void run_job(cq_sched *sc, mm_job *j) {
+    if (j->n != 1) {
+        cq_pool_run(sc->m->pool, batch_task, j);
+        return;
+    }
+    j->nclaim = j->glu ? 1 : j->np;
+    j->tok8 = NULL;
+    j->tok8_layouts = 0;
+    for (unsigned k = 0; k < j->np; k++) {
+        mm_part *p = &j->p[k];
+        p->tok8 = sc->tok8 && (part_flags(j, p) & CMF_KF_INT8_ACT) ? cmf_tok8_supports(p->w) : 0;
+        j->tok8_layouts |= p->tok8;
+    }
+    if (j->tok8_layouts) j->tok8 = sc->tok8;
+    j->tok8_stride = sc->tok8_stride;
+    j->claim = sc->claim;
+    j->tag = ++sc->job; /* after 2^32 jobs a tag repeats; each claim is rewritten every token */
+    cq_pool_run(sc->m->pool, decode_task, j);
+}
+
+/* Binds the job to the integer GEMM when its batch is large enough and one of its weights
+ * has it; returns whether x must be quantized first. */
+static bool use_qact(cq_sched *sc, mm_job *j) {
+    if (!sc->qa_mem || j->n < CQ_QACT_MIN) return false;
+    int any = 0;
+    for (unsigned k = 0; k < j->np; k++)
+        any |= cmf_qact_supports(j->p[k].w);
+    if (!any) return false;
+    cmf_qact_bind(&sc->qa, sc->qa_mem, j->n, (size_t)j->p[0].w->cols);
+    j->qa = &sc->qa;
+    j->scratch = sc->qa_scratch;
+    j->stride = sc->qa_stride;
+    return true;
+}
+
+/* ---- per-token steps ---- */
+
+/* A step over n tokens; with qa set, each thread then quantizes rows [t0, t1) of qx (qcols
+ * floats each) into qa. */
+typedef struct token_pass {
+    cq_token_fn step; /* NULL: quantize only */
+    const void *ctx;
+    size_t n;
+    cmf_qact *qa;
+    const float *qx;
+    size_t qcols;
+} token_pass;
+
+static void token_range(const token_pass *p, size_t t0, size_t t1) {
+    if (p->step)
+        for (size_t t = t0; t < t1; t++)
+            p->step(p->ctx, t);
+    if (p->qa) cmf_qact_quantize_rows(p->qa, p->qx, p->qcols, t0, t1);
+}
+
+static void token_task(void *ctx, unsigned tid, unsigned nt) {
+    const token_pass *p = ctx;
+    size_t per = (p->n + nt - 1) / nt, t0 = tid * per, t1 = t0 + per < p->n ? t0 + per : p->n;
+    if (t0 < t1) token_range(p, t0, t1);
+}
+
+static void run_tokens(cq_sched *sc, token_pass *p) {
+    if (p->n == 1)
+        token_range(p, 0, 1);
+    else
+        cq_pool_run(sc->m->pool, token_task, p);
+}
+
+void cq_each_token(cq_sched *sc, size_t n, cq_token_fn step, const void *ctx) {
+    token_pass p = {.step = step, .ctx = ctx, .n = n};
+    run_tokens(sc, &p);
+}
+
+void cq_matmul_after(cq_sched *sc, cq_token_fn step, const void *ctx, const cq_matmul *mm) {
+    const cortiq_model *m = sc->m;
+    mm_job j = {.np = mm->np,
+                .x = mm->x,
+                .n = mm->n,
+                .glu = mm->glu,
+                .act = m->act,
+                .flags = m->kflags,
+                .q4flags = m->q4flags};
+    for (unsigned k = 0; k < mm->np; k++)
+        j.p[k] = (mm_part){.w = mm->p[k].w, .y = mm->p[k].y, .ldy = (size_t)mm->p[k].w->rows};
+    token_pass p = {.step = step, .ctx = ctx, .n = mm->n};
+    if (use_qact(sc, &j)) {
+        p.qa = &sc->qa;
+        p.qx = mm->x;
+        p.qcols = (size_t)mm->p[0].w->cols;
+    }
+    if (p.step || p.qa) run_tokens(sc, &p);
+    run_job(sc, &j);
+}
+
+void cq_matmul_one(cq_sched *sc, const cmf_qmat *w, const float *x, size_t n, float *y) {
+    cq_matmul mm = {.p = {{.w = w, .y = y}}, .np = 1, .x = x, .n = n};
+    cq_matmul_after(sc, NULL, NULL, &mm);
+}

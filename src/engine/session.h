@@ -1,0 +1,38 @@
+/* session.h - what a session holds (the engine's view of cortiq_session): the KV cache, the
+ * activations of one chunk of tokens, and the scratch of the parallel work. Created and freed
+ * by session.c, filled by the forward pass (forward.c). Internal to src/engine. */
+#ifndef CORTIQ_ENGINE_SESSION_H
+#define CORTIQ_ENGINE_SESSION_H
+
+#include <stdint.h>
+
+#include "engine/attention.h"
+#include "engine/kv_cache.h"
+#include "engine/matmul_sched.h"
+#include "engine/model.h"
+
+#ifndef CQ_BATCH
+#define CQ_BATCH 128 /* tokens per prefill chunk */
+#endif
+
+struct cortiq_session {
+    cortiq_model *m;
+    uint32_t ctx, pos;
+    cortiq_kv_type kv_type;
+    cq_kv_layer *kv; /* per layer; slots = ctx, or window + CQ_BATCH for sliding layers (a ring) */
+    cq_kv_arena kv_arena; /* their blocks, position-first, on 2 MiB pages unless no_huge_pages */
+    /* activations of one chunk of up to CQ_BATCH tokens, one row per token:
+     * x [hidden]      the residual stream
+     * xn [hidden]     its norm, the input of a block
+     * q, att [max_qd] queries, attention's result
+     * k, v [n_kv * head_dim]
+     * o [hidden]      a block's output, before the residual add
+     * g, u [max_ffn]  gate (then act(gate) * up) and up */
+    float *x, *xn, *q, *k, *v, *att, *o, *g, *u;
+    float *logits; /* [vocab] of the last token evaluated */
+    uint32_t max_ffn, max_qd;
+    cq_sched sched;    /* matrix products and per-token steps on the pool */
+    cq_attention attn; /* attention's scratch */
+};
+
+#endif
