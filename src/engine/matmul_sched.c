@@ -87,29 +87,11 @@ static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t *r0, uint
     *r1 = *r0 + per < rows ? *r0 + per : rows;
 }
 
-/* Whether a product of n tokens on w quantizes its activations to int8 by default
- * (model->q4flags; the arithmetic of llama.cpp's Q8_0 activations): weights stored as integer
- * codes (q8_row, q4_*, vbit*), except one token through q8_row, which keeps f32: from DRAM
- * q8_row's f32 rows stream closer to the memory bandwidth than the int8 ones
- * (docs/KERNELS.md). */
-static int int8_by_default(const cmf_qmat *w, size_t n) {
-    switch (w->dtype) {
-    case CMF_DT_Q8_ROW:
-        return n > 1;
-    case CMF_DT_Q4_BLOCK:
-    case CMF_DT_Q4_TILED:
-    case CMF_DT_Q4TP:
-    case CMF_DT_VBIT:
-    case CMF_DT_VBIT_RO:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-/* The kernel flags of part p's product (j->flags forces int8 for every supported one). */
+/* The kernel flags of part p's product: j->flags forces int8 for every supported one; otherwise
+ * the dtype's policy (its traits record, cq_dtype_int8_act) decides, unless j->q4flags is 0
+ * (f32 activations asked for). */
 static unsigned part_flags(const mm_job *j, const mm_part *p) {
-    return j->flags | (int8_by_default(p->w, j->n) ? j->q4flags : 0);
+    return j->flags | (cq_dtype_int8_act(p->w->dtype, j->n) ? j->q4flags : 0);
 }
 
 /* Rows [r0, r1) of part p (r0 < r1); tok: this thread's prepared token, or NULL; scratch:
