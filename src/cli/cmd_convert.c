@@ -93,8 +93,7 @@ int cmd_convert(int argc, char **argv) {
     if (!model || !out || !have_quant)
         return cli_usage_error("convert", "need --model DIR, --quant Q and --output OUT.cmf");
     char *model_dir;
-    int hub_rc =
-        cli_hub_resolve("convert", model, CORTIQ_HUB_WANT_SAFETENSORS, quiet, &model_dir);
+    int hub_rc = cli_hub_resolve("convert", model, CORTIQ_HUB_WANT_SAFETENSORS, quiet, &model_dir);
     if (hub_rc >= 0) return hub_rc;
     cmf_err err;
     cmf_convert_stats s;

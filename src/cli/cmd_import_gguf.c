@@ -185,8 +185,7 @@ int cmd_import_gguf(int argc, char **argv) {
     int rc = parse_args(argc, argv, &a);
     if (rc >= 0) return rc;
     char *in_path;
-    if ((rc = cli_hub_resolve("import-gguf", a.in, CORTIQ_HUB_WANT_GGUF, a.quiet,
-                              &in_path)) >= 0)
+    if ((rc = cli_hub_resolve("import-gguf", a.in, CORTIQ_HUB_WANT_GGUF, a.quiet, &in_path)) >= 0)
         return rc;
     a.in = in_path;
     char *tpl = NULL;
