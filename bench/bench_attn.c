@@ -1,4 +1,4 @@
-/* bench_attn.c - prefill attention on one thread: the per-(token, head) loop of forward.c's
+/* bench_attn.c - prefill attention on one thread: the per-(token, head) loop of attention.c's
  * attn_task (cq_attn_ops dots / axpys, scalar expf) against the batched cq_attn_batch, for the
  * attention shapes of three small models, one layer, 64 query tokens at pos0 = 448 (keys
  * 0 .. 511), each KV cache type.
@@ -40,7 +40,7 @@ static float frand(void) {
     return (float)((rng >> 40) * (1.0 / 16777216.0)) * 2.0f - 1.0f;
 }
 
-/* forward.c's attn_task for all rows on one thread (no window: the shapes' layers are global) */
+/* attention.c's batch task for all rows on one thread (no window: the shapes' layers are global) */
 static void old_path(const cq_attn_batch_args *a, uint32_t n, float *sc) {
     const cq_attn_ops *ops = cq_attn_ops_get();
     const cq_kv_layer *c = a->kv;

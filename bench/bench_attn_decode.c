@@ -1,5 +1,5 @@
 /* bench_attn_decode.c - decode attention (one query token) on one thread: the former
- * per-(token, head) loop of forward.c (cq_attn_ops dots / axpys of the best tier, scalar expf)
+ * per-(token, head) loop of attention.c (cq_attn_ops dots / axpys of the best tier, scalar expf)
  * against cq_attn_decode (all units of the chunk rule for 2 threads, then the combine), for the
  * attention shapes of three small models, keys 0 .. pos, each KV cache type. A run goes over
  * the caches of `layers` layers in turn, so that with the default 30 the cache is read from

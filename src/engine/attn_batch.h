@@ -6,7 +6,7 @@
  * p + 1 > window, lo = p + 1 - window. Position x lives in slot x % slots of the ring.
  * score = (q . k) * scale, then tanh(score / softcap) * softcap when softcap > 0, softmax over
  * lo .. p, and out = sum of weight * value. Every cached position lo(t_begin) .. pos0 + t_end - 1
- * must be present in the ring (slots >= window + chunk tokens, as forward.c allocates).
+ * must be present in the ring (slots >= window + chunk tokens, as session.c allocates).
  *
  * Design (docs/KERNELS.md "Batched prefill attention"): rows (token, head) are taken 32 (AVX-512,
  * two vectors) or 8 (AVX2) at a time, one row per vector lane; each key row is converted once per
@@ -45,7 +45,7 @@ size_t cq_attn_batch_scratch_bytes(uint32_t hd, uint32_t max_keys);
 /* For kv head kvh and chunk tokens [t_begin, t_end): out rows of every query head h with
  * h / group == kvh. Threads may run disjoint (kvh, token range) pairs concurrently, each with
  * its own scratch. Ranges of at least 32 / group tokens fill the AVX-512 row blocks; a single
- * token (decode) leaves most lanes idle: forward.c uses attn_decode.h for it. */
+ * token (decode) leaves most lanes idle: attention.c uses attn_decode.h for it. */
 void cq_attn_batch(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_begin, uint32_t t_end,
                    float *scratch);
 

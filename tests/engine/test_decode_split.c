@@ -1,4 +1,4 @@
-/* Decode products split over threads (forward.c: each thread takes its range in shrinking
+/* Decode products split over threads (matmul_sched.c: each thread takes its range in shrinking
  * pieces, then pieces of the others'; on AVX-512 VNNI the 4-bit class runs on a token quantized
  * once per thread, cmf_tok8_*): however the pieces fall, every row's result must be the one a
  * single thread computes, bit for bit. The tiny checkpoints of three families, in q4tp, q4t,
