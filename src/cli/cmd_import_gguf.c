@@ -72,9 +72,10 @@ static char *read_text(const char *path) {
     return b;
 }
 
-/* Header JSON: format, version, arch, quant_type, tokenizer_config, provenance. */
+/* Header JSON: format, version, arch, quant_type, tokenizer_config, provenance. *has_tpl: the
+ * header carries a chat template (the GGUF's or --chat-template's). */
 static char *build_header(const cmf_gguf *g, const char *src, const char *quant, cmf_dtype dt,
-                          const char *tpl, cmf_err *err) {
+                          const char *tpl, bool *has_tpl, cmf_err *err) {
     char *arch = NULL, *tc = NULL;
     if (cmf_gguf_arch_json(g, &arch, err) || cmf_gguf_tokenizer_config_json(g, &tc, err)) {
         free(arch);
@@ -87,6 +88,7 @@ static char *build_header(const cmf_gguf *g, const char *src, const char *quant,
     json_object_set_new(h, "quant_type", json_string(cq_quant_type_label(dt)));
     json_t *tcj = json_loads(tc, 0, NULL);
     if (tpl) json_object_set_new(tcj, "chat_template", json_string(tpl));
+    *has_tpl = json_is_string(json_object_get(tcj, "chat_template"));
     json_object_set_new(h, "tokenizer_config", tcj);
     json_t *prov = json_object();
     const char *base = strrchr(src, '/');
@@ -189,6 +191,7 @@ int cmd_import_gguf(int argc, char **argv) {
         return rc;
     a.in = in_path;
     char *tpl = NULL;
+    bool has_tpl = false;
     if (a.tpl_path && !(tpl = read_text(a.tpl_path))) {
         fprintf(stderr, "cortiq import-gguf: cannot read %s\n", a.tpl_path);
         free(in_path);
@@ -203,7 +206,7 @@ int cmd_import_gguf(int argc, char **argv) {
     size_t vocab_len = 0, n = 0;
     cmf_status st = cmf_gguf_open(a.in, &g, &err);
     if (st) goto done;
-    if (!(header = build_header(g, a.in, a.quant_name, a.o.quant, tpl, &err))) {
+    if (!(header = build_header(g, a.in, a.quant_name, a.o.quant, tpl, &has_tpl, &err))) {
         st = err.code ? err.code : CMF_E_NOMEM;
         goto done;
     }
@@ -254,6 +257,14 @@ int cmd_import_gguf(int argc, char **argv) {
             stderr,
             "import-gguf: %zu tensors (%zu skipped, %zu fallbacks), %.1f MB GGUF -> %.1f MB, %.2f s\n",
             s.tensors, nt - n, s.fallbacks, s.source_bytes / 1e6, s.output_bytes / 1e6, s.seconds);
+    /* Spec §6.1 runs a file without a template as ChatML, which models trained on another turn
+     * format (Gemma's <start_of_turn>, Llama 3's headers) answer with noise. */
+    if (!st && !has_tpl)
+        fprintf(stderr,
+                "import-gguf: note: %s has no tokenizer.chat_template, so %s chats in ChatML "
+                "(spec §6.1); if the model was trained on another turn format, import again with "
+                "--chat-template FILE\n",
+                a.in, a.out);
 done:
     if (st) cli_error(&err);
     cmf_gguf_close(g);

@@ -41,6 +41,13 @@ has "$tmp/info" '"q4_block"' "matrices at the wanted dtype"
 has "$tmp/info" '"f16"' "norms at f16"
 "$bin" tokenize "$tmp/m_f32.cmf" "abab" >"$tmp/tok" 2>&1
 has "$tmp/tok" "4" "tokenizer from the vocab section"
+# a GGUF with a chat template imports without the ChatML note; --chat-template replaces it
+expect_rc 0 "import q8 again" "$bin" import-gguf "$seed" --quant q8 -o "$tmp/m_again.cmf"
+if grep -q "no tokenizer.chat_template" "$tmp/err"; then bad "ChatML note for a GGUF with a template"; else ok; fi
+printf '{%% for m in messages %%}<t>{{ m.content }}</t>{%% endfor %%}' >"$tmp/tpl.jinja"
+expect_rc 0 "import with --chat-template" "$bin" import-gguf "$seed" --quant q8 --chat-template "$tmp/tpl.jinja" -o "$tmp/m_tpl.cmf"
+"$bin" chat-template "$tmp/m_tpl.cmf" --messages <(echo '[{"role":"user","content":"hi"}]') >"$tmp/rendered" 2>&1
+has "$tmp/rendered" "<t>hi</t>" "--chat-template stored and rendered"
 
 # usage and input errors
 expect_rc 2 "unknown quant" "$bin" import-gguf "$seed" --quant q3 -o "$tmp/x.cmf"
@@ -69,6 +76,14 @@ if [ -f "$real" ]; then
     has "$tmp/chat" "<|im_start|>user" "SmolLM2 chat template renders"
 else
     echo "SKIP: $real absent (run scripts/fetch-models)"
+fi
+# Gemma 3 270M's GGUF carries no chat template: the import says the file will chat in ChatML
+gemma="$cache/gemma3-270m-q4_k_m.gguf"
+if [ -f "$gemma" ]; then
+    expect_rc 0 "import Gemma 3" "$bin" import-gguf "$gemma" --quant q4t -q -o "$tmp/gemma.cmf"
+    has "$tmp/err" "no tokenizer.chat_template" "ChatML note for a GGUF without a template"
+else
+    echo "SKIP: $gemma absent (run scripts/fetch-models), ChatML note unchecked"
 fi
 
 echo "test_import_gguf: $pass passed, $fail failed"
