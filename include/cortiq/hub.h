@@ -22,6 +22,10 @@
  * The token ($HF_TOKEN) is sent to the endpoint's own scheme, host and port only: redirects
  * (the hub sends LFS downloads to a CDN) are followed without it.
  *
+ * libcurl is loaded (dlopen of libcurl.so.4) at the first pull, not linked, so programs that
+ * never pull do not pay for it. Where it is missing, cortiq_hub_pull returns CMF_E_NETWORK
+ * with the message "libcurl.so.4 not found: install libcurl4 (apt install libcurl4)".
+ *
  * The library prints nothing: progress goes through a callback (docs/HUB.md).
  */
 #ifndef CORTIQ_HUB_H

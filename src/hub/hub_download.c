@@ -19,6 +19,7 @@
 
 #include "hub/hub_cache.h"
 #include "hub/hub_digest.h"
+#include "hub/hub_curl.h"
 #include "hub/hub_http.h"
 #include "hub/hub_url.h"
 
@@ -68,7 +69,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *user) {
     xfer *x = user;
     size_t n = size * nmemb;
     long code = 0;
-    curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+    hub_curl.easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
     if (code != 200 && code != 206) return n; /* a redirect's or an error's body */
     if (!x->body_started) {
         x->body_started = true;
@@ -106,8 +107,8 @@ static void xfer_close(xfer *x) {
 
 static void xfer_free(xfer *x) {
     xfer_close(x);
-    if (x->h) curl_easy_cleanup(x->h);
-    curl_slist_free_all(x->hdrs);
+    if (x->h) hub_curl.easy_cleanup(x->h);
+    hub_curl.slist_free_all(x->hdrs);
     free(x->part);
     free(x->blob);
     free(x->url);
@@ -120,13 +121,13 @@ static cmf_status xfer_arm(xfer *x, const hub_env *env, long stall_s, cmf_err *e
     if (st) return st;
     char range[48];
     snprintf(range, sizeof range, "%" PRIu64 "-", x->have);
-    curl_easy_setopt(x->h, CURLOPT_RANGE, x->have ? range : NULL);
-    curl_easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(x->h, CURLOPT_WRITEDATA, x);
-    curl_easy_setopt(x->h, CURLOPT_ERRORBUFFER, x->errbuf);
-    curl_easy_setopt(x->h, CURLOPT_PRIVATE, x);
+    hub_curl.easy_setopt(x->h, CURLOPT_RANGE, x->have ? range : NULL);
+    hub_curl.easy_setopt(x->h, CURLOPT_WRITEFUNCTION, on_body);
+    hub_curl.easy_setopt(x->h, CURLOPT_WRITEDATA, x);
+    hub_curl.easy_setopt(x->h, CURLOPT_ERRORBUFFER, x->errbuf);
+    hub_curl.easy_setopt(x->h, CURLOPT_PRIVATE, x);
     /* the body is checked against the hub's sha256: no transparent decompression */
-    curl_easy_setopt(x->h, CURLOPT_ACCEPT_ENCODING, NULL);
+    hub_curl.easy_setopt(x->h, CURLOPT_ACCEPT_ENCODING, NULL);
     x->asked = x->have;
     x->body_started = false;
     x->bad_range = false;
@@ -211,8 +212,8 @@ typedef struct run {
 static cmf_status on_done(run *r, xfer *x, CURLcode cc, bool *again, cmf_err *err) {
     *again = false;
     long code = 0;
-    curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
-    curl_multi_remove_handle(r->m, x->h);
+    hub_curl.easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &code);
+    hub_curl.multi_remove_handle(r->m, x->h);
     bool token_sent = r->env->token && hub_url_same_origin(x->url, r->env->endpoint);
     char what[1100];
     snprintf(what, sizeof what, "%s in %s", x->f->path, r->repo);
@@ -243,7 +244,7 @@ static cmf_status on_done(run *r, xfer *x, CURLcode cc, bool *again, cmf_err *er
             free(x->url);
             x->url = target;
             cmf_status st = xfer_arm(x, r->env, r->stall_s, err);
-            if (!st && curl_multi_add_handle(r->m, x->h) != CURLM_OK)
+            if (!st && hub_curl.multi_add_handle(r->m, x->h) != CURLM_OK)
                 st = cmf_err_set(err, CMF_E_NETWORK, x->url, "libcurl refused a transfer");
             *again = !st;
             return st;
@@ -267,7 +268,7 @@ static cmf_status on_done(run *r, xfer *x, CURLcode cc, bool *again, cmf_err *er
                            what, x->have, x->f->size, x->attempts);
     x->ps->p.bytes_done -= x->have; /* xfer_start counts the bytes on disk again */
     cmf_status st = xfer_start(x, r->env, r->repo, r->commit, r->stall_s, err);
-    if (!st && curl_multi_add_handle(r->m, x->h) != CURLM_OK)
+    if (!st && hub_curl.multi_add_handle(r->m, x->h) != CURLM_OK)
         st = cmf_err_set(err, CMF_E_NETWORK, x->url, "libcurl refused a transfer");
     *again = !st;
     return st;
@@ -280,7 +281,7 @@ static cmf_status xfer_init(xfer *x, const hub_file *f, const char *repo_dir,
     x->ps = ps;
     x->blob = hub_cache_join(repo_dir, "blobs", hub_file_blob_name(f));
     x->part = x->blob ? malloc(strlen(x->blob) + 16) : NULL;
-    x->h = curl_easy_init();
+    x->h = hub_curl.easy_init();
     if (!x->blob || !x->part || !x->h)
         return cmf_err_set(err, CMF_E_NOMEM, f->path, "out of memory");
     sprintf(x->part, "%s.incomplete", x->blob);
@@ -297,10 +298,10 @@ cmf_status hub_download(const hub_env *env, const char *repo, const char *commit
     free(blobs);
     if (st) return st;
     xfer *xs = calloc(n, sizeof *xs);
-    CURLM *m = curl_multi_init();
+    CURLM *m = hub_curl.multi_init();
     if (!xs || !m) {
         free(xs);
-        if (m) curl_multi_cleanup(m);
+        if (m) hub_curl.multi_cleanup(m);
         return cmf_err_set(err, CMF_E_NOMEM, repo, "out of memory");
     }
     run r = {env, repo, commit, repo_dir, stall_s, m, ps};
@@ -310,24 +311,24 @@ cmf_status hub_download(const hub_env *env, const char *repo, const char *commit
             xfer *x = &xs[next++];
             st = xfer_init(x, files[next - 1], repo_dir, ps, err);
             if (!st) st = xfer_start(x, env, repo, commit, stall_s, err);
-            if (!st && curl_multi_add_handle(m, x->h) != CURLM_OK)
+            if (!st && hub_curl.multi_add_handle(m, x->h) != CURLM_OK)
                 st = cmf_err_set(err, CMF_E_NETWORK, x->url, "libcurl refused a transfer");
             if (!st) active++;
         }
         if (st) break;
         int running = 0;
-        CURLMcode mc = curl_multi_perform(m, &running);
-        if (mc == CURLM_OK) mc = curl_multi_poll(m, NULL, 0, 100, NULL);
+        CURLMcode mc = hub_curl.multi_perform(m, &running);
+        if (mc == CURLM_OK) mc = hub_curl.multi_poll(m, NULL, 0, 100, NULL);
         if (mc != CURLM_OK) {
-            st = cmf_err_set(err, CMF_E_NETWORK, repo, "libcurl: %s", curl_multi_strerror(mc));
+            st = cmf_err_set(err, CMF_E_NETWORK, repo, "libcurl: %s", hub_curl.multi_strerror(mc));
             break;
         }
         CURLMsg *msg;
         int left;
-        while (!st && (msg = curl_multi_info_read(m, &left))) {
+        while (!st && (msg = hub_curl.multi_info_read(m, &left))) {
             if (msg->msg != CURLMSG_DONE) continue;
             char *priv = NULL;
-            curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
+            hub_curl.easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &priv);
             xfer *x = (xfer *)(void *)priv;
             bool again = false;
             st = on_done(&r, x, msg->data.result, &again, err);
@@ -341,10 +342,10 @@ cmf_status hub_download(const hub_env *env, const char *repo, const char *commit
         hub_progress_emit(ps, CORTIQ_HUB_EV_BYTES, NULL, 0, 0);
     }
     for (size_t i = 0; i < n; i++) {
-        if (xs[i].h) curl_multi_remove_handle(m, xs[i].h);
+        if (xs[i].h) hub_curl.multi_remove_handle(m, xs[i].h);
         xfer_free(&xs[i]); /* a failed file's partial download stays for the next run */
     }
-    curl_multi_cleanup(m);
+    hub_curl.multi_cleanup(m);
     free(xs);
     return st;
 }

@@ -5,7 +5,6 @@
 #include "common/err.h"
 
 #include <ctype.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,20 +14,6 @@
 
 #define MAX_REDIRECTS  10
 #define MAX_JSON_BYTES (64u << 20) /* a repo listing page is kilobytes; refuse a runaway body */
-
-static CURLcode g_init_rc = CURLE_OK;
-static pthread_once_t g_init_once = PTHREAD_ONCE_INIT;
-static void global_init(void) {
-    g_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-cmf_status hub_http_global_init(cmf_err *err) {
-    pthread_once(&g_init_once, global_init);
-    if (g_init_rc != CURLE_OK)
-        return cmf_err_set(err, CMF_E_NETWORK, "hub", "libcurl could not start: %s",
-                           curl_easy_strerror(g_init_rc));
-    return CMF_OK;
-}
 
 /* Copy header value (after "name:") trimmed into dst. */
 static void header_value(const char *line, size_t n, size_t name_len, char *dst, size_t cap) {
@@ -92,29 +77,29 @@ static size_t on_header(char *line, size_t size, size_t nitems, void *user) {
 
 cmf_status hub_http_setup(CURL *h, const hub_env *env, const char *url, long stall_s,
                           struct curl_slist **hdrs, hub_http_headers *hh, cmf_err *err) {
-    curl_slist_free_all(*hdrs);
+    hub_curl.slist_free_all(*hdrs);
     *hdrs = NULL;
     if (hh) memset(hh, 0, sizeof *hh);
-    struct curl_slist *l = curl_slist_append(NULL, "Accept: */*");
+    struct curl_slist *l = hub_curl.slist_append(NULL, "Accept: */*");
     if (l && env->token && hub_url_same_origin(url, env->endpoint)) {
         size_t n = strlen(env->token) + 32;
         char *a = malloc(n);
         if (!a) {
-            curl_slist_free_all(l);
+            hub_curl.slist_free_all(l);
             return cmf_err_set(err, CMF_E_NOMEM, "hub", "out of memory");
         }
         snprintf(a, n, "Authorization: Bearer %s", env->token);
-        struct curl_slist *l2 = curl_slist_append(l, a);
+        struct curl_slist *l2 = hub_curl.slist_append(l, a);
         memset(a, 0, n);
         free(a);
-        if (!l2) curl_slist_free_all(l);
+        if (!l2) hub_curl.slist_free_all(l);
         l = l2;
     }
     if (!l) return cmf_err_set(err, CMF_E_NOMEM, "hub", "out of memory");
     *hdrs = l;
     CURLcode rc = CURLE_OK;
 #define SET(opt, val)                                                                              \
-    if (rc == CURLE_OK) rc = curl_easy_setopt(h, opt, val)
+    if (rc == CURLE_OK) rc = hub_curl.easy_setopt(h, opt, val)
     SET(CURLOPT_URL, url);
     SET(CURLOPT_HTTPHEADER, l);
     SET(CURLOPT_USERAGENT, "cortiq/0.1.0");
@@ -131,16 +116,16 @@ cmf_status hub_http_setup(CURL *h, const hub_env *env, const char *url, long sta
 #undef SET
     if (rc != CURLE_OK)
         return cmf_err_set(err, CMF_E_NETWORK, url, "libcurl refused an option: %s",
-                           curl_easy_strerror(rc));
+                           hub_curl.easy_strerror(rc));
     return CMF_OK;
 }
 
 char *hub_http_redirect_target(CURL *h) {
     long code = 0;
     char *loc = NULL;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    hub_curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
     if (code < 300 || code > 399) return NULL;
-    if (curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &loc) != CURLE_OK || !loc) return NULL;
+    if (hub_curl.easy_getinfo(h, CURLINFO_REDIRECT_URL, &loc) != CURLE_OK || !loc) return NULL;
     return strdup(loc);
 }
 
@@ -153,7 +138,7 @@ bool hub_http_unreachable(CURLcode cc) {
 cmf_status hub_http_fail(cmf_err *err, const char *url, const char *what, CURLcode cc,
                          const char *curl_detail, long http, const hub_http_headers *hh,
                          bool token_sent) {
-    const char *detail = curl_detail && *curl_detail ? curl_detail : curl_easy_strerror(cc);
+    const char *detail = curl_detail && *curl_detail ? curl_detail : hub_curl.easy_strerror(cc);
     if (cc != CURLE_OK && hub_http_unreachable(cc))
         return cmf_err_set(err, CMF_E_NETWORK, url,
                            "the endpoint could not be reached (%s): check the network, or set "
@@ -220,7 +205,7 @@ cmf_status hub_http_get_json(const hub_env *env, const char *url, const char *wh
     *out = NULL;
     if (unreachable) *unreachable = false;
     if (next) *next = NULL;
-    CURL *h = curl_easy_init();
+    CURL *h = hub_curl.easy_init();
     if (!h) return cmf_err_set(err, CMF_E_NOMEM, url, "libcurl: no handle");
     struct curl_slist *hdrs = NULL;
     hub_http_headers hh;
@@ -236,12 +221,12 @@ cmf_status hub_http_get_json(const hub_env *env, const char *url, const char *wh
         if ((st = hub_http_setup(h, env, cur, stall_s, &hdrs, &hh, err))) break;
         body.len = 0;
         errbuf[0] = 0;
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-        curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-        curl_easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
-        CURLcode cc = curl_easy_perform(h);
+        hub_curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+        hub_curl.easy_setopt(h, CURLOPT_WRITEDATA, &body);
+        hub_curl.easy_setopt(h, CURLOPT_ERRORBUFFER, errbuf);
+        CURLcode cc = hub_curl.easy_perform(h);
         long code = 0;
-        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+        hub_curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
         bool sent = env->token && hub_url_same_origin(cur, env->endpoint);
         if (cc != CURLE_OK) {
             if (unreachable) *unreachable = hub_http_unreachable(cc);
@@ -274,8 +259,8 @@ cmf_status hub_http_get_json(const hub_env *env, const char *url, const char *wh
         }
         break;
     }
-    curl_slist_free_all(hdrs);
-    curl_easy_cleanup(h);
+    hub_curl.slist_free_all(hdrs);
+    hub_curl.easy_cleanup(h);
     free(body.data);
     free(cur);
     return st;

@@ -4,9 +4,9 @@
 #ifndef CORTIQ_HUB_HTTP_H
 #define CORTIQ_HUB_HTTP_H
 
-#include <curl/curl.h>
 #include <jansson.h>
 
+#include "hub/hub_curl.h"
 #include "hub/hub_env.h"
 
 /* What a response's headers told: the hub's error text, the next page of a listing. */
@@ -17,12 +17,9 @@ typedef struct hub_http_headers {
     char content_range[96]; /* Content-Range, "" if none */
 } hub_http_headers;
 
-/* Make sure curl_global_init ran once. */
-cmf_status hub_http_global_init(cmf_err *err);
-
 /* Point h at url: user agent, no automatic redirects, connect and stall timeouts, the
  * Authorization header only when url has the endpoint's origin, the header callback into
- * *hh. *hdrs is replaced (the caller frees it with curl_slist_free_all). */
+ * *hh. *hdrs is replaced (the caller frees it with hub_curl.slist_free_all). */
 cmf_status hub_http_setup(CURL *h, const hub_env *env, const char *url, long stall_s,
                           struct curl_slist **hdrs, hub_http_headers *hh, cmf_err *err);
 

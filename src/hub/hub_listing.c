@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hub/hub_curl.h"
 #include "hub/hub_http.h"
 #include "hub/hub_url.h"
 
@@ -125,13 +126,13 @@ static cmf_status resolve_commit(const hub_env *env, const char *repo, const cha
 
 /* A Link target resolved against the page it came from (malloc'd; ref is freed). */
 static char *absolute(const char *base, char *ref) {
-    CURLU *u = curl_url();
+    CURLU *u = hub_curl.url();
     char *out = NULL, *abs = NULL;
-    if (u && !curl_url_set(u, CURLUPART_URL, base, 0) && !curl_url_set(u, CURLUPART_URL, ref, 0) &&
-        !curl_url_get(u, CURLUPART_URL, &abs, 0))
+    if (u && !hub_curl.url_set(u, CURLUPART_URL, base, 0) &&
+        !hub_curl.url_set(u, CURLUPART_URL, ref, 0) && !hub_curl.url_get(u, CURLUPART_URL, &abs, 0))
         out = strdup(abs);
-    curl_free(abs);
-    curl_url_cleanup(u);
+    hub_curl.free(abs);
+    hub_curl.url_cleanup(u);
     free(ref);
     return out;
 }

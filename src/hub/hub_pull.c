@@ -10,6 +10,7 @@
 #include "hub/hub_cache.h"
 
 #include "common/err.h"
+#include "hub/hub_curl.h"
 #include "hub/hub_download.h"
 #include "hub/hub_env.h"
 #include "hub/hub_http.h"
@@ -163,7 +164,7 @@ cmf_status cortiq_hub_pull(const char *repo, const cortiq_hub_opts *opts, cortiq
     if (opts->parallel > MAX_PARALLEL)
         return cmf_err_set(err, CMF_E_INVALID_ARG, repo, "parallel %u: at most %d", opts->parallel,
                            MAX_PARALLEL);
-    cmf_status st = hub_http_global_init(err);
+    cmf_status st = hub_curl_load(err);
     if (st) return st;
     hub_env env;
     if ((st = hub_env_resolve(opts, &env, err))) return st;
