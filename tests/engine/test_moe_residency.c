@@ -1,8 +1,9 @@
 /* Residency of a mixture-of-experts file (spec §2.2): experts stay in the mmap and a token
  * touches only the pages of the experts it selects. A synthetic file on the tiny qwen3_moe
- * stack with 128 experts of width 512 per layer (f16), 99 % of its bytes, runs 4 tokens (a
- * prefill of 3, one decode step): at most 8 of 128 experts per layer are selected, and the
- * process's resident memory grows by well under a fifth of the file (printed). */
+ * stack with 128 experts of width 512 per layer (f16), 99 % of its bytes, is loaded, paged in
+ * (cortiq_model_page_in: what every token reads) and runs 4 tokens (a prefill of 3, one decode
+ * step): at most 8 of 128 experts per layer are selected, and the process's resident memory
+ * grows by well under a fifth of the file (printed). */
 #include <stdio.h>
 
 #include "common/f16.h"
@@ -91,6 +92,7 @@ int main(void) {
     cmf_err err;
     cortiq_load_opts lo = {.threads = 2};
     CHECK_MSG(cortiq_model_load("moe_residency.cmf", &lo, &m, &err) == CMF_OK, "%s", err.msg);
+    if (m) cortiq_model_page_in(m); /* as cortiq_runtime_open does: experts stay lazy */
     CHECK(m && cortiq_session_create(m, 64, &s, &err) == CMF_OK);
     if (s) {
         CHECK(cortiq_session_eval(s, tokens, 3, NULL, &err) == CMF_OK);
@@ -98,9 +100,10 @@ int main(void) {
         CHECK(cortiq_session_eval(s, &t, 1, NULL, &err) == CMF_OK);
     }
     double grew_mb = (double)(rss_bytes() - before) / 1048576.0;
-    printf("file %.1f MB (experts %.1f MB, %.1f %%); RSS grew %.2f MB over load + 4 tokens "
-           "(%.1f %% of the file)\n",
-           file_mb, expert_mb, 100 * expert_mb / file_mb, grew_mb, 100 * grew_mb / file_mb);
+    printf(
+        "file %.1f MB (experts %.1f MB, %.1f %%); RSS grew %.2f MB over load, page-in and 4 tokens "
+        "(%.1f %% of the file)\n",
+        file_mb, expert_mb, 100 * expert_mb / file_mb, grew_mb, 100 * grew_mb / file_mb);
     CHECK(expert_mb >= 0.9 * file_mb);
     CHECK_MSG(grew_mb < 0.2 * file_mb, "RSS grew %.2f MB of a %.1f MB file", grew_mb, file_mb);
     cortiq_session_free(s);
