@@ -18,6 +18,7 @@
 #define CQ_MAX_HEAD_DIM 1024
 #define CQ_MAX_VOCAB    (1u << 22)
 #define CQ_MAX_FFN      (1u << 20)
+#define CQ_MAX_EXPERTS  4096 /* arch.moe.num_experts */
 
 typedef enum { CQ_ACT_SILU, CQ_ACT_GELU_TANH } cq_act;
 

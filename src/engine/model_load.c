@@ -151,8 +151,8 @@ static cmf_status bind_ffn(loader *L, const cmf_tensor *const *t, cmf_qmat *wg, 
     return bind_mat(L, wd, t[2], L->m->hidden, ffn);
 }
 
-/* The gated MLP named base.{gate,up,down}_proj.weight; false in *present when gate_proj is
- * absent (required: a missing up/down then is an error). */
+/* The gated MLP named base.{gate,up,down}_proj.weight. present NULL: required; else false in
+ *present when gate_proj is absent (a missing up/down then is an error). */
 static cmf_status bind_expert(loader *L, const char *base, cq_expert *ex, bool *present) {
     static const char *roles[] = {"gate_proj", "up_proj", "down_proj"};
     const cmf_tensor *t[3];
@@ -169,8 +169,6 @@ static cmf_status bind_expert(loader *L, const char *base, cq_expert *ex, bool *
     return bind_ffn(L, t, &ex->wg, &ex->wu, &ex->wd, &ex->ffn);
 }
 
-#define CQ_MAX_EXPERTS 4096
-
 /* Layer l's mixture-of-experts FFN (spec §2.2): the experts are those present, a prefix
  * 0 .. n-1 of arch.moe.num_experts, and the router has exactly one row per expert present. */
 static cmf_status load_moe(loader *L, const cmf_arch *a, uint32_t l, cq_layer *y) {
@@ -185,28 +183,34 @@ static cmf_status load_moe(loader *L, const cmf_arch *a, uint32_t l, cq_layer *y
                            l, CQ_MAX_EXPERTS);
     if (mc->top_k < 1)
         return cmf_err_set(L->err, CMF_E_PARSE, L->path, "arch.moe.top_k is absent or < 1");
-    cq_moe *moe = y->moe = calloc(1, sizeof *moe);
-    if (moe) moe->experts = calloc((size_t)mc->num_experts, sizeof *moe->experts);
-    if (!moe || !moe->experts) return cmf_err_set(L->err, CMF_E_NOMEM, L->path, "experts");
-    uint64_t expert_bytes = 0;
+    /* the experts present: a prefix 0 .. n-1 (counted first, so the allocation follows the
+     * file's tensors rather than the header's number) */
+    uint32_t n = 0;
     for (uint32_t e = 0; e < (uint32_t)mc->num_experts; e++) {
-        char base[128];
-        bool present = false;
-        snprintf(base, sizeof base, "model.layers.%u.mlp.experts.%u", l, e);
-        cq_expert *ex = &moe->experts[moe->n_experts];
-        st = bind_expert(L, base, ex, &present);
-        if (present) moe->n_experts++; /* freed with the model, also on an error */
-        if (st) return st;
-        if (!present) continue;
-        if (e != moe->n_experts - 1)
+        char name[160];
+        snprintf(name, sizeof name, "model.layers.%u.mlp.experts.%u.gate_proj.weight", l, e);
+        if (!cmf_file_find(m->file, name)) continue;
+        if (e != n)
             return cmf_err_set(L->err, CMF_E_PARSE, L->path,
                                "layer %u: expert %u is present but expert %u is absent (experts "
                                "must be numbered 0 .. n-1)",
-                               l, e, moe->n_experts - 1);
+                               l, e, n);
+        n++;
+    }
+    cq_moe *moe = y->moe = calloc(1, sizeof *moe);
+    if (moe && n) moe->experts = calloc(n, sizeof *moe->experts);
+    if (!moe || (n && !moe->experts)) return cmf_err_set(L->err, CMF_E_NOMEM, L->path, "experts");
+    uint64_t expert_bytes = 0;
+    for (uint32_t e = 0; e < n; e++) {
+        char base[128];
+        snprintf(base, sizeof base, "model.layers.%u.mlp.experts.%u", l, e);
+        cq_expert *ex = &moe->experts[e];
+        moe->n_experts = e + 1; /* freed with the model, also on an error */
+        if ((st = bind_expert(L, base, ex, NULL))) return st;
         expert_bytes += ex->wg.nbytes + ex->wu.nbytes + ex->wd.nbytes;
     }
     const cmf_tensor *r = find(L, "model.layers.%d.mlp.gate.weight", li);
-    if (r->ndim != 2 || r->shape[0] != moe->n_experts)
+    if (!moe->n_experts || r->ndim != 2 || r->shape[0] != moe->n_experts)
         return cmf_err_set(L->err, CMF_E_PARSE, L->path,
                            "layer %u: router 'model.layers.%u.mlp.gate.weight' has %llu rows but "
                            "%u experts are present (arch.moe.num_experts=%lld)",
