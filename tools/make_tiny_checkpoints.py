@@ -3,8 +3,8 @@
 reference outputs `transformers` computes on them, as committed test fixtures.
 
 For each family: tests/fixtures/tiny/<family>/ holds config.json, model.safetensors (f32 for the
-dense families, whose logits are the runtime's parity oracle; bf16 for the MoE/hybrid ones, which
-the converter tests only), tokenizer.json (a small byte-level BPE trained here),
+dense families, whose logits are the runtime's parity oracle; bf16 for the MoE/hybrid ones, whose
+reference outputs tools/make_moe_references.py writes), tokenizer.json (a small byte-level BPE trained here),
 tokenizer_config.json (ChatML template), generation_config.json, and for dense families
 reference.npz-like .npy files: tokens.npy (64 ids), logits.npy ([64, vocab] f32, one forward
 pass over the 64 tokens) and greedy.npy (32 greedy tokens continuing the first 8).

@@ -1,6 +1,6 @@
 /* forward.c - the forward pass of a chunk of tokens: embeddings, then per layer
  *   x += attention(rmsnorm(x))    RoPE, q/k norms, GQA, sliding window
- *   x += ffn(rmsnorm(x))          gated MLP
+ *   x += ffn(rmsnorm(x))          gated MLP, or a mixture of experts (moe.h)
  * then the final norm and the output head. Each step reads as one call, in the order of the
  * computation; the parallel work behind a call (matrix products split over the thread pool,
  * per-token steps split by tokens: matmul_sched.h; attention: attention.h) stays out of sight.
@@ -190,12 +190,28 @@ static void ffn_block(const layer_pass *L, cq_token_fn make_input) {
     matmul(L, &L->y->wd, s->g, s->o); /* o = Wd g */
 }
 
+/* o = moe(xn): the mixture-of-experts FFN of a layer with a router (moe.h). */
+static void moe_block(const layer_pass *L, cq_token_fn make_input) {
+    cortiq_session *s = L->s;
+    const cq_moe_io io = {.sched = &s->sched,
+                          .ms = &s->moe,
+                          .xn = s->xn,
+                          .o = s->o,
+                          .g = s->g,
+                          .u = s->u,
+                          .hidden = s->m->hidden};
+    cq_moe_ffn(&io, L->y->moe, L->n, make_input, L);
+}
+
 /* Layer l for the chunk's n tokens at positions pos0 .. pos0 + n - 1 (rows of s->x). */
 static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0) {
     const layer_pass L = {.s = s, .y = &s->m->layers[l], .kv = &s->kv[l], .n = n, .pos0 = pos0};
-    attention_block(&L, attn_norm);        /* o = attention(rmsnorm(x)) */
-    ffn_block(&L, attn_residual_ffn_norm); /* x += post_attn_norm(o); o = ffn(rmsnorm(x)) */
-    each_token(&L, ffn_residual);          /* x += post_ffn_norm(o) */
+    attention_block(&L, attn_norm); /* o = attention(rmsnorm(x)) */
+    if (L.y->moe)                   /* x += post_attn_norm(o); o = ffn(rmsnorm(x)) */
+        moe_block(&L, attn_residual_ffn_norm);
+    else
+        ffn_block(&L, attn_residual_ffn_norm);
+    each_token(&L, ffn_residual); /* x += post_ffn_norm(o) */
 }
 
 /* ---- embeddings and head ---- */

@@ -18,8 +18,31 @@
 #define CQ_MAX_HEAD_DIM 1024
 #define CQ_MAX_VOCAB    (1u << 22)
 #define CQ_MAX_FFN      (1u << 20)
+#define CQ_MAX_EXPERTS  4096 /* arch.moe.num_experts */
 
 typedef enum { CQ_ACT_SILU, CQ_ACT_GELU_TANH } cq_act;
+
+/* One routed expert: a gated MLP of its own width; each matrix keeps its own dtype. */
+typedef struct cq_expert {
+    cmf_qmat wg, wu, wd;
+    uint32_t ffn;
+} cq_expert;
+
+/* A mixture-of-experts FFN (spec §2.2): o = sum over the selected experts of w_e * expert_e(x)
+ * plus the shared expert, weighted by sigmoid(shared_gate x) when that tensor exists. */
+typedef struct cq_moe {
+    uint32_t n_experts;   /* experts present (a prefix 0 .. n-1 of moe.num_experts) */
+    uint32_t top_k;       /* clamped to n_experts */
+    cmf_qmat router;      /* [n_experts, hidden] */
+    float *expert_bias;   /* [n_experts], selection only; NULL when absent */
+    cq_expert *experts;   /* [n_experts] */
+    bool has_shared;      /* shared expert present */
+    cq_expert shared;     /* always added */
+    bool has_shared_gate; /* shared_gate present: its weight is sigmoid(shared_gate x), else 1 */
+    cmf_qmat shared_gate; /* [1, hidden] */
+    bool norm_topk_prob, router_sigmoid;
+    float routed_scaling; /* applied to the selected weights (1 by default) */
+} cq_moe;
 
 typedef struct cq_layer {
     bool sliding;
@@ -35,6 +58,7 @@ typedef struct cq_layer {
     float *ffn_norm;                    /* before the MLP (llama: post_attention_layernorm) */
     float *post_ffn_norm;               /* gemma: after the MLP */
     uint32_t ffn;                       /* intermediate size from the tensor shape (spec §11) */
+    cq_moe *moe; /* a MoE FFN instead of wg/wu/wd when the layer has a router; NULL otherwise */
 } cq_layer;
 
 /* Choose the activation from arch.hidden_act and refuse header fields whose computation this

@@ -135,6 +135,108 @@ static void rope_freqs(const cmf_arch *a, float theta, uint32_t rot_dim, bool gl
     }
 }
 
+/* A gated MLP gate/up/down = t[0..2]; its width comes from the tensors (defragged files shrink
+ * it per layer, spec §11). */
+static cmf_status bind_ffn(loader *L, const cmf_tensor *const *t, cmf_qmat *wg, cmf_qmat *wu,
+                           cmf_qmat *wd, uint32_t *width) {
+    cmf_status st;
+    uint64_t ffn = t[0]->ndim == 2 ? t[0]->shape[0] : 0;
+    if (ffn < 1 || ffn > CQ_MAX_FFN)
+        return cmf_err_set(L->err, CMF_E_LIMIT, L->path,
+                           "tensor '%s' FFN width %llu outside [1, %u]", t[0]->name,
+                           (unsigned long long)ffn, CQ_MAX_FFN);
+    *width = (uint32_t)ffn;
+    if ((st = bind_mat(L, wg, t[0], ffn, L->m->hidden))) return st;
+    if ((st = bind_mat(L, wu, t[1], ffn, L->m->hidden))) return st;
+    return bind_mat(L, wd, t[2], L->m->hidden, ffn);
+}
+
+/* The gated MLP named base.{gate,up,down}_proj.weight. present NULL: required; else false in
+ *present when gate_proj is absent (a missing up/down then is an error). */
+static cmf_status bind_expert(loader *L, const char *base, cq_expert *ex, bool *present) {
+    static const char *roles[] = {"gate_proj", "up_proj", "down_proj"};
+    const cmf_tensor *t[3];
+    for (int k = 0; k < 3; k++) {
+        char name[320];
+        snprintf(name, sizeof name, "%s.%s.weight", base, roles[k]);
+        t[k] = cmf_file_find(L->m->file, name);
+        if (!t[k] && (k || !present))
+            return cmf_err_set(L->err, CMF_E_NOT_FOUND, L->path,
+                               "tensor '%s' is required by this model but absent", name);
+        if (!t[k]) return *present = false, CMF_OK;
+    }
+    if (present) *present = true;
+    return bind_ffn(L, t, &ex->wg, &ex->wu, &ex->wd, &ex->ffn);
+}
+
+/* Layer l's mixture-of-experts FFN (spec §2.2): the experts are those present, a prefix
+ * 0 .. n-1 of arch.moe.num_experts, and the router has exactly one row per expert present. */
+static cmf_status load_moe(loader *L, const cmf_arch *a, uint32_t l, cq_layer *y) {
+    cortiq_model *m = L->m;
+    const cmf_moe *mc = &a->moe;
+    int li = (int)l;
+    cmf_status st;
+    if (!mc->present || mc->num_experts < 1 || mc->num_experts > CQ_MAX_EXPERTS)
+        return cmf_err_set(L->err, CMF_E_PARSE, L->path,
+                           "layer %u has a MoE router (mlp.gate.weight) but arch.moe.num_experts "
+                           "is absent or outside [1, %d]",
+                           l, CQ_MAX_EXPERTS);
+    if (mc->top_k < 1)
+        return cmf_err_set(L->err, CMF_E_PARSE, L->path, "arch.moe.top_k is absent or < 1");
+    /* the experts present: a prefix 0 .. n-1 (counted first, so the allocation follows the
+     * file's tensors rather than the header's number) */
+    uint32_t n = 0;
+    for (uint32_t e = 0; e < (uint32_t)mc->num_experts; e++) {
+        char name[160];
+        snprintf(name, sizeof name, "model.layers.%u.mlp.experts.%u.gate_proj.weight", l, e);
+        if (!cmf_file_find(m->file, name)) continue;
+        if (e != n)
+            return cmf_err_set(L->err, CMF_E_PARSE, L->path,
+                               "layer %u: expert %u is present but expert %u is absent (experts "
+                               "must be numbered 0 .. n-1)",
+                               l, e, n);
+        n++;
+    }
+    cq_moe *moe = y->moe = calloc(1, sizeof *moe);
+    if (moe && n) moe->experts = calloc(n, sizeof *moe->experts);
+    if (!moe || (n && !moe->experts)) return cmf_err_set(L->err, CMF_E_NOMEM, L->path, "experts");
+    uint64_t expert_bytes = 0;
+    for (uint32_t e = 0; e < n; e++) {
+        char base[128];
+        snprintf(base, sizeof base, "model.layers.%u.mlp.experts.%u", l, e);
+        cq_expert *ex = &moe->experts[e];
+        moe->n_experts = e + 1; /* freed with the model, also on an error */
+        if ((st = bind_expert(L, base, ex, NULL))) return st;
+        expert_bytes += ex->wg.nbytes + ex->wu.nbytes + ex->wd.nbytes;
+    }
+    const cmf_tensor *r = find(L, "model.layers.%d.mlp.gate.weight", li);
+    if (!moe->n_experts || r->ndim != 2 || r->shape[0] != moe->n_experts)
+        return cmf_err_set(L->err, CMF_E_PARSE, L->path,
+                           "layer %u: router 'model.layers.%u.mlp.gate.weight' has %llu rows but "
+                           "%u experts are present (arch.moe.num_experts=%lld)",
+                           l, l, (unsigned long long)r->shape[0], moe->n_experts,
+                           (long long)mc->num_experts);
+    if ((st = bind_mat(L, &moe->router, r, moe->n_experts, m->hidden))) return st;
+    moe->top_k = mc->top_k < moe->n_experts ? (uint32_t)mc->top_k : moe->n_experts;
+    /* a decode step reads top_k of the experts */
+    m->weight_bytes -= expert_bytes - expert_bytes / moe->n_experts * moe->top_k;
+    if ((st = opt_vec(L, "model.layers.%d.mlp.expert_bias", li, moe->n_experts, 0,
+                      &moe->expert_bias)))
+        return st;
+    char base[128];
+    snprintf(base, sizeof base, "model.layers.%u.mlp.shared_expert", l);
+    if ((st = bind_expert(L, base, &moe->shared, &moe->has_shared))) return st;
+    const cmf_tensor *sg = find(L, "model.layers.%d.mlp.shared_expert_gate.weight", li);
+    if (sg) {
+        if ((st = bind_mat(L, &moe->shared_gate, sg, 1, m->hidden))) return st;
+        moe->has_shared_gate = true;
+    }
+    moe->norm_topk_prob = mc->norm_topk_prob;
+    moe->router_sigmoid = mc->router_sigmoid;
+    moe->routed_scaling = (float)mc->routed_scaling_factor;
+    return CMF_OK;
+}
+
 static cmf_status load_layers(loader *L, const cmf_arch *a) {
     cortiq_model *m = L->m;
     cmf_status st;
@@ -182,11 +284,6 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
         rope_freqs(a, y->rope_theta, y->rot_dim, !y->sliding, inv, &y->rope_mscale);
         y->inv_freq = inv;
 
-        if (find(L, "model.layers.%d.mlp.gate.weight", li) ||
-            find(L, "model.layers.%d.mlp.experts.0.up_proj.weight", li))
-            return cmf_err_set(
-                L->err, CMF_E_UNSUPPORTED, L->path,
-                "layer %u has a MoE router/experts: this runtime runs dense models only", l);
         const uint64_t qd = (uint64_t)y->n_heads * m->head_dim,
                        kvd = (uint64_t)m->n_kv * m->head_dim;
         static const char *names[] = {
@@ -194,8 +291,14 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
             "model.layers.%d.self_attn.v_proj.weight", "model.layers.%d.self_attn.o_proj.weight",
             "model.layers.%d.mlp.gate_proj.weight",    "model.layers.%d.mlp.up_proj.weight",
             "model.layers.%d.mlp.down_proj.weight"};
+        /* a router makes the layer's FFN a mixture of experts (spec §2.2) */
+        bool moe = find(L, "model.layers.%d.mlp.gate.weight", li) != NULL;
+        if (!moe && find(L, "model.layers.%d.mlp.experts.0.gate_proj.weight", li))
+            return cmf_err_set(
+                L->err, CMF_E_PARSE, L->path,
+                "layer %u has experts but no router 'model.layers.%u.mlp.gate.weight'", l, l);
         const cmf_tensor *t[7];
-        for (int k = 0; k < 7; k++)
+        for (int k = 0; k < (moe ? 4 : 7); k++)
             if (!(t[k] = find(L, names[k], li))) return missing(L, names[k], li);
         if (t[0]->ndim == 2 && t[0]->shape[0] == 2 * qd)
             return cmf_err_set(
@@ -206,16 +309,11 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
         if ((st = bind_mat(L, &y->wk, t[1], kvd, m->hidden))) return st;
         if ((st = bind_mat(L, &y->wv, t[2], kvd, m->hidden))) return st;
         if ((st = bind_mat(L, &y->wo, t[3], m->hidden, qd))) return st;
-        /* the FFN width comes from the tensors (defragged files shrink it per layer, spec §11) */
-        uint64_t ffn = t[4]->ndim == 2 ? t[4]->shape[0] : 0;
-        if (ffn < 1 || ffn > CQ_MAX_FFN)
-            return cmf_err_set(L->err, CMF_E_LIMIT, L->path,
-                               "tensor '%s' FFN width %llu outside [1, %u]", t[4]->name,
-                               (unsigned long long)ffn, CQ_MAX_FFN);
-        y->ffn = (uint32_t)ffn;
-        if ((st = bind_mat(L, &y->wg, t[4], ffn, m->hidden))) return st;
-        if ((st = bind_mat(L, &y->wu, t[5], ffn, m->hidden))) return st;
-        if ((st = bind_mat(L, &y->wd, t[6], m->hidden, ffn))) return st;
+        if (moe) {
+            if ((st = load_moe(L, a, l, y))) return st;
+        } else {
+            if ((st = bind_ffn(L, t + 4, &y->wg, &y->wu, &y->wd, &y->ffn))) return st;
+        }
 
         if ((st = opt_vec(L, "model.layers.%d.self_attn.q_proj.bias", li, qd, 0, &y->bq)))
             return st;
@@ -273,10 +371,6 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     if (a->norm_style == CMF_NORM_UNSET)
         return cmf_err_set(L->err, CMF_E_PARSE, path,
                            "arch.norm_style is required to run a model (\"qwen\" or \"gemma\")");
-    if (a->moe.present && a->moe.num_experts > 0 &&
-        cmf_file_find(m->file, "model.layers.0.mlp.gate.weight"))
-        return cmf_err_set(L->err, CMF_E_UNSUPPORTED, path,
-                           "MoE models are not supported by this runtime yet");
     if ((st = cap(L, "hidden_size", a->hidden_size, 1, CQ_MAX_HIDDEN, &m->hidden))) return st;
     if ((st = cap(L, "num_layers", a->num_layers, 1, CQ_MAX_LAYERS, &m->n_layers))) return st;
     if ((st = cap(L, "num_attention_heads", a->num_attention_heads, 1, CQ_MAX_HEADS, &m->n_heads)))
@@ -389,6 +483,15 @@ void cortiq_model_free(cortiq_model *m) {
         cmf_qmat *mats[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wg, &y->wu, &y->wd};
         for (int k = 0; k < 7; k++)
             cmf_qmat_free(mats[k]);
+        cq_moe *moe = y->moe;
+        for (uint32_t e = 0; moe && e <= moe->n_experts; e++) {
+            cq_expert *ex = e < moe->n_experts ? &moe->experts[e] : &moe->shared;
+            cmf_qmat_free(&ex->wg), cmf_qmat_free(&ex->wu), cmf_qmat_free(&ex->wd);
+        }
+        if (moe) {
+            cmf_qmat_free(&moe->router), cmf_qmat_free(&moe->shared_gate);
+            free(moe->expert_bias), free(moe->experts), free(moe);
+        }
         free(y->bq), free(y->bk), free(y->bv), free(y->attn_norm), free(y->q_norm), free(y->k_norm);
         free(y->post_attn_norm), free(y->ffn_norm), free(y->post_ffn_norm);
     }

@@ -26,8 +26,11 @@ static void advise_all(const cq_span *spans, size_t n, int advice) {
         advise(spans[i].p, spans[i].n, advice);
 }
 
-/* The decode step's matrices: each layer's seven and the head (the embedding table too when
- * tied; an untied table is read a row per token and stays lazy). out: 7 * n_layers + 1. */
+/* The decode step's matrices: each layer's seven (a MoE layer: attention's four, the router,
+ * the shared expert and its gate; its routed experts stay lazy, read as tokens select them) and
+ * the head (the embedding table too when tied; an untied table is read a row per token and
+ * stays lazy). out: SPANS_PER_LAYER * n_layers + 1. */
+#define SPANS_PER_LAYER 12
 static size_t matrix_spans(const cortiq_model *m, cq_span *out) {
     size_t n = 0;
     for (uint32_t l = 0; l < m->n_layers; l++) {
@@ -35,6 +38,12 @@ static size_t matrix_spans(const cortiq_model *m, cq_span *out) {
         const cmf_qmat *w[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wg, &y->wu, &y->wd};
         for (int k = 0; k < 7; k++)
             out[n++] = (cq_span){w[k]->data, w[k]->nbytes};
+        const cq_moe *moe = y->moe;
+        if (!moe) continue;
+        const cmf_qmat *mw[5] = {&moe->router, &moe->shared_gate, &moe->shared.wg, &moe->shared.wu,
+                                 &moe->shared.wd};
+        for (int k = 0; k < 5; k++)
+            out[n++] = (cq_span){mw[k]->data, mw[k]->nbytes};
     }
     out[n++] = (cq_span){m->head.data, m->head.nbytes};
     return n;
@@ -77,7 +86,7 @@ static void list_windows(cortiq_model *m, cq_span *spans, size_t n) {
 
 uint64_t cortiq_model_page_in(cortiq_model *m) {
     if (!m || !m->layers) return 0;
-    cq_span *spans = malloc(((size_t)m->n_layers * 7 + 1) * sizeof *spans);
+    cq_span *spans = malloc(((size_t)m->n_layers * SPANS_PER_LAYER + 1) * sizeof *spans);
     if (!spans) return 0; /* a hint: without it the pages come in on first use */
     size_t n = matrix_spans(m, spans);
     /* queue read-ahead of everything first (asynchronous), then wait for it */

@@ -74,6 +74,8 @@ cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_typ
         uint32_t qd = m->layers[l].n_heads * m->head_dim;
         if (qd > s->max_qd) s->max_qd = qd;
     }
+    uint32_t moe_ffn = cq_moe_max_ffn(m);
+    if (moe_ffn > s->max_ffn) s->max_ffn = moe_ffn;
     size_t in_cols = m->hidden > s->max_qd ? m->hidden : s->max_qd; /* widest product input */
     if (s->max_ffn > in_cols) in_cols = s->max_ffn;
     /* every part runs even after a failure: cortiq_session_free needs their pointers set */
@@ -81,6 +83,7 @@ cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_typ
     ok = activations_init(s) && ok;
     ok = cq_attention_init(&s->attn, m, ctx) && ok;
     ok = cq_sched_init(&s->sched, m, CQ_BATCH, in_cols) && ok;
+    ok = cq_moe_scratch_init(&s->moe, m, CQ_BATCH) && ok;
     if (!ok) {
         cortiq_session_free(s);
         return cmf_err_set(err, CMF_E_NOMEM, "session", "KV cache for %u positions", ctx);
@@ -97,6 +100,7 @@ void cortiq_session_free(cortiq_session *s) {
     free(s->g), free(s->u), free(s->logits);
     cq_attention_free(&s->attn);
     cq_sched_free(&s->sched);
+    cq_moe_scratch_free(&s->moe);
     free(s);
 }
 

@@ -10,6 +10,7 @@
 #include "engine/kv_cache.h"
 #include "engine/matmul_sched.h"
 #include "engine/model.h"
+#include "engine/moe.h"
 
 #ifndef CQ_BATCH
 #define CQ_BATCH 128 /* tokens per prefill chunk */
@@ -27,12 +28,13 @@ struct cortiq_session {
      * q, att [max_qd] queries, attention's result
      * k, v [n_kv * head_dim]
      * o [hidden]      a block's output, before the residual add
-     * g, u [max_ffn]  gate (then act(gate) * up) and up */
+     * g, u [max_ffn]  gate (then act(gate) * up) and up (of the widest dense or expert MLP) */
     float *x, *xn, *q, *k, *v, *att, *o, *g, *u;
     float *logits; /* [vocab] of the last token evaluated */
     uint32_t max_ffn, max_qd;
-    cq_sched sched;    /* matrix products and per-token steps on the pool */
-    cq_attention attn; /* attention's scratch */
+    cq_sched sched;     /* matrix products and per-token steps on the pool */
+    cq_attention attn;  /* attention's scratch */
+    cq_moe_scratch moe; /* the MoE layers' routing and expert scratch (moe.h) */
 };
 
 #endif

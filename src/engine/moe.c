@@ -1,0 +1,165 @@
+/* moe.c - the mixture-of-experts FFN (moe.h): routing, tokens grouped by expert, each selected
+ * expert's gated MLP as one batched product over its tokens, the weighted sum, the shared
+ * expert. */
+#include "engine/moe.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+uint32_t cq_moe_max_ffn(const cortiq_model *m) {
+    uint32_t w = 0;
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        const cq_moe *moe = m->layers[l].moe;
+        if (!moe) continue;
+        for (uint32_t e = 0; e < moe->n_experts; e++)
+            if (moe->experts[e].ffn > w) w = moe->experts[e].ffn;
+        if (moe->has_shared && moe->shared.ffn > w) w = moe->shared.ffn;
+    }
+    return w;
+}
+
+bool cq_moe_scratch_init(cq_moe_scratch *ms, const cortiq_model *m, size_t batch) {
+    memset(ms, 0, sizeof *ms);
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        const cq_moe *moe = m->layers[l].moe;
+        if (!moe) continue;
+        if (moe->n_experts > ms->max_experts) ms->max_experts = moe->n_experts;
+        if (moe->top_k > ms->max_k) ms->max_k = moe->top_k;
+    }
+    if (!ms->max_experts) return true; /* a dense model */
+    size_t E = ms->max_experts, K = ms->max_k, H = m->hidden;
+    ms->logits = malloc(batch * E * sizeof(float));
+    ms->sgate = malloc(batch * sizeof(float));
+    ms->sel = malloc(batch * K * sizeof(uint32_t));
+    ms->w = malloc(batch * K * sizeof(float));
+    ms->count = malloc(E * sizeof(uint32_t));
+    ms->start = malloc((E + 1) * sizeof(uint32_t));
+    ms->order = malloc(batch * K * sizeof(uint32_t));
+    ms->xe = malloc(batch * H * sizeof(float));
+    ms->ye = malloc(batch * H * sizeof(float));
+    return ms->logits && ms->sgate && ms->sel && ms->w && ms->count && ms->start && ms->order &&
+           ms->xe && ms->ye;
+}
+
+void cq_moe_scratch_free(cq_moe_scratch *ms) {
+    free(ms->logits), free(ms->sgate), free(ms->sel), free(ms->w), free(ms->count);
+    free(ms->start), free(ms->order), free(ms->xe), free(ms->ye);
+    memset(ms, 0, sizeof *ms);
+}
+
+static float sigmoid(float v) {
+    return 1.0f / (1.0f + expf(-v));
+}
+
+/* One token's routing: r (the router logits, overwritten by the scores) -> the top_k experts
+ * sel[] and their weights w[]. */
+static void route(const cq_moe *moe, float *r, uint32_t *sel, float *w) {
+    uint32_t E = moe->n_experts, K = moe->top_k;
+    if (moe->router_sigmoid) {
+        for (uint32_t e = 0; e < E; e++)
+            r[e] = sigmoid(r[e]);
+    } else { /* softmax over all experts */
+        float mx = r[0];
+        for (uint32_t e = 1; e < E; e++)
+            if (r[e] > mx) mx = r[e];
+        double sum = 0;
+        for (uint32_t e = 0; e < E; e++)
+            sum += r[e] = expf(r[e] - mx);
+        for (uint32_t e = 0; e < E; e++)
+            r[e] = (float)(r[e] / sum);
+    }
+    /* top_k by score + bias; strict > keeps the lower index on ties */
+    for (uint32_t j = 0; j < K; j++) {
+        int64_t best = -1;
+        float bv = 0;
+        for (uint32_t e = 0; e < E; e++) {
+            bool taken = false;
+            for (uint32_t i = 0; i < j && !taken; i++)
+                taken = sel[i] == e;
+            if (taken) continue;
+            float v = r[e] + (moe->expert_bias ? moe->expert_bias[e] : 0.0f);
+            if (best < 0 || v > bv) best = e, bv = v;
+        }
+        sel[j] = (uint32_t)best;
+        w[j] = r[best]; /* the bias chose; the weight is the score itself */
+    }
+    if (moe->norm_topk_prob) {
+        float sum = 0;
+        for (uint32_t j = 0; j < K; j++)
+            sum += w[j];
+        if (sum > 0)
+            for (uint32_t j = 0; j < K; j++)
+                w[j] /= sum;
+    }
+    if (moe->routed_scaling != 1.0f)
+        for (uint32_t j = 0; j < K; j++)
+            w[j] *= moe->routed_scaling;
+}
+
+/* y = Wd (act(Wg x) * (Wu x)) for c rows of x. */
+static void expert_run(const cq_moe_io *io, const cq_expert *ex, const float *x, size_t c,
+                       float *y) {
+    cq_matmul gate_up = {.p = {{.w = &ex->wg, .y = io->g}, {.w = &ex->wu, .y = io->u}},
+                         .np = 2,
+                         .x = x,
+                         .n = c,
+                         .glu = true};
+    cq_matmul_after(io->sched, NULL, NULL, &gate_up);
+    cq_matmul_one(io->sched, &ex->wd, io->g, c, y);
+}
+
+/* order[] lists the (token, slot) pairs t * K + j grouped by expert, in token order within an
+ * expert; start[e] .. start[e + 1] is expert e's range. */
+static void group_by_expert(cq_moe_scratch *ms, uint32_t E, uint32_t K, size_t n) {
+    memset(ms->count, 0, E * sizeof *ms->count);
+    for (size_t i = 0; i < n * K; i++)
+        ms->count[ms->sel[i]]++;
+    ms->start[0] = 0;
+    for (uint32_t e = 0; e < E; e++)
+        ms->start[e + 1] = ms->start[e] + ms->count[e];
+    memset(ms->count, 0, E * sizeof *ms->count); /* now: tokens placed so far */
+    for (size_t i = 0; i < n * K; i++) {
+        uint32_t e = ms->sel[i];
+        ms->order[ms->start[e] + ms->count[e]++] = (uint32_t)i;
+    }
+}
+
+void cq_moe_ffn(const cq_moe_io *io, const cq_moe *moe, size_t n, cq_token_fn make_input,
+                const void *ctx) {
+    cq_moe_scratch *ms = io->ms;
+    const uint32_t E = moe->n_experts, K = moe->top_k;
+    const size_t H = io->hidden;
+    /* make_input, then the router logits (and the shared expert's gate) in one region */
+    cq_matmul router = {.p = {{.w = &moe->router, .y = ms->logits}}, .np = 1, .x = io->xn, .n = n};
+    if (moe->has_shared_gate)
+        router.p[router.np++] = (cq_product){.w = &moe->shared_gate, .y = ms->sgate};
+    cq_matmul_after(io->sched, make_input, ctx, &router);
+    for (size_t t = 0; t < n; t++)
+        route(moe, ms->logits + t * E, ms->sel + t * K, ms->w + t * K);
+    group_by_expert(ms, E, K, n);
+    /* routed experts in index order, each over the rows of its tokens */
+    memset(io->o, 0, n * H * sizeof(float));
+    for (uint32_t e = 0; e < E; e++) {
+        uint32_t c = ms->start[e + 1] - ms->start[e];
+        if (!c) continue; /* never touched */
+        const uint32_t *slots = ms->order + ms->start[e];
+        for (uint32_t i = 0; i < c; i++)
+            memcpy(ms->xe + i * H, io->xn + (slots[i] / K) * H, H * sizeof(float));
+        expert_run(io, &moe->experts[e], ms->xe, c, ms->ye);
+        for (uint32_t i = 0; i < c; i++) {
+            float w = ms->w[slots[i]], *o = io->o + (slots[i] / K) * H;
+            const float *y = ms->ye + i * H;
+            for (size_t k = 0; k < H; k++)
+                o[k] += w * y[k];
+        }
+    }
+    if (!moe->has_shared) return;
+    expert_run(io, &moe->shared, io->xn, n, ms->ye);
+    for (size_t t = 0; t < n; t++) {
+        float g = moe->has_shared_gate ? sigmoid(ms->sgate[t]) : 1.0f, *o = io->o + t * H;
+        const float *y = ms->ye + t * H;
+        for (size_t k = 0; k < H; k++)
+            o[k] += g * y[k];
+    }
+}
