@@ -4,9 +4,9 @@
  * AVX-512 ops, the AVX2 and AVX-512 tiers, the dispatcher) against the scalar reference. Shapes:
  * SmolLM2 (9 heads / 3 kv, hd 64), Gemma 3 (4 / 1, hd 256), Qwen2.5 (14 / 2, hd 64), and hd 128,
  * hd 80, hd 20, group 1, n_kv 1; contexts of 1, 2, 17 and 300 keys, sliding-window rings that wrap
- * inside a chunk; f32 / f16 / q8 caches; soft-cap on and off; the chunk sizes cq_attn_decode_chunks picks for
- * 1 and 2 threads and the smallest (16 keys: many chunks to merge). Units run in reverse order, as
- * threads may finish them in any order.
+ * inside a chunk; f32 / f16 / q8 caches; soft-cap on and off; the chunk sizes cq_attn_decode_chunks
+ * picks for 1 and 2 threads and the smallest (16 keys: many chunks to merge). Units run in reverse
+ * order, as threads may finish them in any order.
  *
  * Bound: scores carry float rounding of about hd * 2^-24 * sum |q_i k_i| (~1e-5 at hd 256 with
  * |q| <= 3), the soft cap and exp a few 1e-7; the output is a convex combination of values in
