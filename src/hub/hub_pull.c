@@ -164,10 +164,9 @@ cmf_status cortiq_hub_pull(const char *repo, const cortiq_hub_opts *opts, cortiq
     if (opts->parallel > MAX_PARALLEL)
         return cmf_err_set(err, CMF_E_INVALID_ARG, repo, "parallel %u: at most %d", opts->parallel,
                            MAX_PARALLEL);
-    cmf_status st = hub_curl_load(err);
-    if (st) return st;
     hub_env env;
-    if ((st = hub_env_resolve(opts, &env, err))) return st;
+    cmf_status st = hub_env_resolve(opts, &env, err);
+    if (st) return st;
     hub_listing l = {0};
     hub_selection sel = {0};
     char *repo_dir = hub_cache_repo_dir(env.cache_dir, repo);
@@ -182,9 +181,11 @@ cmf_status cortiq_hub_pull(const char *repo, const cortiq_hub_opts *opts, cortiq
     }
     long stall = opts->timeout_s > 0 ? opts->timeout_s : 60;
     bool unreachable = false;
+    /* libcurl is loaded only when the hub is asked: an offline pull reads the cache alone */
     if (offline_mode())
         st = hub_list_cached(repo_dir, repo, opts->revision, dir, &l, err);
-    else if ((st = hub_list(&env, repo, opts->revision, dir, stall, &l, &unreachable, err)) &&
+    else if (!(st = hub_curl_load(err)) &&
+             (st = hub_list(&env, repo, opts->revision, dir, stall, &l, &unreachable, err)) &&
              unreachable) {
         /* like huggingface_hub: without a network, the cached snapshot of the revision */
         cmf_err first = err ? *err : (cmf_err){0};

@@ -45,6 +45,11 @@ check "without libcurl: the library and the package are named" \
   grep -q "libcurl.so.4 not found: install libcurl4 (apt install libcurl4)" "$work/err1"
 check "without libcurl: nothing on stdout" [ ! -s "$work/out1" ]
 check "without libcurl: nothing downloaded" [ ! -e "$work/cache/models--test--tiny-llama" ]
+# an offline pull reads the cache alone, so it never asks for libcurl
+LD_PRELOAD=$work/no_curl.so HF_HUB_OFFLINE=1 "$bin" pull test/tiny-llama >/dev/null 2>"$work/err3"
+cat "$work/err3"
+check "without libcurl, offline: the cache is consulted, not libcurl" \
+  sh -c "! grep -q libcurl '$work/err3'"
 # with the library, the same command gets as far as the network
 "$bin" pull test/tiny-llama >/dev/null 2>"$work/err2"
 check "with libcurl: pull reaches the network" grep -q "could not be reached" "$work/err2"
