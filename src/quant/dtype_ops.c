@@ -6,6 +6,14 @@
 
 #define FLOAT_GEMMS (CQ_ISA_BIT(CQ_ISA_AVX512))
 #define HALF_GEMMS  (CQ_ISA_BIT(CQ_ISA_AVX512) | CQ_ISA_BIT(CQ_ISA_AMX))
+/* vbit and vbit_ro share codec and kernels: cq_bind_vbit reads the row-offset table of vbit_ro
+ * from the file and builds it for vbit. */
+#define VBIT_OPS                                                                                   \
+    {                                                                                              \
+        .encode = qc_vbit_encode, .quantized = true, .validate = qc_vbit_validate,                 \
+        .decode_row_checked = qc_vbit_row, .decode_all = qc_vbit_all, .bind = cq_bind_vbit,        \
+        .int8_act = CQ_INT8_ALWAYS                                                                 \
+    }
 
 static const cq_dtype_ops k_ops[CMF_DT_COUNT] = {
     [CMF_DT_F32] = {.encode = qc_float_encode,
@@ -29,24 +37,12 @@ static const cq_dtype_ops k_ops[CMF_DT_COUNT] = {
                          .bind = cq_bind_q4_block,
                          .int8_act = CQ_INT8_ALWAYS,
                          .qact = CQ_COLS_32},
-    [CMF_DT_VBIT] = {.encode = qc_vbit_encode,
-                     .quantized = true,
-                     .validate = qc_vbit_validate,
-                     .decode_row_checked = qc_vbit_row,
-                     .decode_all = qc_vbit_all,
-                     .bind = cq_bind_vbit,
-                     .int8_act = CQ_INT8_ALWAYS},
+    [CMF_DT_VBIT] = VBIT_OPS,
     [CMF_DT_Q8_2F] = {.encode = qc_q8_2f_encode,
                       .quantized = true,
                       .decode_row = qc_q8_2f_row,
                       .bind = cq_bind_q8_2f},
-    [CMF_DT_VBIT_RO] = {.encode = qc_vbit_encode,
-                        .quantized = true,
-                        .validate = qc_vbit_validate,
-                        .decode_row_checked = qc_vbit_row,
-                        .decode_all = qc_vbit_all,
-                        .bind = cq_bind_vbit,
-                        .int8_act = CQ_INT8_ALWAYS},
+    [CMF_DT_VBIT_RO] = VBIT_OPS,
     [CMF_DT_Q4_TILED] = {.encode = qc_q4_tiled_encode,
                          .quantized = true,
                          .decode_row = qc_q4_tiled_row,
