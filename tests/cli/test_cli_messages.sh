@@ -51,7 +51,8 @@ expect 2 "need SRC and TEXT \(see cortiq tokenize --help\)$" "$bin" tokenize "$m
 "$bin" verify "$tmp/absent.cmf" >"$tmp/out" 2>&1
 grep -q "signature" "$tmp/out" && { echo "FAIL: verify of a missing file talks about a signature"; fail=1; }
 "$bin" verify --help | head -1 | grep -q -- "--single" || { echo "FAIL: verify usage lacks --single"; fail=1; }
-{ "$bin" 2>&1 || true; } | grep -qE "^  bench +a model's prefill/decode" || { echo "FAIL: top-level help: bench"; fail=1; }
+top_help=$("$bin" 2>&1 || true)
+grep -qE "^  bench +a model's prefill/decode" <<<"$top_help" || { echo "FAIL: top-level help: bench"; fail=1; }
 # a one-shot answer ends its line on stdout (the stats line goes to stderr)
 "$bin" run "$m" --prompt hi --max-tokens 3 --greedy 2>/dev/null >"$tmp/ans"
 [ "$(tail -c 1 "$tmp/ans" | od -An -c | tr -d ' ')" == '\n' ] || { echo "FAIL: the answer does not end with a newline"; fail=1; }

@@ -19,7 +19,9 @@ while IFS= read -r row; do
     help+=$out
   done
   for opt in $(printf '%s\n' "$row" | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u); do
-    printf '%s' "$help" | grep -q -- "$opt" || { echo "FAIL: README lists $opt for '$cmds', not in its --help"; fail=1; }
+    # a here-string, not a pipe: grep -q exits at the first match and, under pipefail, a writer
+    # still writing would die of SIGPIPE and fail the check at random
+    grep -q -- "$opt" <<<"$help" || { echo "FAIL: README lists $opt for '$cmds', not in its --help"; fail=1; }
   done
 done < <(grep -E '^\| `cortiq ' "$readme")
 [ $rows -ge 15 ] || { echo "FAIL: only $rows command rows found in README"; fail=1; }
