@@ -35,6 +35,10 @@ struct cortiq_session {
     cq_sched sched;     /* matrix products and per-token steps on the pool */
     cq_attention attn;  /* attention's scratch */
     cq_moe_scratch moe; /* the MoE layers' routing and expert scratch (moe.h) */
+    /* Routable experts per layer (spec §5 expert area): expert_allow[l] holds LSB-first bits
+     * over moe.num_experts, bit set = routable; a NULL array or a NULL entry = unrestricted.
+     * Set from the session's task mask or a runtime restriction; read by the MoE routing. */
+    const uint8_t **expert_allow;
 };
 
 #endif
