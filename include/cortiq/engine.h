@@ -101,7 +101,8 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_model_load(const char *path,
 CORTIQ_API void cortiq_model_free(cortiq_model *m); /* NULL allowed */
 
 CORTIQ_API const cmf_file *cortiq_model_file(const cortiq_model *m);
-CORTIQ_API uint32_t cortiq_model_vocab(const cortiq_model *m); /* rows of the output projection */
+CORTIQ_API uint32_t cortiq_model_vocab(const cortiq_model *m);  /* rows of the output projection */
+CORTIQ_API uint32_t cortiq_model_hidden(const cortiq_model *m); /* width of the residual stream */
 CORTIQ_API uint32_t
 cortiq_model_max_context(const cortiq_model *m); /* max_position_embeddings or 0 */
 CORTIQ_API unsigned cortiq_model_threads(const cortiq_model *m);
@@ -157,6 +158,14 @@ CORTIQ_API uint32_t cortiq_session_ctx(const cortiq_session *s);
 CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens,
                                                            size_t n, float *all_logits,
                                                            cmf_err *err);
+/* Like cortiq_session_eval (the KV cache advances by n), and also fills
+ * hidden[n x cortiq_model_hidden] with each token's final hidden state: the residual stream
+ * after the final norm, the vector the output head multiplies (transformers' last_hidden_state).
+ * cortiq_session_logits() holds the last token's logits as after cortiq_session_eval.
+ * Mean-pooled over the tokens, it is a text embedding. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval_hidden(cortiq_session *s,
+                                                                  const int32_t *tokens, size_t n,
+                                                                  float *hidden, cmf_err *err);
 CORTIQ_API const float *cortiq_session_logits(const cortiq_session *s);
 /* Drop positions >= pos (e.g. to re-run a prompt suffix). pos <= cortiq_session_pos(). */
 CORTIQ_API void cortiq_session_truncate(cortiq_session *s, uint32_t pos);

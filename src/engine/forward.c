@@ -239,8 +239,10 @@ static void head_forward(cortiq_session *s, const float *x, float *logits) {
             logits[i] = tanhf(logits[i] / m->final_softcap) * m->final_softcap;
 }
 
-cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
-                               float *all_logits, cmf_err *err) {
+/* The forward pass of cortiq_session_eval; hidden (may be NULL) receives each token's final
+ * normed hidden state, the output head's input. */
+static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
+                               float *all_logits, float *hidden, cmf_err *err) {
     cortiq_model *m = s->m;
     if (n == 0) return CMF_OK;
     if ((uint64_t)s->pos + n > s->ctx)
@@ -259,6 +261,10 @@ cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t 
         if (all_logits)
             for (size_t t = 0; t < b; t++)
                 head_forward(s, s->x + t * m->hidden, all_logits + (done + t) * m->vocab);
+        if (hidden)
+            for (size_t t = 0; t < b; t++)
+                rmsnorm(hidden + (done + t) * m->hidden, s->x + t * m->hidden, m->final_norm,
+                        m->hidden, m->eps);
         s->pos += (uint32_t)b;
         done += b;
         if (done == n) {
@@ -269,4 +275,16 @@ cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t 
         }
     }
     return CMF_OK;
+}
+
+cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
+                               float *all_logits, cmf_err *err) {
+    return session_eval(s, tokens, n, all_logits, NULL, err);
+}
+
+cmf_status cortiq_session_eval_hidden(cortiq_session *s, const int32_t *tokens, size_t n,
+                                      float *hidden, cmf_err *err) {
+    if (!hidden && n)
+        return cmf_err_set(err, CMF_E_INVALID_ARG, "session", "hidden is NULL for %zu tokens", n);
+    return session_eval(s, tokens, n, NULL, hidden, err);
 }

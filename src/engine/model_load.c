@@ -512,6 +512,9 @@ const cmf_file *cortiq_model_file(const cortiq_model *m) {
 uint32_t cortiq_model_vocab(const cortiq_model *m) {
     return m->vocab;
 }
+uint32_t cortiq_model_hidden(const cortiq_model *m) {
+    return m->hidden;
+}
 uint32_t cortiq_model_max_context(const cortiq_model *m) {
     return m->max_pos;
 }
