@@ -16,9 +16,14 @@ from ._file import _BF16, check
 _FLOAT_DTYPES = (DT_F32, DT_F16, DT_BF16)
 
 
-def quant_id(name: str) -> int:
-    """A --quant name (f32 f16 bf16 q8 q8_2f q4 q4t q4tp vbit q1s q1t q1) or a spec dtype name
-    ("q8_row", "q4_tiled", ...) -> its dtype id."""
+def quant_id(name) -> int:
+    """A --quant name of the CLI (f32 f16 bf16 q8 q8_2f q4 q4t q4tp vbit q1s q1t q1; "vbit" is
+    vbit_ro there) or a spec dtype name ("q8_row", "q4_tiled", ...), or a dtype id of spec §3.1
+    (an int: 8 is the row-offset-less vbit) -> its dtype id."""
+    if isinstance(name, (int, np.integer)) and not isinstance(name, bool):
+        if lib.cmf_dtype_from_name(lib.cmf_dtype_name(int(name)), ffi.new("cmf_dtype *")):
+            return int(name)
+        raise errors.InvalidArgument(f"quant {name}: not a live dtype id (spec §3.1)")
     out = ffi.new("cmf_dtype *")
     b = str(name).encode()
     if lib.cmf_convert_quant_from_name(b, out) or lib.cmf_dtype_from_name(b, out):
@@ -57,7 +62,7 @@ def _target(name: str, a: np.ndarray, quant, shape) -> int:
     want = quant_id(want_name)
     if want in _FLOAT_DTYPES:
         return want
-    return lib.cmf_quant_policy_dtype(want, len(shape), shape)
+    return lib.cmf_quant_policy_dtype(want, a.ndim, shape)
 
 
 def _masks_section(header: dict, masks: Mapping, default_task: Optional[str]):
