@@ -206,3 +206,20 @@ def test_tensor_info(tmp_path):
         assert f.raw("b").nbytes == b.nbytes
         assert "a" in f and len(f) == 2
         json.dumps({k: v.shape for k, v in f.tensors.items()})
+
+
+def test_skills_registry_and_replacement_tensors(tmp_path):
+    base, over = gaussian(30, (32, 64)), gaussian(31, (32, 64))
+    header = {"arch": {"num_layers": 1},
+              "skills": [{"id": "sql", "name": "SQL", "layers": [0]}, {"id": "ru", "layers": [0]}]}
+    cortiq.write(tmp_path / "s.cmf", {"w": base, "v": base, "skill.sql.w": over},
+                 header=header, quant="f32")
+    with cortiq.open(tmp_path / "s.cmf") as f:
+        assert [s["id"] for s in f.skills] == ["sql", "ru"] and f.skills[0]["name"] == "SQL"
+        assert np.array_equal(f.tensor("w", skill="sql"), over)
+        assert np.array_equal(f.tensor("w"), base)
+        assert np.array_equal(f.tensor("v", skill="sql"), base)  # not replaced: the backbone
+        assert np.array_equal(f.tensor("w", skill="ru"), base)
+        assert f.resolve("w", "sql") == "skill.sql.w"
+        with pytest.raises(cortiq.NotFound):
+            f.tensor("w", skill="nope")

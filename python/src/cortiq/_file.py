@@ -204,13 +204,25 @@ class File:
         t = self._find(name)
         return np.asarray(_View(self._h, int(ffi.cast("uintptr_t", t.data)), (t.nbytes,), "|u1"))
 
-    def tensor(self, name: str, dtype=None) -> np.ndarray:
+    def resolve(self, name: str, skill: Optional[str] = None) -> str:
+        """The directory name read for `name` with skill `skill` active (spec §9): its
+        replacement `skill.{skill}.{name}` when the skill has one, else `name` itself. A skill
+        the header's registry does not list raises NotFound."""
+        if skill is None:
+            return name
+        if not any(s.get("id") == skill for s in self.skills):
+            raise errors.NotFound(f"{self.path}: NotFound: no skill '{skill}' in header.skills")
+        over = f"skill.{skill}.{name}"
+        return over if over in self.tensors else name
+
+    def tensor(self, name: str, dtype=None, skill: Optional[str] = None) -> np.ndarray:
         """The tensor as a numpy array of its shape.
 
         f32 -> float32 view, f16 -> float16 view, bf16 -> bfloat16 view (ml_dtypes) or exact
         float32; quantized dtypes -> float32 decoded by the C codec (the payload is fully
         validated first). dtype=np.float32 asks for float32 whatever is stored (a copy unless
-        the tensor is f32)."""
+        the tensor is f32). skill= reads the skill's replacement where it has one (resolve())."""
+        name = self.resolve(name, skill)
         t = self._find(name)
         shape = tuple(t.shape[0:t.ndim])
         addr = int(ffi.cast("uintptr_t", t.data))
