@@ -176,7 +176,8 @@ def test_masks_round_trip(tmp_path):
     header = {"arch": {"num_layers": layers, "intermediate_size": inter,
                        "num_attention_heads": heads}}
     masks = {
-        "code": {"ffn": rng.random((layers, inter)) < 0.5, "heads": rng.random((layers, heads)) < .5,
+        "code": {"ffn": rng.random((layers, inter)) < 0.5,
+                 "heads": rng.random((layers, heads)) < 0.5,
                  "gates": np.array([True, False]), "description": "code tasks",
                  "quality": {"ppl": 3.5}},
         "chat": {"ffn": np.ones((layers, inter), bool), "heads": np.ones((layers, heads), bool),
