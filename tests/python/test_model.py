@@ -44,6 +44,23 @@ def test_generate_equals_cli(tiny_f32, model, seed, temp):
     assert cli == answer_line(ours)
 
 
+def test_generate_equals_cli_quantized_defaults(tmp_path):
+    """q4tp weights, the runtime's default KV cache (f16) and activations (int8 products) on
+    both sides."""
+    path = tmp_path / "llama.q4tp.cmf"
+    cortiq.convert(TINY / "llama", path, quant="q4tp", threads=1)
+    with cortiq.Model(path, threads=1) as m:
+        ours = "".join(m.generate(PROMPT, max_tokens=24, seed=11, temperature=0.9))
+    exe = cortiq_bin()
+    if not exe:
+        pytest.skip("the cortiq CLI is not built (CORTIQ_BIN)")
+    r = subprocess.run([exe, "run", str(path), "-t", "1", "--raw", "--prompt", PROMPT,
+                        "--max-tokens", "24", "--seed", "11", "--temp", "0.9"],
+                       capture_output=True)
+    assert r.returncode == 0, r.stderr.decode()
+    assert r.stdout.decode("utf-8") == answer_line(ours)
+
+
 def test_chat_equals_cli(tiny_f32, model):
     ours = model.chat([{"role": "user", "content": "Say hi"}], max_tokens=16, seed=5)
     cli = cli_run(tiny_f32, "--prompt", "Say hi", "--max-tokens", "16", "--seed", "5")
