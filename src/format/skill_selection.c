@@ -114,12 +114,30 @@ cmf_status cmf_skill_selection_decode(const char *text, uint64_t hidden, const c
         st = cmf_err_set(err, CMF_E_PARSE, ctx, "selection.phi_layer must be an integer >= 0");
         goto out;
     }
-    if (!json_is_integer(r) || json_integer_value(r) < 0 || json_integer_value(r) > 4096) {
+    if (r && (!json_is_integer(r) || json_integer_value(r) < 0 || json_integer_value(r) > 4096)) {
         st = cmf_err_set(err, CMF_E_PARSE, ctx, "selection.rank must be an integer in [0, 4096]");
         goto out;
     }
     out->phi_layer = (uint32_t)json_integer_value(l);
-    out->rank = (uint32_t)json_integer_value(r);
+    if (r) {
+        out->rank = (uint32_t)json_integer_value(r);
+    } else { /* the spec's example has no "rank": the basis' length says it */
+        json_t *b = json_object_get(o, "basis");
+        size_t f16s = 0;
+        if (json_is_string(b) && json_string_length(b) >= 2) {
+            const char *t = json_string_value(b) + json_string_length(b);
+            f16s = (json_string_length(b) / 4 * 3 - (t[-1] == '=') - (t[-2] == '=')) / 2;
+        }
+        out->rank = hidden && f16s % hidden == 0 && f16s / hidden <= 4096
+                        ? (uint32_t)(f16s / hidden)
+                        : 0;
+        if (hidden && f16s % hidden) {
+            st = cmf_err_set(err, CMF_E_PARSE, ctx,
+                             "selection.basis holds %zu f16 values, not a multiple of hidden %llu",
+                             f16s, (unsigned long long)hidden);
+            goto out;
+        }
+    }
     if ((st = f16_field(o, "mean", hidden, &out->mean, ctx, err))) goto out;
     st = f16_field(o, "basis", hidden * out->rank, &out->basis, ctx, err);
 out:
