@@ -107,7 +107,8 @@ int cmd_ppl(int argc, char **argv) {
         return CLI_EXIT_SYSTEM;
     }
     cli_skill_choice sk;
-    int sk_rc = cli_skill_choose("ppl", path, skill, blend_t, text, NULL, 0, (unsigned)threads, &sk);
+    int sk_rc =
+        cli_skill_choose("ppl", path, skill, blend_t, text, NULL, 0, (unsigned)threads, &sk);
     if (sk_rc) {
         free(text);
         return sk_rc;

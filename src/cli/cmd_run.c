@@ -160,8 +160,7 @@ int cmd_run(int argc, char **argv) {
         } else if (!strcmp(a, "--skill-blend")) {
             DBL(0, true, 1e30, false);
             blend_t = d;
-        }
-        else if (!strcmp(a, "--kv")) {
+        } else if (!strcmp(a, "--kv")) {
             VALUE();
             if (!cortiq_kv_type_from_name(v, &ro.kv))
                 return cli_usage_error("run", "--kv '%s': want f16, q8 or f32", v);

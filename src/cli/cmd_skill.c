@@ -97,7 +97,8 @@ static int skill_list(int argc, char **argv) {
             for (size_t k = 0; k < s->n_layers; k++)
                 printf("%s%lld", k ? ", " : "", (long long)s->layers[k]);
             printf("], \"routable\": %s", sel ? "true" : "false");
-            if (sel) printf(", \"phi_layer\": %lld, \"rank\": %lld", (long long)phi, (long long)rank);
+            if (sel)
+                printf(", \"phi_layer\": %lld, \"rank\": %lld", (long long)phi, (long long)rank);
             printf(", \"quality\": %s", s->quality_json ? s->quality_json : "null");
             if (s->has_base_dir_hash)
                 printf(", \"base_dir_hash\": \"%016llx\"", (unsigned long long)s->base_dir_hash);

@@ -18,8 +18,9 @@ typedef struct cli_skill_choice {
 
 /* Turn `--skill ARG` (NULL, "none", an id or "auto") and `--skill-blend T` (blend_t > 0) into a
  * choice. "auto" and a blend route on the prompt: `ids` when given, else `text` tokenized
- * without BOS (its first 512 tokens, within the model's context); the backbone of `path` is loaded for that (threads as the runner's). The scores
- * go to stderr. Returns 0 or an exit code (after printing the error). */
+ * without BOS (its first 512 tokens, within the model's context); the backbone of `path` is loaded
+ * for that (threads as the runner's). The scores go to stderr. Returns 0 or an exit code (after
+ * printing the error). */
 int cli_skill_choose(const char *cmd, const char *path, const char *skill_arg, double blend_t,
                      const char *text, const int32_t *ids, size_t n_ids, unsigned threads,
                      cli_skill_choice *out);

@@ -332,8 +332,8 @@ static cmf_status append_skill(const add_args *a, const cmf_header *h, const dif
     for (size_t i = 0; !st && i < nd; i++) {
         char name[600];
         snprintf(name, sizeof name, "skill.%s.%s", a->id, d[i].t->name);
-        st = cmf_append_add_tensor(ap, name, (cmf_dtype)d[i].t->dtype, d[i].t->ndim,
-                                   d[i].t->shape, d[i].t->data, d[i].t->nbytes, 0, err);
+        st = cmf_append_add_tensor(ap, name, (cmf_dtype)d[i].t->dtype, d[i].t->ndim, d[i].t->shape,
+                                   d[i].t->data, d[i].t->nbytes, 0, err);
     }
     json_t *root = st ? NULL : json_loadb(h->json, h->json_len, 0, NULL);
     if (!st && !root) st = cmf_err_set(err, CMF_E_PARSE, a->path, "header JSON");
@@ -423,8 +423,9 @@ static cmf_status measure_quality(const add_args *a, cmf_err *err) {
     st = record_quality(a->path, a->id, q, err);
     json_decref(q);
     if (!st)
-        printf("quality: held-out perplexity backbone %.4f -> overlaid %.4f (%+.1f%%, %zu tokens)\n",
-               pb, po, 100.0 * (po / pb - 1.0), nb);
+        printf(
+            "quality: held-out perplexity backbone %.4f -> overlaid %.4f (%+.1f%%, %zu tokens)\n",
+            pb, po, 100.0 * (po / pb - 1.0), nb);
     return st;
 }
 
@@ -460,7 +461,8 @@ int skill_add_main(int argc, char **argv) {
                          a.path, a.id);
     if (!st) st = open_donor(&a, f, &donor, &tmp, &err);
     size_t n = st ? 0 : cmf_file_tensor_count(f);
-    if (!st && !(d = calloc(n ? n : 1, sizeof *d))) st = cmf_err_set(&err, CMF_E_NOMEM, a.path, "directory");
+    if (!st && !(d = calloc(n ? n : 1, sizeof *d)))
+        st = cmf_err_set(&err, CMF_E_NOMEM, a.path, "directory");
     for (size_t i = 0; !st && i < n; i++) {
         const cmf_tensor *t = cmf_file_tensor_at(f, i);
         if (!strncmp(t->name, "skill.", 6)) continue;

@@ -25,8 +25,8 @@ void cli_skill_choice_free(cli_skill_choice *c) {
 }
 
 /* Scores of one prompt on an open backbone runtime. */
-static cmf_status route_text(cortiq_runtime *rt, const char *text, const int32_t *ids,
-                             size_t n_ids, cortiq_skill_score *scores, size_t *n, cmf_err *err) {
+static cmf_status route_text(cortiq_runtime *rt, const char *text, const int32_t *ids, size_t n_ids,
+                             cortiq_skill_score *scores, size_t *n, cmf_err *err) {
     int32_t *own = NULL;
     if (!ids) {
         cmf_status st = cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), text, strlen(text),

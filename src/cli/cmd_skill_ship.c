@@ -155,9 +155,10 @@ int skill_export_main(int argc, char **argv) {
     }
     if (!st && !cut)
         st = cmf_err_set(&err, CMF_E_INVALID_ARG, path,
-                         in_file ? "skill '%s' has no tensors" : "no skill '%s' in the registry, "
-                                                                 "and FILE equals BASE tensor for "
-                                                                 "tensor: nothing to export",
+                         in_file ? "skill '%s' has no tensors"
+                                 : "no skill '%s' in the registry, "
+                                   "and FILE equals BASE tensor for "
+                                   "tensor: nothing to export",
                          id);
     if (!st) {
         char hash[17];
@@ -166,7 +167,8 @@ int skill_export_main(int argc, char **argv) {
         if (name) json_object_set_new(rec, "name", json_string(name));
         json_object_set(rec, "layers", layers);
         json_object_set_new(rec, "base_dir_hash", json_string(hash));
-        if (bh->arch.arch_name) json_object_set_new(rec, "base_arch", json_string(bh->arch.arch_name));
+        if (bh->arch.arch_name)
+            json_object_set_new(rec, "base_arch", json_string(bh->arch.arch_name));
         const cmf_masks *mk = cmf_file_masks(f);
         if (mk && mk->default_task) json_object_set_new(rec, "task", json_string(mk->default_task));
         json_t *prov = json_object();
@@ -249,8 +251,7 @@ int skill_apply_main(int argc, char **argv) {
                          "directory hash %016llx, but skill '%s' was cut against %016llx (base "
                          "%s): a skill is a delta against exact bytes (spec 9.1); --force "
                          "overrides",
-                         (unsigned long long)have, key->id,
-                         (unsigned long long)key->base_dir_hash,
+                         (unsigned long long)have, key->id, (unsigned long long)key->base_dir_hash,
                          key->base_arch ? key->base_arch : "?");
     else if (key->base_dir_hash != have)
         fprintf(stderr,
@@ -269,8 +270,10 @@ int skill_apply_main(int argc, char **argv) {
     if (!st) st = cmf_writer_create(out, NULL, &w, &err);
     for (size_t i = 0; !st && i < nb; i++) {
         const cmf_tensor *b = cmf_file_tensor_at(base, i), *t = cmf_file_find(sk, b->name);
-        if (t) replaced++;
-        else t = b;
+        if (t)
+            replaced++;
+        else
+            t = b;
         st = cmf_writer_add_tensor_ref(w, b->name, (cmf_dtype)t->dtype, t->ndim, t->shape, t->data,
                                        t->nbytes, &err);
     }
@@ -305,8 +308,7 @@ int skill_apply_main(int argc, char **argv) {
     if (vocab) st = cmf_writer_set_vocab(w, vocab, vlen, &err);
     if (!st) st = cmf_writer_finish(w, &err);
     cmf_writer_free(w);
-    if (!st)
-        printf("applied skill '%s': %zu tensor(s) replaced -> %s\n", key->id, replaced, out);
+    if (!st) printf("applied skill '%s': %zu tensor(s) replaced -> %s\n", key->id, replaced, out);
     cmf_close(base);
     cmf_close(sk);
     if (st) {

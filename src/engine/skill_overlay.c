@@ -15,8 +15,7 @@ static const cmf_skill *registry_find(const cmf_header *h, const char *id) {
     return NULL;
 }
 
-static cmf_status unknown_id(const cmf_header *h, const char *id, const char *path,
-                             cmf_err *err) {
+static cmf_status unknown_id(const cmf_header *h, const char *id, const char *path, cmf_err *err) {
     char list[512] = "";
     size_t used = 0;
     for (size_t i = 0; i < h->n_skills && used < sizeof list; i++)
@@ -41,8 +40,7 @@ cmf_status cq_overlay_init(cortiq_model *m, const cortiq_load_opts *o, const cha
                                    o->blend[i].id, (double)o->blend[i].weight);
             sum += o->blend[i].weight;
         }
-        if (!(sum > 0))
-            return cmf_err_set(err, CMF_E_INVALID_ARG, path, "blend weights sum to 0");
+        if (!(sum > 0)) return cmf_err_set(err, CMF_E_INVALID_ARG, path, "blend weights sum to 0");
         m->blend = calloc(o->n_blend, sizeof *m->blend);
         if (!m->blend) return cmf_err_set(err, CMF_E_NOMEM, path, "blend");
         for (size_t i = 0; i < o->n_blend; i++) {
@@ -117,8 +115,7 @@ static const cmf_tensor *blend_tensor(cortiq_model *m, const cmf_tensor *base, c
     return t;
 }
 
-const cmf_tensor *cq_overlay_find(cortiq_model *m, const char *name, cmf_status *st,
-                                  cmf_err *err) {
+const cmf_tensor *cq_overlay_find(cortiq_model *m, const char *name, cmf_status *st, cmf_err *err) {
     *st = CMF_OK;
     const cmf_tensor *base = cmf_file_find(m->file, name);
     if (!base) return NULL;

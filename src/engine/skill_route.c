@@ -50,11 +50,12 @@ cmf_status cortiq_skill_route(cortiq_model *m, const int32_t *ids, size_t n,
         char ctx[300];
         snprintf(ctx, sizeof ctx, "%s: skills[%zu] (\"%s\")", path, i, sk->id);
         cmf_skill_selection sel;
-        if ((st = cmf_skill_selection_decode(sk->selection_json, m->hidden, ctx, &sel, err)))
-            break;
+        if ((st = cmf_skill_selection_decode(sk->selection_json, m->hidden, ctx, &sel, err))) break;
         if (sel.phi_layer >= m->n_layers)
-            st = cmf_err_set(err, CMF_E_PARSE, ctx, "selection.phi_layer=%u but the model has %u "
-                             "layers", sel.phi_layer, m->n_layers);
+            st = cmf_err_set(err, CMF_E_PARSE, ctx,
+                             "selection.phi_layer=%u but the model has %u "
+                             "layers",
+                             sel.phi_layer, m->n_layers);
         if (!st && sel.phi_layer != phi_layer) {
             st = cortiq_model_probe_phi(m, ids, n, sel.phi_layer, phi, err);
             phi_layer = st ? UINT32_MAX : sel.phi_layer;

@@ -52,7 +52,8 @@ bool cmf_base64_decode(const char *text, size_t len, uint8_t **out, size_t *out_
                 return false;
             }
         }
-        uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+        uint32_t w =
+            (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
         buf[n++] = (uint8_t)(w >> 16);
         if (pad < 2) buf[n++] = (uint8_t)(w >> 8);
         if (pad < 1) buf[n++] = (uint8_t)w;
@@ -63,8 +64,8 @@ bool cmf_base64_decode(const char *text, size_t len, uint8_t **out, size_t *out_
 }
 
 /* f16 values of a base64 field: exactly `want` of them. */
-static cmf_status f16_field(json_t *o, const char *key, uint64_t want, float **out,
-                            const char *ctx, cmf_err *err) {
+static cmf_status f16_field(json_t *o, const char *key, uint64_t want, float **out, const char *ctx,
+                            cmf_err *err) {
     json_t *v = json_object_get(o, key);
     if (!json_is_string(v))
         return cmf_err_set(err, CMF_E_PARSE, ctx, "selection.%s must be a base64 string", key);
@@ -128,9 +129,8 @@ cmf_status cmf_skill_selection_decode(const char *text, uint64_t hidden, const c
             const char *t = json_string_value(b) + json_string_length(b);
             f16s = (json_string_length(b) / 4 * 3 - (t[-1] == '=') - (t[-2] == '=')) / 2;
         }
-        out->rank = hidden && f16s % hidden == 0 && f16s / hidden <= 4096
-                        ? (uint32_t)(f16s / hidden)
-                        : 0;
+        out->rank =
+            hidden && f16s % hidden == 0 && f16s / hidden <= 4096 ? (uint32_t)(f16s / hidden) : 0;
         if (hidden && f16s % hidden) {
             st = cmf_err_set(err, CMF_E_PARSE, ctx,
                              "selection.basis holds %zu f16 values, not a multiple of hidden %llu",

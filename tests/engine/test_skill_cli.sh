@@ -29,6 +29,16 @@ done
 "$bin" verify "$tmp/multi.cmf" >/dev/null || bad "verify after the appends"
 grep -q "18 tensor(s) of 39 compared differ" "$tmp/add_code.out" || bad "code: $(cat "$tmp/add_code.out")"
 
+# a .cmf donor and --layers: only layer 3's 9 tensors, no selection (not routable)
+cp "$tmp/base.cmf" "$tmp/one.cmf"
+"$bin" skill add "$tmp/one.cmf" --id late --from "$tmp/code.cmf" --layers 3 >"$tmp/add_late.out"
+grep -q "9 tensor(s) of 9 compared differ" "$tmp/add_late.out" || bad "late: $(cat "$tmp/add_late.out")"
+[ "$("$bin" tensors "$tmp/one.cmf" --prefix skill.late.model.layers.3. | grep -c '^skill')" == 9 ] ||
+    bad "late: not layer 3's tensors"
+if "$bin" skill route "$tmp/one.cmf" --prompt "x = 1" 2>/dev/null; then bad "routed without selection"; fi
+if "$bin" skill add "$tmp/one.cmf" --id late --from "$tmp/code.cmf" 2>/dev/null; then
+    bad "a second skill 'late' accepted"; fi
+
 # quality: the record holds the measurement, and each specialist beats the backbone on its domain
 "$bin" skill list "$tmp/multi.cmf" --json >"$tmp/list.json"
 python3 - "$tmp/list.json" <<'PY' || fail=1

@@ -48,7 +48,11 @@ static void round_trip_and_error(void) {
     float phi[H];
     double pp = 0;
     for (int i = 0; i < H; i++)
-        phi[i] = mean[i] + (i == 0 ? 1.0f : i == 1 ? 2.0f : i == 2 ? 3.0f : 0.0f), pp += phi[i] * phi[i];
+        phi[i] = mean[i] + (i == 0   ? 1.0f
+                            : i == 1 ? 2.0f
+                            : i == 2 ? 3.0f
+                                     : 0.0f),
+        pp += phi[i] * phi[i];
     double raw, got_pp;
     cmf_skill_selection_error(&d, phi, &raw, &got_pp);
     CHECK_MSG(fabs(raw - 9.0) < 1e-9 && fabs(got_pp - pp) < 1e-9, "raw %g pp %g", raw, got_pp);
