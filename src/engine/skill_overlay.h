@@ -10,8 +10,9 @@
  * the ids; blend weights must be finite, >= 0 and not all 0) and record it in m. */
 cmf_status cq_overlay_init(cortiq_model *m, const cortiq_load_opts *o, const char *path,
                            cmf_err *err);
-/* The tensor the model reads for backbone name `name`, NULL when absent. *t_err receives a
- * failure to build a blended tensor (then NULL is returned and the status is in *st). */
+/* The tensor the model reads for backbone name `name`, NULL when absent. A blended tensor that
+ * cannot be built (memory, a skill tensor of another shape) also gives NULL, with its status in
+ * *st (CMF_OK otherwise) and the message in *err. */
 const cmf_tensor *cq_overlay_find(cortiq_model *m, const char *name, cmf_status *st, cmf_err *err);
 void cq_overlay_free(cortiq_model *m);
 
