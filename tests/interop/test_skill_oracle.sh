@@ -2,7 +2,8 @@
 # Skills across the two CMF implementations (shared/tools/ref-oracle): a file we grew with
 # `cortiq skill add` and a standalone skill we exported pass `cmfref verify`; the oracle's
 # runtime computes the same logits for --skill ID and routes --skill auto to the skill we do;
-# a file grown by `cortiq-ref skill add` runs here with the oracle's logits and routing E.
+# a file grown by `cortiq-ref skill add` runs here with the oracle's logits and routing; a skill
+# file exported by either implementation is applied by the other to the specialist's tensors.
 set -euo pipefail
 bin=$CORTIQ_BIN
 ref=${CORTIQ_REF_ORACLE:-$CORTIQ_SOURCE_DIR/../shared/tools/ref-oracle/bin}
@@ -56,4 +57,22 @@ for f in ours theirs; do
     done
 done
 [ -s "$tmp/route.err" ] && bad "$(cat "$tmp/route.err")"
+
+# standalone skill files both ways: each implementation's export applied by the other gives the
+# specialist's tensors (same names, dtypes, shapes, bytes; the oracle orders them by name)
+"$bin" convert --model "$fx/code" --quant f16 --output "$tmp/code.cmf" -q
+"$ref/cortiq-ref" skill export "$tmp/code.cmf" --base "$tmp/base.cmf" --id code \
+    -o "$tmp/ref.skill.cmf" >/dev/null 2>&1 || bad "cortiq-ref skill export"
+if "$bin" run "$tmp/ref.skill.cmf" --prompt hi 2>"$tmp/err"; then bad "ran the oracle's skill file"; fi
+grep -q "cortiq skill apply" "$tmp/err" || bad "oracle's skill file: $(cat "$tmp/err")"
+"$bin" skill apply "$tmp/base.cmf" "$tmp/ref.skill.cmf" -o "$tmp/ours_applied.cmf" >/dev/null
+"$ref/cortiq-ref" skill apply "$tmp/base.cmf" "$tmp/code.skill.cmf" -o "$tmp/ref_applied.cmf" \
+    >/dev/null 2>&1 || bad "cortiq-ref skill apply of our skill file"
+tensor_set() { "$bin" tensors "$1" --json | python3 -c '
+import json, sys
+for t in sorted(json.load(sys.stdin), key=lambda t: t["name"]):
+    print(t["name"], t["dtype"], t["shape"], t["nbytes"], t["hash64"])'; }
+want=$(tensor_set "$tmp/code.cmf")
+[ "$(tensor_set "$tmp/ours_applied.cmf")" == "$want" ] || bad "our apply of the oracle's skill file"
+[ "$(tensor_set "$tmp/ref_applied.cmf")" == "$want" ] || bad "the oracle's apply of our skill file"
 exit $fail
