@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Skills across the two CMF implementations (shared/tools/ref-oracle): a file we grew with
 # `cortiq skill add` and a standalone skill we exported pass `cmfref verify`; the oracle's
-# runtime computes the same logits for --skill ID and routes --skill auto to the skill we do;
+# runtime computes the same logits and greedy tokens for --skill ID and routes --skill auto to the skill we do;
 # a file grown by `cortiq-ref skill add` runs here with the oracle's logits and routing; a skill
 # file exported by either implementation is applied by the other to the specialist's tensors.
 set -euo pipefail
@@ -46,6 +46,14 @@ for f in ours theirs; do
         "$bin" logits "$tmp/$f.cmf" --ids $ids --skill $s --exact -o "$tmp/o.npy" --top 0
         close "$tmp/o.npy" "$tmp/r.npy" || bad "$f --skill $s: logits differ from the oracle's"
     done
+    # greedy generation with a skill: the oracle's prompt ids, then the same 12 tokens
+    "$ref/cmfeng" gen "$tmp/$f.cmf" --prompt "for x in range(5):" --n 12 --skill code \
+        --ignore-eos >"$tmp/gen.out" 2>"$tmp/gen.err" || bad "cmfeng gen $f"
+    pids=$(sed -n 's/^prompt ids ([0-9]*): \[\([0-9, ]*\)\].*/\1/p' "$tmp/gen.err" | tr -d ' ')
+    theirs=$(head -1 "$tmp/gen.out")
+    mine=$("$bin" logits "$tmp/$f.cmf" --ids "$pids" --skill code --exact --greedy 12 --top 0 |
+        sed -n 's/^greedy: //p')
+    [ -n "$pids" ] && [ "$mine" == "$theirs" ] || bad "$f gen --skill code: oracle '$theirs', ours '$mine'"
     # routing: the oracle's choice and ours agree on held-out prompts of both domains
     for d in code numbers; do
         head -2 "$fx/${d}_heldout.txt" | while IFS= read -r p; do
