@@ -163,6 +163,10 @@ static cmf_status fit_selection(const add_args *a, uint32_t n_layers, cmf_skill_
         size_t k = 0;
         st = cmf_tokenizer_encode(cortiq_runtime_tokenizer(rt), line, strlen(line), false, &ids, &k,
                                   err);
+        uint32_t maxc = cortiq_model_max_context(m); /* a long line: its beginning */
+        if (maxc && k > maxc) k = maxc;
+        if (!st && !k)
+            st = cmf_err_set(err, CMF_E_INVALID_ARG, a->calib, "a line encodes to no tokens");
         if (!st) st = cortiq_model_probe_phi(m, ids, k, sel->phi_layer, phis + n * H, err);
         free(ids);
         if (st) break;
