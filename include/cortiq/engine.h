@@ -87,7 +87,25 @@ typedef struct cortiq_load_opts {
      * it reads every page once) and refuse a mismatch, naming the tensor. By default only the
      * metadata's hashes are checked at open (spec §1.2: tensor hashes are on demand). */
     int verify_tensors;
+    /* Skill overlay (spec §9): NULL or "none" = the backbone; an id of the file's "skills"
+     * registry = every tensor is read from skill.ID.<name> where the file has it, the backbone
+     * entry otherwise (views into the same mapping, nothing copied). An unknown id fails with
+     * CMF_E_NOT_FOUND listing the ids. One overlay per loaded model: a server that serves
+     * several skills loads one model per skill (the mapping's pages are shared). */
+    const char *skill;
+    /* Soft superposition (spec §9, claim 14): when n_blend > 0, `skill` is ignored and every
+     * tensor some member replaces becomes the f32 working tensor sum_i w_i T_i (T_i = member
+     * i's replacement, or the backbone tensor where it has none), allocated at load and owned
+     * by the model; the other tensors stay views. Weights are normalized to sum 1. */
+    const struct cortiq_skill_weight *blend;
+    size_t n_blend;
 } cortiq_load_opts;
+
+/* A member of a skill blend. */
+typedef struct cortiq_skill_weight {
+    const char *id;
+    float weight;
+} cortiq_skill_weight;
 
 /* Open (cmf_open_model: shards are followed), validate the architecture against the tensors
  * actually present (every dimension capped and checked before anything is allocated), and

@@ -35,6 +35,10 @@ typedef struct cortiq_runtime_opts {
     cortiq_act_mode act; /* activation precision (cortiq/engine.h); 0 = CORTIQ_ACT_DEFAULT */
     int no_huge_pages;   /* nonzero: weights stay on 4 KiB file pages (cortiq_load_opts) */
     int verify_tensors;  /* nonzero: every tensor hash checked at load (cortiq_load_opts) */
+    /* skill overlay or blend (cortiq_load_opts.skill / .blend, spec §9); NULL / 0 = backbone */
+    const char *skill;
+    const cortiq_skill_weight *blend;
+    size_t n_blend;
 } cortiq_runtime_opts;
 
 CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_runtime_open(const char *path,

@@ -124,6 +124,10 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_append_add_tensor(cmf_appender *a, co
                                                              const uint64_t *shape,
                                                              const void *data, size_t nbytes,
                                                              int replace, cmf_err *err);
+/* Leave an existing tensor out of the new directory (its bytes stay, dead, until compaction):
+ * `cortiq skill rm`. CMF_E_NOT_FOUND when the file has no such tensor. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_append_drop_tensor(cmf_appender *a, const char *name,
+                                                              cmf_err *err);
 /* Replace the header JSON (e.g. to register a skill); default keeps the current one. */
 CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_append_set_header(cmf_appender *a, const char *json,
                                                              size_t len, cmf_err *err);

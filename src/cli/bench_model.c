@@ -53,7 +53,7 @@ static void print_first_token(int json, int text, double first_s, double first_c
 static void usage(void) {
     printf(
         "usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t THREADS] [-r 5] [--int8-act] "
-        "[--f32-act] [--kv f16|q8|f32] [--no-huge-pages] [--verify] [--text] [--json]\n"
+        "[--f32-act] [--kv f16|q8|f32] [--no-huge-pages] [--verify] [--text] [--json] [--skill ID]\n"
         "  Prefill of -p tokens and decode of -n tokens (greedy), repeated -r times: tok/s mean ± "
         "sd,\n"
         "  model load time, weights read per decode step, peak RSS. --int8-act: int8 activations.\n"
@@ -68,6 +68,8 @@ static void usage(void) {
         "          and the weights move onto 2 MiB pages only after the first token (all at\n"
         "          once here, before the decode timing, as a chat's idle time between turns\n"
         "          does in `cortiq run`).\n"
+        "  --skill ID: run with skill ID's tensors in place of the backbone's (spec 9; none =\n"
+        "          backbone, the default).\n"
         "  cortiq bench quant   the quantization report (see cortiq bench quant --help)\n");
 }
 
@@ -79,6 +81,7 @@ int bench_model_main(int argc, char **argv) {
     cortiq_kv_type kv = CORTIQ_KV_F16;
     cortiq_act_mode act = CORTIQ_ACT_DEFAULT;
     int no_huge = 0, verify = 0;
+    const char *skill = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (cli_is_help(a))
@@ -104,7 +107,11 @@ int bench_model_main(int argc, char **argv) {
             no_huge = 1;
         else if (!strcmp(a, "--verify"))
             verify = 1;
-        else if (!strcmp(a, "--kv")) {
+        else if (!strcmp(a, "--skill")) {
+            if (!(skill = cli_opt_value("bench", argc, argv, &i))) return CLI_EXIT_USAGE;
+            if (!strcmp(skill, "auto"))
+                return cli_usage_error("bench", "--skill auto routes on a prompt; name a skill");
+        } else if (!strcmp(a, "--kv")) {
             const char *v = cli_opt_value("bench", argc, argv, &i);
             if (!v) return CLI_EXIT_USAGE;
             if (!cortiq_kv_type_from_name(v, &kv))
@@ -123,7 +130,8 @@ int bench_model_main(int argc, char **argv) {
                            .kv = kv,
                            .act = act,
                            .no_huge_pages = no_huge,
-                           .verify_tensors = verify};
+                           .verify_tensors = verify,
+                           .skill = skill};
     double t0 = now_s();
     cmf_status st = cortiq_model_load(path, &lo, &m, &err);
     double load_s = now_s() - t0;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cmd_skill.h"
 #include "cli/npy_write.h"
 #include "common/err.h"
 #include "cortiq/engine.h"
@@ -24,7 +25,9 @@ static void usage(void) {
         "  --kv f16|q8|f32 KV cache type (default f16; --exact implies f32)\n"
         "  -t, --threads N compute threads (default: all cores)\n"
         "  --task NAME     task mask; only \"none\" (dense) until masks are executed\n"
-        "  --skill ID      skill overlay; only \"none\" (backbone) until skills are executed\n");
+        "  --skill ID      skill overlay (spec 9): an id of the file's registry, none (backbone)\n"
+        "                  or auto (the skill of least reconstruction error on these ids)\n"
+        "  --skill-blend T soft blend of every routable skill, weights softmax(-E/T)\n");
 }
 
 /* "1,2,3" into a malloc'd array; false on junk, an empty list or a negative id. */
@@ -87,6 +90,8 @@ typedef struct logits_args {
     bool all, exact;
     uint64_t greedy, top, threads;
     cortiq_kv_type kv;
+    const char *skill;
+    double blend_t;
 } logits_args;
 
 /* Returns -1 to go on, else the exit code. */
@@ -120,7 +125,12 @@ static int parse_args(int argc, char **argv, logits_args *a) {
             if (!cortiq_kv_type_from_name(argv[++i], &a->kv))
                 return cli_usage_error("logits", "--kv '%s': want f16, q8 or f32", v);
             kv_set = true;
-        } else if (!strcmp(s, "--task") || !strcmp(s, "--skill")) {
+        } else if (!strcmp(s, "--skill")) {
+            a->skill = argv[++i];
+        } else if (!strcmp(s, "--skill-blend")) {
+            if (!cli_opt_double("logits", s, argv[++i], 0, true, 1e30, false, &a->blend_t))
+                return CLI_EXIT_USAGE;
+        } else if (!strcmp(s, "--task")) {
             if (strcmp(argv[++i], "none")) {
                 fprintf(stderr,
                         "cortiq logits: %s %s: this runtime does not execute task masks or "
@@ -156,10 +166,19 @@ int cmd_logits(int argc, char **argv) {
     size_t n;
     if (!parse_ids(a.ids_text, &ids, &n))
         return cli_usage_error("logits", "--ids '%s': want comma-separated token ids", a.ids_text);
+    cli_skill_choice sk;
+    if ((rc = cli_skill_choose("logits", a.path, a.skill, a.blend_t, NULL, ids, n,
+                               (unsigned)a.threads, &sk))) {
+        free(ids);
+        return rc;
+    }
     cmf_err err;
     cortiq_load_opts lo = {.threads = (unsigned)a.threads,
                            .kv = a.kv,
-                           .act = a.exact ? CORTIQ_ACT_F32 : CORTIQ_ACT_DEFAULT};
+                           .act = a.exact ? CORTIQ_ACT_F32 : CORTIQ_ACT_DEFAULT,
+                           .skill = sk.skill,
+                           .blend = sk.blend,
+                           .n_blend = sk.n_blend};
     cortiq_model *m = NULL;
     cortiq_session *s = NULL;
     float *logits = NULL;
@@ -194,5 +213,6 @@ int cmd_logits(int argc, char **argv) {
     free(ids);
     cortiq_session_free(s);
     cortiq_model_free(m);
+    cli_skill_choice_free(&sk);
     return rc;
 }

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/cmd_skill.h"
 #include "common/fileio.h"
 #include "cortiq/runtime.h"
 
@@ -22,7 +23,9 @@ static void usage(void) {
         "  model's context), advancing S tokens (default N/2). Ends with `PPL = <value>`.\n"
         "  --kv: KV cache type (default f16).\n"
         "  --f32-act: f32 activations everywhere (default: int8 GEMM for batches on VNNI CPUs).\n"
-        "  --verify: check every tensor's hash64 before computing.\n");
+        "  --verify: check every tensor's hash64 before computing.\n"
+        "  --skill ID|auto|none: skill overlay (spec 9); auto routes on the text's beginning.\n"
+        "  --skill-blend T: soft blend of the routable skills, weights softmax(-E/T).\n");
 }
 
 static double now_s(void) {
@@ -52,6 +55,8 @@ int cmd_ppl(int argc, char **argv) {
     cortiq_kv_type kv = CORTIQ_KV_F16;
     cortiq_act_mode act = CORTIQ_ACT_DEFAULT;
     int verify = 0;
+    const char *skill = NULL;
+    double blend_t = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (cli_is_help(a)) return usage(), CLI_EXIT_OK;
@@ -74,10 +79,15 @@ int cmd_ppl(int argc, char **argv) {
             continue;
         }
         bool known = !strcmp(a, "--ctx") || !strcmp(a, "--stride") || !strcmp(a, "-t") ||
-                     !strcmp(a, "--threads") || !strcmp(a, "--kv");
+                     !strcmp(a, "--threads") || !strcmp(a, "--kv") || !strcmp(a, "--skill") ||
+                     !strcmp(a, "--skill-blend");
         if (!known) return cli_usage_error("ppl", "unknown option '%s'", a);
         if (!(v = cli_opt_value("ppl", argc, argv, &i))) return CLI_EXIT_USAGE;
-        if (!strcmp(a, "--ctx")) {
+        if (!strcmp(a, "--skill")) {
+            skill = v;
+        } else if (!strcmp(a, "--skill-blend")) {
+            if (!cli_opt_double("ppl", a, v, 0, true, 1e30, false, &blend_t)) return CLI_EXIT_USAGE;
+        } else if (!strcmp(a, "--ctx")) {
             if (!cli_opt_u64("ppl", a, v, 2, 1u << 20, &ctx)) return CLI_EXIT_USAGE;
             ctx_set = true;
         } else if (!strcmp(a, "--stride")) {
@@ -96,14 +106,25 @@ int cmd_ppl(int argc, char **argv) {
         fprintf(stderr, "%s: IO: cannot read: %s\n", text_path, strerror(errno));
         return CLI_EXIT_SYSTEM;
     }
+    cli_skill_choice sk;
+    int sk_rc =
+        cli_skill_choose("ppl", path, skill, blend_t, text, NULL, 0, (unsigned)threads, &sk);
+    if (sk_rc) {
+        free(text);
+        return sk_rc;
+    }
     cmf_err err;
     cortiq_runtime *rt = NULL;
     cortiq_runtime_opts ro = {.threads = (unsigned)threads,
                               .ctx = (uint32_t)ctx,
                               .kv = kv,
                               .act = act,
-                              .verify_tensors = verify};
+                              .verify_tensors = verify,
+                              .skill = sk.skill,
+                              .blend = sk.blend,
+                              .n_blend = sk.n_blend};
     cmf_status st = cortiq_runtime_open(path, &ro, &rt, &err);
+    cli_skill_choice_free(&sk);
     int32_t *ids = NULL;
     size_t n = 0;
     if (!st)

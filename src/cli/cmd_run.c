@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/cmd_skill.h"
 #include "cli/cli_hub.h"
 #include "cli/run_chat.h"
 #include "cli/run_output.h"
@@ -39,6 +40,9 @@ static void usage(void) {
         "  -t, --threads N      compute threads (default: all cores)\n"
         "  --verify             check every tensor's hash64 before computing (reads the whole\n"
         "                       file once); without it, open checks the metadata's hashes only\n"
+        "  --skill ID|auto|none skill overlay (spec 9): registry id, auto = routed on the prompt\n"
+        "                       (least reconstruction error), none = backbone (default)\n"
+        "  --skill-blend T      soft blend of the routable skills, weights softmax(-E/T)\n"
         "  Generation stops on any of the file's eos_token_ids. A stats line ends each answer "
         "on stderr.\n");
 }
@@ -77,6 +81,8 @@ int cmd_run(int argc, char **argv) {
     uint64_t ctx_wanted = 0;
     const char *prompt_file = NULL, *stops[16], *quant = NULL;
     size_t n_stops = 0;
+    const char *skill = NULL;
+    double blend_t = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         double d;
@@ -148,7 +154,13 @@ int cmd_run(int argc, char **argv) {
             ro.no_huge_pages = 1;
         else if (!strcmp(a, "--verify"))
             ro.verify_tensors = 1;
-        else if (!strcmp(a, "--kv")) {
+        else if (!strcmp(a, "--skill")) {
+            VALUE();
+            skill = v;
+        } else if (!strcmp(a, "--skill-blend")) {
+            DBL(0, true, 1e30, false);
+            blend_t = d;
+        } else if (!strcmp(a, "--kv")) {
             VALUE();
             if (!cortiq_kv_type_from_name(v, &ro.kv))
                 return cli_usage_error("run", "--kv '%s': want f16, q8 or f32", v);
@@ -174,9 +186,20 @@ int cmd_run(int argc, char **argv) {
         return hub_rc;
     }
     path = model_path;
+    cli_skill_choice sk;
+    int sk_rc = cli_skill_choose("run", path, skill, blend_t, prompt, NULL, 0, ro.threads, &sk);
+    if (sk_rc) {
+        free(file_text);
+        free(model_path);
+        return sk_rc;
+    }
+    ro.skill = sk.skill;
+    ro.blend = sk.blend;
+    ro.n_blend = sk.n_blend;
     cmf_err err;
     cortiq_runtime *rt;
     cmf_status st = cortiq_runtime_open(path, &ro, &rt, &err);
+    cli_skill_choice_free(&sk); /* the model keeps what it needs from the file's registry */
     if (st) {
         cli_error(&err);
         free(file_text);

@@ -288,3 +288,31 @@ cmf_status cortiq_session_eval_hidden(cortiq_session *s, const int32_t *tokens, 
         return cmf_err_set(err, CMF_E_INVALID_ARG, "session", "hidden is NULL for %zu tokens", n);
     return session_eval(s, tokens, n, NULL, hidden, err);
 }
+
+cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, uint32_t last,
+                            double *sum, cmf_err *err) {
+    cortiq_model *m = s->m;
+    if (last >= m->n_layers)
+        return cmf_err_set(err, CMF_E_INVALID_ARG, "session", "layer %u: the model has %u", last,
+                           m->n_layers);
+    if ((uint64_t)s->pos + n > s->ctx)
+        return cmf_err_set(err, CMF_E_LIMIT, "session", "context full: %u + %zu tokens > ctx %u",
+                           s->pos, n, s->ctx);
+    for (size_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || (uint32_t)tokens[i] >= m->embed.rows)
+            return cmf_err_set(err, CMF_E_INVALID_ARG, "session",
+                               "token id %d outside the vocabulary [0, %llu)", tokens[i],
+                               (unsigned long long)m->embed.rows);
+    for (size_t done = 0; done < n;) {
+        size_t b = n - done < CQ_BATCH ? n - done : CQ_BATCH;
+        embed(s, tokens + done, b);
+        for (uint32_t l = 0; l <= last; l++)
+            layer_forward(s, l, b, s->pos);
+        for (size_t t = 0; t < b; t++)
+            for (uint32_t i = 0; i < m->hidden; i++)
+                sum[i] += s->x[t * m->hidden + i];
+        s->pos += (uint32_t)b;
+        done += b;
+    }
+    return CMF_OK;
+}

@@ -87,6 +87,13 @@ struct cortiq_model {
      * by cortiq_model_move_step: moves[moved .. n_moves) */
     uintptr_t *moves;
     size_t n_moves, moved;
+    /* skill overlay (skill_overlay.c): the active skill id (NULL = backbone) or a blend, and
+     * the blended f32 working tensors the model owns */
+    const char *skill;
+    cortiq_skill_weight *blend;
+    size_t n_blend;
+    cmf_tensor **blended;
+    size_t n_blended;
 };
 
 #endif

@@ -10,20 +10,31 @@
 #include "common/f16.h"
 #include "cortiq/quant.h"
 #include "engine/model.h"
+#include "engine/skill_overlay.h"
 
 typedef struct loader {
     cortiq_model *m;
     const char *path;
     cmf_err *err;
+    cmf_status overlay_st; /* a blended tensor that could not be built */
 } loader;
+
+/* Every tensor goes through the skill overlay (spec §9 tensor-source indirection). */
+static const cmf_tensor *lookup(loader *L, const char *name) {
+    cmf_status st;
+    const cmf_tensor *t = cq_overlay_find(L->m, name, &st, L->overlay_st ? NULL : L->err);
+    if (st && !L->overlay_st) L->overlay_st = st;
+    return t;
+}
 
 static const cmf_tensor *find(loader *L, const char *fmt, int layer) {
     char name[256];
     snprintf(name, sizeof name, fmt, layer);
-    return cmf_file_find(L->m->file, name);
+    return lookup(L, name);
 }
 
 static cmf_status missing(loader *L, const char *fmt, int layer) {
+    if (L->overlay_st) return L->overlay_st;
     char name[256];
     snprintf(name, sizeof name, fmt, layer);
     return cmf_err_set(L->err, CMF_E_NOT_FOUND, L->path,
@@ -159,7 +170,7 @@ static cmf_status bind_expert(loader *L, const char *base, cq_expert *ex, bool *
     for (int k = 0; k < 3; k++) {
         char name[320];
         snprintf(name, sizeof name, "%s.%s.weight", base, roles[k]);
-        t[k] = cmf_file_find(L->m->file, name);
+        t[k] = lookup(L, name);
         if (!t[k] && (k || !present))
             return cmf_err_set(L->err, CMF_E_NOT_FOUND, L->path,
                                "tensor '%s' is required by this model but absent", name);
@@ -189,7 +200,7 @@ static cmf_status load_moe(loader *L, const cmf_arch *a, uint32_t l, cq_layer *y
     for (uint32_t e = 0; e < (uint32_t)mc->num_experts; e++) {
         char name[160];
         snprintf(name, sizeof name, "model.layers.%u.mlp.experts.%u.gate_proj.weight", l, e);
-        if (!cmf_file_find(m->file, name)) continue;
+        if (!lookup(L, name)) continue;
         if (e != n)
             return cmf_err_set(L->err, CMF_E_PARSE, L->path,
                                "layer %u: expert %u is present but expert %u is absent (experts "
@@ -365,8 +376,10 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     if (cmf_file_envelope(m->file)->required_features & CMF_FEAT_SKILL_FILE)
         return cmf_err_set(
             L->err, CMF_E_UNSUPPORTED, path,
-            "a standalone skill file (SKILL_FILE) is not a runnable model: its tensors must first "
-            "be attached to the base model whose directory hash it names (spec §9.1)");
+            "a standalone skill file (SKILL_FILE) is not a runnable model (spec §9.1): attach it "
+            "to the base model whose directory hash it names with `cortiq skill apply BASE.cmf "
+            "%s -o OUT.cmf`, then run OUT.cmf",
+            path);
     if (!a->present) return cmf_err_set(L->err, CMF_E_PARSE, path, "header has no arch block");
     if (a->norm_style == CMF_NORM_UNSET)
         return cmf_err_set(L->err, CMF_E_PARSE, path,
@@ -399,7 +412,8 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     m->final_softcap = a->has_final_logit_softcapping ? (float)a->final_logit_softcapping : 0;
     m->attn_softcap = a->has_attn_logit_softcapping ? (float)a->attn_logit_softcapping : 0;
     /* embeddings: [vocab, hidden]; Gemma scales them by sqrt(hidden) */
-    const cmf_tensor *emb = cmf_file_find(m->file, "model.embed_tokens.weight");
+    if ((st = cq_overlay_init(m, o, path, L->err))) return st;
+    const cmf_tensor *emb = lookup(L, "model.embed_tokens.weight");
     if (!emb) return missing(L, "model.embed_tokens.weight", 0);
     if (emb->ndim != 2 || emb->shape[0] < 1 || emb->shape[0] > CQ_MAX_VOCAB)
         return cmf_err_set(L->err, CMF_E_LIMIT, path,
@@ -416,7 +430,7 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
                      : a->arch_name && !strncmp(a->arch_name, "gemma", 5) ? sqrtf((float)m->hidden)
                                                                           : 1.0f;
     m->logit_scale = a->has_logit_multiplier ? (float)a->logit_multiplier : 1.0f;
-    const cmf_tensor *head = cmf_file_find(m->file, "lm_head.weight");
+    const cmf_tensor *head = lookup(L, "lm_head.weight");
     if (!head) {
         if (!a->tie_word_embeddings) return missing(L, "lm_head.weight", 0);
         head = emb;
@@ -424,7 +438,7 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     if ((st = bind_mat(L, &m->head, head, 0, m->hidden))) return st;
     m->vocab = (uint32_t)head->shape[0];
     float add = a->norm_style == CMF_NORM_GEMMA ? 1.0f : 0.0f;
-    const cmf_tensor *fn = cmf_file_find(m->file, "model.norm.weight");
+    const cmf_tensor *fn = lookup(L, "model.norm.weight");
     if (!fn) return missing(L, "model.norm.weight", 0);
     if ((st = load_vec(L, fn, m->hidden, add, &m->final_norm))) return st;
     m->layers = calloc(m->n_layers, sizeof *m->layers);
@@ -437,6 +451,7 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
             "arch.rope_scaling type \"%s\": this runtime knows linear and llama3 (and arch.yarn)",
             rs->type);
     if ((st = load_layers(L, a))) return st;
+    if (L->overlay_st) return L->overlay_st;
     unsigned threads = o && o->threads ? o->threads : 0;
     cortiq_act_mode act = o ? o->act : CORTIQ_ACT_DEFAULT;
     if ((unsigned)act >= CORTIQ_ACT_COUNT)
@@ -466,7 +481,7 @@ cmf_status cortiq_model_load(const char *path, const cortiq_load_opts *opts, cor
     *out = NULL;
     cortiq_model *m = calloc(1, sizeof *m);
     if (!m) return cmf_err_set(err, CMF_E_NOMEM, path, "model");
-    loader L = {m, path, err};
+    loader L = {m, path, err, CMF_OK};
     cmf_status st = load(&L, path, opts);
     if (st) {
         cortiq_model_free(m);
@@ -497,6 +512,7 @@ void cortiq_model_free(cortiq_model *m) {
     }
     cmf_qmat_free(&m->embed);
     cmf_qmat_free(&m->head);
+    cq_overlay_free(m);
     free(m->moves);
     free(m->layers);
     free(m->final_norm);

@@ -14,6 +14,12 @@
 
 #ifndef CQ_BATCH
 #define CQ_BATCH 128 /* tokens per prefill chunk */
+/* Feed n tokens through layers 0 .. last only and add each token's residual stream after
+ * layer `last` into sum[hidden] (skill routing's phi, spec §9). The session's later layers'
+ * KV entries are left unwritten: reset the session before generating with it. */
+cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, uint32_t last,
+                            double *sum, cmf_err *err);
+
 #endif
 
 struct cortiq_session {
@@ -40,5 +46,11 @@ struct cortiq_session {
      * Set from the session's task mask or a runtime restriction; read by the MoE routing. */
     const uint8_t **expert_allow;
 };
+
+/* Feed n tokens through layers 0 .. last only and add each token's residual stream after
+ * layer `last` into sum[hidden] (skill routing's phi, spec §9). The session's later layers'
+ * KV entries are left unwritten: reset the session before generating with it. */
+cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, uint32_t last,
+                            double *sum, cmf_err *err);
 
 #endif

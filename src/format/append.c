@@ -126,6 +126,14 @@ cmf_status cmf_append_add_tensor(cmf_appender *a, const char *name, cmf_dtype dt
     return CMF_OK;
 }
 
+cmf_status cmf_append_drop_tensor(cmf_appender *a, const char *name, cmf_err *err) {
+    const cmf_tensor *old = cmf_file_find(a->f, name);
+    if (!old)
+        return cmf_err_set(err, CMF_E_NOT_FOUND, a->path, "tensor '%s' is not in the file", name);
+    a->replaced[old - cmf_file_tensor_at(a->f, 0)] = 1;
+    return CMF_OK;
+}
+
 cmf_status cmf_append_set_header(cmf_appender *a, const char *json, size_t len, cmf_err *err) {
     json_t *h;
     cmf_status st = layout_parse_header_template(json, len, &h, a->path, err);

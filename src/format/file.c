@@ -190,7 +190,11 @@ cmf_status cmf__load_shard(cmf_file *f, cmf_shard *sh, unsigned flags, cmf_err *
         {"index", e->index_off, e->index_len, h->index_hash, h->has_index_hash},
     };
     for (size_t i = 0; i < 3; i++) {
-        if (opt[i].has && !opt[i].off)
+        /* The other implementation's `skill export` copies the specialist's section_hashes into
+         * the standalone skill file and leaves the vocab out: a hash naming an absent section is
+         * tolerated there only (docs/FORMAT.md, Skills), refused everywhere else. */
+        bool skill_file = e->required_features & CMF_FEAT_SKILL_FILE;
+        if (opt[i].has && !opt[i].off && !skill_file)
             return cmf_err_set(err, CMF_E_PARSE, ctx,
                                "section_hashes.%s is set but the %s section is absent", opt[i].name,
                                opt[i].name);

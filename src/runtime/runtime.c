@@ -64,7 +64,10 @@ cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts
                            .kv = opts ? opts->kv : CORTIQ_KV_F16,
                            .act = opts ? opts->act : CORTIQ_ACT_DEFAULT,
                            .no_huge_pages = opts ? opts->no_huge_pages : 0,
-                           .verify_tensors = opts ? opts->verify_tensors : 0};
+                           .verify_tensors = opts ? opts->verify_tensors : 0,
+                           .skill = opts ? opts->skill : NULL,
+                           .blend = opts ? opts->blend : NULL,
+                           .n_blend = opts ? opts->n_blend : 0};
     cmf_status st = cortiq_model_load(path, &lo, &rt->model, err);
     if (st) {
         cortiq_runtime_free(rt);
