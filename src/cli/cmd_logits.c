@@ -23,7 +23,7 @@ static void usage(void) {
         "  --top K         how many of the largest logits to print (default 10, 0 = none)\n"
         "  --kv f16|q8|f32 KV cache type (default f16; --exact implies f32)\n"
         "  -t, --threads N compute threads (default: all cores)\n"
-        "  --task NAME     task mask; only \"none\" (dense) until masks are executed\n"
+        "  --task NAME     the file's task mask NAME (default: its default_task; none: dense)\n"
         "  --skill ID      skill overlay; only \"none\" (backbone) until skills are executed\n");
 }
 
@@ -83,7 +83,7 @@ static void print_top(const float *l, uint32_t V, uint64_t k, size_t pos) {
 }
 
 typedef struct logits_args {
-    const char *path, *out, *ids_text;
+    const char *path, *out, *ids_text, *task;
     bool all, exact;
     uint64_t greedy, top, threads;
     cortiq_kv_type kv;
@@ -120,7 +120,9 @@ static int parse_args(int argc, char **argv, logits_args *a) {
             if (!cortiq_kv_type_from_name(argv[++i], &a->kv))
                 return cli_usage_error("logits", "--kv '%s': want f16, q8 or f32", v);
             kv_set = true;
-        } else if (!strcmp(s, "--task") || !strcmp(s, "--skill")) {
+        } else if (!strcmp(s, "--task")) {
+            a->task = argv[++i];
+        } else if (!strcmp(s, "--skill")) {
             if (strcmp(argv[++i], "none")) {
                 fprintf(stderr,
                         "cortiq logits: %s %s: this runtime does not execute task masks or "
@@ -165,6 +167,12 @@ int cmd_logits(int argc, char **argv) {
     float *logits = NULL;
     cmf_status st = cortiq_model_load(a.path, &lo, &m, &err);
     if (!st) st = cortiq_session_create(m, (uint32_t)(n + a.greedy), &s, &err);
+    if (!st && (rc = cli_select_task("logits", m, s, a.task)) != CLI_EXIT_OK) {
+        free(ids);
+        cortiq_session_free(s);
+        cortiq_model_free(m);
+        return rc;
+    }
     uint32_t V = m ? cortiq_model_vocab(m) : 0;
     size_t rows = a.all ? n : 1;
     if (!st && !(logits = malloc(rows * V * sizeof *logits)))

@@ -87,6 +87,8 @@ struct cortiq_model {
      * by cortiq_model_move_step: moves[moved .. n_moves) */
     uintptr_t *moves;
     size_t n_moves, moved;
+    /* per task mask: its unmeasured-quality warning was printed (once per model; atomic) */
+    unsigned char *task_warned;
 };
 
 #endif

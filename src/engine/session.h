@@ -11,6 +11,7 @@
 #include "engine/matmul_sched.h"
 #include "engine/model.h"
 #include "engine/moe.h"
+#include "engine/task_mask.h"
 
 #ifndef CQ_BATCH
 #define CQ_BATCH 128 /* tokens per prefill chunk */
@@ -39,6 +40,12 @@ struct cortiq_session {
      * over moe.num_experts, bit set = routable; a NULL array or a NULL entry = unrestricted.
      * Set from the session's task mask or a runtime restriction; read by the MoE routing. */
     const uint8_t **expert_allow;
+    /* The selected task mask (task_mask.h, cortiq_session_set_task); NULL = dense. */
+    cq_task *task;
 };
+
+/* cortiq_session_set_task with no_gather: every masked layer computed densely with the
+ * inactive activations zeroed (tests compare the gathered path against it). */
+cmf_status cq_session_set_task(cortiq_session *s, const char *name, bool no_gather, cmf_err *err);
 
 #endif
