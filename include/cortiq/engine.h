@@ -192,6 +192,28 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_set_task(cortiq_session *s
 CORTIQ_API const char *cortiq_session_task(const cortiq_session *s);
 /* What the selected task computes (all zero when dense). */
 CORTIQ_API void cortiq_session_task_stats(const cortiq_session *s, cortiq_task_stats *out);
+/* Select a mask that need not be in the file (e.g. a candidate being measured): dims gives
+ * the row sizes (n_layers, intermediate, n_heads, n_experts and their byte counts, as
+ * cmf_file_masks fills them), mask its bits and name. Both must outlive the selection. No
+ * quality warning. Otherwise as cortiq_session_set_task. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_set_mask(cortiq_session *s,
+                                                               const cmf_masks *dims,
+                                                               const cmf_mask *mask, cmf_err *err);
+
+/* Activation statistics for deriving masks (`cortiq mask derive`). While a session collects
+ * (and runs dense: no task), every evaluated token adds, in each dense-FFN layer l, |act(gate)
+ * * up| of neuron i to ffn[l * ffn_stride + i], and with heads non-NULL the L2 norm of head h's
+ * attention output to heads[l * heads_stride + h]; tokens counts them. The caller owns and
+ * zeroes the arrays. */
+typedef struct cortiq_act_stats {
+    double *ffn;
+    size_t ffn_stride;
+    double *heads; /* NULL: not collected */
+    size_t heads_stride;
+    uint64_t tokens;
+} cortiq_act_stats;
+/* Start collecting into st (NULL stops). st must outlive the collection. */
+CORTIQ_API void cortiq_session_collect_stats(cortiq_session *s, cortiq_act_stats *st);
 
 /* ---- sampling ---- */
 typedef struct cortiq_sampler_params {

@@ -211,14 +211,13 @@ int bench_model_main(int argc, char **argv) {
                 (unsigned long long)r, load_s, pm, psd, dm, dsd, (unsigned long long)wb, rss_mb,
                 cortiq_kv_type_name(kv), (unsigned long long)cortiq_session_kv_bytes(s),
                 (unsigned long long)huge);
-        if (json && cortiq_session_task(s)) {
-            cli_json_string(cortiq_session_task(s));
+        if (json) {
+            if (cortiq_session_task(s))
+                cli_json_string(cortiq_session_task(s));
+            else
+                printf("null");
             printf(", ");
-        } else if (json)
-            printf("null, ");
-        if (json)
-            ;
-        else
+        } else
             printf("%s: %u threads, load %.3f s\n  prefill %llu tokens: %.1f ± %.1f tok/s\n  "
                    "decode %llu tokens: %.2f ± "
                    "%.2f tok/s (%.2f GB/s of weights)\n  peak RSS %.1f MB, KV cache %s %.1f MB, "

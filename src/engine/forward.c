@@ -66,6 +66,7 @@ typedef struct layer_pass {
     size_t n;                /* tokens in the chunk */
     uint32_t pos0;           /* position of its first token */
     const cq_layer_task *tm; /* the session's task for this layer (task_mask.h); NULL = dense */
+    uint32_t l;              /* the layer's index */
 } layer_pass;
 
 /* xn = rmsnorm(x), the attention's input. */
@@ -211,6 +212,7 @@ static void attention_block(const layer_pass *L, cq_token_fn make_input) {
     qkv_after(L, make_input);  /* q, k, v = Wq xn, Wk xn, Wv xn */
     each_token(L, qkv_finish); /* biases, q/k norms, RoPE; k, v into the cache */
     attention(L);              /* att = softmax(scale q K^T) V, per query head */
+    if (s->stats && !s->task) cq_stats_heads(s, L->l, L->n);
     const cq_layer_task *tm = L->tm;
     if (tm && tm->wo_packed) { /* o = Wo att over the active heads only */
         heads_pack(L);
@@ -232,6 +234,7 @@ static void ffn_block(const layer_pass *L, cq_token_fn make_input) {
         return;
     }
     gate_up_after(L, make_input, &L->y->wg, &L->y->wu); /* g = act(Wg xn) * (Wu xn) */
+    if (s->stats && !tm) cq_stats_ffn(s, L->l, L->n);
     if (tm && tm->ffn_masked) each_token(L, ffn_zero);
     matmul(L, &L->y->wd, s->g, s->o); /* o = Wd g */
 }
@@ -254,7 +257,7 @@ static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0
     const cq_layer_task *tm = s->task ? &s->task->layers[l] : NULL;
     if (tm && tm->off) return; /* gated off by the task mask: the residual passes through */
     const layer_pass L = {
-        .s = s, .y = &s->m->layers[l], .kv = &s->kv[l], .n = n, .pos0 = pos0, .tm = tm};
+        .s = s, .y = &s->m->layers[l], .kv = &s->kv[l], .n = n, .pos0 = pos0, .tm = tm, .l = l};
     attention_block(&L, attn_norm); /* o = attention(rmsnorm(x)) */
     if (L.y->moe)                   /* x += post_attn_norm(o); o = ffn(rmsnorm(x)) */
         moe_block(&L, attn_residual_ffn_norm);
@@ -309,6 +312,7 @@ cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t 
             for (size_t t = 0; t < b; t++)
                 head_forward(s, s->x + t * m->hidden, all_logits + (done + t) * m->vocab);
         s->pos += (uint32_t)b;
+        if (s->stats && !s->task) s->stats->tokens += b;
         done += b;
         if (done == n) {
             if (all_logits)

@@ -42,10 +42,16 @@ struct cortiq_session {
     const uint8_t **expert_allow;
     /* The selected task mask (task_mask.h, cortiq_session_set_task); NULL = dense. */
     cq_task *task;
+    cortiq_act_stats *stats; /* activation statistics being collected (act_stats.c); NULL = off */
 };
 
 /* cortiq_session_set_task with no_gather: every masked layer computed densely with the
  * inactive activations zeroed (tests compare the gathered path against it). */
 cmf_status cq_session_set_task(cortiq_session *s, const char *name, bool no_gather, cmf_err *err);
+
+/* Add layer l's activations of the chunk's n tokens to s->stats (act_stats.c): the FFN's g
+ * (n rows of ffn floats), the attention output att (n rows of n_heads * head_dim). */
+void cq_stats_ffn(cortiq_session *s, uint32_t l, size_t n);
+void cq_stats_heads(cortiq_session *s, uint32_t l, size_t n);
 
 #endif

@@ -21,12 +21,35 @@ static void task_names(const cmf_masks *ms, char *buf, size_t cap) {
     if (!ms || !ms->n_masks) snprintf(buf, cap, "none: the file has no masks section");
 }
 
+static cmf_status not_at_start(const cortiq_session *s, cmf_err *err) {
+    return cmf_err_set(err, CMF_E_INVALID_ARG, "task",
+                       "a task is selected before a conversation (position %u, not 0): "
+                       "reset the session first",
+                       s->pos);
+}
+
+/* Replace the session's task by mask k of ms (NULL: dense). */
+static cmf_status select_mask(cortiq_session *s, const cmf_masks *ms, const cmf_mask *k,
+                              bool no_gather, cmf_err *err) {
+    cq_task *t = NULL;
+    if (k) {
+        cmf_status st = cq_task_build(s->m, ms, k, no_gather, &t, err);
+        if (st != CMF_OK) return st;
+    }
+    cq_task_free(s->task, s->m->n_layers);
+    s->task = t;
+    s->expert_allow = t ? t->expert_allow : NULL;
+    return CMF_OK;
+}
+
+cmf_status cortiq_session_set_mask(cortiq_session *s, const cmf_masks *dims, const cmf_mask *mask,
+                                   cmf_err *err) {
+    if (s->pos) return not_at_start(s, err);
+    return select_mask(s, dims, mask, false, err);
+}
+
 cmf_status cq_session_set_task(cortiq_session *s, const char *name, bool no_gather, cmf_err *err) {
-    if (s->pos)
-        return cmf_err_set(err, CMF_E_INVALID_ARG, "task",
-                           "a task is selected before a conversation (position %u, not 0): "
-                           "reset the session first",
-                           s->pos);
+    if (s->pos) return not_at_start(s, err);
     const cortiq_model *m = s->m;
     const cmf_masks *ms = cmf_file_masks(m->file);
     const cmf_mask *k = NULL;
@@ -40,14 +63,8 @@ cmf_status cq_session_set_task(cortiq_session *s, const char *name, bool no_gath
                                cmf_file_path(m->file), names);
         }
     }
-    cq_task *t = NULL;
-    if (k) {
-        cmf_status st = cq_task_build(m, ms, k, no_gather, &t, err);
-        if (st != CMF_OK) return st;
-    }
-    cq_task_free(s->task, m->n_layers);
-    s->task = t;
-    s->expert_allow = t ? t->expert_allow : NULL;
+    cmf_status st = select_mask(s, ms, k, no_gather, err);
+    if (st != CMF_OK) return st;
     if (k && !k->quality_json &&
         !__atomic_exchange_n(&m->task_warned[k - ms->masks], 1, __ATOMIC_RELAXED)) {
         fprintf(stderr,
