@@ -10,13 +10,14 @@
 int cmd_mask_derive(int argc, char **argv);
 
 static void usage(void) {
-    printf("usage: cortiq mask derive FILE --calib TEXT --heldout TEXT --keep F --name NAME "
-           "[options]\n"
+    printf("usage: cortiq mask derive FILE --calib TEXT --heldout TEXT --keep F --name NAME\n"
+           "                          [--heads K] [--description D] [--default] [--ctx N] [-t N]\n"
            "       cortiq mask rm FILE NAME\n"
-           "  derive: choose FFN neurons (and with --heads attention heads) from activation\n"
-           "          statistics on the calibration text, measure held-out perplexity masked vs\n"
-           "          dense, and append the mask with that quality (see cortiq mask derive "
-           "--help).\n"
+           "  derive: choose each layer's FFN neurons (the top F by mean |act(gate)*up| over the\n"
+           "          calibration text) and with --heads its attention heads (the top K by mean\n"
+           "          L2 norm of their output), measure the held-out perplexity masked vs dense,\n"
+           "          and append the mask with that quality; --default makes it the default_task\n"
+           "          (details: cortiq mask derive --help).\n"
            "  rm:     remove task NAME (a default_task naming it is dropped).\n"
            "  Both append a new masks section in place: earlier bytes never change (`cortiq\n"
            "  compact` drops the dead ones). `cortiq masks FILE` lists the masks.\n");
