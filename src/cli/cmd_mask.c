@@ -11,7 +11,8 @@ int cmd_mask_derive(int argc, char **argv);
 
 static void usage(void) {
     printf("usage: cortiq mask derive FILE --calib TEXT --heldout TEXT --keep F --name NAME\n"
-           "                          [--heads K] [--description D] [--default] [--ctx N] [-t N]\n"
+           "                          [--heads K] [--group 1|32] [--description D] [--default]\n"
+           "                          [--ctx N] [-t N]\n"
            "       cortiq mask rm FILE NAME\n"
            "  derive: choose each layer's FFN neurons (the top F by mean |act(gate)*up| over the\n"
            "          calibration text) and with --heads its attention heads (the top K by mean\n"

@@ -23,24 +23,29 @@
 static void usage(void) {
     printf(
         "usage: cortiq mask derive FILE --calib TEXT --heldout TEXT --keep F --name NAME\n"
-        "                          [--heads K] [--description D] [--default] [--ctx N] [-t N]\n"
+        "                  [--heads K] [--group 1|32] [--description D] [--default] [--ctx N] [-t N]\n"
         "  Choose each layer's FFN neurons by mean |act(gate)*up| over the calibration text\n"
         "  (the top F of them, 0 < F <= 1), and with --heads the top K of its attention heads\n"
         "  by mean L2 norm of their output; measure the held-out perplexity masked vs dense;\n"
         "  append the mask with quality {heldout_ppl_ratio, value, baseline_dense, n_samples,\n"
         "  dataset_sha256 (of the held-out file)} in place (earlier bytes untouched).\n"
+        "  --group 32: choose the FFN neurons in whole aligned groups of 32 (ranked by their\n"
+        "  summed statistic), so down projections stored in 32-column groups (q4, q4t, q4tp, q1)\n"
+        "  skip whole groups; by default neurons are chosen one by one.\n"
         "  --default: make it the file's default_task. --ctx: tokens per window (default 512).\n");
 }
 
 typedef struct derive_args {
     const char *path, *calib, *heldout, *name, *description;
     double keep, heads;
+    uint64_t group; /* 1, or 32: FFN neurons chosen in whole aligned groups */
     bool set_default;
     uint64_t ctx, threads;
 } derive_args;
 
 static int parse(int argc, char **argv, derive_args *a) {
     a->ctx = 512;
+    a->group = 1;
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v;
         if (cli_is_help(s)) return usage(), CLI_EXIT_OK;
@@ -68,6 +73,10 @@ static int parse(int argc, char **argv, derive_args *a) {
         } else if (!strcmp(s, "--heads")) {
             if (!cli_opt_double("mask derive", s, v, 0, true, 1, false, &a->heads))
                 return CLI_EXIT_USAGE;
+        } else if (!strcmp(s, "--group")) {
+            if (!cli_opt_u64("mask derive", s, v, 1, 32, &a->group)) return CLI_EXIT_USAGE;
+            if (a->group != 1 && a->group != 32)
+                return cli_usage_error("mask derive", "--group %s: want 1 or 32", v);
         } else if (!strcmp(s, "--ctx")) {
             if (!cli_opt_u64("mask derive", s, v, 8, 1u << 20, &a->ctx)) return CLI_EXIT_USAGE;
         } else if (!strcmp(s, "-t") || !strcmp(s, "--threads")) {
@@ -164,6 +173,21 @@ static bool top_bits(const double *score, uint32_t dim, uint32_t keep, uint8_t *
     return true;
 }
 
+/* The same over whole aligned groups of g neurons, ranked by their summed score. */
+static bool top_groups(const double *score, uint32_t dim, uint32_t g, uint32_t keep, uint8_t *row) {
+    uint32_t ng = (dim + g - 1) / g;
+    double *gs = calloc(ng, sizeof *gs);
+    uint8_t *gr = calloc((ng + 7) / 8, 1);
+    bool ok = gs && gr;
+    for (uint32_t i = 0; ok && i < dim; i++)
+        gs[i / g] += score[i];
+    ok = ok && top_bits(gs, ng, (keep + g - 1) / g, gr);
+    for (uint32_t i = 0; ok && i < dim; i++)
+        if (gr[i / g / 8] >> (i / g % 8) & 1) row[i / 8] |= (uint8_t)(1u << (i % 8));
+    free(gs), free(gr);
+    return ok;
+}
+
 static uint32_t share(double f, uint32_t dim) {
     uint32_t k = (uint32_t)llround(f * dim);
     return k < 1 ? 1 : k > dim ? dim : k;
@@ -196,8 +220,10 @@ static cmf_status choose(const cmf_arch *arch, const cortiq_act_stats *st, const
         bool seen = false;
         for (uint32_t i = 0; i < F && !seen; i++)
             seen = fs[i] > 0;
-        if (seen && !top_bits(fs, F, share(a->keep, F), fr))
-            return cmf_err_set(err, CMF_E_NOMEM, "mask", "ranking");
+        bool ok =
+            !seen || (a->group > 1 ? top_groups(fs, F, (uint32_t)a->group, share(a->keep, F), fr)
+                                   : top_bits(fs, F, share(a->keep, F), fr));
+        if (!ok) return cmf_err_set(err, CMF_E_NOMEM, "mask", "ranking");
         if (!seen) /* no dense FFN here (a MoE layer): the expert area is the place to narrow it */
             for (uint32_t i = 0; i < F; i++)
                 fr[i / 8] |= (uint8_t)(1u << (i % 8));
