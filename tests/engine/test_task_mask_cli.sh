@@ -53,6 +53,13 @@ ppl() { "$bin" ppl "$tmp/m.cmf" "$tmp/held.txt" --ctx 64 "$@" 2>/dev/null | sed 
 "$bin" ppl "$tmp/m.cmf" "$tmp/held.txt" --ctx 64 --task half 2>&1 >/dev/null |
     grep -q "task 'half': 2/2 layers on, FFN 128/256 neurons active (128 computed), heads 4/8" ||
     bad "no task line on stderr"
+# bench reports the task it ran; run answers under it
+"$bin" bench "$tmp/m.cmf" -p 4 -n 2 -r 1 --json --task half 2>/dev/null | grep -q '"task": "half"' ||
+    bad "bench --json does not name the task"
+"$bin" bench "$tmp/m.cmf" -p 4 -n 2 -r 1 --json --task none 2>/dev/null | grep -q '"task": null' ||
+    bad "bench --json --task none"
+"$bin" run "$tmp/m.cmf" --raw --prompt "Hello" --max-tokens 4 --greedy --task half >/dev/null 2>&1 ||
+    bad "run --task half"
 # refusals: an unknown task lists the file's; a second mask of the same name
 set +e
 "$bin" ppl "$tmp/m.cmf" "$tmp/held.txt" --task nope >/dev/null 2>"$tmp/err"
