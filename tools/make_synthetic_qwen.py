@@ -2,7 +2,9 @@
 """A Qwen2.5-0.5B-shaped checkpoint with random weights (bf16 safetensors, 1.26 GB: untied head), for the
 conversion and runtime benchmarks. Not a fixture: written to a cache dir outside git.
 
-usage: python3 tools/make_synthetic_qwen.py [OUT_DIR]   (default ~/.cache/cortiq/synthetic-qwen2.5-0.5b)
+usage: python3 tools/make_synthetic_qwen.py [OUT_DIR [LAYERS VOCAB]]
+  (default ~/.cache/cortiq/synthetic-qwen2.5-0.5b, 24 layers, 151936 tokens; docs/MASKS_SKILLS.md
+  measures task masks on 6 layers and 8192 tokens: the layers of the full model, a small head)
 """
 import json
 import os
@@ -15,7 +17,9 @@ out = sys.argv[1] if len(sys.argv) > 1 else os.path.expanduser("~/.cache/cortiq/
 if os.path.exists(os.path.join(out, "model.safetensors")):
     print("exists:", out)
     sys.exit(0)
-cfg = tf.Qwen2Config(vocab_size=151936, hidden_size=896, intermediate_size=4864, num_hidden_layers=24,
+layers = int(sys.argv[2]) if len(sys.argv) > 2 else 24
+vocab = int(sys.argv[3]) if len(sys.argv) > 3 else 151936
+cfg = tf.Qwen2Config(vocab_size=vocab, hidden_size=896, intermediate_size=4864, num_hidden_layers=layers,
                      num_attention_heads=14, num_key_value_heads=2, max_position_embeddings=32768,
                      rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
                      bos_token_id=151643, eos_token_id=151645)

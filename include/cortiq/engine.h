@@ -188,6 +188,60 @@ CORTIQ_API const float *cortiq_session_logits(const cortiq_session *s);
 /* Drop positions >= pos (e.g. to re-run a prompt suffix). pos <= cortiq_session_pos(). */
 CORTIQ_API void cortiq_session_truncate(cortiq_session *s, uint32_t pos);
 
+/* ---- task masks (spec §5) ----
+ * A session runs dense until a task is selected. Selecting one builds, once, what its mask
+ * leaves active: gated-off layers are skipped, the FFN computes only the active neurons'
+ * gate/up rows and reads only their down columns, the output projection reads only the
+ * active heads' columns (gathered copies of those rows and columns, same dtype, same values;
+ * docs/MASKS_SKILLS.md), and the mask's expert area restricts MoE routing. The result equals
+ * the dense model with the inactive activations zeroed, up to float summation order. */
+typedef struct cortiq_task_stats {
+    uint32_t layers, layers_on;   /* layers, and those the gates leave on */
+    uint64_t ffn_neurons;         /* FFN neurons of the dense layers that are on */
+    uint64_t ffn_active;          /* of which the mask leaves active */
+    uint64_t ffn_computed;        /* of which are computed (active + group/SIMD widening) */
+    uint64_t heads, heads_active; /* attention heads of the layers that are on */
+    uint32_t dense_layers;        /* masked layers whose dtype has no gather: computed
+                                   * densely with the inactive activations zeroed */
+    uint64_t gathered_bytes;      /* memory held by the gathered matrices */
+} cortiq_task_stats;
+
+/* The file's default_task (spec §5.1), or NULL when it names none or has no masks. */
+CORTIQ_API const char *cortiq_model_default_task(const cortiq_model *m);
+/* Select task `name` for this session; NULL or "none" = dense. Only between conversations
+ * (cortiq_session_pos() == 0): the KV cache of earlier positions belongs to their task.
+ * Warns on stderr when switching to a mask whose quality is null (not measured, spec §5.1).
+ * Fails CMF_E_NOT_FOUND (no such task: the message lists the file's tasks), CMF_E_INVALID_ARG
+ * (position not 0), CMF_E_PARSE (mask dimensions that disagree with the model), CMF_E_NOMEM. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_set_task(cortiq_session *s, const char *name,
+                                                               cmf_err *err);
+/* The selected task's name, or NULL when dense. */
+CORTIQ_API const char *cortiq_session_task(const cortiq_session *s);
+/* What the selected task computes (all zero when dense). */
+CORTIQ_API void cortiq_session_task_stats(const cortiq_session *s, cortiq_task_stats *out);
+/* Select a mask that need not be in the file (e.g. a candidate being measured): dims gives
+ * the row sizes (n_layers, intermediate, n_heads, n_experts and their byte counts, as
+ * cmf_file_masks fills them), mask its bits and name. Both must outlive the selection. No
+ * quality warning. Otherwise as cortiq_session_set_task. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_set_mask(cortiq_session *s,
+                                                               const cmf_masks *dims,
+                                                               const cmf_mask *mask, cmf_err *err);
+
+/* Activation statistics for deriving masks (`cortiq mask derive`). While a session collects
+ * (and runs dense: no task), every evaluated token adds, in each dense-FFN layer l, |act(gate)
+ * * up| of neuron i to ffn[l * ffn_stride + i], and with heads non-NULL the L2 norm of head h's
+ * attention output to heads[l * heads_stride + h]; tokens counts them. The caller owns and
+ * zeroes the arrays. */
+typedef struct cortiq_act_stats {
+    double *ffn;
+    size_t ffn_stride;
+    double *heads; /* NULL: not collected */
+    size_t heads_stride;
+    uint64_t tokens;
+} cortiq_act_stats;
+/* Start collecting into st (NULL stops). st must outlive the collection. */
+CORTIQ_API void cortiq_session_collect_stats(cortiq_session *s, cortiq_act_stats *st);
+
 /* ---- sampling ---- */
 typedef struct cortiq_sampler_params {
     float temperature;    /* <= 0: greedy */

@@ -131,7 +131,8 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_append_drop_tensor(cmf_appender *a, c
 /* Replace the header JSON (e.g. to register a skill); default keeps the current one. */
 CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_append_set_header(cmf_appender *a, const char *json,
                                                              size_t len, cmf_err *err);
-/* Replace the masks section (written at the tail); default keeps the current one. */
+/* Replace the masks section (written at the tail); default keeps the current one. A replaced
+ * masks section drops the deprecated sparse index (spec §7: it names the old task ids). */
 CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_append_set_masks(cmf_appender *a, const void *bytes,
                                                             size_t len, cmf_err *err);
 CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_append_commit(cmf_appender *a, cmf_err *err);

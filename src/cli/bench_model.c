@@ -53,13 +53,15 @@ static void print_first_token(int json, int text, double first_s, double first_c
 static void usage(void) {
     printf(
         "usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t THREADS] [-r 5] [--int8-act] "
-        "[--f32-act] [--kv f16|q8|f32] [--no-huge-pages] [--verify] [--text] [--json] [--skill ID]\n"
+        "[--f32-act] [--kv f16|q8|f32] [--task NAME] [--no-huge-pages] [--verify] [--text] "
+        "[--json] [--skill ID]\n"
         "  Prefill of -p tokens and decode of -n tokens (greedy), repeated -r times: tok/s mean ± "
         "sd,\n"
         "  model load time, weights read per decode step, peak RSS. --int8-act: int8 activations.\n"
         "  --f32-act: f32 activations everywhere (default: int8 GEMM for prefill on VNNI CPUs,\n"
         "  int8 activations for 4-bit weights at decode).\n"
         "  --kv: KV cache type (default f16); its size is reported as kv_bytes.\n"
+        "  --task NAME: run the file's task mask NAME (default: its default_task; none: dense).\n"
         "  --no-huge-pages: keep the weights on the file's 4 KiB pages (default: moved onto\n"
         "          2 MiB pages where the kernel offers them; reported as huge_page_bytes).\n"
         "  --verify: check every tensor's hash64 at load (counted in the load time).\n"
@@ -74,7 +76,7 @@ static void usage(void) {
 }
 
 int bench_model_main(int argc, char **argv) {
-    const char *path = NULL;
+    const char *path = NULL, *task = NULL;
     uint64_t p = 512, n = 128, t = 0, r = 5;
     int json = 0;
     int text = 0;
@@ -111,6 +113,8 @@ int bench_model_main(int argc, char **argv) {
             if (!(skill = cli_opt_value("bench", argc, argv, &i))) return CLI_EXIT_USAGE;
             if (!strcmp(skill, "auto"))
                 return cli_usage_error("bench", "--skill auto routes on a prompt; name a skill");
+        } else if (!strcmp(a, "--task")) {
+            if (!(task = cli_opt_value("bench", argc, argv, &i))) return CLI_EXIT_USAGE;
         } else if (!strcmp(a, "--kv")) {
             const char *v = cli_opt_value("bench", argc, argv, &i);
             if (!v) return CLI_EXIT_USAGE;
@@ -160,13 +164,13 @@ int bench_model_main(int argc, char **argv) {
     cmf_tokenizer *text_tok = text ? tl.tok : NULL;
     cmf_chat_template *tpl = text ? tl.tpl : NULL;
     double tok_s = text ? tl.tok_s : 0, tpl_s = text ? tl.tpl_s : 0;
-    if (st) {
-        cli_error(&err);
+    int rc = st ? (cli_error(&err), cli_exit_code(st)) : cli_select_task("bench", m, s, task);
+    if (rc) {
         cmf_tokenizer_free(text_tok);
         cmf_chat_template_free(tpl);
         cortiq_session_free(s);
         cortiq_model_free(m);
-        return cli_exit_code(st);
+        return rc;
     }
     uint32_t V = cortiq_model_vocab(m);
     int32_t *prompt = malloc(p * sizeof *prompt);
@@ -204,17 +208,24 @@ int bench_model_main(int argc, char **argv) {
         mean_sd(dec, (int)r, &dm, &dsd);
         uint64_t wb = cortiq_model_weight_bytes(m);
         if (json)
-            printf("{\"model\": \"%s\", \"threads\": %u, \"prompt_tokens\": %llu, \"gen_tokens\": "
-                   "%llu, \"reps\": %llu, "
-                   "\"load_s\": %.4f, \"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, "
-                   "\"decode_tok_s\": %.2f, "
-                   "\"decode_tok_s_sd\": %.2f, \"weight_bytes_per_token\": %llu, \"peak_rss_mb\": "
-                   "%.1f, \"kv\": \"%s\", \"kv_bytes\": %llu, \"huge_page_bytes\": %llu, ",
-                   path, cortiq_model_threads(m), (unsigned long long)p, (unsigned long long)n,
-                   (unsigned long long)r, load_s, pm, psd, dm, dsd, (unsigned long long)wb, rss_mb,
-                   cortiq_kv_type_name(kv), (unsigned long long)cortiq_session_kv_bytes(s),
-                   (unsigned long long)huge);
-        else
+            printf(
+                "{\"model\": \"%s\", \"threads\": %u, \"prompt_tokens\": %llu, \"gen_tokens\": "
+                "%llu, \"reps\": %llu, "
+                "\"load_s\": %.4f, \"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, "
+                "\"decode_tok_s\": %.2f, "
+                "\"decode_tok_s_sd\": %.2f, \"weight_bytes_per_token\": %llu, \"peak_rss_mb\": "
+                "%.1f, \"kv\": \"%s\", \"kv_bytes\": %llu, \"huge_page_bytes\": %llu, \"task\": ",
+                path, cortiq_model_threads(m), (unsigned long long)p, (unsigned long long)n,
+                (unsigned long long)r, load_s, pm, psd, dm, dsd, (unsigned long long)wb, rss_mb,
+                cortiq_kv_type_name(kv), (unsigned long long)cortiq_session_kv_bytes(s),
+                (unsigned long long)huge);
+        if (json) {
+            if (cortiq_session_task(s))
+                cli_json_string(cortiq_session_task(s));
+            else
+                printf("null");
+            printf(", ");
+        } else
             printf("%s: %u threads, load %.3f s\n  prefill %llu tokens: %.1f ± %.1f tok/s\n  "
                    "decode %llu tokens: %.2f ± "
                    "%.2f tok/s (%.2f GB/s of weights)\n  peak RSS %.1f MB, KV cache %s %.1f MB, "

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cortiq/engine.h"
 #include "cortiq/format.h"
 #include "cortiq/status.h"
 
@@ -57,5 +58,10 @@ const char *cli_bytes(uint64_t n);
 void cli_json_string(const char *s);
 /* The same for n bytes that may contain NUL (written as \u0000). */
 void cli_json_bytes(const char *s, size_t n);
+
+/* --task NAME (NULL: the file's default_task, dense when none; "none": dense) on session s of
+ * model m, before its first token. Prints the task's shape on stderr; returns a CLI exit code
+ * (an unknown name lists the file's tasks). */
+int cli_select_task(const char *cmd, cortiq_model *m, cortiq_session *s, const char *task);
 
 #endif

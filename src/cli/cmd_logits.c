@@ -24,7 +24,7 @@ static void usage(void) {
         "  --top K         how many of the largest logits to print (default 10, 0 = none)\n"
         "  --kv f16|q8|f32 KV cache type (default f16; --exact implies f32)\n"
         "  -t, --threads N compute threads (default: all cores)\n"
-        "  --task NAME     task mask; only \"none\" (dense) until masks are executed\n"
+        "  --task NAME     the file's task mask NAME (default: its default_task; none: dense)\n"
         "  --skill ID      skill overlay (spec 9): an id of the file's registry, none (backbone)\n"
         "                  or auto (the skill of least reconstruction error on these ids)\n"
         "  --skill-blend T soft blend of every routable skill, weights softmax(-E/T)\n");
@@ -86,7 +86,7 @@ static void print_top(const float *l, uint32_t V, uint64_t k, size_t pos) {
 }
 
 typedef struct logits_args {
-    const char *path, *out, *ids_text;
+    const char *path, *out, *ids_text, *task;
     bool all, exact;
     uint64_t greedy, top, threads;
     cortiq_kv_type kv;
@@ -131,13 +131,7 @@ static int parse_args(int argc, char **argv, logits_args *a) {
             if (!cli_opt_double("logits", s, argv[++i], 0, true, 1e30, false, &a->blend_t))
                 return CLI_EXIT_USAGE;
         } else if (!strcmp(s, "--task")) {
-            if (strcmp(argv[++i], "none")) {
-                fprintf(stderr,
-                        "cortiq logits: %s %s: this runtime does not execute task masks or "
-                        "skills yet; only \"none\" (the dense backbone) is available\n",
-                        s, v);
-                return CLI_EXIT_INVALID;
-            }
+            a->task = argv[++i];
         } else if (s[0] == '-' && s[1])
             return cli_usage_error("logits", "unknown option '%s'", s);
         else if (!a->path)
@@ -184,6 +178,12 @@ int cmd_logits(int argc, char **argv) {
     float *logits = NULL;
     cmf_status st = cortiq_model_load(a.path, &lo, &m, &err);
     if (!st) st = cortiq_session_create(m, (uint32_t)(n + a.greedy), &s, &err);
+    if (!st && (rc = cli_select_task("logits", m, s, a.task)) != CLI_EXIT_OK) {
+        free(ids);
+        cortiq_session_free(s);
+        cortiq_model_free(m);
+        return rc;
+    }
     uint32_t V = m ? cortiq_model_vocab(m) : 0;
     size_t rows = a.all ? n : 1;
     if (!st && !(logits = malloc(rows * V * sizeof *logits)))

@@ -11,7 +11,9 @@ static void usage(void) {
            "  Every task mask of the masks section (spec 5): name, sparsity, quality contract, and "
            "per\n"
            "  layer the active FFN neurons, attention heads, layer gate and (MoE) routable "
-           "experts.\n");
+           "experts;\n"
+           "  then the deprecated sparse index (spec 7) when the file has one (shown, never "
+           "written).\n");
 }
 
 int cmd_masks(int argc, char **argv) {
@@ -91,7 +93,17 @@ int cmd_masks(int argc, char **argv) {
             printf("\n");
         }
     }
-    if (json) printf("\n]}\n");
+    const cmf_sparse_index *ix = cmf_file_sparse_index(f);
+    if (json)
+        printf("\n], \"sparse_index_entries\": %zu}\n", ix ? ix->n_entries : 0);
+    else if (ix) {
+        /* deprecated (spec §7): shown, never written; the engine reads the mask bits */
+        printf("\nsparse index (deprecated, display only): %zu entries\n", ix->n_entries);
+        printf("    task  layer  ffn_groups  heads\n");
+        for (size_t i = 0; i < ix->n_entries; i++)
+            printf("    %4u  %5u  %10u  %5u\n", ix->entries[i].task_id, ix->entries[i].layer,
+                   ix->entries[i].n_groups, ix->entries[i].n_heads);
+    }
     cmf_close(f);
     return CLI_EXIT_OK;
 }

@@ -16,12 +16,13 @@
 
 static void usage(void) {
     printf(
-        "usage: cortiq ppl MODEL.cmf TEXTFILE [--ctx N] [--stride S] [-t N] [--kv f16|q8|f32] [--f32-act] [--verify]\n"
+        "usage: cortiq ppl MODEL.cmf TEXTFILE [--ctx N] [--stride S] [-t N] [--kv f16|q8|f32] [--f32-act] [--task NAME] [--verify]\n"
         "  Perplexity of the text (tokenized with special tokens, as transformers' "
         "tokenizer(text)\n"
         "  does) with a strided sliding window: N tokens per window (default 1024, at most the\n"
         "  model's context), advancing S tokens (default N/2). Ends with `PPL = <value>`.\n"
         "  --kv: KV cache type (default f16).\n"
+        "  --task NAME: the file's task mask NAME (default: its default_task; none: dense).\n"
         "  --f32-act: f32 activations everywhere (default: int8 GEMM for batches on VNNI CPUs).\n"
         "  --verify: check every tensor's hash64 before computing.\n"
         "  --skill ID|auto|none: skill overlay (spec 9); auto routes on the text's beginning.\n"
@@ -49,7 +50,7 @@ static void show_progress(bool on, size_t done, size_t total, double t0) {
 }
 
 int cmd_ppl(int argc, char **argv) {
-    const char *path = NULL, *text_path = NULL;
+    const char *path = NULL, *text_path = NULL, *task = NULL;
     uint64_t ctx = 1024, stride = 0, threads = 0;
     bool ctx_set = false;
     cortiq_kv_type kv = CORTIQ_KV_F16;
@@ -79,8 +80,8 @@ int cmd_ppl(int argc, char **argv) {
             continue;
         }
         bool known = !strcmp(a, "--ctx") || !strcmp(a, "--stride") || !strcmp(a, "-t") ||
-                     !strcmp(a, "--threads") || !strcmp(a, "--kv") || !strcmp(a, "--skill") ||
-                     !strcmp(a, "--skill-blend");
+                     !strcmp(a, "--threads") || !strcmp(a, "--kv") || !strcmp(a, "--task") ||
+                     !strcmp(a, "--skill") || !strcmp(a, "--skill-blend");
         if (!known) return cli_usage_error("ppl", "unknown option '%s'", a);
         if (!(v = cli_opt_value("ppl", argc, argv, &i))) return CLI_EXIT_USAGE;
         if (!strcmp(a, "--skill")) {
@@ -95,6 +96,8 @@ int cmd_ppl(int argc, char **argv) {
         } else if (!strcmp(a, "--kv")) {
             if (!cortiq_kv_type_from_name(v, &kv))
                 return cli_usage_error("ppl", "--kv '%s': want f16, q8 or f32", v);
+        } else if (!strcmp(a, "--task")) {
+            task = v;
         } else if (!cli_opt_u64("ppl", a, v, 1, 64, &threads)) {
             return CLI_EXIT_USAGE;
         }
@@ -134,6 +137,13 @@ int cmd_ppl(int argc, char **argv) {
         cli_error(&err);
         cortiq_runtime_free(rt);
         return cli_exit_code(st);
+    }
+    int task_rc =
+        cli_select_task("ppl", cortiq_runtime_model(rt), cortiq_runtime_session(rt), task);
+    if (task_rc) {
+        free(ids);
+        cortiq_runtime_free(rt);
+        return task_rc;
     }
     /* a batch job: every window onto 2 MiB pages now, not token by token as chat does */
     cortiq_model_move_step(cortiq_runtime_model(rt), UINT64_MAX);

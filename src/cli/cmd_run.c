@@ -25,6 +25,8 @@ static void usage(void) {
         "  --prompt-file F      the prompt is the whole of file F\n"
         "  --stop STR           end the answer where STR appears (not printed); up to 16\n"
         "  --system TEXT        system message\n"
+        "  --task NAME          run the file's task mask NAME (default: its default_task; none:\n"
+        "                       dense); the inactive neurons, heads and layers are not computed\n"
         "  --raw                no template: the prompt text is tokenized as is (BOS added per "
         "tokenizer)\n"
         "  --max-tokens N       stop after N generated tokens (default 512)\n"
@@ -73,7 +75,7 @@ static char *read_prompt_file(const char *path) {
 }
 
 int cmd_run(int argc, char **argv) {
-    const char *path = NULL, *prompt = NULL, *system = NULL;
+    const char *path = NULL, *prompt = NULL, *system = NULL, *task = NULL;
     int raw = 0;
     cortiq_generate_params gp;
     cortiq_generate_defaults(&gp);
@@ -110,6 +112,9 @@ int cmd_run(int argc, char **argv) {
                 return cli_usage_error("run", "at most %zu --stop strings",
                                        sizeof stops / sizeof stops[0]);
             stops[n_stops++] = v;
+        } else if (!strcmp(a, "--task")) {
+            VALUE();
+            task = v;
         } else if (!strcmp(a, "--system")) {
             VALUE();
             system = v;
@@ -211,6 +216,14 @@ int cmd_run(int argc, char **argv) {
                 "cortiq run: %s has no chat template; using ChatML (a base model may answer "
                 "better with --raw, which sends the prompt as plain text)\n",
                 path);
+    int task_rc =
+        cli_select_task("run", cortiq_runtime_model(rt), cortiq_runtime_session(rt), task);
+    if (task_rc) {
+        cortiq_runtime_free(rt);
+        free(file_text);
+        free(model_path);
+        return task_rc;
+    }
     uint32_t ctx = cortiq_session_ctx(cortiq_runtime_session(rt));
     if (ctx_wanted && ctx_wanted != ctx)
         fprintf(stderr, "cortiq run: --ctx %llu is more than the model's %u positions; using %u\n",

@@ -63,8 +63,10 @@ typedef struct layer_pass {
     cortiq_session *s;
     const cq_layer *y;
     cq_kv_layer *kv;
-    size_t n;      /* tokens in the chunk */
-    uint32_t pos0; /* position of its first token */
+    size_t n;                /* tokens in the chunk */
+    uint32_t pos0;           /* position of its first token */
+    const cq_layer_task *tm; /* the session's task for this layer (task_mask.h); NULL = dense */
+    uint32_t l;              /* the layer's index */
 } layer_pass;
 
 /* xn = rmsnorm(x), the attention's input. */
@@ -127,6 +129,36 @@ static void ffn_residual(const void *ctx, size_t t) {
     residual(L, t, L->y->post_ffn_norm);
 }
 
+/* Task masks: the activations act(gate) * up of the neurons computed but not active, zeroed
+ * (the gathered FFN's group widening, or every inactive neuron of a densely computed one). */
+static void ffn_zero(const void *ctx, size_t t) {
+    const layer_pass *L = ctx;
+    float *g = L->s->g + t * L->tm->ffn_kept;
+    for (uint32_t i = 0; i < L->tm->n_ffn_zero; i++)
+        g[L->tm->ffn_zero[i]] = 0.0f;
+}
+
+/* Task masks: the attention output of the inactive heads, zeroed. */
+static void heads_zero(const void *ctx, size_t t) {
+    const layer_pass *L = ctx;
+    uint32_t hd = L->s->m->head_dim;
+    float *att = L->s->att + t * (size_t)L->y->n_heads * hd;
+    for (uint32_t i = 0; i < L->tm->n_heads_off; i++)
+        memset(att + (size_t)L->tm->head_off[i] * hd, 0, hd * sizeof(float));
+}
+
+/* Task masks: the active heads' attention outputs packed together, token after token, as the
+ * gathered output projection reads them. In place: every destination lies at or before its
+ * source, and a source is read before any later destination reaches it. */
+static void heads_pack(const layer_pass *L) {
+    size_t hd = L->s->m->head_dim, qd = L->y->n_heads * hd, pd = L->tm->n_heads_on * hd;
+    float *att = L->s->att;
+    for (size_t t = 0; t < L->n; t++)
+        for (uint32_t j = 0; j < L->tm->n_heads_on; j++)
+            memmove(att + t * pd + j * hd, att + t * qd + L->tm->head_on[j] * hd,
+                    hd * sizeof(float));
+}
+
 /* ---- the parallel work of a layer (matmul_sched.h, attention.h) ---- */
 
 static void each_token(const layer_pass *L, cq_token_fn step) {
@@ -156,10 +188,10 @@ static void qkv_after(const layer_pass *L, cq_token_fn step) {
 }
 
 /* step (which writes xn), then g = act(Wg xn) * (Wu xn), in one parallel region. */
-static void gate_up_after(const layer_pass *L, cq_token_fn step) {
+static void gate_up_after(const layer_pass *L, cq_token_fn step, const cmf_qmat *wg,
+                          const cmf_qmat *wu) {
     cortiq_session *s = L->s;
-    const cq_layer *y = L->y;
-    cq_matmul gate_up = {.p = {{.w = &y->wg, .y = s->g}, {.w = &y->wu, .y = s->u}},
+    cq_matmul gate_up = {.p = {{.w = wg, .y = s->g}, {.w = wu, .y = s->u}},
                          .np = 2,
                          .x = s->xn,
                          .n = L->n,
@@ -177,16 +209,33 @@ static void gate_up_after(const layer_pass *L, cq_token_fn step) {
 /* o = attention(xn): multi-head attention with GQA, RoPE and the layer's sliding window. */
 static void attention_block(const layer_pass *L, cq_token_fn make_input) {
     cortiq_session *s = L->s;
-    qkv_after(L, make_input);           /* q, k, v = Wq xn, Wk xn, Wv xn */
-    each_token(L, qkv_finish);          /* biases, q/k norms, RoPE; k, v into the cache */
-    attention(L);                       /* att = softmax(scale q K^T) V, per query head */
+    qkv_after(L, make_input);  /* q, k, v = Wq xn, Wk xn, Wv xn */
+    each_token(L, qkv_finish); /* biases, q/k norms, RoPE; k, v into the cache */
+    attention(L);              /* att = softmax(scale q K^T) V, per query head */
+    if (s->stats && !s->task) cq_stats_heads(s, L->l, L->n);
+    const cq_layer_task *tm = L->tm;
+    if (tm && tm->wo_packed) { /* o = Wo att over the active heads only */
+        heads_pack(L);
+        matmul(L, &tm->wo, s->att, s->o);
+        return;
+    }
+    if (tm && tm->heads_masked) each_token(L, heads_zero);
     matmul(L, &L->y->wo, s->att, s->o); /* o = Wo att */
 }
 
 /* o = ffn(xn): the gated MLP. */
 static void ffn_block(const layer_pass *L, cq_token_fn make_input) {
     cortiq_session *s = L->s;
-    gate_up_after(L, make_input);     /* g = act(Wg xn) * (Wu xn) */
+    const cq_layer_task *tm = L->tm;
+    if (tm && tm->ffn_packed) { /* the same over the gathered rows and columns (task_mask.h) */
+        gate_up_after(L, make_input, &tm->wg, &tm->wu);
+        if (tm->n_ffn_zero) each_token(L, ffn_zero);
+        matmul(L, &tm->wd, s->g, s->o);
+        return;
+    }
+    gate_up_after(L, make_input, &L->y->wg, &L->y->wu); /* g = act(Wg xn) * (Wu xn) */
+    if (s->stats && !tm) cq_stats_ffn(s, L->l, L->n);
+    if (tm && tm->ffn_masked) each_token(L, ffn_zero);
     matmul(L, &L->y->wd, s->g, s->o); /* o = Wd g */
 }
 
@@ -205,7 +254,10 @@ static void moe_block(const layer_pass *L, cq_token_fn make_input) {
 
 /* Layer l for the chunk's n tokens at positions pos0 .. pos0 + n - 1 (rows of s->x). */
 static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0) {
-    const layer_pass L = {.s = s, .y = &s->m->layers[l], .kv = &s->kv[l], .n = n, .pos0 = pos0};
+    const cq_layer_task *tm = s->task ? &s->task->layers[l] : NULL;
+    if (tm && tm->off) return; /* gated off by the task mask: the residual passes through */
+    const layer_pass L = {
+        .s = s, .y = &s->m->layers[l], .kv = &s->kv[l], .n = n, .pos0 = pos0, .tm = tm, .l = l};
     attention_block(&L, attn_norm); /* o = attention(rmsnorm(x)) */
     if (L.y->moe)                   /* x += post_attn_norm(o); o = ffn(rmsnorm(x)) */
         moe_block(&L, attn_residual_ffn_norm);
@@ -266,6 +318,7 @@ static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t 
                 rmsnorm(hidden + (done + t) * m->hidden, s->x + t * m->hidden, m->final_norm,
                         m->hidden, m->eps);
         s->pos += (uint32_t)b;
+        if (s->stats && !s->task) s->stats->tokens += b;
         done += b;
         if (done == n) {
             if (all_logits)

@@ -94,6 +94,8 @@ struct cortiq_model {
     size_t n_blend;
     cmf_tensor **blended;
     size_t n_blended;
+    /* per task mask: its unmeasured-quality warning was printed (once per model; atomic) */
+    unsigned char *task_warned;
 };
 
 #endif

@@ -371,6 +371,9 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     cmf_status st = cmf_open_model(path, o && o->verify_tensors ? CMF_OPEN_VERIFY_TENSORS : 0,
                                    &m->file, L->err);
     if (st) return st;
+    const cmf_masks *ms = cmf_file_masks(m->file);
+    if (ms && ms->n_masks && !(m->task_warned = calloc(ms->n_masks, 1)))
+        return cmf_err_set(L->err, CMF_E_NOMEM, path, "masks");
     const cmf_header *h = cmf_file_header(m->file);
     const cmf_arch *a = &h->arch;
     if (cmf_file_envelope(m->file)->required_features & CMF_FEAT_SKILL_FILE)
@@ -514,6 +517,7 @@ void cortiq_model_free(cortiq_model *m) {
     cmf_qmat_free(&m->head);
     cq_overlay_free(m);
     free(m->moves);
+    free(m->task_warned);
     free(m->layers);
     free(m->final_norm);
     free(m->freq_store);

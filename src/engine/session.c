@@ -101,6 +101,7 @@ void cortiq_session_free(cortiq_session *s) {
     cq_attention_free(&s->attn);
     cq_sched_free(&s->sched);
     cq_moe_scratch_free(&s->moe);
+    cq_task_free(s->task, s->m->n_layers);
     free(s);
 }
 

@@ -11,6 +11,7 @@
 #include "engine/matmul_sched.h"
 #include "engine/model.h"
 #include "engine/moe.h"
+#include "engine/task_mask.h"
 
 #ifndef CQ_BATCH
 #define CQ_BATCH 128 /* tokens per prefill chunk */
@@ -45,6 +46,9 @@ struct cortiq_session {
      * over moe.num_experts, bit set = routable; a NULL array or a NULL entry = unrestricted.
      * Set from the session's task mask or a runtime restriction; read by the MoE routing. */
     const uint8_t **expert_allow;
+    /* The selected task mask (task_mask.h, cortiq_session_set_task); NULL = dense. */
+    cq_task *task;
+    cortiq_act_stats *stats; /* activation statistics being collected (act_stats.c); NULL = off */
 };
 
 /* Feed n tokens through layers 0 .. last only and add each token's residual stream after
@@ -52,5 +56,13 @@ struct cortiq_session {
  * KV entries are left unwritten: reset the session before generating with it. */
 cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, uint32_t last,
                             double *sum, cmf_err *err);
+/* cortiq_session_set_task with no_gather: every masked layer computed densely with the
+ * inactive activations zeroed (tests compare the gathered path against it). */
+cmf_status cq_session_set_task(cortiq_session *s, const char *name, bool no_gather, cmf_err *err);
+
+/* Add layer l's activations of the chunk's n tokens to s->stats (act_stats.c): the FFN's g
+ * (n rows of ffn floats), the attention output att (n rows of n_heads * head_dim). */
+void cq_stats_ffn(cortiq_session *s, uint32_t l, size_t n);
+void cq_stats_heads(cortiq_session *s, uint32_t l, size_t n);
 
 #endif

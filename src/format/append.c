@@ -206,6 +206,10 @@ cmf_status cmf_append_commit(cmf_appender *a, cmf_err *err) {
         e.masks_len = a->masks_len;
         masks = a->masks;
         pos = at + a->masks_len;
+        /* the deprecated sparse index (spec §7) names the old masks' task ids: it goes with
+         * them (writers stop emitting it; never re-emitted for new masks) */
+        index = NULL;
+        e.index_off = e.index_len = 0;
     }
     /* 3. header and directory at the tail */
     header_plan plan = {
