@@ -193,6 +193,9 @@ cmf_status cortiq_session_create(cortiq_model *m, uint32_t ctx, cortiq_session *
                                  cmf_err *err);
 void cortiq_session_free(cortiq_session *s);
 void cortiq_session_reset(cortiq_session *s);
+const char *cortiq_model_default_task(const cortiq_model *m);
+cmf_status cortiq_session_set_task(cortiq_session *s, const char *name, cmf_err *err);
+const char *cortiq_session_task(const cortiq_session *s);
 uint32_t cortiq_session_ctx(const cortiq_session *s);
 cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
                                float *all_logits, cmf_err *err);
@@ -210,6 +213,10 @@ typedef struct cortiq_sampler_params {
 
 /* runtime.h */
 typedef struct cortiq_runtime cortiq_runtime;
+typedef struct cortiq_skill_weight {
+    const char *id;
+    float weight;
+} cortiq_skill_weight;
 typedef struct cortiq_runtime_opts {
     unsigned threads;
     uint32_t ctx;
@@ -217,6 +224,9 @@ typedef struct cortiq_runtime_opts {
     cortiq_act_mode act;
     int no_huge_pages;
     int verify_tensors;
+    const char *skill;
+    const cortiq_skill_weight *blend;
+    size_t n_blend;
 } cortiq_runtime_opts;
 cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts,
                                cortiq_runtime **out, cmf_err *err);

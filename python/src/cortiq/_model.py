@@ -31,9 +31,15 @@ class Model:
     """
 
     def __init__(self, path, threads: int = 0, ctx: int = 0, kv: str = "f16",
-                 act: str = "default", verify: bool = False, huge_pages: bool = True):
+                 act: str = "default", verify: bool = False, huge_pages: bool = True,
+                 task: Optional[str] = None, skill: Optional[str] = None):
+        """task: the file's task mask to run (spec §5; None = the file's default_task, "none" =
+        dense). skill: a skill id whose tensors replace the backbone's (spec §9; None or "none"
+        = the backbone)."""
         self.path = os.fspath(path)
         o = ffi.new("cortiq_runtime_opts *")
+        skill_c = ffi.new("char[]", skill.encode()) if skill not in (None, "none") else ffi.NULL
+        o.skill = skill_c
         o.threads = threads
         o.ctx = ctx
         k = ffi.new("cortiq_kv_type *")
@@ -54,6 +60,22 @@ class Model:
         self._aux = None  # the session of logits()/hidden_states(), sized on demand
         self._lock = threading.Lock()
         self.last_stats: Optional[Dict[str, object]] = None
+        self._skill_c = skill_c  # the runtime may keep the pointer
+        self._task = task if task is not None else (
+            c_str(lib.cortiq_model_default_task(self._model)) or "none")
+        self._set_task(lib.cortiq_runtime_session(self._rt))
+
+    @property
+    def task(self) -> Optional[str]:
+        """The task mask the model runs (None: dense)."""
+        return None if self._task == "none" else self._task
+
+    def _set_task(self, session) -> None:
+        err = new_err()
+        st = lib.cortiq_session_set_task(session, self._task.encode(), err)
+        if st:
+            self.close()
+            check(st, err)
 
     # -- lifetime --
     def close(self) -> None:
@@ -246,6 +268,7 @@ class Model:
             err = new_err()
             check(lib.cortiq_session_create(self._model, max(n, 64), s, err), err)
             self._aux = ffi.gc(s[0], lib.cortiq_session_free)
+            self._set_task(self._aux)
         lib.cortiq_session_reset(self._aux)
         return self._aux
 
