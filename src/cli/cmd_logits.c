@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/cli_moe.h"
 #include "cli/npy_write.h"
 #include "common/err.h"
 #include "cortiq/engine.h"
@@ -24,7 +25,7 @@ static void usage(void) {
         "  --kv f16|q8|f32 KV cache type (default f16; --exact implies f32)\n"
         "  -t, --threads N compute threads (default: all cores)\n"
         "  --task NAME     task mask; only \"none\" (dense) until masks are executed\n"
-        "  --skill ID      skill overlay; only \"none\" (backbone) until skills are executed\n");
+        "  --skill ID      skill overlay; only \"none\" (backbone) until skills are executed\n" CLI_MOE_HELP);
 }
 
 /* "1,2,3" into a malloc'd array; false on junk, an empty list or a negative id. */
@@ -87,6 +88,7 @@ typedef struct logits_args {
     bool all, exact;
     uint64_t greedy, top, threads;
     cortiq_kv_type kv;
+    cli_moe_opts moe;
 } logits_args;
 
 /* Returns -1 to go on, else the exit code. */
@@ -97,6 +99,9 @@ static int parse_args(int argc, char **argv, logits_args *a) {
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(s)) return usage(), CLI_EXIT_OK;
+        int moe_opt = cli_moe_opt("logits", &a->moe, argc, argv, &i);
+        if (moe_opt < 0) return CLI_EXIT_USAGE;
+        if (moe_opt) continue;
         if (!strcmp(s, "--all"))
             a->all = true;
         else if (!strcmp(s, "--exact"))
@@ -165,6 +170,12 @@ int cmd_logits(int argc, char **argv) {
     float *logits = NULL;
     cmf_status st = cortiq_model_load(a.path, &lo, &m, &err);
     if (!st) st = cortiq_session_create(m, (uint32_t)(n + a.greedy), &s, &err);
+    if (!st && (rc = cli_moe_begin("logits", &a.moe, m, s))) {
+        free(ids);
+        cortiq_session_free(s);
+        cortiq_model_free(m);
+        return rc;
+    }
     uint32_t V = m ? cortiq_model_vocab(m) : 0;
     size_t rows = a.all ? n : 1;
     if (!st && !(logits = malloc(rows * V * sizeof *logits)))
@@ -184,7 +195,7 @@ int cmd_logits(int argc, char **argv) {
         }
         if (a.greedy) printf("\n");
     }
-    rc = st ? fail(st, &err) : CLI_EXIT_OK;
+    rc = st ? fail(st, &err) : cli_moe_end("logits", &a.moe, m, s);
     if (!rc && a.out) {
         uint64_t shape[2] = {rows, V};
         rc = a.all ? cli_write_npy_f32("logits", a.out, 2, shape, logits)
