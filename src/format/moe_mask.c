@@ -148,6 +148,11 @@ cmf_status cmf_moe_mask_add(const char *in_path, const char *out_path, const cmf
     }
     uint32_t n_kept, n_dropped;
     if ((st = cq_moe_masks_carry(f, NULL, &b, &n_kept, &n_dropped, err))) goto out;
+    /* the other implementation's reader requires default_task; "general" names no mask here,
+     * which selects none (docs/FORMAT.md), as that implementation writes it */
+    if ((!ms || !ms->default_task) && strcmp(name, "general") &&
+        (st = cmf_masks_builder_set_default(b, "general", err)))
+        goto out;
     char note[64];
     char hex[17];
     cmf_hash64_to_hex(k->stats_hash, hex);
