@@ -242,6 +242,28 @@ typedef struct cortiq_act_stats {
 /* Start collecting into st (NULL stops). st must outlive the collection. */
 CORTIQ_API void cortiq_session_collect_stats(cortiq_session *s, cortiq_act_stats *st);
 
+/* ---- mixture-of-experts routing (spec §2.2, §5 expert area, §11.1; docs/MOE.md) ---- */
+/* Restrict routing to a set of experts per layer: allow[l] holds LSB-first bits over
+ * arch.moe.num_experts (bit e set = expert e routable), one row per layer of the model; a NULL
+ * entry leaves layer l unrestricted, and allow == NULL lifts every restriction. Selection then
+ * runs over the routable experts only, the router softmax renormalised over them, top_k
+ * clamped to their count: the same logits as a file holding only those experts
+ * (`cortiq moe-defrag`). The bits are copied; bits of dense layers and of experts a layer does
+ * not have are ignored. Replaces any restriction set before (a task mask's included). Fails
+ * CMF_E_INVALID_ARG, naming the layer, when a MoE layer would have no routable expert; the
+ * session keeps its previous restriction then. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_restrict_experts(cortiq_session *s,
+                                                                       const uint8_t *const *allow,
+                                                                       cmf_err *err);
+/* Count from now on how often routing selects each expert of each MoE layer (one count per
+ * token and selected expert, prefill and decode alike); restarts from zero when called again.
+ * Fails CMF_E_NOMEM. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_count_routes(cortiq_session *s, cmf_err *err);
+/* Layer l's counters, one per expert present (*n_experts of them), or NULL for a dense layer,
+ * a layer out of range, or a session that is not counting. */
+CORTIQ_API const uint64_t *cortiq_session_route_counts(const cortiq_session *s, uint32_t l,
+                                                       uint32_t *n_experts);
+
 /* ---- sampling ---- */
 typedef struct cortiq_sampler_params {
     float temperature;    /* <= 0: greedy */

@@ -7,6 +7,7 @@
 
 #include "cli/cli.h"
 #include "cli/cmd_skill.h"
+#include "cli/cli_moe.h"
 #include "cli/npy_write.h"
 #include "common/err.h"
 #include "cortiq/engine.h"
@@ -27,7 +28,7 @@ static void usage(void) {
         "  --task NAME     the file's task mask NAME (default: its default_task; none: dense)\n"
         "  --skill ID      skill overlay (spec 9): an id of the file's registry, none (backbone)\n"
         "                  or auto (the skill of least reconstruction error on these ids)\n"
-        "  --skill-blend T soft blend of every routable skill, weights softmax(-E/T)\n");
+        "  --skill-blend T soft blend of every routable skill, weights softmax(-E/T)\n" CLI_MOE_HELP);
 }
 
 /* "1,2,3" into a malloc'd array; false on junk, an empty list or a negative id. */
@@ -92,6 +93,7 @@ typedef struct logits_args {
     cortiq_kv_type kv;
     const char *skill;
     double blend_t;
+    cli_moe_opts moe;
 } logits_args;
 
 /* Returns -1 to go on, else the exit code. */
@@ -102,6 +104,9 @@ static int parse_args(int argc, char **argv, logits_args *a) {
     for (int i = 1; i < argc; i++) {
         const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (cli_is_help(s)) return usage(), CLI_EXIT_OK;
+        int moe_opt = cli_moe_opt("logits", &a->moe, argc, argv, &i);
+        if (moe_opt < 0) return CLI_EXIT_USAGE;
+        if (moe_opt) continue;
         if (!strcmp(s, "--all"))
             a->all = true;
         else if (!strcmp(s, "--exact"))
@@ -178,7 +183,8 @@ int cmd_logits(int argc, char **argv) {
     float *logits = NULL;
     cmf_status st = cortiq_model_load(a.path, &lo, &m, &err);
     if (!st) st = cortiq_session_create(m, (uint32_t)(n + a.greedy), &s, &err);
-    if (!st && (rc = cli_select_task("logits", m, s, a.task)) != CLI_EXIT_OK) {
+    if (!st && ((rc = cli_select_task("logits", m, s, a.task)) != CLI_EXIT_OK ||
+                (rc = cli_moe_begin("logits", &a.moe, m, s)))) {
         free(ids);
         cortiq_session_free(s);
         cortiq_model_free(m);
@@ -203,7 +209,7 @@ int cmd_logits(int argc, char **argv) {
         }
         if (a.greedy) printf("\n");
     }
-    rc = st ? fail(st, &err) : CLI_EXIT_OK;
+    rc = st ? fail(st, &err) : cli_moe_end("logits", &a.moe, m, s);
     if (!rc && a.out) {
         uint64_t shape[2] = {rows, V};
         rc = a.all ? cli_write_npy_f32("logits", a.out, 2, shape, logits)

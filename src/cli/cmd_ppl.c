@@ -11,12 +11,14 @@
 
 #include "cli/cli.h"
 #include "cli/cmd_skill.h"
+#include "cli/cli_moe.h"
 #include "common/fileio.h"
 #include "cortiq/runtime.h"
 
 static void usage(void) {
     printf(
         "usage: cortiq ppl MODEL.cmf TEXTFILE [--ctx N] [--stride S] [-t N] [--kv f16|q8|f32] [--f32-act] [--task NAME] [--verify]\n"
+        "       [--moe-mask S.json [--moe-cover C]] [--route-stats F.json]\n"
         "  Perplexity of the text (tokenized with special tokens, as transformers' "
         "tokenizer(text)\n"
         "  does) with a strided sliding window: N tokens per window (default 1024, at most the\n"
@@ -26,7 +28,7 @@ static void usage(void) {
         "  --f32-act: f32 activations everywhere (default: int8 GEMM for batches on VNNI CPUs).\n"
         "  --verify: check every tensor's hash64 before computing.\n"
         "  --skill ID|auto|none: skill overlay (spec 9); auto routes on the text's beginning.\n"
-        "  --skill-blend T: soft blend of the routable skills, weights softmax(-E/T).\n");
+        "  --skill-blend T: soft blend of the routable skills, weights softmax(-E/T).\n" CLI_MOE_HELP);
 }
 
 static double now_s(void) {
@@ -58,9 +60,13 @@ int cmd_ppl(int argc, char **argv) {
     int verify = 0;
     const char *skill = NULL;
     double blend_t = 0;
+    cli_moe_opts moe = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         if (cli_is_help(a)) return usage(), CLI_EXIT_OK;
+        int moe_opt = cli_moe_opt("ppl", &moe, argc, argv, &i);
+        if (moe_opt < 0) return CLI_EXIT_USAGE;
+        if (moe_opt) continue;
         if (!strcmp(a, "--f32-act")) {
             act = CORTIQ_ACT_F32;
             continue;
@@ -145,6 +151,12 @@ int cmd_ppl(int argc, char **argv) {
         cortiq_runtime_free(rt);
         return task_rc;
     }
+    int moe_rc = cli_moe_begin("ppl", &moe, cortiq_runtime_model(rt), cortiq_runtime_session(rt));
+    if (moe_rc) {
+        free(ids);
+        cortiq_runtime_free(rt);
+        return moe_rc;
+    }
     /* a batch job: every window onto 2 MiB pages now, not token by token as chat does */
     cortiq_model_move_step(cortiq_runtime_model(rt), UINT64_MAX);
     cortiq_session *s = cortiq_runtime_session(rt);
@@ -187,7 +199,9 @@ int cmd_ppl(int argc, char **argv) {
     if (progress) fputs("\r\033[K", stderr); /* the bar gives way to the result */
     free(logits);
     free(ids);
+    int stats_rc = st ? 0 : cli_moe_end("ppl", &moe, cortiq_runtime_model(rt), s);
     cortiq_runtime_free(rt);
+    if (!st && stats_rc) return stats_rc;
     if (st) {
         cli_error(&err);
         return cli_exit_code(st);

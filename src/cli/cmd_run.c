@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "cli/cmd_skill.h"
 #include "cli/cli_hub.h"
+#include "cli/cli_moe.h"
 #include "cli/run_chat.h"
 #include "cli/run_output.h"
 #include "common/fileio.h"
@@ -44,7 +45,7 @@ static void usage(void) {
         "                       file once); without it, open checks the metadata's hashes only\n"
         "  --skill ID|auto|none skill overlay (spec 9): registry id, auto = routed on the prompt\n"
         "                       (least reconstruction error), none = backbone (default)\n"
-        "  --skill-blend T      soft blend of the routable skills, weights softmax(-E/T)\n"
+        "  --skill-blend T      soft blend of the routable skills, weights softmax(-E/T)\n" CLI_MOE_HELP
         "  Generation stops on any of the file's eos_token_ids. A stats line ends each answer "
         "on stderr.\n");
 }
@@ -85,6 +86,7 @@ int cmd_run(int argc, char **argv) {
     size_t n_stops = 0;
     const char *skill = NULL;
     double blend_t = 0;
+    cli_moe_opts moe = {0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         double d;
@@ -97,7 +99,10 @@ int cmd_run(int argc, char **argv) {
 #define DBL(lo, lo_open, hi, hi_open)                                                              \
     VALUE();                                                                                       \
     if (!cli_opt_double("run", a, v, lo, lo_open, hi, hi_open, &d)) return CLI_EXIT_USAGE
-        if (cli_is_help(a))
+        int moe_opt = cli_moe_opt("run", &moe, argc, argv, &i);
+        if (moe_opt) {
+            if (moe_opt < 0) return CLI_EXIT_USAGE;
+        } else if (cli_is_help(a))
             return usage(), CLI_EXIT_OK;
         else if (!strcmp(a, "--prompt")) {
             VALUE();
@@ -224,6 +229,13 @@ int cmd_run(int argc, char **argv) {
         free(model_path);
         return task_rc;
     }
+    int moe_rc = cli_moe_begin("run", &moe, cortiq_runtime_model(rt), cortiq_runtime_session(rt));
+    if (moe_rc) {
+        cortiq_runtime_free(rt);
+        free(file_text);
+        free(model_path);
+        return moe_rc;
+    }
     uint32_t ctx = cortiq_session_ctx(cortiq_runtime_session(rt));
     if (ctx_wanted && ctx_wanted != ctx)
         fprintf(stderr, "cortiq run: --ctx %llu is more than the model's %u positions; using %u\n",
@@ -242,9 +254,11 @@ int cmd_run(int argc, char **argv) {
     } else
         st = run_chat(rt, system, &gp, &out, &err);
     if (st) cli_error(&err);
+    int stats_rc =
+        st ? 0 : cli_moe_end("run", &moe, cortiq_runtime_model(rt), cortiq_runtime_session(rt));
     run_out_free(&out);
     free(file_text);
     cortiq_runtime_free(rt);
     free(model_path);
-    return cli_exit_code(st);
+    return st ? cli_exit_code(st) : stats_rc;
 }

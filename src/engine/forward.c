@@ -242,13 +242,16 @@ static void ffn_block(const layer_pass *L, cq_token_fn make_input) {
 /* o = moe(xn): the mixture-of-experts FFN of a layer with a router (moe.h). */
 static void moe_block(const layer_pass *L, cq_token_fn make_input) {
     cortiq_session *s = L->s;
+    const size_t l = (size_t)(L->y - s->m->layers);
     const cq_moe_io io = {.sched = &s->sched,
                           .ms = &s->moe,
                           .xn = s->xn,
                           .o = s->o,
                           .g = s->g,
                           .u = s->u,
-                          .hidden = s->m->hidden};
+                          .hidden = s->m->hidden,
+                          .allow = s->expert_allow ? s->expert_allow[l] : NULL,
+                          .counts = s->moe.counts ? s->moe.counts[l] : NULL};
     cq_moe_ffn(&io, L->y->moe, L->n, make_input, L);
 }
 

@@ -45,6 +45,7 @@ bool cq_moe_scratch_init(cq_moe_scratch *ms, const cortiq_model *m, size_t batch
 void cq_moe_scratch_free(cq_moe_scratch *ms) {
     free(ms->logits), free(ms->sgate), free(ms->sel), free(ms->w), free(ms->count);
     free(ms->start), free(ms->order), free(ms->xe), free(ms->ye);
+    free(ms->allow_rows), free(ms->allow_bits), free(ms->counts), free(ms->count_store);
     memset(ms, 0, sizeof *ms);
 }
 
@@ -52,29 +53,47 @@ static float sigmoid(float v) {
     return 1.0f / (1.0f + expf(-v));
 }
 
-/* One token's routing: r (the router logits, overwritten by the scores) -> the top_k experts
- * sel[] and their weights w[]. */
-static void route(const cq_moe *moe, float *r, uint32_t *sel, float *w) {
-    uint32_t E = moe->n_experts, K = moe->top_k;
+static bool routable(const uint8_t *allow, uint32_t e) {
+    return !allow || ((allow[e >> 3] >> (e & 7)) & 1);
+}
+
+uint32_t cq_moe_routable(const cq_moe *moe, const uint8_t *allow) {
+    uint32_t n = 0;
+    for (uint32_t e = 0; e < moe->n_experts; e++)
+        n += routable(allow, e);
+    return n;
+}
+
+/* One token's routing over the routable experts: r (the router logits, overwritten by the
+ * scores) -> the K experts sel[] and their weights w[] (K <= the routable count). Without a
+ * restriction every expert is routable and this is the plain rule of spec §2.2; with one, the
+ * softmax runs over the routable logits only, in the same order, so a layer restricted to a
+ * set computes exactly what a file holding only that set (its router rows gathered) does. */
+static void route(const cq_moe *moe, const uint8_t *allow, uint32_t K, float *r, uint32_t *sel,
+                  float *w) {
+    const uint32_t E = moe->n_experts;
     if (moe->router_sigmoid) {
         for (uint32_t e = 0; e < E; e++)
             r[e] = sigmoid(r[e]);
-    } else { /* softmax over all experts */
-        float mx = r[0];
-        for (uint32_t e = 1; e < E; e++)
-            if (r[e] > mx) mx = r[e];
+    } else { /* softmax over the routable experts */
+        float mx = -INFINITY;
+        for (uint32_t e = 0; e < E; e++)
+            if (routable(allow, e) && r[e] > mx) mx = r[e];
         double sum = 0;
         for (uint32_t e = 0; e < E; e++)
-            sum += r[e] = expf(r[e] - mx);
+            if (routable(allow, e))
+                sum += r[e] = expf(r[e] - mx);
+            else
+                r[e] = 0;
         for (uint32_t e = 0; e < E; e++)
             r[e] = (float)(r[e] / sum);
     }
-    /* top_k by score + bias; strict > keeps the lower index on ties */
+    /* top K by score + bias; strict > keeps the lower index on ties */
     for (uint32_t j = 0; j < K; j++) {
         int64_t best = -1;
         float bv = 0;
         for (uint32_t e = 0; e < E; e++) {
-            bool taken = false;
+            bool taken = !routable(allow, e);
             for (uint32_t i = 0; i < j && !taken; i++)
                 taken = sel[i] == e;
             if (taken) continue;
@@ -128,7 +147,12 @@ static void group_by_expert(cq_moe_scratch *ms, uint32_t E, uint32_t K, size_t n
 void cq_moe_ffn(const cq_moe_io *io, const cq_moe *moe, size_t n, cq_token_fn make_input,
                 const void *ctx) {
     cq_moe_scratch *ms = io->ms;
-    const uint32_t E = moe->n_experts, K = moe->top_k;
+    const uint32_t E = moe->n_experts;
+    uint32_t K = moe->top_k;
+    if (io->allow) { /* top_k clamps to the routable count, as it does to the experts present */
+        uint32_t n_routable = cq_moe_routable(moe, io->allow);
+        if (n_routable < K) K = n_routable;
+    }
     const size_t H = io->hidden;
     /* make_input, then the router logits (and the shared expert's gate) in one region */
     cq_matmul router = {.p = {{.w = &moe->router, .y = ms->logits}}, .np = 1, .x = io->xn, .n = n};
@@ -136,7 +160,10 @@ void cq_moe_ffn(const cq_moe_io *io, const cq_moe *moe, size_t n, cq_token_fn ma
         router.p[router.np++] = (cq_product){.w = &moe->shared_gate, .y = ms->sgate};
     cq_matmul_after(io->sched, make_input, ctx, &router);
     for (size_t t = 0; t < n; t++)
-        route(moe, ms->logits + t * E, ms->sel + t * K, ms->w + t * K);
+        route(moe, io->allow, K, ms->logits + t * E, ms->sel + t * K, ms->w + t * K);
+    if (io->counts)
+        for (size_t i = 0; i < n * K; i++)
+            io->counts[ms->sel[i]]++;
     group_by_expert(ms, E, K, n);
     /* routed experts in index order, each over the rows of its tokens */
     memset(io->o, 0, n * H * sizeof(float));

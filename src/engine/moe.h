@@ -1,9 +1,14 @@
 /* moe.h - the mixture-of-experts FFN (spec §2.2), a sibling of the dense gated MLP in a layer.
  *
- * Routing per token: router logits r = R x; scores softmax(r) over all experts (sigmoid(r_e)
- * each when router_sigmoid); the top_k experts by score + expert_bias (ties to the lower
- * index) are selected, their scores renormalised to sum 1 when norm_topk_prob, then scaled by
- * routed_scaling_factor. o = sum w_e expert_e(x) + g shared(x), g = sigmoid(shared_gate x) or 1.
+ * Routing per token: router logits r = R x; scores softmax(r) over the routable experts
+ * (sigmoid(r_e) each when router_sigmoid); the top_k experts by score + expert_bias (ties to
+ * the lower index) among the routable ones are selected, their scores renormalised to sum 1
+ * when norm_topk_prob, then scaled by routed_scaling_factor.
+ * o = sum w_e expert_e(x) + g shared(x), g = sigmoid(shared_gate x) or 1.
+ * The routable set is every expert present unless the session restricts it (expert_allow: a
+ * task mask's expert area or a runtime restriction, spec §5 and §11.1); top_k then clamps to
+ * the routable count, so a restricted layer computes what the file with only those experts
+ * (moe-defrag) computes.
  *
  * A chunk of tokens is grouped by expert: each selected expert runs its gate/up/down over the
  * rows of its tokens as one batched product, so its weights are read once per chunk and an
@@ -30,6 +35,13 @@ typedef struct cq_moe_scratch {
     uint32_t *order; /* [batch * max_k] token-slot pairs grouped by expert (t * max_k + j) */
     float *xe, *ye;  /* [batch, hidden] an expert's gathered inputs, its outputs */
     uint32_t max_experts, max_k;
+    /* a runtime restriction's own copy (moe_session.c): rows[l] -> bits, NULL for dense layers */
+    const uint8_t **allow_rows;
+    uint8_t *allow_bits;
+    /* selection counters when counting (cortiq_session_count_routes): counts[l] has one entry
+     * per expert present of MoE layer l, NULL for a dense layer; NULL array = not counting */
+    uint64_t **counts;
+    uint64_t *count_store;
 } cq_moe_scratch;
 
 /* Widest intermediate size of the model's MoE layers' experts (0 without MoE layers). */
@@ -40,14 +52,25 @@ bool cq_moe_scratch_init(cq_moe_scratch *ms, const cortiq_model *m, size_t batch
 void cq_moe_scratch_free(cq_moe_scratch *ms);
 
 /* The buffers one MoE FFN call works in: xn [n, hidden] its input, o [n, hidden] its output,
- * g, u [n, max_ffn] the experts' gate/up scratch. */
+ * g, u [n, max_ffn] the experts' gate/up scratch; allow the layer's routable-expert bits
+ * (LSB-first, NULL = every expert present), counts its selection counters (NULL = none). */
 typedef struct cq_moe_io {
     cq_sched *sched;
     cq_moe_scratch *ms;
     const float *xn;
     float *o, *g, *u;
     uint32_t hidden;
+    const uint8_t *allow;
+    uint64_t *counts;
 } cq_moe_io;
+
+/* Experts of `moe` that `allow` leaves routable (all present when allow is NULL). */
+uint32_t cq_moe_routable(const cq_moe *moe, const uint8_t *allow);
+
+/* CMF_OK when every MoE layer of m keeps at least one routable expert under allow (n_layers
+ * rows, NULL array or entry = unrestricted); else CMF_E_INVALID_ARG naming the model's file
+ * and the layer. Whoever sets cortiq_session.expert_allow checks it with this first. */
+cmf_status cq_moe_check_allow(const cortiq_model *m, const uint8_t *const *allow, cmf_err *err);
 
 /* o = moe(xn) for n tokens. make_input(ctx, t) writes row t of xn first (the norm, and the
  * previous block's residual add); it runs in the parallel region of the router's product. */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/moe.h"
 #include "quant/qmat_gather.h"
 
 /* Indices of the set (want = 1) or clear (want = 0) bits among the first n of bits. */
@@ -127,7 +128,8 @@ static cmf_status build_experts(const cortiq_model *m, const cmf_masks *ms, cons
         const uint8_t *row = k->experts + (size_t)l * ms->expert_bytes;
         if (cmf_popcount(row, ms->n_experts) < ms->n_experts) t->expert_allow[l] = row;
     }
-    return CMF_OK;
+    /* a MoE layer left with no routable expert has nothing to compute: refuse the mask */
+    return cq_moe_check_allow(m, (const uint8_t *const *)t->expert_allow, err);
 }
 
 static cmf_status check_dims(const cortiq_model *m, const cmf_masks *ms, const cmf_mask *k,

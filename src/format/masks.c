@@ -225,10 +225,9 @@ cmf_status cmf__parse_masks_bytes(const uint8_t *sec, uint64_t len, const cmf_ar
         if ((st = parse_one(&c, json_array_get(arr, i), i, m, sec, len, 8 + (uint64_t)meta_len,
                             arch)))
             goto fail;
-    if (m->default_task && !cmf_masks_find(m, m->default_task)) {
-        st = jsonu_fail(&c, "masks meta default_task \"%s\" names no mask", m->default_task);
-        goto fail;
-    }
+    /* A default_task naming no mask selects none (the dense model): the other implementation
+     * writes "general" into every masks section whether or not such a mask exists. */
+    if (m->default_task && !cmf_masks_find(m, m->default_task)) m->default_task = NULL;
     *out = m;
     return CMF_OK;
 fail:
