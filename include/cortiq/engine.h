@@ -158,6 +158,13 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval(cortiq_session *s, co
                                                            size_t n, float *all_logits,
                                                            cmf_err *err);
 CORTIQ_API const float *cortiq_session_logits(const cortiq_session *s);
+/* cortiq_session_eval that also adds each token's final hidden state (after the final norm: the
+ * output head's input) into pooled[cortiq_model_hidden(m)], for mean-pooled embeddings. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval_pooled(cortiq_session *s,
+                                                                  const int32_t *tokens, size_t n,
+                                                                  float *pooled, cmf_err *err);
+/* The hidden size (the width of those states). */
+CORTIQ_API uint32_t cortiq_model_hidden(const cortiq_model *m);
 /* Drop positions >= pos (e.g. to re-run a prompt suffix). pos <= cortiq_session_pos(). */
 CORTIQ_API void cortiq_session_truncate(cortiq_session *s, uint32_t pos);
 

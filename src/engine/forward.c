@@ -239,8 +239,10 @@ static void head_forward(cortiq_session *s, const float *x, float *logits) {
             logits[i] = tanhf(logits[i] / m->final_softcap) * m->final_softcap;
 }
 
-cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
-                               float *all_logits, cmf_err *err) {
+/* cortiq_session_eval; with pooled non-NULL, each token's final-normed hidden state (the output
+ * head's input) is also added into pooled[hidden]. */
+static cmf_status eval(cortiq_session *s, const int32_t *tokens, size_t n, float *all_logits,
+                       float *pooled, cmf_err *err) {
     cortiq_model *m = s->m;
     if (n == 0) return CMF_OK;
     if ((uint64_t)s->pos + n > s->ctx)
@@ -259,6 +261,11 @@ cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t 
         if (all_logits)
             for (size_t t = 0; t < b; t++)
                 head_forward(s, s->x + t * m->hidden, all_logits + (done + t) * m->vocab);
+        for (size_t t = 0; pooled && t < b; t++) {
+            rmsnorm(s->xn, s->x + t * m->hidden, m->final_norm, m->hidden, m->eps);
+            for (uint32_t i = 0; i < m->hidden; i++)
+                pooled[i] += s->xn[i];
+        }
         s->pos += (uint32_t)b;
         done += b;
         if (done == n) {
@@ -269,4 +276,18 @@ cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t 
         }
     }
     return CMF_OK;
+}
+
+cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
+                               float *all_logits, cmf_err *err) {
+    return eval(s, tokens, n, all_logits, NULL, err);
+}
+
+cmf_status cortiq_session_eval_pooled(cortiq_session *s, const int32_t *tokens, size_t n,
+                                      float *pooled, cmf_err *err) {
+    return eval(s, tokens, n, NULL, pooled, err);
+}
+
+uint32_t cortiq_model_hidden(const cortiq_model *m) {
+    return m->hidden;
 }
