@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#define BATCHED_MIN   4   /* cortiq_session_eval batches from 4 tokens on (docs/ARCHITECTURE.md) */
 #define PREFILL_CHUNK 512 /* tokens per engine turn: a long prompt does not stall other slots */
 
 static double now_s(void) {
@@ -75,7 +76,11 @@ static int prefill(srv_gen *g, char *why, size_t why_len) {
     size_t k = 0;
     while (k < sl->n_hist && k < g->n_prompt && sl->hist[k] == g->prompt[k])
         k++;
-    if (k == g->n_prompt) k--;
+    /* the uncached rest goes through the batched path (>= 4 tokens) as in a fresh request, so
+     * a cached prefix never changes an answer (one token alone takes the decode kernels, whose
+     * rounding differs) */
+    if (g->n_prompt - k < BATCHED_MIN)
+        k = g->n_prompt > BATCHED_MIN ? g->n_prompt - BATCHED_MIN : 0;
     cortiq_session_truncate(sl->sess, (uint32_t)k);
     __atomic_store_n(&sl->n_hist, k, __ATOMIC_RELAXED);
     g->cached = k;

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# `cortiq serve --parallel 4` on the tiny model under 40 requests from 8 concurrent clients,
+# some streamed, some dropped part-way by the client: no crash, every completed greedy answer
+# equal to the same request served alone, the server answers afterwards and exits cleanly.
+set -uo pipefail
+. "${CORTIQ_SOURCE_DIR:?}/tests/server/serve_lib.sh"
+m="$serve_tmp/m.cmf"
+"$bin" convert --model "$CORTIQ_SOURCE_DIR/tests/fixtures/tiny/qwen3" --quant q8 --output "$m" -q || exit 1
+serve_start "$m" --ctx 256 --parallel 4 -t 2 || exit 1
+fail=0
+python3 "$CORTIQ_SOURCE_DIR/tests/server/load_check.py" "$base" 40 8 || fail=1
+curl -s "$base/metrics" | grep -q '^cortiq_requests_total{endpoint="chat",outcome="ok"} [1-9]' || { echo "FAIL: metrics"; fail=1; }
+serve_stop || { echo "FAIL: the server did not exit cleanly"; fail=1; }
+exit $fail
