@@ -163,6 +163,15 @@ CORTIQ_API const float *cortiq_session_logits(const cortiq_session *s);
 CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval_pooled(cortiq_session *s,
                                                                   const int32_t *tokens, size_t n,
                                                                   float *pooled, cmf_err *err);
+/* One decode step of several sessions of one model in one pass over the weights: session i
+ * evaluates tokens[i] at its own position (n <= 16, each session once; a mixture-of-experts
+ * model is refused with CMF_E_UNSUPPORTED). Every session's logits are exactly those
+ * cortiq_session_eval of its token alone gives: the same one-token kernels on the same rows,
+ * but each piece of weights is read from memory once for all the tokens (decode is bound by
+ * memory bandwidth, so n streams cost little more than one). Runs on sessions[0]'s scratch. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval_batch(cortiq_session *const *sessions,
+                                                                 const int32_t *tokens, size_t n,
+                                                                 cmf_err *err);
 /* The hidden size (the width of those states). */
 CORTIQ_API uint32_t cortiq_model_hidden(const cortiq_model *m);
 /* Drop positions >= pos (e.g. to re-run a prompt suffix). pos <= cortiq_session_pos(). */
