@@ -61,6 +61,7 @@ int srv_gen_start(srv_gen *g, srv_ctx *c, srv_slot *slot, const srv_request *rq,
 }
 
 void srv_gen_free(srv_gen *g) {
+    if (g->decoding) srv_slots_decoders(&g->c->slots, -1); /* cancelled mid-answer */
     cortiq_sampler_free(g->smp);
     cmf_detok_stream_free(g->ds);
     free(g->work);
@@ -219,7 +220,7 @@ int srv_gen_step(srv_gen *g, size_t *from, size_t *to, char *why, size_t why_len
     if (!g->t_first && !g->has_pending) {
         if (prefill(g, why, why_len)) return -1;
     } else if (g->has_pending) {
-        if (srv_slot_eval(&g->c->slots, g->slot, &g->pending, 1, why, why_len)) return -1;
+        if (srv_slot_decode(&g->c->slots, g->slot, g->pending, why, why_len)) return -1;
         g->has_pending = false;
     }
     srv_slot *sl = g->slot;
@@ -264,9 +265,15 @@ int srv_gen_step(srv_gen *g, size_t *from, size_t *to, char *why, size_t why_len
         } else {
             g->pending = t;
             g->has_pending = true;
+            if (!g->decoding) srv_slots_decoders(&g->c->slots, +1);
+            g->decoding = true;
         }
     }
     if (g->done) g->t_end = now_s();
+    if (g->done && g->decoding) {
+        srv_slots_decoders(&g->c->slots, -1);
+        g->decoding = false;
+    }
     size_t end = g->done ? g->len : safe_end(g);
     *from = g->emitted;
     *to = end;

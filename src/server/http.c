@@ -75,8 +75,11 @@ static enum MHD_Result models(struct MHD_Connection *conn, srv_ctx *c) {
 static enum MHD_Result metrics(struct MHD_Connection *conn, srv_ctx *c) {
     uint64_t used, cap;
     srv_slots_kv_use(&c->slots, &used, &cap);
+    pthread_mutex_lock(&c->slots.batch_mu);
+    uint64_t batches = c->slots.batches, batched = c->slots.batched_tokens;
+    pthread_mutex_unlock(&c->slots.batch_mu);
     char *t = srv_metrics_render(&c->metrics, c->slots.n, srv_slots_busy(&c->slots),
-                                 srv_slots_waiting(&c->slots), used, cap);
+                                 srv_slots_waiting(&c->slots), used, cap, batches, batched);
     if (!t) return MHD_NO;
     return srv_reply_text(conn, c, 200, "text/plain; version=0.0.4", t, strlen(t));
 }

@@ -93,7 +93,8 @@ static void put_hist(out *o, const char *name, const char *help, const srv_hist 
 }
 
 char *srv_metrics_render(srv_metrics *m, unsigned slots, unsigned busy, unsigned waiting,
-                         uint64_t kv_used, uint64_t kv_cap) {
+                         uint64_t kv_used, uint64_t kv_cap, uint64_t batches,
+                         uint64_t batched_tokens) {
     static const char *ep[SRV_EP_COUNT] = {"chat", "completions", "embeddings", "other"};
     static const char *oc[] = {"ok",           "client_error", "rate_limited",
                                "server_error", "unavailable",  "cancelled"};
@@ -134,5 +135,11 @@ char *srv_metrics_render(srv_metrics *m, unsigned slots, unsigned busy, unsigned
         "# HELP cortiq_kv_positions_capacity KV cache positions, all slots.\n"
         "# TYPE cortiq_kv_positions_capacity gauge\ncortiq_kv_positions_capacity %llu\n",
         slots, busy, waiting, (unsigned long long)kv_used, (unsigned long long)kv_cap);
+    put(&o,
+        "# HELP cortiq_decode_passes_total Decode passes over the weights (continuous batching).\n"
+        "# TYPE cortiq_decode_passes_total counter\ncortiq_decode_passes_total %llu\n"
+        "# HELP cortiq_decode_pass_tokens_total Tokens those passes decoded (all slots).\n"
+        "# TYPE cortiq_decode_pass_tokens_total counter\ncortiq_decode_pass_tokens_total %llu\n",
+        (unsigned long long)batches, (unsigned long long)batched_tokens);
     return o.s;
 }

@@ -47,6 +47,7 @@ void srv_metrics_tokens(srv_metrics *m, size_t prompt, size_t cached, size_t gen
 
 /* The exposition text (malloc'd): the counters above plus the gauges given. */
 char *srv_metrics_render(srv_metrics *m, unsigned slots, unsigned busy, unsigned waiting,
-                         uint64_t kv_used, uint64_t kv_cap);
+                         uint64_t kv_used, uint64_t kv_cap, uint64_t batches,
+                         uint64_t batched_tokens);
 
 #endif

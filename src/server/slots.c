@@ -14,6 +14,8 @@ int srv_slots_init(srv_slots *s, cortiq_model *m, cortiq_session *first, unsigne
     pthread_cond_init(&s->freed, NULL);
     pthread_mutex_init(&s->turn_mu, NULL);
     pthread_cond_init(&s->turn_cv, NULL);
+    pthread_mutex_init(&s->batch_mu, NULL);
+    pthread_cond_init(&s->batch_cv, NULL);
     s->max_waiting = max_waiting;
     if (!(s->slot = calloc(n, sizeof *s->slot))) {
         snprintf(why, why_len, "out of memory for %u slots", n);
@@ -52,6 +54,8 @@ void srv_slots_free(srv_slots *s) {
     pthread_cond_destroy(&s->freed);
     pthread_mutex_destroy(&s->turn_mu);
     pthread_cond_destroy(&s->turn_cv);
+    pthread_mutex_destroy(&s->batch_mu);
+    pthread_cond_destroy(&s->batch_cv);
     memset(s, 0, sizeof *s);
 }
 
@@ -179,4 +183,105 @@ int srv_slot_eval(srv_slots *s, srv_slot *slot, const int32_t *tokens, size_t n,
     memcpy(slot->hist + slot->n_hist, tokens, n * sizeof *tokens);
     __atomic_store_n(&slot->n_hist, slot->n_hist + n, __ATOMIC_RELAXED); /* read by /metrics */
     return 0;
+}
+
+/* ---- continuous batching ---- */
+
+#define GATHER_WAIT_S 0.002 /* how long a leader waits for the other decoding slots to join */
+
+typedef struct srv_decode {
+    srv_slot *slot;
+    int32_t token;
+    int rc;
+    bool done;
+    char why[CMF_ERR_MSG_MAX];
+} srv_decode;
+
+void srv_slots_decoders(srv_slots *s, int delta) {
+    pthread_mutex_lock(&s->batch_mu);
+    s->decoders = (unsigned)((int)s->decoders + delta);
+    pthread_cond_broadcast(&s->batch_cv); /* a leader may be waiting for this one */
+    pthread_mutex_unlock(&s->batch_mu);
+}
+
+static void abs_time(double from_now, struct timespec *ts) {
+    clock_gettime(CLOCK_REALTIME, ts);
+    double t = (double)ts->tv_sec + ts->tv_nsec * 1e-9 + from_now;
+    ts->tv_sec = (time_t)t;
+    ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
+}
+
+/* Evaluate the gathered steps: one batched pass, or one by one when the model refuses batches
+ * or the batch fails (then each step's own error reaches its own request). */
+static void run_batch(srv_slots *s, srv_decode **d, unsigned n) {
+    cortiq_session *sess[16];
+    int32_t tok[16];
+    for (unsigned i = 0; i < n; i++) {
+        sess[i] = d[i]->slot->sess;
+        tok[i] = d[i]->token;
+    }
+    cmf_err err;
+    srv_turn_take(s);
+    bool one_by_one = n == 1 || s->no_batch;
+    if (!one_by_one) {
+        cmf_status st = cortiq_session_eval_batch(sess, tok, n, &err);
+        if (st == CMF_E_UNSUPPORTED) s->no_batch = true;
+        one_by_one = st != CMF_OK;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        d[i]->rc = 0;
+        if (one_by_one && cortiq_session_eval(sess[i], &tok[i], 1, NULL, &err)) {
+            d[i]->rc = -1;
+            snprintf(d[i]->why, sizeof d[i]->why, "%s", err.msg);
+        }
+    }
+    srv_turn_give(s);
+    for (unsigned i = 0; i < n; i++) {
+        srv_slot *sl = d[i]->slot;
+        if (d[i]->rc) {
+            cortiq_session_reset(sl->sess);
+            __atomic_store_n(&sl->n_hist, 0, __ATOMIC_RELAXED);
+        } else {
+            sl->hist[sl->n_hist] = tok[i];
+            __atomic_store_n(&sl->n_hist, sl->n_hist + 1, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+int srv_slot_decode(srv_slots *s, srv_slot *slot, int32_t token, char *why, size_t why_len) {
+    srv_decode me = {.slot = slot, .token = token};
+    pthread_mutex_lock(&s->batch_mu);
+    while (s->n_pending == 16)
+        pthread_cond_wait(&s->batch_cv, &s->batch_mu);
+    s->pending[s->n_pending++] = &me;
+    pthread_cond_broadcast(&s->batch_cv);
+    while (!me.done) {
+        if (s->leader) {
+            pthread_cond_wait(&s->batch_cv, &s->batch_mu);
+            continue;
+        }
+        s->leader = true;
+        struct timespec until;
+        abs_time(GATHER_WAIT_S, &until);
+        while (s->n_pending < s->decoders && s->n_pending < 16 &&
+               pthread_cond_timedwait(&s->batch_cv, &s->batch_mu, &until) == 0) {
+        }
+        srv_decode *batch[16];
+        unsigned n = s->n_pending;
+        memcpy(batch, s->pending, n * sizeof *batch);
+        s->n_pending = 0;
+        pthread_cond_broadcast(&s->batch_cv); /* room in pending again */
+        pthread_mutex_unlock(&s->batch_mu);
+        run_batch(s, batch, n);
+        pthread_mutex_lock(&s->batch_mu);
+        s->batches++;
+        s->batched_tokens += n;
+        for (unsigned i = 0; i < n; i++)
+            batch[i]->done = true;
+        s->leader = false;
+        pthread_cond_broadcast(&s->batch_cv);
+    }
+    pthread_mutex_unlock(&s->batch_mu);
+    if (me.rc) snprintf(why, why_len, "%s", me.why);
+    return me.rc;
 }

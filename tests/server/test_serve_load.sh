@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `cortiq serve --parallel 4` on the tiny model under 40 requests from 8 concurrent clients,
 # some streamed, some dropped part-way by the client: no crash, every completed greedy answer
-# equal to the same request served alone, the server answers afterwards and exits cleanly.
+# equal to the same request served alone (continuous batching gives each slot exactly its own
+# logits), decode passes shared by several slots, the server answers afterwards and exits cleanly.
 set -uo pipefail
 . "${CORTIQ_SOURCE_DIR:?}/tests/server/serve_lib.sh"
 m="$serve_tmp/m.cmf"
@@ -9,6 +10,12 @@ m="$serve_tmp/m.cmf"
 serve_start "$m" --ctx 256 --parallel 4 -t 2 || exit 1
 fail=0
 python3 "$CORTIQ_SOURCE_DIR/tests/server/load_check.py" "$base" 40 8 || fail=1
-curl -s "$base/metrics" | grep -q '^cortiq_requests_total{endpoint="chat",outcome="ok"} [1-9]' || { echo "FAIL: metrics"; fail=1; }
+curl -s "$base/metrics" >"$serve_tmp/metrics"
+grep -q '^cortiq_requests_total{endpoint="chat",outcome="ok"} [1-9]' "$serve_tmp/metrics" || { echo "FAIL: metrics"; fail=1; }
+# continuous batching happened: the decode passes carried more than one token on average
+passes=$(sed -n 's/^cortiq_decode_passes_total //p' "$serve_tmp/metrics")
+tokens=$(sed -n 's/^cortiq_decode_pass_tokens_total //p' "$serve_tmp/metrics")
+echo "decode passes $passes, tokens $tokens"
+[ -n "$passes" ] && [ "$tokens" -gt $((passes * 3 / 2)) ] || { echo "FAIL: decode steps were not batched"; fail=1; }
 serve_stop || { echo "FAIL: the server did not exit cleanly"; fail=1; }
 exit $fail
