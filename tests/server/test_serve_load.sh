@@ -9,7 +9,7 @@ m="$serve_tmp/m.cmf"
 "$bin" convert --model "$CORTIQ_SOURCE_DIR/tests/fixtures/tiny/qwen3" --quant q8 --output "$m" -q || exit 1
 serve_start "$m" --ctx 256 --parallel 4 -t 2 || exit 1
 fail=0
-python3 "$CORTIQ_SOURCE_DIR/tests/server/load_check.py" "$base" 40 8 || fail=1
+python3 -S "$CORTIQ_SOURCE_DIR/tests/server/load_check.py" "$base" 40 8 || fail=1
 curl -s "$base/metrics" >"$serve_tmp/metrics"
 grep -q '^cortiq_requests_total{endpoint="chat",outcome="ok"} [1-9]' "$serve_tmp/metrics" || { echo "FAIL: metrics"; fail=1; }
 # continuous batching happened: the decode passes carried more than one token on average

@@ -13,6 +13,6 @@ m="$serve_tmp/smollm2.cmf"
 serve_start "$m" --ctx 1024 --parallel 2 || exit 1
 fail=0
 python3 "$CORTIQ_SOURCE_DIR/tests/server/openai_check.py" "$base" smollm2 "$serve_tmp/want" || fail=1
-python3 "$CORTIQ_SOURCE_DIR/tests/server/load_check.py" "$base" 16 4 || fail=1
+python3 -S "$CORTIQ_SOURCE_DIR/tests/server/load_check.py" "$base" 16 4 || fail=1
 serve_stop || { echo "FAIL: the server did not exit cleanly"; fail=1; }
 exit $fail
