@@ -46,28 +46,33 @@ void srv_request_free(srv_request *r) {
  * the key before the error position names the parameter. */
 static void parse_error(const char *body, size_t len, const json_error_t *je, srv_error *e) {
     size_t pos = (size_t)je->position < len ? (size_t)je->position : len;
-    const char *p = body + pos;
     /* the last "key": before the error */
     char key[64] = "";
-    for (const char *q = p; q > body; q--) {
-        if (*q != ':') continue;
-        const char *end = q - 1;
-        while (end > body && (*end == ' ' || *end == '\t' || *end == '\n' || *end == '\r'))
+    size_t q = pos < len ? pos : len; /* indexes, never a pointer before body */
+    while (q > 0 && body[q - 1] != ':')
+        q--;
+    if (q > 0) {
+        size_t end = q - 1; /* the ':' */
+        while (end > 0 && strchr(" \t\r\n", body[end - 1]))
             end--;
-        if (*end != '"') break;
-        const char *start = end - 1;
-        while (start >= body && *start != '"')
-            start--;
-        if (start < body) break;
-        size_t kl = (size_t)(end - start - 1);
-        if (kl >= sizeof key) kl = sizeof key - 1;
-        memcpy(key, start + 1, kl);
-        key[kl] = '\0';
-        break;
+        if (end > 0 && body[end - 1] == '"') {
+            size_t start = end - 1; /* the closing quote */
+            while (start > 0 && body[start - 1] != '"')
+                start--;
+            if (start > 0) {
+                size_t kl = end - 1 - start;
+                if (kl >= sizeof key) kl = sizeof key - 1;
+                memcpy(key, body + start, kl);
+                key[kl] = '\0';
+            }
+        }
     }
-    bool nonfinite = false;
-    for (const char *q = p > body + 16 ? p - 16 : body; q < body + len && q < p + 16; q++)
-        if (!strncmp(q, "NaN", 3) || !strncmp(q, "Infinity", 8)) nonfinite = true;
+    bool nonfinite = false; /* "NaN" or "Infinity" within 16 bytes of the error */
+    size_t from = pos > 16 ? pos - 16 : 0, to = pos + 16 < len ? pos + 16 : len;
+    for (size_t i = from; i < to; i++)
+        if ((to - i >= 3 && !memcmp(body + i, "NaN", 3)) ||
+            (to - i >= 8 && !memcmp(body + i, "Infinity", 8)))
+            nonfinite = true;
     if (nonfinite && key[0])
         srv_error_set(e, 400, key, "%s: not a finite number (NaN and Infinity are not JSON)", key);
     else
