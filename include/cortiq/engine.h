@@ -154,6 +154,11 @@ CORTIQ_API uint32_t cortiq_session_ctx(const cortiq_session *s);
  * cortiq_session_logits() holds the logits of the last token. If all_logits is non-NULL it
  * receives n x vocab logits (one row per token; used by perplexity). Fails CMF_E_LIMIT when
  * the context would overflow, CMF_E_INVALID_ARG for a token id outside the vocabulary. */
+/* cortiq_session_eval runs its tokens in chunks of this many, counted from the call's first
+ * token, and a token's logits depend on the size class of its chunk (fewer than 4 tokens take
+ * the one-token kernels, whose rounding differs from the batched ones). A caller that reuses a
+ * cached prefix and wants the result a fresh evaluation gives starts at a multiple of it. */
+#define CORTIQ_EVAL_CHUNK 128
 CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens,
                                                            size_t n, float *all_logits,
                                                            cmf_err *err);

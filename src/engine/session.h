@@ -13,7 +13,7 @@
 #include "engine/moe.h"
 
 #ifndef CQ_BATCH
-#define CQ_BATCH 128 /* tokens per prefill chunk */
+#define CQ_BATCH CORTIQ_EVAL_CHUNK /* tokens per prefill chunk (cortiq/engine.h) */
 #endif
 
 struct cortiq_session {

@@ -19,7 +19,10 @@ typedef struct srv_ctx {
     srv_metrics metrics;
     srv_config cfg;
     long created;
-    volatile int stopping; /* set on SIGINT/SIGTERM: generations end, waits give up */
+    /* the first SIGINT/SIGTERM sets stopping: no new work (503), the requests in flight finish;
+     * a second sets aborting: generations end at their next token */
+    volatile int stopping, aborting;
+    int in_flight; /* requests being handled (atomic) */
 } srv_ctx;
 
 #endif

@@ -7,8 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#define BATCHED_MIN   4   /* cortiq_session_eval batches from 4 tokens on (docs/ARCHITECTURE.md) */
-#define PREFILL_CHUNK 512 /* tokens per engine turn: a long prompt does not stall other slots */
+#define PREFILL_CHUNK (4 * CORTIQ_EVAL_CHUNK) /* per engine turn: other slots go on between */
 
 static double now_s(void) {
     struct timespec ts;
@@ -77,11 +76,11 @@ static int prefill(srv_gen *g, char *why, size_t why_len) {
     size_t k = 0;
     while (k < sl->n_hist && k < g->n_prompt && sl->hist[k] == g->prompt[k])
         k++;
-    /* the uncached rest goes through the batched path (>= 4 tokens) as in a fresh request, so
-     * a cached prefix never changes an answer (one token alone takes the decode kernels, whose
-     * rounding differs) */
-    if (g->n_prompt - k < BATCHED_MIN)
-        k = g->n_prompt > BATCHED_MIN ? g->n_prompt - BATCHED_MIN : 0;
+    /* whole engine chunks only: the rest is evaluated in the same chunks as a fresh prompt (a
+     * token's result depends on its chunk's size class, cortiq/engine.h), so a cached prefix
+     * never changes an answer; at least one chunk is evaluated, for the logits */
+    k = k / CORTIQ_EVAL_CHUNK * CORTIQ_EVAL_CHUNK;
+    if (k == g->n_prompt) k -= CORTIQ_EVAL_CHUNK;
     cortiq_session_truncate(sl->sess, (uint32_t)k);
     __atomic_store_n(&sl->n_hist, k, __ATOMIC_RELAXED);
     g->cached = k;
@@ -258,7 +257,7 @@ int srv_gen_step(srv_gen *g, size_t *from, size_t *to, char *why, size_t why_len
         } else if (g->n_gen >= g->max_tokens || sl->n_hist + 1 >= cortiq_session_ctx(sl->sess)) {
             g->finish = "length";
             g->done = true;
-        } else if (g->c->stopping ||
+        } else if (g->c->aborting ||
                    (g->c->cfg.max_seconds > 0 && now_s() - g->t_start > g->c->cfg.max_seconds)) {
             g->finish = "length";
             g->done = true;

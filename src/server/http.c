@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +107,11 @@ static enum MHD_Result route(srv_ctx *c, struct MHD_Connection *conn, const char
                               "slots_processing", (json_int_t)srv_slots_busy(&c->slots));
         return srv_reply_json(conn, c, c->stopping ? 503 : 200, h);
     }
+    if (c->stopping) { /* draining: a load balancer retries elsewhere */
+        srv_error_set(&e, 503, NULL, "the server is shutting down");
+        srv_metrics_request(&c->metrics, SRV_EP_OTHER, SRV_OUT_503, 0);
+        return srv_reply_error(conn, c, &e, "5");
+    }
     if (c->cfg.api_key && !authorized(conn, c->cfg.api_key)) {
         srv_error_set(&e, 401, NULL, "a valid API key is needed (Authorization: Bearer KEY)");
         srv_metrics_request(&c->metrics, SRV_EP_OTHER, SRV_OUT_4XX, 0);
@@ -141,6 +147,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         if (!(b = calloc(1, sizeof *b))) return MHD_NO;
         b->t0 = srv_now();
         *con_cls = b;
+        __atomic_add_fetch(&c->in_flight, 1, __ATOMIC_SEQ_CST);
         return MHD_YES;
     }
     if (*upload_data_size) {
@@ -153,11 +160,14 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe) {
-    (void)cls;
     (void)conn;
     (void)toe;
+    srv_ctx *c = cls;
     body *b = *con_cls;
-    if (b) free(b->data);
+    if (b) {
+        free(b->data);
+        __atomic_sub_fetch(&c->in_flight, 1, __ATOMIC_SEQ_CST);
+    }
     free(b);
     *con_cls = NULL;
 }
@@ -169,6 +179,25 @@ static int fill_eos(srv_ctx *c) {
     for (size_t i = 0; i < tc->n_eos; i++)
         c->eos[c->n_eos++] = (int32_t)tc->eos_token_ids[i];
     return 0;
+}
+
+/* The next SIGINT or SIGTERM (blocked in every thread by the command). */
+static int wait_signal(void) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    int sig = 0;
+    sigwait(&set, &sig);
+    return sig;
+}
+
+static void *second_signal(void *arg) {
+    srv_ctx *c = arg;
+    wait_signal();
+    fprintf(stderr, "cortiq serve: second signal: ending the generations now\n");
+    __atomic_store_n(&c->aborting, 1, __ATOMIC_SEQ_CST);
+    return NULL;
 }
 
 int srv_main(cortiq_runtime *rt, const srv_config *cfg) {
@@ -199,7 +228,7 @@ int srv_main(cortiq_runtime *rt, const srv_config *cfg) {
         goto out;
     }
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                     MHD_USE_POLL | (v6 ? MHD_USE_IPv6 : 0);
+                     MHD_USE_POLL | MHD_USE_ITC | (v6 ? MHD_USE_IPv6 : 0);
     d = MHD_start_daemon(flags, (uint16_t)cfg->port, NULL, NULL, on_request, c,
                          MHD_OPTION_SOCK_ADDR, v6 ? (struct sockaddr *)&a6 : (struct sockaddr *)&a4,
                          MHD_OPTION_NOTIFY_COMPLETED, on_completed, c, MHD_OPTION_CONNECTION_LIMIT,
@@ -216,18 +245,24 @@ int srv_main(cortiq_runtime *rt, const srv_config *cfg) {
             "cortiq serve: listening on http://%s%s%s:%u (model %s, %u slot%s of %u positions)\n",
             v6 ? "[" : "", cfg->host, v6 ? "]" : "", port, cfg->model_id, cfg->parallel,
             cfg->parallel == 1 ? "" : "s", c->ctx);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGTERM);
-    int sig = 0;
-    sigwait(&set, &sig);
-    fprintf(stderr, "cortiq serve: %s: finishing the requests in flight\n",
+    int sig = wait_signal();
+    fprintf(stderr,
+            "cortiq serve: %s: finishing the requests in flight (again to cut them short)\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
-    /* stop accepting, end the generations at their next token, wait for their threads */
+    /* drain: stop accepting, refuse new requests on open connections (503), let the requests in
+     * flight finish; a second signal ends their generations at the next token */
     MHD_quiesce_daemon(d);
-    c->stopping = 1;
+    __atomic_store_n(&c->stopping, 1, __ATOMIC_SEQ_CST);
+    pthread_t second;
+    bool watching = pthread_create(&second, NULL, second_signal, c) == 0;
+    while (__atomic_load_n(&c->in_flight, __ATOMIC_SEQ_CST) > 0 &&
+           !__atomic_load_n(&c->aborting, __ATOMIC_SEQ_CST))
+        nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
     MHD_stop_daemon(d);
+    if (watching) {
+        pthread_cancel(second); /* it waits in sigwait, a cancellation point */
+        pthread_join(second, NULL);
+    }
     rc = 0;
 out:
     if (c->slots.slot) srv_slots_free(&c->slots);

@@ -7,7 +7,7 @@ set -uo pipefail
 . "${CORTIQ_SOURCE_DIR:?}/tests/server/serve_lib.sh"
 m="$serve_tmp/m.cmf"
 "$bin" convert --model "$CORTIQ_SOURCE_DIR/tests/fixtures/tiny/qwen3" --quant q8 --output "$m" -q || exit 1
-serve_start "$m" --ctx 128 --parallel 2 || exit 1
+serve_start "$m" --ctx 256 --parallel 2 || exit 1
 fail=0
 check() { "$@" || { echo "FAIL: $*"; fail=1; }; }
 post() { curl -s -o "$serve_tmp/body" -w '%{http_code}' "$base$1" -H 'Content-Type: application/json' -d "$2"; }
@@ -22,14 +22,14 @@ check [ "$(curl -s -o "$serve_tmp/body" -w '%{http_code}' "$base/nope")" = 404 ]
 check [ "$(json 'd["error"]["type"]')" = not_found_error ]
 
 # greedy chat equals `cortiq run --greedy` (same template, same tokens)
-want=$("$bin" run "$m" --prompt "Tell me a story" --max-tokens 12 --greedy --ctx 128 2>/dev/null)
+want=$("$bin" run "$m" --prompt "Tell me a story" --max-tokens 12 --greedy --ctx 256 2>/dev/null)
 check [ "$(post /v1/chat/completions '{"model":"m","messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":12,"temperature":0}')" = 200 ]
 got=$(json 'd["choices"][0]["message"]["content"]')
 check [ "$got" == "$want" ]
 check [ "$(json 'd["usage"]["completion_tokens"]')" = 12 ]
 check [ "$(json 'd["choices"][0]["finish_reason"]')" = length ]
 # the same seed and sampling as `cortiq run`
-want=$("$bin" run "$m" --prompt "Tell me a story" --max-tokens 12 --temp 0.9 --seed 42 --ctx 128 2>/dev/null)
+want=$("$bin" run "$m" --prompt "Tell me a story" --max-tokens 12 --temp 0.9 --seed 42 --ctx 256 2>/dev/null)
 post /v1/chat/completions '{"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":12,"temperature":0.9,"seed":42}' >/dev/null
 check [ "$(json 'd["choices"][0]["message"]["content"]')" == "$want" ]
 
@@ -77,11 +77,11 @@ check [ "$(post /v1/chat/completions '{"messages":[{"role":"user","content":"hi"
 check [ "$(json 'd["error"]["param"]')" = top_p ]
 check [ "$(post /v1/chat/completions '{"messages":[{"role":"user","content":"hi"}],"max_tokens":100000000000}')" = 400 ]
 check [ "$(json 'd["error"]["param"]')" = max_tokens ]
-check [ "$(post /v1/chat/completions '{"messages":[{"role":"user","content":"hi"}],"max_tokens":120}')" = 400 ]
-check jcheck '"exceed the context of 128" in d["error"]["message"]'
+check [ "$(post /v1/chat/completions '{"messages":[{"role":"user","content":"hi"}],"max_tokens":250}')" = 400 ]
+check jcheck '"exceed the context of 256" in d["error"]["message"]'
 long=$(python3 -S -c 'print("word " * 400)')
 check [ "$(post /v1/completions "{\"prompt\":\"$long\"}")" = 400 ]
-check jcheck '"context holds 128" in d["error"]["message"]'
+check jcheck '"context holds 256" in d["error"]["message"]'
 check [ "$(post /v1/chat/completions '{"messages":"hi"}')" = 400 ]
 check [ "$(post /v1/chat/completions '{"messages":[{"role":"user","content":"hi"}],"max_tokens":2,"no_such_field":{"x":1}}')" = 200 ]
 head -c $((9 << 20)) /dev/zero | tr '\0' ' ' >"$serve_tmp/big"
@@ -96,13 +96,22 @@ post /v1/completions '{"prompt":"Once upon","max_tokens":1,"temperature":0,"logp
 check jcheck 'len(d["choices"][0]["logprobs"]["top_logprobs"][0]) == 2 and len(d["choices"][0]["logprobs"]["tokens"]) == 1'
 check [ -n "$first" ]
 
+# a conversation that comes back reuses its slot's cache (whole 128-token chunks of it), and the
+# answer is the one a fresh evaluation gives
+long=$(python3 -S -c 'import json; print(json.dumps({"messages":[{"role":"user","content":"tell me " * 22}],"max_tokens":8,"temperature":0}))')
+post /v1/chat/completions "$long" >/dev/null
+first=$(json 'd["choices"][0]["message"]["content"]')
+check jcheck 'd["usage"]["prompt_tokens"] > 128'
+post /v1/chat/completions "$long" >/dev/null
+check [ "$(json 'd["choices"][0]["message"]["content"]')" == "$first" ]
+
 # /metrics counts what was served
 curl -s "$base/metrics" >"$serve_tmp/metrics"
 check grep -q '^cortiq_requests_total{endpoint="chat",outcome="ok"} [1-9]' "$serve_tmp/metrics"
 check grep -q '^cortiq_generated_tokens_total [1-9]' "$serve_tmp/metrics"
 check grep -q '^cortiq_request_seconds_bucket{le="+Inf"} [1-9]' "$serve_tmp/metrics"
 check grep -q '^cortiq_queue_depth 0' "$serve_tmp/metrics"
-check grep -q '^cortiq_kv_positions_capacity 256' "$serve_tmp/metrics"
+check grep -q '^cortiq_kv_positions_capacity 512' "$serve_tmp/metrics"
 # the same conversation again finds its prefix in a slot's cache
 check grep -q '^cortiq_prompt_tokens_cached_total [1-9]' "$serve_tmp/metrics"
 
