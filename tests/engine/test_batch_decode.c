@@ -10,7 +10,7 @@
 #include "test.h"
 #include "tiny_fixture.h"
 
-#define NS 5
+#define NS    5
 #define STEPS 6
 
 static void check_family(const char *fam, const char *quant) {
@@ -52,8 +52,8 @@ static void check_family(const char *fam, const char *quant) {
             CHECK(cortiq_session_eval_batch(batched + i, next + i, 1, &err) == CMF_OK);
         for (int i = 0; i < NS; i++) {
             CHECK(cortiq_session_pos(alone[i]) == cortiq_session_pos(batched[i]));
-            mismatches += memcmp(cortiq_session_logits(alone[i]),
-                                 cortiq_session_logits(batched[i]), V * sizeof(float)) != 0;
+            mismatches += memcmp(cortiq_session_logits(alone[i]), cortiq_session_logits(batched[i]),
+                                 V * sizeof(float)) != 0;
         }
     }
     CHECK_MSG(mismatches == 0, "%s %s: %d session steps differ from decoding alone", fam, quant,
