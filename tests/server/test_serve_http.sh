@@ -50,6 +50,20 @@ assert all(c["usage"] is None for c in chunks[:-1]) and chunks[-1]["usage"]["com
 assert chunks[-1]["choices"] == []
 assert chunks[-2]["choices"][0]["finish_reason"] == "length"
 PY
+# n = 2 streamed: each choice's chunks carry its index, each ends with its finish_reason, and the
+# choices' texts equal the whole answer's
+curl -sN "$base/v1/chat/completions" -d '{"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":6,"temperature":0.9,"seed":3,"n":2,"stream":true}' >"$serve_tmp/sse_n"
+post /v1/chat/completions '{"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":6,"temperature":0.9,"seed":3,"n":2}' >/dev/null
+python3 -S - "$serve_tmp/sse_n" "$serve_tmp/body" <<'PY' || fail=1
+import json, sys
+chunks = [json.loads(e[6:]) for e in open(sys.argv[1], encoding="utf-8").read().split("\n\n") if e.startswith("data: {")]
+whole = json.load(open(sys.argv[2]))
+for i in (0, 1):
+    mine = [c["choices"][0] for c in chunks if c["choices"][0]["index"] == i]
+    text = "".join(c["delta"].get("content") or "" for c in mine)
+    assert mine[-1]["finish_reason"] == "length" and all(c["finish_reason"] is None for c in mine[:-1]), i
+    assert text == whole["choices"][i]["message"]["content"], (i, text, whole["choices"][i])
+PY
 curl -sN "$base/v1/completions" -d '{"prompt":"Once upon","max_tokens":5,"temperature":0,"stream":true}' >"$serve_tmp/sse2"
 check grep -q '"object":"text_completion"' "$serve_tmp/sse2"
 check [ "$(grep -c '"usage"' "$serve_tmp/sse2")" = 0 ]
