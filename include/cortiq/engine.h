@@ -173,6 +173,11 @@ CORTIQ_API uint32_t cortiq_session_ctx(const cortiq_session *s);
  * cortiq_session_logits() holds the logits of the last token. If all_logits is non-NULL it
  * receives n x vocab logits (one row per token; used by perplexity). Fails CMF_E_LIMIT when
  * the context would overflow, CMF_E_INVALID_ARG for a token id outside the vocabulary. */
+/* cortiq_session_eval runs its tokens in chunks of this many, counted from the call's first
+ * token, and a token's logits depend on the size class of its chunk (fewer than 4 tokens take
+ * the one-token kernels, whose rounding differs from the batched ones). A caller that reuses a
+ * cached prefix and wants the result a fresh evaluation gives starts at a multiple of it. */
+#define CORTIQ_EVAL_CHUNK 128
 CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens,
                                                            size_t n, float *all_logits,
                                                            cmf_err *err);
@@ -185,6 +190,21 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval_hidden(cortiq_session
                                                                   const int32_t *tokens, size_t n,
                                                                   float *hidden, cmf_err *err);
 CORTIQ_API const float *cortiq_session_logits(const cortiq_session *s);
+/* cortiq_session_eval that also adds each token's final hidden state (after the final norm: the
+ * output head's input) into pooled[cortiq_model_hidden(m)], for mean-pooled embeddings. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval_pooled(cortiq_session *s,
+                                                                  const int32_t *tokens, size_t n,
+                                                                  float *pooled, cmf_err *err);
+/* One decode step of several sessions of one model in one pass over the weights: session i
+ * evaluates tokens[i] at its own position (n <= 16, each session once; a mixture-of-experts
+ * model, or a session running a task mask, is refused with CMF_E_UNSUPPORTED). Every session's
+ * logits are exactly those cortiq_session_eval of its token alone gives: the same one-token kernels
+ * on the same rows, but each piece of weights is read from memory once for all the tokens (decode
+ * is bound by memory bandwidth, so n streams cost little more than one). Runs on sessions[0]'s
+ * scratch. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval_batch(cortiq_session *const *sessions,
+                                                                 const int32_t *tokens, size_t n,
+                                                                 cmf_err *err);
 /* Drop positions >= pos (e.g. to re-run a prompt suffix). pos <= cortiq_session_pos(). */
 CORTIQ_API void cortiq_session_truncate(cortiq_session *s, uint32_t pos);
 

@@ -89,6 +89,14 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_render_chat(cortiq_runtime *rt,
                                                           bool add_generation_prompt, char **out,
                                                           cmf_err *err);
 
+/* cortiq_render_chat with the template's other inputs: tools_json (an array of tool schemas,
+ * or NULL: the template's tools branch stays off) and kwargs_json (an object of further template
+ * variables such as enable_thinking, or NULL; its keys override the file's special tokens).
+ * Renders may run concurrently from many threads. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_render_chat_ex(
+    cortiq_runtime *rt, const char *messages_json, const char *tools_json, const char *kwargs_json,
+    bool add_generation_prompt, char **out, cmf_err *err);
+
 /* Generate after `prompt` token ids. The session's KV cache is reused for the longest prefix
  * it already holds (multi-turn chat re-renders the whole conversation cheaply). *reply gets the
  * generated text (malloc'd) when reply is non-NULL. */

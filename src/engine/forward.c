@@ -7,6 +7,7 @@
  * A batch of tokens (prefill) decodes each weight once per batch. The session's buffers are
  * described in session.h. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/session.h"
@@ -67,6 +68,9 @@ typedef struct layer_pass {
     uint32_t pos0;           /* position of its first token */
     const cq_layer_task *tm; /* the session's task for this layer (task_mask.h); NULL = dense */
     uint32_t l;              /* the layer's index */
+    /* non-NULL: a batched decode step (cortiq_session_eval_batch): token t is the next token of
+     * session rows[t], at its position, in its KV cache; s (rows[0]) lends its scratch */
+    cortiq_session *const *rows;
 } layer_pass;
 
 /* xn = rmsnorm(x), the attention's input. */
@@ -83,7 +87,8 @@ static void qkv_finish(const void *ctx, size_t t) {
     const layer_pass *L = ctx;
     const cortiq_model *m = L->s->m;
     const cq_layer *y = L->y;
-    uint32_t hd = m->head_dim, pos = L->pos0 + (uint32_t)t;
+    uint32_t hd = m->head_dim, pos = L->rows ? L->rows[t]->pos : L->pos0 + (uint32_t)t;
+    cq_kv_layer *kv = L->rows ? &L->rows[t]->kv[L->l] : L->kv;
     size_t qd = (size_t)y->n_heads * hd, kvd = (size_t)m->n_kv * hd;
     float *q = L->s->q + t * qd, *k = L->s->k + t * kvd, *v = L->s->v + t * kvd;
     if (y->bq) add_bias(q, y->bq, qd);
@@ -92,7 +97,7 @@ static void qkv_finish(const void *ctx, size_t t) {
     if (y->q_norm) head_norms(q, y->n_heads, hd, y->q_norm, m->eps);
     if (y->k_norm) head_norms(k, m->n_kv, hd, y->k_norm, m->eps);
     rope(q, y->n_heads, k, m->n_kv, hd, y->rot_dim, y->inv_freq, y->rope_mscale, pos);
-    cq_kv_store(L->kv, pos % L->kv->slots, k, v);
+    cq_kv_store(kv, pos % kv->slots, k, v);
 }
 
 /* x += o, after the block's own norm of o when it has one (gemma). */
@@ -167,12 +172,23 @@ static void each_token(const layer_pass *L, cq_token_fn step) {
 
 /* y = W x for every token of the chunk. */
 static void matmul(const layer_pass *L, const cmf_qmat *w, const float *x, float *y) {
-    cq_matmul_one(&L->s->sched, w, x, L->n, y);
+    cq_matmul mm = {.p = {{.w = w, .y = y}}, .np = 1, .x = x, .n = L->n, .each = L->rows};
+    cq_matmul_after(&L->s->sched, NULL, NULL, &mm);
 }
 
 static void attention(const layer_pass *L) {
     cortiq_session *s = L->s;
-    cq_attention_run(&s->attn, s->m, L->y, L->kv, s->q, s->att, L->n, L->pos0);
+    if (!L->rows) {
+        cq_attention_run(&s->attn, s->m, L->y, L->kv, s->q, s->att, L->n, L->pos0);
+        return;
+    }
+    /* a batched decode step: each token over its own session's cache, as it would alone */
+    size_t qd = (size_t)L->y->n_heads * s->m->head_dim;
+    for (size_t t = 0; t < L->n; t++) {
+        cortiq_session *r = L->rows[t];
+        cq_attention_run(&r->attn, s->m, L->y, &r->kv[L->l], s->q + t * qd, s->att + t * qd, 1,
+                         r->pos);
+    }
 }
 
 /* step (which writes xn), then q, k, v = Wq xn, Wk xn, Wv xn, in one parallel region. */
@@ -183,7 +199,8 @@ static void qkv_after(const layer_pass *L, cq_token_fn step) {
         .p = {{.w = &y->wq, .y = s->q}, {.w = &y->wk, .y = s->k}, {.w = &y->wv, .y = s->v}},
         .np = 3,
         .x = s->xn,
-        .n = L->n};
+        .n = L->n,
+        .each = L->rows};
     cq_matmul_after(&s->sched, step, L, &qkv);
 }
 
@@ -195,7 +212,8 @@ static void gate_up_after(const layer_pass *L, cq_token_fn step, const cmf_qmat 
                          .np = 2,
                          .x = s->xn,
                          .n = L->n,
-                         .glu = true};
+                         .glu = true,
+                         .each = L->rows};
     cq_matmul_after(&s->sched, step, L, &gate_up);
 }
 
@@ -256,11 +274,18 @@ static void moe_block(const layer_pass *L, cq_token_fn make_input) {
 }
 
 /* Layer l for the chunk's n tokens at positions pos0 .. pos0 + n - 1 (rows of s->x). */
-static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0) {
+static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0,
+                          cortiq_session *const *rows) {
     const cq_layer_task *tm = s->task ? &s->task->layers[l] : NULL;
     if (tm && tm->off) return; /* gated off by the task mask: the residual passes through */
-    const layer_pass L = {
-        .s = s, .y = &s->m->layers[l], .kv = &s->kv[l], .n = n, .pos0 = pos0, .tm = tm, .l = l};
+    const layer_pass L = {.s = s,
+                          .y = &s->m->layers[l],
+                          .kv = &s->kv[l],
+                          .n = n,
+                          .pos0 = pos0,
+                          .tm = tm,
+                          .l = l,
+                          .rows = rows};
     attention_block(&L, attn_norm); /* o = attention(rmsnorm(x)) */
     if (L.y->moe)                   /* x += post_attn_norm(o); o = ffn(rmsnorm(x)) */
         moe_block(&L, attn_residual_ffn_norm);
@@ -282,10 +307,8 @@ static void embed(cortiq_session *s, const int32_t *tokens, size_t n) {
     }
 }
 
-static void head_forward(cortiq_session *s, const float *x, float *logits) {
-    cortiq_model *m = s->m;
-    rmsnorm(s->xn, x, m->final_norm, m->hidden, m->eps);
-    cq_matmul_one(&s->sched, &m->head, s->xn, 1, logits);
+/* logit scaling and soft-capping of one token's logits */
+static void logit_post(const cortiq_model *m, float *logits) {
     if (m->logit_scale != 1.0f)
         for (uint32_t i = 0; i < m->vocab; i++)
             logits[i] *= m->logit_scale;
@@ -294,10 +317,17 @@ static void head_forward(cortiq_session *s, const float *x, float *logits) {
             logits[i] = tanhf(logits[i] / m->final_softcap) * m->final_softcap;
 }
 
-/* The forward pass of cortiq_session_eval; hidden (may be NULL) receives each token's final
- * normed hidden state, the output head's input. */
+static void head_forward(cortiq_session *s, const float *x, float *logits) {
+    cortiq_model *m = s->m;
+    rmsnorm(s->xn, x, m->final_norm, m->hidden, m->eps);
+    cq_matmul_one(&s->sched, &m->head, s->xn, 1, logits);
+    logit_post(m, logits);
+}
+
+/* The forward pass of cortiq_session_eval. hidden (may be NULL) receives each token's final
+ * normed hidden state, the output head's input; pooled (may be NULL) gets their sum added. */
 static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
-                               float *all_logits, float *hidden, cmf_err *err) {
+                               float *all_logits, float *hidden, float *pooled, cmf_err *err) {
     cortiq_model *m = s->m;
     if (n == 0) return CMF_OK;
     if ((uint64_t)s->pos + n > s->ctx)
@@ -312,7 +342,7 @@ static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t 
         size_t b = n - done < CQ_BATCH ? n - done : CQ_BATCH;
         embed(s, tokens + done, b);
         for (uint32_t l = 0; l < m->n_layers; l++)
-            layer_forward(s, l, b, s->pos);
+            layer_forward(s, l, b, s->pos, NULL);
         if (all_logits)
             for (size_t t = 0; t < b; t++)
                 head_forward(s, s->x + t * m->hidden, all_logits + (done + t) * m->vocab);
@@ -320,6 +350,11 @@ static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t 
             for (size_t t = 0; t < b; t++)
                 rmsnorm(hidden + (done + t) * m->hidden, s->x + t * m->hidden, m->final_norm,
                         m->hidden, m->eps);
+        for (size_t t = 0; pooled && t < b; t++) {
+            rmsnorm(s->xn, s->x + t * m->hidden, m->final_norm, m->hidden, m->eps);
+            for (uint32_t i = 0; i < m->hidden; i++)
+                pooled[i] += s->xn[i];
+        }
         s->pos += (uint32_t)b;
         if (s->stats && !s->task) s->stats->tokens += b;
         done += b;
@@ -335,14 +370,14 @@ static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t 
 
 cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
                                float *all_logits, cmf_err *err) {
-    return session_eval(s, tokens, n, all_logits, NULL, err);
+    return session_eval(s, tokens, n, all_logits, NULL, NULL, err);
 }
 
 cmf_status cortiq_session_eval_hidden(cortiq_session *s, const int32_t *tokens, size_t n,
                                       float *hidden, cmf_err *err) {
     if (!hidden && n)
         return cmf_err_set(err, CMF_E_INVALID_ARG, "session", "hidden is NULL for %zu tokens", n);
-    return session_eval(s, tokens, n, NULL, hidden, err);
+    return session_eval(s, tokens, n, NULL, hidden, NULL, err);
 }
 
 cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, uint32_t last,
@@ -363,12 +398,79 @@ cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, 
         size_t b = n - done < CQ_BATCH ? n - done : CQ_BATCH;
         embed(s, tokens + done, b);
         for (uint32_t l = 0; l <= last; l++)
-            layer_forward(s, l, b, s->pos);
+            layer_forward(s, l, b, s->pos, NULL);
         for (size_t t = 0; t < b; t++)
             for (uint32_t i = 0; i < m->hidden; i++)
                 sum[i] += s->x[t * m->hidden + i];
         s->pos += (uint32_t)b;
         done += b;
     }
+    return CMF_OK;
+}
+
+cmf_status cortiq_session_eval_pooled(cortiq_session *s, const int32_t *tokens, size_t n,
+                                      float *pooled, cmf_err *err) {
+    return session_eval(s, tokens, n, NULL, NULL, pooled, err);
+}
+
+/* The final norm of token t of a batched decode step (rows of the lending session). */
+static void final_norm_row(const void *ctx, size_t t) {
+    const cortiq_session *s = ctx;
+    const cortiq_model *m = s->m;
+    rmsnorm(s->xn + t * m->hidden, s->x + t * m->hidden, m->final_norm, m->hidden, m->eps);
+}
+
+cmf_status cortiq_session_eval_batch(cortiq_session *const *sessions, const int32_t *tokens,
+                                     size_t n, cmf_err *err) {
+    if (n == 0) return CMF_OK;
+    if (n == 1) return cortiq_session_eval(sessions[0], tokens, 1, NULL, err);
+    cortiq_session *s = sessions[0];
+    cortiq_model *m = s->m;
+    if (n > CQ_DECODE_MAX)
+        return cmf_err_set(err, CMF_E_INVALID_ARG, "session",
+                           "batched decode of %zu sessions: "
+                           "at most %d",
+                           n, CQ_DECODE_MAX);
+    for (uint32_t l = 0; l < m->n_layers; l++)
+        if (m->layers[l].moe)
+            return cmf_err_set(err, CMF_E_UNSUPPORTED, "session",
+                               "batched decode of a mixture-of-experts model (layer %u)", l);
+    for (size_t t = 0; t < n; t++) {
+        const cortiq_session *r = sessions[t];
+        if (r->m != m)
+            return cmf_err_set(err, CMF_E_INVALID_ARG, "session",
+                               "batched decode: session %zu belongs to another model", t);
+        for (size_t u = 0; u < t; u++)
+            if (sessions[u] == r)
+                return cmf_err_set(err, CMF_E_INVALID_ARG, "session",
+                                   "batched decode: session %zu is also session %zu", t, u);
+        if (r->task) /* its gathered matrices are its own: evaluate it alone */
+            return cmf_err_set(err, CMF_E_UNSUPPORTED, "session",
+                               "batched decode of a session running task '%s'",
+                               r->task->mask->name);
+        if (r->pos + 1 > r->ctx)
+            return cmf_err_set(err, CMF_E_LIMIT, "session", "context full: %u + 1 tokens > ctx %u",
+                               r->pos, r->ctx);
+        if (tokens[t] < 0 || (uint32_t)tokens[t] >= m->embed.rows)
+            return cmf_err_set(err, CMF_E_INVALID_ARG, "session",
+                               "token id %d outside the vocabulary [0, %llu)", tokens[t],
+                               (unsigned long long)m->embed.rows);
+    }
+    float *logits = malloc(n * (size_t)m->vocab * sizeof *logits);
+    if (!logits) return cmf_err_set(err, CMF_E_NOMEM, "session", "batched decode logits");
+    embed(s, tokens, n);
+    for (uint32_t l = 0; l < m->n_layers; l++)
+        layer_forward(s, l, n, 0, sessions);
+    cq_each_token(&s->sched, n, final_norm_row, s);
+    cq_matmul head = {
+        .p = {{.w = &m->head, .y = logits}}, .np = 1, .x = s->xn, .n = n, .each = true};
+    cq_matmul_after(&s->sched, NULL, NULL, &head);
+    for (size_t t = 0; t < n; t++) {
+        float *row = logits + t * m->vocab;
+        logit_post(m, row);
+        memcpy(sessions[t]->logits, row, m->vocab * sizeof *row);
+        sessions[t]->pos++;
+    }
+    free(logits);
     return CMF_OK;
 }

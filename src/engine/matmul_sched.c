@@ -29,8 +29,8 @@ bool cq_sched_init(cq_sched *sc, const cortiq_model *m, size_t batch, size_t in_
     /* tag 0 is no job's: memory reused from another session may hold its tags */
     memset(sc->claim, 0, nt * sizeof *sc->claim);
     sc->tok8_stride = (cmf_tok8_bytes(in_cols) + 63) / 64 * 64;
-    if (sc->tok8_stride) {
-        sc->tok8 = aligned_alloc(64, nt * sc->tok8_stride);
+    if (sc->tok8_stride) { /* CQ_DECODE_MAX prepared tokens per thread (cq_matmul.each) */
+        sc->tok8 = aligned_alloc(64, (size_t)nt * CQ_DECODE_MAX * sc->tok8_stride);
         if (!sc->tok8) return false;
     }
     if (m->prefill_qact) {
@@ -62,7 +62,7 @@ typedef struct mm_job {
     unsigned np;
     const float *x;
     size_t n;
-    bool glu;
+    bool glu, each; /* each: n one-token products (cq_matmul.each) */
     cq_act act;
     unsigned flags;     /* model->kflags: forces int8 activations for every supported product */
     unsigned q4flags;   /* added for integer-coded weights that take int8 activations by default */
@@ -91,24 +91,28 @@ static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t *r0, uint
  * the dtype's policy (its traits record, cq_dtype_int8_act) decides, unless j->q4flags is 0
  * (f32 activations asked for). */
 static unsigned part_flags(const mm_job *j, const mm_part *p) {
-    return j->flags | (cq_dtype_int8_act(p->w->dtype, j->n) ? j->q4flags : 0);
+    return j->flags | (cq_dtype_int8_act(p->w->dtype, j->each ? 1 : j->n) ? j->q4flags : 0);
 }
 
 /* Rows [r0, r1) of part p (r0 < r1); tok: this thread's prepared token, or NULL; scratch:
- * this thread's integer-GEMM panels (a batch with j->qa). */
+ * this thread's integer-GEMM panels (a batch with j->qa); b: the token of an `each` job (its
+ * input and output rows), else 0. */
 static void part_rows(const mm_job *j, const mm_part *p, uint64_t r0, uint64_t r1, const void *tok,
-                      uint8_t *scratch) {
+                      uint8_t *scratch, size_t b) {
     unsigned f = part_flags(j, p);
+    size_t cols = (size_t)p->w->cols, n = j->each ? 1 : j->n;
+    const float *x = j->x + b * cols;
+    float *y = p->y + b * p->ldy + r0;
     if (tok && p->tok8)
-        cmf_matvec_tok8(p->w, tok, p->y + r0, r0, r1);
+        cmf_matvec_tok8(p->w, tok, y, r0, r1);
     else if (j->qa && cmf_qact_supports(p->w))
-        cmf_matmul_qact(p->w, j->qa, p->y + r0, p->ldy, r0, r1, scratch);
+        cmf_matmul_qact(p->w, j->qa, y, p->ldy, r0, r1, scratch);
     else if (f)
-        cmf_matmul_ex(p->w, j->x, j->n, (size_t)p->w->cols, p->y + r0, p->ldy, r0, r1, f);
-    else if (j->n == 1)
-        cmf_matvec(p->w, j->x, p->y + r0, r0, r1);
+        cmf_matmul_ex(p->w, x, n, cols, y, p->ldy, r0, r1, f);
+    else if (n == 1)
+        cmf_matvec(p->w, x, y, r0, r1);
     else
-        cmf_matmul(p->w, j->x, j->n, p->y + r0, p->ldy, r0, r1);
+        cmf_matmul(p->w, x, n, y, p->ldy, r0, r1);
 }
 
 /* The glu of rows [r0, r1) of every token: gate (part 0) becomes act(gate) * up (part 1). */
@@ -126,7 +130,7 @@ static void batch_task(void *ctx, unsigned tid, unsigned nt) {
     for (unsigned k = 0; k < j->np; k++) {
         uint64_t r0, r1;
         rows_of(j->p[k].w->rows, tid, nt, &r0, &r1);
-        if (r0 < r1) part_rows(j, &j->p[k], r0, r1, NULL, scratch);
+        if (r0 < r1) part_rows(j, &j->p[k], r0, r1, NULL, scratch, 0);
     }
     if (!j->glu) return;
     uint64_t r0, r1;
@@ -142,23 +146,26 @@ static void batch_task(void *ctx, unsigned tid, unsigned nt) {
  * token once for the whole job (cmf_tok8_prepare) where the kernels would do it per call. */
 static void decode_task(void *ctx, unsigned tid, unsigned nt) {
     const mm_job *j = ctx;
-    const void *tok = NULL;
-    if (j->tok8) {
-        uint8_t *buf = j->tok8 + tid * j->tok8_stride;
-        cmf_tok8_prepare(buf, j->x, j->p[0].w->cols, j->tok8_layouts);
-        tok = buf;
-    }
+    const void *tok[CQ_DECODE_MAX] = {NULL};
+    size_t ntok = j->each ? j->n : 1, cols = (size_t)j->p[0].w->cols;
+    if (j->tok8)
+        for (size_t b = 0; b < ntok; b++) {
+            uint8_t *buf = j->tok8 + ((size_t)tid * CQ_DECODE_MAX + b) * j->tok8_stride;
+            cmf_tok8_prepare(buf, j->x + b * cols, j->p[0].w->cols, j->tok8_layouts);
+            tok[b] = buf;
+        }
     for (unsigned i = 0; i < nt; i++) {
         unsigned v = (tid + i) % nt;
         for (unsigned k = 0; k < j->nclaim; k++) {
             uint64_t lo, end, r0, r1;
             rows_of(j->p[k].w->rows, v, nt, &lo, &end);
             while (cq_take_piece(&j->claim[v].taken[k], j->tag, lo, end, 16, &r0, &r1)) {
-                part_rows(j, &j->p[k], r0, r1, tok, NULL);
-                if (j->glu) {
-                    part_rows(j, &j->p[1], r0, r1, tok, NULL);
-                    glu_rows(j, r0, r1);
+                /* the tokens in turn over the same rows: read from memory once, then cached */
+                for (size_t b = 0; b < ntok; b++) {
+                    part_rows(j, &j->p[k], r0, r1, tok[b], NULL, b);
+                    if (j->glu) part_rows(j, &j->p[1], r0, r1, tok[b], NULL, b);
                 }
+                if (j->glu) glu_rows(j, r0, r1);
             }
         }
     }
@@ -166,7 +173,7 @@ static void decode_task(void *ctx, unsigned tid, unsigned nt) {
 
 /* Runs job j on the pool: a batch by equal row ranges, one token by claimed pieces. */
 static void run_job(cq_sched *sc, mm_job *j) {
-    if (j->n != 1) {
+    if (j->n != 1 && !j->each) {
         cq_pool_run(sc->m->pool, batch_task, j);
         return;
     }
@@ -188,7 +195,7 @@ static void run_job(cq_sched *sc, mm_job *j) {
 /* Binds the job to the integer GEMM when its batch is large enough and one of its weights
  * has it; returns whether x must be quantized first. */
 static bool use_qact(cq_sched *sc, mm_job *j) {
-    if (!sc->qa_mem || j->n < CQ_QACT_MIN) return false;
+    if (!sc->qa_mem || j->n < CQ_QACT_MIN || j->each) return false;
     int any = 0;
     for (unsigned k = 0; k < j->np; k++)
         any |= cmf_qact_supports(j->p[k].w);
@@ -244,6 +251,7 @@ void cq_matmul_after(cq_sched *sc, cq_token_fn step, const void *ctx, const cq_m
                 .x = mm->x,
                 .n = mm->n,
                 .glu = mm->glu,
+                .each = mm->each && mm->n > 1,
                 .act = m->act,
                 .flags = m->kflags,
                 .q4flags = m->q4flags};

@@ -59,7 +59,15 @@ typedef struct cq_matmul {
     const float *x;
     size_t n;
     bool glu;
+    /* each: the n tokens (at most CQ_DECODE_MAX) are decode steps of different sessions. Each
+     * row gets exactly what a product of that token alone gives (the one-token kernels, pieces
+     * on the same 16-row blocks), but every piece of weights is read once from memory for all
+     * of them: the tokens take it in turn while it is in the thread's cache. */
+    bool each;
 } cq_matmul;
+
+/* The most tokens a product with `each` takes. */
+#define CQ_DECODE_MAX 16
 
 /* A step applied to token t of a batch, independently of the other tokens. */
 typedef void (*cq_token_fn)(const void *ctx, size_t t);

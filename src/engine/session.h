@@ -14,13 +14,7 @@
 #include "engine/task_mask.h"
 
 #ifndef CQ_BATCH
-#define CQ_BATCH 128 /* tokens per prefill chunk */
-/* Feed n tokens through layers 0 .. last only and add each token's residual stream after
- * layer `last` into sum[hidden] (skill routing's phi, spec §9). The session's later layers'
- * KV entries are left unwritten: reset the session before generating with it. */
-cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, uint32_t last,
-                            double *sum, cmf_err *err);
-
+#define CQ_BATCH CORTIQ_EVAL_CHUNK /* tokens per prefill chunk (cortiq/engine.h) */
 #endif
 
 struct cortiq_session {

@@ -146,6 +146,37 @@ cmf_status cortiq_render_chat(cortiq_runtime *rt, const char *messages_json,
                                     rt->special_json, out, &len, err);
 }
 
+cmf_status cortiq_render_chat_ex(cortiq_runtime *rt, const char *messages_json,
+                                 const char *tools_json, const char *kwargs_json,
+                                 bool add_generation_prompt, char **out, cmf_err *err) {
+    if (!kwargs_json)
+        return cmf_chat_template_render(rt->tpl, messages_json, tools_json, NULL,
+                                        add_generation_prompt, rt->special_json, out, &(size_t){0},
+                                        err);
+    json_error_t je;
+    json_t *kw = json_loads(kwargs_json, 0, &je);
+    if (!json_is_object(kw)) {
+        json_decref(kw);
+        return cmf_err_set(err, CMF_E_PARSE, "chat_template_kwargs", "want a JSON object (%s)",
+                           je.text);
+    }
+    json_t *sp = json_loads(rt->special_json, 0, NULL);
+    if (!sp || json_object_update(sp, kw)) {
+        json_decref(sp);
+        json_decref(kw);
+        return cmf_err_set(err, CMF_E_NOMEM, "chat_template_kwargs", "merge");
+    }
+    json_decref(kw);
+    char *merged = json_dumps(sp, JSON_COMPACT);
+    json_decref(sp);
+    if (!merged) return cmf_err_set(err, CMF_E_NOMEM, "chat_template_kwargs", "merge");
+    size_t len;
+    cmf_status st = cmf_chat_template_render(rt->tpl, messages_json, tools_json, NULL,
+                                             add_generation_prompt, merged, out, &len, err);
+    free(merged);
+    return st;
+}
+
 /* cortiq_generate never moves weights onto 2 MiB pages: a move during an answer cost more
  * than it gained on every answer measured (docs/KERNELS.md, "The move waits for the user");
  * cortiq_runtime_idle does it between turns. */

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Aggregate decode rate and time to first token of an OpenAI-compatible server (`cortiq serve`,
+llama-server, ...) under S concurrent streaming chat requests, for each S given.
+usage: serve_load.py BASE_URL [--tokens N] [--streams 1,2,4,8] [--rounds R]
+Each stream asks for a long story (greedy, max_tokens N) and reads the SSE chunks; a round's
+aggregate rate is the completion tokens of all its streams over the round's wall time after the
+last first token (decode only), and TTFT is per request. Stdlib only."""
+import argparse
+import http.client
+import json
+import statistics
+import threading
+import time
+import urllib.parse
+
+ap = argparse.ArgumentParser()
+ap.add_argument("base")
+ap.add_argument("--tokens", type=int, default=64)
+ap.add_argument("--streams", default="1,2,4,8")
+ap.add_argument("--rounds", type=int, default=2)
+a = ap.parse_args()
+u = urllib.parse.urlparse(a.base)
+
+
+def one(i, out):
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "Write a long story about a dragon, number %d." % i}],
+                       "max_tokens": a.tokens, "temperature": 0, "stream": True,
+                       "stream_options": {"include_usage": True}})
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=600)
+    t0 = time.monotonic()
+    c.request("POST", "/v1/chat/completions", body, {"Content-Type": "application/json"})
+    r = c.getresponse()
+    first, tokens = None, 0
+    for line in r:
+        line = line.decode().strip()
+        if not line.startswith("data: ") or line == "data: [DONE]":
+            continue
+        d = json.loads(line[6:])
+        if d.get("usage"):
+            tokens = d["usage"]["completion_tokens"]
+        elif first is None and d["choices"] and d["choices"][0]["delta"].get("content"):
+            first = time.monotonic()
+    out[i] = (t0, first or time.monotonic(), time.monotonic(), tokens)
+
+
+print("streams  aggregate decode tok/s  per-stream tok/s  TTFT p50 s  TTFT max s")
+for s in [int(x) for x in a.streams.split(",")]:
+    best = None
+    for _ in range(a.rounds):
+        out = [None] * s
+        th = [threading.Thread(target=one, args=(i, out)) for i in range(s)]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join()
+        start = max(o[1] for o in out)
+        end = max(o[2] for o in out)
+        # tokens decoded after the last stream's first token, estimated per stream at its own rate
+        dec = sum(o[3] * max(0.0, o[2] - start) / max(1e-9, o[2] - o[1]) for o in out)
+        agg = dec / max(1e-9, end - start)
+        ttft = sorted(o[1] - o[0] for o in out)
+        per = statistics.mean(o[3] / max(1e-9, o[2] - o[1]) for o in out)
+        row = (agg, per, statistics.median(ttft), ttft[-1])
+        if best is None or row[0] > best[0]:
+            best = row
+    print("%7d  %22.1f  %16.1f  %10.3f  %10.3f" % ((s,) + best))

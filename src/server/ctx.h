@@ -1,0 +1,28 @@
+/* ctx.h - what every part of the server shares: the model, its tokenizer and stop tokens, the
+ * slots, the metrics and the options. */
+#ifndef CQ_SERVER_CTX_H
+#define CQ_SERVER_CTX_H
+
+#include "cortiq/runtime.h"
+#include "server/metrics.h"
+#include "server/server.h"
+#include "server/slots.h"
+
+typedef struct srv_ctx {
+    cortiq_runtime *rt;
+    cortiq_model *model;
+    const cmf_tokenizer *tok;
+    int32_t *eos;
+    size_t n_eos;
+    uint32_t vocab, ctx, hidden;
+    srv_slots slots;
+    srv_metrics metrics;
+    srv_config cfg;
+    long created;
+    /* the first SIGINT/SIGTERM sets stopping: no new work (503), the requests in flight finish;
+     * a second sets aborting: generations end at their next token */
+    volatile int stopping, aborting;
+    int in_flight; /* requests being handled (atomic) */
+} srv_ctx;
+
+#endif

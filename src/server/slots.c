@@ -1,0 +1,293 @@
+/* slots.c - slot pool, waiting queue and the engine turn (see slots.h). */
+#include "server/slots.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int srv_slots_init(srv_slots *s, cortiq_model *m, cortiq_session *first, unsigned n,
+                   unsigned max_waiting, char *why, size_t why_len) {
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->freed, NULL);
+    pthread_mutex_init(&s->turn_mu, NULL);
+    pthread_cond_init(&s->turn_cv, NULL);
+    pthread_mutex_init(&s->batch_mu, NULL);
+    pthread_cond_init(&s->batch_cv, NULL);
+    s->max_waiting = max_waiting;
+    if (!(s->slot = calloc(n, sizeof *s->slot))) {
+        snprintf(why, why_len, "out of memory for %u slots", n);
+        return -1;
+    }
+    uint32_t ctx = cortiq_session_ctx(first);
+    for (unsigned i = 0; i < n; i++) {
+        srv_slot *sl = &s->slot[i];
+        sl->index = i;
+        if (i == 0)
+            sl->sess = first;
+        else {
+            cmf_err err;
+            if (cortiq_session_create(m, ctx, &sl->sess, &err)) {
+                snprintf(why, why_len, "slot %u: %s", i, err.msg);
+                return -1;
+            }
+        }
+        s->n = i + 1;
+        if (!(sl->hist = malloc((size_t)ctx * sizeof *sl->hist))) {
+            snprintf(why, why_len, "out of memory for slot %u", i);
+            return -1;
+        }
+        cortiq_session_reset(sl->sess);
+        /* as `cortiq run` does: the file's default_task (spec §5.1), dense when it names none */
+        cmf_err err;
+        if (cortiq_session_set_task(sl->sess, cortiq_model_default_task(m), &err)) {
+            snprintf(why, why_len, "slot %u: %s", i, err.msg);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void srv_slots_free(srv_slots *s) {
+    for (unsigned i = 0; i < s->n; i++) {
+        if (i) cortiq_session_free(s->slot[i].sess);
+        free(s->slot[i].hist);
+    }
+    free(s->slot);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->freed);
+    pthread_mutex_destroy(&s->turn_mu);
+    pthread_cond_destroy(&s->turn_cv);
+    pthread_mutex_destroy(&s->batch_mu);
+    pthread_cond_destroy(&s->batch_cv);
+    memset(s, 0, sizeof *s);
+}
+
+static size_t common_prefix(const srv_slot *sl, const int32_t *p, size_t n) {
+    size_t k = 0;
+    while (k < sl->n_hist && k < n && sl->hist[k] == p[k])
+        k++;
+    return k;
+}
+
+static srv_slot *pick(srv_slots *s, const int32_t *prompt, size_t n) {
+    srv_slot *best = NULL;
+    size_t best_k = 0;
+    for (unsigned i = 0; i < s->n; i++) {
+        srv_slot *sl = &s->slot[i];
+        if (sl->busy) continue;
+        size_t k = common_prefix(sl, prompt, n);
+        if (!best || k > best_k) {
+            best = sl;
+            best_k = k;
+        }
+    }
+    return best;
+}
+
+srv_slot_wait srv_slots_acquire(srv_slots *s, const int32_t *prompt, size_t n_prompt,
+                                double timeout_s, const volatile int *stop, srv_slot **out) {
+    struct timespec end;
+    clock_gettime(CLOCK_REALTIME, &end);
+    double t_end = (double)end.tv_sec + end.tv_nsec * 1e-9 + timeout_s;
+    pthread_mutex_lock(&s->mu);
+    srv_slot *sl = pick(s, prompt, n_prompt);
+    srv_slot_wait r = SRV_SLOT_OK;
+    if (!sl) {
+        if (s->waiting >= s->max_waiting) {
+            pthread_mutex_unlock(&s->mu);
+            return SRV_SLOT_QUEUE_FULL;
+        }
+        s->waiting++;
+        while (!(sl = pick(s, prompt, n_prompt))) {
+            if (*stop) {
+                r = SRV_SLOT_STOPPING;
+                break;
+            }
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            double t = (double)now.tv_sec + now.tv_nsec * 1e-9;
+            if (t >= t_end) {
+                r = SRV_SLOT_TIMEOUT;
+                break;
+            }
+            double until = t + 0.1 < t_end ? t + 0.1 : t_end;
+            struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
+            pthread_cond_timedwait(&s->freed, &s->mu, &ts);
+        }
+        s->waiting--;
+    }
+    if (sl) sl->busy = true;
+    pthread_mutex_unlock(&s->mu);
+    *out = sl;
+    return sl ? SRV_SLOT_OK : r;
+}
+
+void srv_slots_release(srv_slots *s, srv_slot *slot) {
+    pthread_mutex_lock(&s->mu);
+    slot->busy = false;
+    pthread_cond_broadcast(&s->freed);
+    pthread_mutex_unlock(&s->mu);
+}
+
+unsigned srv_slots_busy(srv_slots *s) {
+    unsigned b = 0;
+    pthread_mutex_lock(&s->mu);
+    for (unsigned i = 0; i < s->n; i++)
+        b += s->slot[i].busy;
+    pthread_mutex_unlock(&s->mu);
+    return b;
+}
+
+unsigned srv_slots_waiting(srv_slots *s) {
+    pthread_mutex_lock(&s->mu);
+    unsigned w = s->waiting;
+    pthread_mutex_unlock(&s->mu);
+    return w;
+}
+
+void srv_slots_kv_use(srv_slots *s, uint64_t *used, uint64_t *cap) {
+    *used = *cap = 0;
+    pthread_mutex_lock(&s->mu);
+    for (unsigned i = 0; i < s->n; i++) {
+        *used += __atomic_load_n(&s->slot[i].n_hist, __ATOMIC_RELAXED);
+        *cap += cortiq_session_ctx(s->slot[i].sess);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+void srv_turn_take(srv_slots *s) {
+    pthread_mutex_lock(&s->turn_mu);
+    uint64_t me = s->next_ticket++;
+    while (s->serving != me)
+        pthread_cond_wait(&s->turn_cv, &s->turn_mu);
+    pthread_mutex_unlock(&s->turn_mu);
+}
+
+void srv_turn_give(srv_slots *s) {
+    pthread_mutex_lock(&s->turn_mu);
+    s->serving++;
+    pthread_cond_broadcast(&s->turn_cv);
+    pthread_mutex_unlock(&s->turn_mu);
+}
+
+int srv_slot_eval(srv_slots *s, srv_slot *slot, const int32_t *tokens, size_t n, char *why,
+                  size_t why_len) {
+    cmf_err err;
+    srv_turn_take(s);
+    cmf_status st = cortiq_session_eval(slot->sess, tokens, n, NULL, &err);
+    srv_turn_give(s);
+    if (st) {
+        snprintf(why, why_len, "%s", err.msg);
+        /* the session may hold part of the chunk: forget it all */
+        cortiq_session_reset(slot->sess);
+        slot->n_hist = 0;
+        return -1;
+    }
+    memcpy(slot->hist + slot->n_hist, tokens, n * sizeof *tokens);
+    __atomic_store_n(&slot->n_hist, slot->n_hist + n, __ATOMIC_RELAXED); /* read by /metrics */
+    return 0;
+}
+
+/* ---- continuous batching ---- */
+
+#define GATHER_WAIT_S 0.002 /* how long a leader waits for the other decoding slots to join */
+
+typedef struct srv_decode {
+    srv_slot *slot;
+    int32_t token;
+    int rc;
+    bool done;
+    char why[CMF_ERR_MSG_MAX];
+} srv_decode;
+
+void srv_slots_decoders(srv_slots *s, int delta) {
+    pthread_mutex_lock(&s->batch_mu);
+    s->decoders = (unsigned)((int)s->decoders + delta);
+    pthread_cond_broadcast(&s->batch_cv); /* a leader may be waiting for this one */
+    pthread_mutex_unlock(&s->batch_mu);
+}
+
+static void abs_time(double from_now, struct timespec *ts) {
+    clock_gettime(CLOCK_REALTIME, ts);
+    double t = (double)ts->tv_sec + ts->tv_nsec * 1e-9 + from_now;
+    ts->tv_sec = (time_t)t;
+    ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
+}
+
+/* Evaluate the gathered steps: one batched pass, or one by one when the model refuses batches
+ * or the batch fails (then each step's own error reaches its own request). */
+static void run_batch(srv_slots *s, srv_decode **d, unsigned n) {
+    cortiq_session *sess[16];
+    int32_t tok[16];
+    for (unsigned i = 0; i < n; i++) {
+        sess[i] = d[i]->slot->sess;
+        tok[i] = d[i]->token;
+    }
+    cmf_err err;
+    srv_turn_take(s);
+    bool one_by_one = n == 1 || s->no_batch;
+    if (!one_by_one) {
+        cmf_status st = cortiq_session_eval_batch(sess, tok, n, &err);
+        if (st == CMF_E_UNSUPPORTED) s->no_batch = true;
+        one_by_one = st != CMF_OK;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        d[i]->rc = 0;
+        if (one_by_one && cortiq_session_eval(sess[i], &tok[i], 1, NULL, &err)) {
+            d[i]->rc = -1;
+            snprintf(d[i]->why, sizeof d[i]->why, "%s", err.msg);
+        }
+    }
+    srv_turn_give(s);
+    for (unsigned i = 0; i < n; i++) {
+        srv_slot *sl = d[i]->slot;
+        if (d[i]->rc) {
+            cortiq_session_reset(sl->sess);
+            __atomic_store_n(&sl->n_hist, 0, __ATOMIC_RELAXED);
+        } else {
+            sl->hist[sl->n_hist] = tok[i];
+            __atomic_store_n(&sl->n_hist, sl->n_hist + 1, __ATOMIC_RELAXED);
+        }
+    }
+}
+
+int srv_slot_decode(srv_slots *s, srv_slot *slot, int32_t token, char *why, size_t why_len) {
+    srv_decode me = {.slot = slot, .token = token};
+    pthread_mutex_lock(&s->batch_mu);
+    while (s->n_pending == 16)
+        pthread_cond_wait(&s->batch_cv, &s->batch_mu);
+    s->pending[s->n_pending++] = &me;
+    pthread_cond_broadcast(&s->batch_cv);
+    while (!me.done) {
+        if (s->leader) {
+            pthread_cond_wait(&s->batch_cv, &s->batch_mu);
+            continue;
+        }
+        s->leader = true;
+        struct timespec until;
+        abs_time(GATHER_WAIT_S, &until);
+        while (s->n_pending < s->decoders && s->n_pending < 16 &&
+               pthread_cond_timedwait(&s->batch_cv, &s->batch_mu, &until) == 0) {
+        }
+        srv_decode *batch[16];
+        unsigned n = s->n_pending;
+        memcpy(batch, s->pending, n * sizeof *batch);
+        s->n_pending = 0;
+        pthread_cond_broadcast(&s->batch_cv); /* room in pending again */
+        pthread_mutex_unlock(&s->batch_mu);
+        run_batch(s, batch, n);
+        pthread_mutex_lock(&s->batch_mu);
+        s->batches++;
+        s->batched_tokens += n;
+        for (unsigned i = 0; i < n; i++)
+            batch[i]->done = true;
+        s->leader = false;
+        pthread_cond_broadcast(&s->batch_cv);
+    }
+    pthread_mutex_unlock(&s->batch_mu);
+    if (me.rc) snprintf(why, why_len, "%s", me.why);
+    return me.rc;
+}

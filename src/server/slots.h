@@ -1,0 +1,79 @@
+/* slots.h - the server's N decoding slots, each a session of the one model, and the queue of
+ * requests waiting for one. The model's forward pass is not reentrant (one thread pool), so
+ * every evaluation takes the engine turn (a FIFO ticket lock). Decode steps are batched
+ * continuously: the slots that want their next token gather, and one of them (the leader)
+ * evaluates all of them in one pass over the weights (cortiq_session_eval_batch), which gives
+ * each exactly what it would get alone. Prompts (prefill) take the turn on their own. */
+#ifndef CQ_SERVER_SLOTS_H
+#define CQ_SERVER_SLOTS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cortiq/engine.h"
+
+typedef struct srv_slot {
+    cortiq_session *sess;
+    int32_t *hist; /* tokens the session holds, in order (the prompt-prefix cache) */
+    size_t n_hist;
+    bool busy;
+    unsigned index;
+} srv_slot;
+
+typedef struct srv_slots {
+    pthread_mutex_t mu;
+    pthread_cond_t freed;
+    srv_slot *slot;
+    unsigned n;
+    unsigned waiting, max_waiting;
+    /* the engine turn: tickets served in order */
+    pthread_mutex_t turn_mu;
+    pthread_cond_t turn_cv;
+    uint64_t next_ticket, serving;
+    /* continuous batching: decode steps waiting for the next batched pass */
+    pthread_mutex_t batch_mu;
+    pthread_cond_t batch_cv;
+    struct srv_decode *pending[16];
+    unsigned n_pending;
+    unsigned decoders; /* generations between their prompt and their end */
+    bool leader;       /* a batch is being gathered or evaluated */
+    bool no_batch;     /* the model refuses batched decode (mixture of experts): one by one */
+    uint64_t batches, batched_tokens; /* for /metrics */
+} srv_slots;
+
+/* first: a session made by the caller (the runtime's own), used as slot 0; n - 1 more are
+ * created with ctx positions. */
+int srv_slots_init(srv_slots *s, cortiq_model *m, cortiq_session *first, unsigned n,
+                   unsigned max_waiting, char *why, size_t why_len);
+void srv_slots_free(srv_slots *s); /* frees the sessions it created, not `first` */
+
+typedef enum {
+    SRV_SLOT_OK,
+    SRV_SLOT_QUEUE_FULL,
+    SRV_SLOT_TIMEOUT,
+    SRV_SLOT_STOPPING
+} srv_slot_wait;
+
+/* Take a free slot, preferring the one whose cache shares the longest prefix with prompt;
+ * waits up to timeout_s while all are busy. *stop (checked every 100 ms) ends the wait. */
+srv_slot_wait srv_slots_acquire(srv_slots *s, const int32_t *prompt, size_t n_prompt,
+                                double timeout_s, const volatile int *stop, srv_slot **out);
+void srv_slots_release(srv_slots *s, srv_slot *slot);
+unsigned srv_slots_busy(srv_slots *s);
+unsigned srv_slots_waiting(srv_slots *s);
+/* positions held by all sessions, and their total capacity */
+void srv_slots_kv_use(srv_slots *s, uint64_t *used, uint64_t *cap);
+
+/* Evaluate tokens on a slot's session in the engine turn; keeps slot->hist in step. */
+int srv_slot_eval(srv_slots *s, srv_slot *slot, const int32_t *tokens, size_t n, char *why,
+                  size_t why_len);
+/* The next token of a decoding slot, evaluated in a batch with the other slots' (see above). */
+int srv_slot_decode(srv_slots *s, srv_slot *slot, int32_t token, char *why, size_t why_len);
+/* A generation starts (+1) or stops (-1) decoding: how many the leader waits for. */
+void srv_slots_decoders(srv_slots *s, int delta);
+void srv_turn_take(srv_slots *s);
+void srv_turn_give(srv_slots *s);
+
+#endif

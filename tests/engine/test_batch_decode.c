@@ -1,0 +1,88 @@
+/* cortiq_session_eval_batch: one decode step of several sessions in one pass gives each
+ * session exactly (bit for bit) the logits of its token evaluated alone, for every quant family
+ * the kernels treat differently (q8: f32 activations; q4: int8 activations, prepared tokens;
+ * f16: float weights) and for sessions at different positions; then the refusals. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "test.h"
+#include "tiny_fixture.h"
+
+#define NS    5
+#define STEPS 6
+
+static void check_family(const char *fam, const char *quant) {
+    char path[256];
+    snprintf(path, sizeof path, "batch_decode_%s_%s.cmf", fam, quant);
+    size_t n_tok;
+    int32_t *tok = tiny_convert(fam, quant, path, &n_tok);
+    if (!tok) return;
+    cortiq_model *m = NULL;
+    cmf_err err;
+    cortiq_load_opts lo = {.threads = 3};
+    CHECK_MSG(cortiq_model_load(path, &lo, &m, &err) == CMF_OK, "%s", err.msg);
+    if (!m) {
+        free(tok);
+        return;
+    }
+    uint32_t V = cortiq_model_vocab(m);
+    cortiq_session *alone[NS], *batched[NS];
+    for (int i = 0; i < NS; i++) {
+        CHECK(cortiq_session_create(m, 128, &alone[i], &err) == CMF_OK);
+        CHECK(cortiq_session_create(m, 128, &batched[i], &err) == CMF_OK);
+        /* prompts of different lengths: the sessions decode at different positions */
+        size_t np = 3 + (size_t)i * 5 < n_tok ? 3 + (size_t)i * 5 : n_tok;
+        CHECK(cortiq_session_eval(alone[i], tok, np, NULL, &err) == CMF_OK);
+        CHECK(cortiq_session_eval(batched[i], tok, np, NULL, &err) == CMF_OK);
+    }
+    int mismatches = 0;
+    for (int step = 0; step < STEPS; step++) {
+        int32_t next[NS];
+        for (int i = 0; i < NS; i++) {
+            next[i] = cortiq_argmax(cortiq_session_logits(alone[i]), V);
+            CHECK(cortiq_session_eval(alone[i], &next[i], 1, NULL, &err) == CMF_OK);
+        }
+        /* batches of every size from 2 to NS: the first k sessions together, the rest alone */
+        int k = 2 + step % (NS - 1);
+        CHECK_MSG(cortiq_session_eval_batch(batched, next, (size_t)k, &err) == CMF_OK, "%s",
+                  err.msg);
+        for (int i = k; i < NS; i++)
+            CHECK(cortiq_session_eval_batch(batched + i, next + i, 1, &err) == CMF_OK);
+        for (int i = 0; i < NS; i++) {
+            CHECK(cortiq_session_pos(alone[i]) == cortiq_session_pos(batched[i]));
+            mismatches += memcmp(cortiq_session_logits(alone[i]), cortiq_session_logits(batched[i]),
+                                 V * sizeof(float)) != 0;
+        }
+    }
+    CHECK_MSG(mismatches == 0, "%s %s: %d session steps differ from decoding alone", fam, quant,
+              mismatches);
+    /* refusals: a session twice, more than 16, a full context */
+    cortiq_session *twice[2] = {batched[0], batched[0]};
+    int32_t two[2] = {1, 1};
+    CHECK(cortiq_session_eval_batch(twice, two, 2, &err) == CMF_E_INVALID_ARG);
+    int32_t many[17] = {0};
+    cortiq_session *many_s[17];
+    for (int i = 0; i < 17; i++)
+        many_s[i] = batched[i % NS];
+    CHECK(cortiq_session_eval_batch(many_s, many, 17, &err) == CMF_E_INVALID_ARG);
+    int32_t bad[2] = {1, (int32_t)V + 5};
+    cortiq_session *pair[2] = {batched[0], batched[1]};
+    CHECK(cortiq_session_eval_batch(pair, bad, 2, &err) == CMF_E_INVALID_ARG);
+    for (int i = 0; i < NS; i++) {
+        cortiq_session_free(alone[i]);
+        cortiq_session_free(batched[i]);
+    }
+    cortiq_model_free(m);
+    free(tok);
+    unlink(path);
+}
+
+int main(void) {
+    check_family("qwen3", "q8");
+    check_family("qwen3", "q4");
+    check_family("llama", "f16");
+    check_family("gemma3_text", "vbit");
+    TEST_DONE();
+}
