@@ -121,6 +121,34 @@ CORTIQ_API void cmf_convert_sort_canonical(cmf_convert_source *src, size_t n);
 /* Natural order of tensor names ("layers.2" before "layers.10"); strcmp-like. */
 CORTIQ_API int cmf_convert_name_cmp(const char *a, const char *b);
 
+/* ---- physical defrag (spec §11) and requant ---- */
+
+typedef struct cmf_defrag_opts {
+    /* Called for each tensor whose dtype cannot hold its new shape (a down_proj whose new width
+     * is not a multiple of 32 becomes q8_2f); may be NULL. */
+    cmf_convert_fallback_fn on_fallback;
+    void *user;
+} cmf_defrag_opts;
+
+typedef struct cmf_defrag_stats {
+    uint64_t in_bytes, out_bytes;
+    uint64_t neurons_before, neurons_after; /* dense FFN neurons over all layers */
+    uint64_t heads_before, heads_after;     /* query heads over all layers */
+    uint64_t heads_padded; /* dead heads kept (o_proj columns zeroed) to balance GQA groups */
+    size_t recoded, fallbacks;
+} cmf_defrag_stats;
+
+/* `cortiq defrag`: bake task mask `task` of in_path into out_path. Live FFN neurons (gate/up
+ * rows, down columns) and live attention heads (q rows, o columns; every kv group keeps the same
+ * head count) are dequantized, gathered and encoded again in the source tensor's dtype (a shape
+ * that dtype cannot hold: q8_2f); other tensors are copied byte for byte. The header records
+ * per-layer sizes and provenance.defrag; the masks section and sparse index are left out.
+ * Refused: a task that gates a layer off or restricts experts, masked FFN bits of a MoE layer,
+ * a layer left without a live neuron, a file with skills, a shard. Atomic like the writer. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_defrag(const char *in_path, const char *task,
+                                                  const char *out_path, const cmf_defrag_opts *opts,
+                                                  cmf_defrag_stats *stats, cmf_err *err);
+
 #ifdef __cplusplus
 }
 #endif
