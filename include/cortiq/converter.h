@@ -149,6 +149,36 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_defrag(const char *in_path, const cha
                                                   const char *out_path, const cmf_defrag_opts *opts,
                                                   cmf_defrag_stats *stats, cmf_err *err);
 
+typedef struct cmf_requant_opts {
+    cmf_dtype to; /* target dtype (default q4tp) */
+    /* Tensor name globs (fnmatch, `*` crosses dots); none = every 2-D matrix of 32 elements or
+     * more, the tensors the converter quantizes (norms and biases are never selected). */
+    const char *const *globs;
+    size_t n_globs;
+    double
+        vbit_mean_bits; /* vbit targets; 0 = the source's own mean for a vbit source, else 4.25 */
+    bool allow_q1;      /* q1 is for 1-bit-trained models: explicit opt-in */
+} cmf_requant_opts;
+
+CORTIQ_API void cmf_requant_opts_default(cmf_requant_opts *o);
+
+typedef struct cmf_requant_stats {
+    size_t selected, recoded; /* selected tensors; those not already in the target dtype */
+    uint64_t in_bytes, out_bytes;
+} cmf_requant_stats;
+
+/* `cortiq requant`: dequantize the selected tensors of in_path and encode them as o->to into
+ * out_path (which may be in_path: the new file is renamed over it once it validates, so the
+ * rewrite is atomic). Tensors already in the target dtype and everything unselected are copied
+ * byte for byte, with the masks, tokenizer and sparse-index sections and the header's skills;
+ * quant_type becomes the label of the dtype holding most matrix weights, provenance.requant
+ * records the change. Refused before anything is written, naming the tensor and the rule: a
+ * selected tensor the target cannot hold (e.g. q4tp with a row length that is not a multiple of
+ * 32), a quantized target for a 1-D tensor, a glob that matches nothing, a shard. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_requant(const char *in_path, const char *out_path,
+                                                   const cmf_requant_opts *o,
+                                                   cmf_requant_stats *stats, cmf_err *err);
+
 #ifdef __cplusplus
 }
 #endif
