@@ -54,6 +54,10 @@ typedef struct cmf_convert_opts {
     cmf_convert_progress_fn on_progress;
     cmf_convert_fallback_fn on_fallback;
     void *progress_user;
+    /* cmf_convert_hf only: a skill directory whose baked overlays (tensors/NAME.npy) and keep-set
+     * (ffn_keep.npy, or the zero down_proj columns) prune FFN neurons at conversion (spec §11);
+     * NULL = none. Excludes masks_dir: a defragged file carries no masks. */
+    const char *defrag_dir;
 } cmf_convert_opts;
 
 CORTIQ_API void cmf_convert_opts_default(cmf_convert_opts *o);
@@ -73,6 +77,9 @@ typedef struct cmf_convert_source {
                            cmf_err *err);
     void *user;
     uint64_t source_bytes; /* bytes of the source payload, for throughput figures */
+    /* A 2-D shape the chosen dtype cannot hold is written as q8_2f instead of q8_row (spec §11:
+     * a defragged down_proj whose width is not a multiple of 32). */
+    bool fallback_q8_2f;
 } cmf_convert_source;
 
 typedef struct cmf_convert_stats {
