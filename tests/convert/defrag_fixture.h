@@ -71,7 +71,7 @@ static inline int df_convert(const char *quant, const char *path) {
     return ok;
 }
 
-/* A copy of in with a masks section of the given tasks (names "t0", "t1", ...). */
+/* A copy of in with a masks section of the given tasks (names "t0", "t1", ...; t0 default). */
 static inline int df_with_masks(const char *in, const char *out, const df_task *tasks, size_t n) {
     cmf_file *f = df_open(in);
     if (!f) return 0;
@@ -86,6 +86,8 @@ static inline int df_with_masks(const char *in, const char *out, const df_task *
         st = cmf_masks_builder_add(b, name, NULL, &tasks[i].ffn[0][0], &tasks[i].heads[0][0],
                                    tasks[i].gates, NULL, NULL, &err);
     }
+    /* the other implementation's reader requires default_task */
+    if (!st && n) st = cmf_masks_builder_set_default(b, "t0", &err);
     if (!st) st = cmf_masks_builder_build(b, &masks, &mlen, &err);
     cmf_masks_builder_free(b);
     cmf_writer *w = NULL;
@@ -142,6 +144,34 @@ static inline int df_verify(const char *path) {
     CHECK_MSG(ok, "%s: %llu problems", path, (unsigned long long)vs.problems);
     cmf_close(f);
     return ok;
+}
+
+/* Write a C-order .npy of n elements of `descr` (element size es) with the given shape. */
+static inline void df_npy_write(const char *path, const char *descr, unsigned es,
+                                const uint64_t *shape, unsigned ndim, const void *data) {
+    char dict[256], sh[96] = "";
+    uint64_t n = 1;
+    for (unsigned i = 0; i < ndim; i++) {
+        size_t l = strlen(sh);
+        snprintf(sh + l, sizeof sh - l, "%llu,%s", (unsigned long long)shape[i],
+                 i + 1 < ndim ? " " : "");
+        n *= shape[i];
+    }
+    int len = snprintf(dict, sizeof dict,
+                       "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, sh);
+    int pad = 64 - (10 + len + 1) % 64;
+    FILE *fp = fopen(path, "wb");
+    CHECK(fp != NULL);
+    if (!fp) return;
+    uint16_t hl = (uint16_t)(len + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, fp);
+    fputc(hl & 0xff, fp), fputc(hl >> 8, fp);
+    fwrite(dict, 1, (size_t)len, fp);
+    for (int i = 0; i < pad; i++)
+        fputc(' ', fp);
+    fputc('\n', fp);
+    fwrite(data, es, (size_t)n, fp);
+    fclose(fp);
 }
 
 #endif

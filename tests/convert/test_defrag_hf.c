@@ -9,34 +9,6 @@
 
 #include "defrag_fixture.h"
 
-/* Write a C-order .npy of n elements of `descr` (element size es) with the given shape. */
-static void npy_write(const char *path, const char *descr, unsigned es, const uint64_t *shape,
-                      unsigned ndim, const void *data) {
-    char dict[256], sh[96] = "";
-    uint64_t n = 1;
-    for (unsigned i = 0; i < ndim; i++) {
-        size_t l = strlen(sh);
-        snprintf(sh + l, sizeof sh - l, "%llu,%s", (unsigned long long)shape[i],
-                 i + 1 < ndim ? " " : "");
-        n *= shape[i];
-    }
-    int len = snprintf(dict, sizeof dict,
-                       "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }", descr, sh);
-    int pad = 64 - (10 + len + 1) % 64;
-    FILE *fp = fopen(path, "wb");
-    CHECK(fp != NULL);
-    if (!fp) return;
-    uint16_t hl = (uint16_t)(len + pad + 1);
-    fwrite("\x93NUMPY\x01\x00", 1, 8, fp);
-    fputc(hl & 0xff, fp), fputc(hl >> 8, fp);
-    fwrite(dict, 1, (size_t)len, fp);
-    for (int i = 0; i < pad; i++)
-        fputc(' ', fp);
-    fputc('\n', fp);
-    fwrite(data, es, (size_t)n, fp);
-    fclose(fp);
-}
-
 static int convert_defrag(const char *quant, const char *dir, const char *out, cmf_err *err) {
     cmf_convert_opts o;
     cmf_convert_opts_default(&o);
@@ -73,7 +45,7 @@ static void test_keep_file(void) {
         for (unsigned i = 0; i < DF_I; i++)
             keep[l][i] = cmf_bit(t.ffn[l], i);
     uint64_t shape[2] = {DF_L, DF_I};
-    npy_write("dfh_skill/ffn_keep.npy", "|b1", 1, shape, 2, keep);
+    df_npy_write("dfh_skill/ffn_keep.npy", "|b1", 1, shape, 2, keep);
     cmf_err err;
     CHECK_MSG(convert_defrag("f32", "dfh_skill", "dfh_keep.cmf", &err), "%s", err.msg);
     CHECK(df_verify("dfh_keep.cmf"));
@@ -95,7 +67,7 @@ static void test_keep_file(void) {
     o.defrag_dir = "dfh_skill";
     CHECK(cmf_convert_hf(DF_TINY, "dfh_x.cmf", "dfh_skill", &o, NULL, &err) == CMF_E_INVALID_ARG);
     uint64_t bad[2] = {DF_L, DF_I / 2};
-    npy_write("dfh_skill/ffn_keep.npy", "|b1", 1, bad, 2, keep);
+    df_npy_write("dfh_skill/ffn_keep.npy", "|b1", 1, bad, 2, keep);
     CHECK(!convert_defrag("f32", "dfh_skill", "dfh_x.cmf", &err));
     CHECK_MSG(strstr(err.msg, "ffn_keep.npy") && strstr(err.msg, "shape"), "%s", err.msg);
     remove("dfh_skill/ffn_keep.npy");
@@ -118,7 +90,7 @@ static void test_autodetect(void) {
                 v[r * DF_I + c] = 0.0f;
         }
     uint64_t shape[2] = {DF_HID, DF_I};
-    npy_write("dfh_auto/tensors/model.layers.0.mlp.down_proj.weight.npy", "<f4", 4, shape, 2, v);
+    df_npy_write("dfh_auto/tensors/model.layers.0.mlp.down_proj.weight.npy", "<f4", 4, shape, 2, v);
     cmf_err err;
     CHECK_MSG(convert_defrag("f32", "dfh_auto", "dfh_auto.cmf", &err), "%s", err.msg);
     cmf_file *g = df_open("dfh_auto.cmf");
@@ -142,7 +114,7 @@ static void test_autodetect(void) {
         cmf_close(g);
     }
     /* an overlay naming no checkpoint tensor */
-    npy_write("dfh_auto/tensors/model.layers.9.mlp.down_proj.weight.npy", "<f4", 4, shape, 2, v);
+    df_npy_write("dfh_auto/tensors/model.layers.9.mlp.down_proj.weight.npy", "<f4", 4, shape, 2, v);
     CHECK(!convert_defrag("f32", "dfh_auto", "dfh_x.cmf", &err));
     CHECK_MSG(strstr(err.msg, "no such tensor"), "%s", err.msg);
     remove("dfh_auto/tensors/model.layers.9.mlp.down_proj.weight.npy");
