@@ -6,12 +6,14 @@ Criterion: a neuron's mean |act| over the calibration tokens, where act = silu(g
 is the input of down_proj, times the L2 norm of its down_proj column (what it adds to the
 residual stream per unit of activation). Each layer keeps its top `--keep` fraction.
 
-Writes, under OUT:
-  ffn_keep.npy       bool [num_layers, intermediate_size] (True = live): `convert --defrag OUT`
-  masks/NAME.json    {"ffn": [[live indices] per layer], "default": true}: `convert --masks`,
-                     then `cortiq defrag FILE --task NAME`
+Writes, under OUT (one set per --keep fraction K, as a percentage: OUT/keep50, ...):
+  keepK/ffn_keep.npy     bool [num_layers, intermediate_size] (True = live):
+                         `convert --defrag OUT/keepK`
+  masks/NAME_kK.json     {"ffn": [[live indices] per layer]}: `convert --masks OUT/masks`,
+                         then `cortiq defrag FILE --task NAME_kK`
+  ffn_score.npy          the scores themselves
 
-usage: defrag_keepset.py HF_DIR CALIB.txt OUT [--keep 0.5] [--name task] [--ctx 512]
+usage: defrag_keepset.py HF_DIR CALIB.txt OUT [--keep 0.5,0.75] [--name task] [--ctx 512]
 """
 import argparse
 import json
@@ -27,7 +29,7 @@ def main():
     ap.add_argument("hf_dir")
     ap.add_argument("calib")
     ap.add_argument("out")
-    ap.add_argument("--keep", type=float, default=0.5)
+    ap.add_argument("--keep", default="0.5", help="comma-separated fractions")
     ap.add_argument("--name", default="task")
     ap.add_argument("--ctx", type=int, default=512)
     a = ap.parse_args()
@@ -54,18 +56,27 @@ def main():
             model(ids[s : s + a.ctx].unsqueeze(0))
     for h in hooks:
         h.remove()
-    keep = np.zeros((len(layers), sums[0].shape[0]), dtype=bool)
-    for i, l in enumerate(layers):
-        col = l.mlp.down_proj.weight.detach().double().norm(dim=0)
-        score = (sums[i] / count[0]) * col
-        k = max(1, int(round(a.keep * score.shape[0])))
-        keep[i, torch.topk(score, k).indices.numpy()] = True
+    scores = np.stack(
+        [
+            ((sums[i] / count[0]) * l.mlp.down_proj.weight.detach().double().norm(dim=0)).numpy()
+            for i, l in enumerate(layers)
+        ]
+    )
     os.makedirs(os.path.join(a.out, "masks"), exist_ok=True)
-    np.save(os.path.join(a.out, "ffn_keep.npy"), keep)
-    mask = {"ffn": [np.nonzero(r)[0].tolist() for r in keep], "default": True}
-    with open(os.path.join(a.out, "masks", a.name + ".json"), "w") as fp:
-        json.dump(mask, fp)
-    print(f"{count[0]} calibration tokens; kept {keep.sum()} of {keep.size} neurons")
+    np.save(os.path.join(a.out, "ffn_score.npy"), scores)
+    for frac in [float(x) for x in a.keep.split(",")]:
+        keep = np.zeros(scores.shape, dtype=bool)
+        k = max(1, int(round(frac * scores.shape[1])))
+        for i in range(scores.shape[0]):
+            keep[i, np.argsort(-scores[i], kind="stable")[:k]] = True
+        tag = f"k{int(round(frac * 100))}"
+        os.makedirs(os.path.join(a.out, "keep" + tag[1:]), exist_ok=True)
+        np.save(os.path.join(a.out, "keep" + tag[1:], "ffn_keep.npy"), keep)
+        mask = {"ffn": [np.nonzero(r)[0].tolist() for r in keep]}
+        with open(os.path.join(a.out, "masks", f"{a.name}_{tag}.json"), "w") as fp:
+            json.dump(mask, fp)
+        print(f"keep {frac}: {keep.sum()} of {keep.size} neurons")
+    print(f"{count[0]} calibration tokens")
 
 
 if __name__ == "__main__":
