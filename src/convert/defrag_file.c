@@ -116,6 +116,11 @@ static cmf_status plan_heads(ctx *c, uint32_t l, uint32_t heads_l) {
                            "task '%s' masks heads of layer %u, which has no self_attn.q_proj "
                            "(only softmax attention heads are pruned)",
                            c->mk->name, l);
+    if (heads_l > c->ms->n_heads)
+        return cmf_err_set(c->err, CMF_E_UNSUPPORTED, c->path,
+                           "layer %u has %u query heads, more than the %u the masks address "
+                           "(num_attention_heads)",
+                           l, heads_l, c->ms->n_heads);
     uint32_t hd = c->p.head_dim;
     if (q->ndim != 2 || q->shape[0] != (uint64_t)heads_l * hd)
         return cmf_err_set(c->err, CMF_E_UNSUPPORTED, c->path,
