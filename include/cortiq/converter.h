@@ -54,6 +54,10 @@ typedef struct cmf_convert_opts {
     cmf_convert_progress_fn on_progress;
     cmf_convert_fallback_fn on_fallback;
     void *progress_user;
+    /* cmf_convert_hf only: a skill directory whose baked overlays (tensors/NAME.npy) and keep-set
+     * (ffn_keep.npy, or the zero down_proj columns) prune FFN neurons at conversion (spec §11);
+     * NULL = none. Excludes masks_dir: a defragged file carries no masks. */
+    const char *defrag_dir;
 } cmf_convert_opts;
 
 CORTIQ_API void cmf_convert_opts_default(cmf_convert_opts *o);
@@ -73,6 +77,9 @@ typedef struct cmf_convert_source {
                            cmf_err *err);
     void *user;
     uint64_t source_bytes; /* bytes of the source payload, for throughput figures */
+    /* A 2-D shape the chosen dtype cannot hold is written as q8_2f instead of q8_row (spec §11:
+     * a defragged down_proj whose width is not a multiple of 32). */
+    bool fallback_q8_2f;
 } cmf_convert_source;
 
 typedef struct cmf_convert_stats {
@@ -120,6 +127,64 @@ CORTIQ_API void cmf_convert_sort_canonical(cmf_convert_source *src, size_t n);
 
 /* Natural order of tensor names ("layers.2" before "layers.10"); strcmp-like. */
 CORTIQ_API int cmf_convert_name_cmp(const char *a, const char *b);
+
+/* ---- physical defrag (spec §11) and requant ---- */
+
+typedef struct cmf_defrag_opts {
+    /* Called for each tensor whose dtype cannot hold its new shape (a down_proj whose new width
+     * is not a multiple of 32 becomes q8_2f); may be NULL. */
+    cmf_convert_fallback_fn on_fallback;
+    void *user;
+} cmf_defrag_opts;
+
+typedef struct cmf_defrag_stats {
+    uint64_t in_bytes, out_bytes;
+    uint64_t neurons_before, neurons_after; /* dense FFN neurons over all layers */
+    uint64_t heads_before, heads_after;     /* query heads over all layers */
+    uint64_t heads_padded; /* dead heads kept (o_proj columns zeroed) to balance GQA groups */
+    size_t recoded, fallbacks;
+} cmf_defrag_stats;
+
+/* `cortiq defrag`: bake task mask `task` of in_path into out_path. Live FFN neurons (gate/up
+ * rows, down columns) and live attention heads (q rows, o columns; every kv group keeps the same
+ * head count) are dequantized, gathered and encoded again in the source tensor's dtype (a shape
+ * that dtype cannot hold: q8_2f); other tensors are copied byte for byte. The header records
+ * per-layer sizes and provenance.defrag; the masks section and sparse index are left out.
+ * Refused: a task that gates a layer off or restricts experts, masked FFN bits of a MoE layer,
+ * a layer left without a live neuron, a file with skills, a shard. Atomic like the writer. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_defrag(const char *in_path, const char *task,
+                                                  const char *out_path, const cmf_defrag_opts *opts,
+                                                  cmf_defrag_stats *stats, cmf_err *err);
+
+typedef struct cmf_requant_opts {
+    cmf_dtype to; /* target dtype (default q4tp) */
+    /* Tensor name globs (fnmatch, `*` crosses dots); none = every 2-D matrix of 32 elements or
+     * more, the tensors the converter quantizes (norms and biases are never selected). */
+    const char *const *globs;
+    size_t n_globs;
+    double
+        vbit_mean_bits; /* vbit targets; 0 = the source's own mean for a vbit source, else 4.25 */
+    bool allow_q1;      /* q1 is for 1-bit-trained models: explicit opt-in */
+} cmf_requant_opts;
+
+CORTIQ_API void cmf_requant_opts_default(cmf_requant_opts *o);
+
+typedef struct cmf_requant_stats {
+    size_t selected, recoded; /* selected tensors; those not already in the target dtype */
+    uint64_t in_bytes, out_bytes;
+} cmf_requant_stats;
+
+/* `cortiq requant`: dequantize the selected tensors of in_path and encode them as o->to into
+ * out_path (which may be in_path: the new file is renamed over it once it validates, so the
+ * rewrite is atomic). Tensors already in the target dtype and everything unselected are copied
+ * byte for byte, with the masks, tokenizer and sparse-index sections and the header's skills;
+ * quant_type becomes the label of the dtype holding most matrix weights, provenance.requant
+ * records the change. Refused before anything is written, naming the tensor and the rule: a
+ * selected tensor the target cannot hold (e.g. q4tp with a row length that is not a multiple of
+ * 32), a quantized target for a 1-D tensor, a glob that matches nothing, a shard. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cmf_requant(const char *in_path, const char *out_path,
+                                                   const cmf_requant_opts *o,
+                                                   cmf_requant_stats *stats, cmf_err *err);
 
 #ifdef __cplusplus
 }

@@ -23,6 +23,8 @@ static void usage(void) {
         "  --head-quant Q     dtype of lm_head.weight (default: --quant)\n"
         "  --mean-bits B      vbit target mean bits per weight (default 4.25)\n"
         "  --masks DIR        per-task keep-sets, one <task>.json each (docs/CONVERT.md)\n"
+        "  --defrag DIR       prune FFN neurons (spec 11): DIR/tensors/*.npy overlays, DIR/ffn_keep.npy\n"
+        "                     keep-set [layers, intermediate] (else zero down_proj columns)\n"
         "  --shard-max-gb G   split into {base}-NNNNN-of-MMMMM.cmf shards of about G GB (f32 "
         "size)\n"
         "  -t, --threads N    encoder threads (default: all cores)\n"
@@ -57,6 +59,8 @@ int cmd_convert(int argc, char **argv) {
             out = argv[++i];
         else if (!strcmp(a, "--masks") && v)
             masks = argv[++i];
+        else if (!strcmp(a, "--defrag") && v)
+            o.defrag_dir = argv[++i];
         else if (!strcmp(a, "--quant") && v) {
             if (parse_quant(argv[++i], &o.quant)) return CLI_EXIT_USAGE;
             have_quant = 1;
@@ -85,7 +89,8 @@ int cmd_convert(int argc, char **argv) {
         else if (!strcmp(a, "-q") || !strcmp(a, "--quiet"))
             quiet = true;
         else if (!v &&
-                 cli_word_in(a, "--model --output -o --masks --quant --embed-quant --head-quant"))
+                 cli_word_in(
+                     a, "--model --output -o --masks --defrag --quant --embed-quant --head-quant"))
             return cli_usage_error("convert", "%s needs a value", a);
         else
             return cli_usage_error("convert", "unknown option or argument '%s'", a);

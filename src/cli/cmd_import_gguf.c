@@ -241,7 +241,11 @@ int cmd_import_gguf(int argc, char **argv) {
             goto done;
         }
         users[n] = (gguf_source){g, t};
-        src[n] = (cmf_convert_source){names[n], t->ndim, {0}, read_tensor, &users[n], t->nbytes};
+        src[n] = (cmf_convert_source){.name = names[n],
+                                      .ndim = t->ndim,
+                                      .read_f32 = read_tensor,
+                                      .user = &users[n],
+                                      .source_bytes = t->nbytes};
         memcpy(src[n].shape, t->shape, t->ndim * sizeof t->shape[0]);
         n++;
     }

@@ -9,6 +9,7 @@
 
 #include "common/err.h"
 #include "common/fileio.h"
+#include "convert/defrag_hf.h"
 #include "convert/hf_header.h"
 #include "convert/masks_dir.h"
 #include "cortiq/safetensors.h"
@@ -141,6 +142,7 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
     cmf_st *st = NULL;
     cmf_convert_source *src = NULL;
     st_src *ss = NULL;
+    cq_defrag_hf *defrag = NULL;
     uint8_t *vocab = NULL, *masks = NULL;
     size_t vocab_len = 0, masks_len = 0;
     char *hjson = NULL;
@@ -155,6 +157,11 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
     if (!vocab) {
         s = cmf_err_set(err, CMF_E_NOT_FOUND, tpath,
                         "missing: the tokenizer section is tokenizer.json verbatim");
+        goto out;
+    }
+    if (masks_dir && opts->defrag_dir) {
+        s = cmf_err_set(err, CMF_E_INVALID_ARG, opts->defrag_dir,
+                        "--defrag with --masks: a defragged file carries no masks (spec §11)");
         goto out;
     }
     if (masks_dir && (s = cmf_masks_from_dir(masks_dir, arch, &masks, &masks_len, err))) goto out;
@@ -181,6 +188,8 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
         src[i].user = &ss[i];
         src[i].source_bytes = t->nbytes;
     }
+    if (opts->defrag_dir && (s = cq_defrag_hf_apply(opts->defrag_dir, hdr, src, n, &defrag, err)))
+        goto out;
     cmf_convert_sort_canonical(src, n);
     hjson = json_dumps(hdr, JSON_COMPACT);
     if (!hjson) {
@@ -192,6 +201,7 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
 out:
     free(hjson);
     free(src);
+    cq_defrag_hf_free(defrag);
     free(ss);
     free(vocab);
     free(masks);

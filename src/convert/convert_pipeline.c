@@ -223,6 +223,7 @@ cmf_status cmf_convert_run(const char *out_path, const char *header_json,
     for (size_t i = 0; i < n && !st; i++) {
         bool fb;
         dtypes[i] = cmf_convert_pick_dtype(opts, src[i].name, src[i].ndim, src[i].shape, &fb);
+        if (fb && src[i].fallback_q8_2f && src[i].ndim == 2) dtypes[i] = CMF_DT_Q8_2F;
         if (fb) {
             fallbacks++;
             if (opts->on_fallback)

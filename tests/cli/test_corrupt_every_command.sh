@@ -72,7 +72,8 @@ all_commands() {
   check "$tag ppl" "$bin" ppl "$m" "$tmp/text.txt" --ctx 8
   check "$tag bench" "$bin" bench "$m" -p 4 -n 2 -r 1
   check "$tag sign" "$bin" sign "$m" --key "$tmp/k.key" -o "$tmp/any.sig"
-  rm -rf "$tmp/npy" "$tmp/compact.cmf" "$tmp/any.sig"
+  check "$tag requant" "$bin" requant "$m" --to q4 -o "$tmp/rq.cmf" -q
+  rm -rf "$tmp/npy" "$tmp/compact.cmf" "$tmp/any.sig" "$tmp/rq.cmf"
 }
 
 want0=1 # the intact model works with every command, so the corrupted runs test something
@@ -107,6 +108,7 @@ for at in $moff $((moff + 4)) $((moff + 40)) $((moff + mlen / 2)) $((moff + mlen
   cp "$tmp/masks.cmf" "$tmp/flip.cmf"
   flip "$tmp/flip.cmf" "$at"
   all_commands "$tmp/flip.cmf" "masks flip@$at"
+  check "masks flip@$at defrag" "$bin" defrag "$tmp/flip.cmf" --task general -o "$tmp/d.cmf" -q
 done
 
 # signatures: a good file with a corrupted .sig beside it

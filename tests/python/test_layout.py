@@ -27,7 +27,7 @@ WHOLE = {
                              "source_bytes_total", "seconds", "final"],
     "cmf_convert_opts": ["quant", "embed_quant", "head_quant", "has_embed_quant",
                          "has_head_quant", "allow_q1", "vbit_mean_bits", "shard_max_bytes",
-                         "threads", "on_progress", "on_fallback", "progress_user"],
+                         "threads", "on_progress", "on_fallback", "progress_user", "defrag_dir"],
     "cmf_convert_stats": ["tensors", "fallbacks", "source_bytes", "output_bytes", "seconds"],
     "cortiq_sampler_params": ["temperature", "top_k", "top_p", "min_p", "repeat_penalty",
                               "repeat_last_n", "seed"],

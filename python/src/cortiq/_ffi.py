@@ -163,6 +163,7 @@ typedef struct cmf_convert_opts {
     cmf_convert_progress_fn on_progress;
     cmf_convert_fallback_fn on_fallback;
     void *progress_user;
+    const char *defrag_dir;
 } cmf_convert_opts;
 typedef struct cmf_convert_stats {
     size_t tensors, fallbacks;

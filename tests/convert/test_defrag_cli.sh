@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# `cortiq defrag` and `cortiq requant` from the command line: a mask given to `convert --masks`
+# is baked (smaller file, per-layer shapes, no masks, verifies, runs), requant rewrites in place
+# and keeps the masks, usage errors and refusals exit non-zero with a message naming the problem.
+set -uo pipefail
+bin=${CORTIQ_BIN:?}
+src=${CORTIQ_SOURCE_DIR:?}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+ok() { "$@" || { echo "FAIL: $*"; fail=1; }; }
+has() { grep -q -- "$2" <<<"$1" || { echo "FAIL: '$2' not in: $1"; fail=1; }; }
+
+mkdir "$tmp/masks"
+python3 -c "
+import json
+json.dump({'ffn': [list(range(0, 128, 2)), list(range(40))], 'default': True}, open('$tmp/masks/half.json', 'w'))
+" || { echo "python3 missing"; exit 77; }
+ok "$bin" convert --model "$src/tests/fixtures/tiny/llama" --quant q4t --masks "$tmp/masks" -o "$tmp/src.cmf" -q
+out=$("$bin" defrag "$tmp/src.cmf" --task half -o "$tmp/d.cmf" 2>&1)
+ok test $? -eq 0
+has "$out" "FFN neurons 256 -> 104"
+has "$out" "written as q8_2f" # layer 1 keeps 40: not a multiple of 32
+ok "$bin" verify "$tmp/d.cmf" >/dev/null
+[ "$(stat -c %s "$tmp/d.cmf")" -lt "$(stat -c %s "$tmp/src.cmf")" ] || { echo "FAIL: not smaller"; fail=1; }
+has "$("$bin" tensors "$tmp/d.cmf")" "model.layers.1.mlp.down_proj.weight *q8_2f *\[64, 40\]"
+has "$("$bin" masks "$tmp/d.cmf" 2>&1)" "no masks"
+ok "$bin" run "$tmp/d.cmf" --prompt hi --max-tokens 2 --greedy >/dev/null 2>&1
+
+# requant in place: masks kept, dtype changed, file verifies
+ok "$bin" requant "$tmp/src.cmf" --to q8 -q
+has "$("$bin" tensors "$tmp/src.cmf")" "model.layers.0.mlp.gate_proj.weight *q8_row"
+has "$("$bin" masks "$tmp/src.cmf")" "half (default)"
+ok "$bin" verify "$tmp/src.cmf" >/dev/null
+
+# refusals and usage errors
+err=$("$bin" requant "$tmp/d.cmf" --to q4tp -o "$tmp/x.cmf" 2>&1)
+ok test $? -ne 0
+has "$err" "model.layers.1.mlp.down_proj.weight"
+[ ! -e "$tmp/x.cmf" ] || { echo "FAIL: refused requant left a file"; fail=1; }
+err=$("$bin" defrag "$tmp/src.cmf" --task nope -o "$tmp/x.cmf" 2>&1)
+ok test $? -ne 0
+has "$err" "no task 'nope' (tasks: half)"
+"$bin" defrag "$tmp/src.cmf" -o "$tmp/x.cmf" >/dev/null 2>&1
+ok test $? -eq 2
+"$bin" requant "$tmp/src.cmf" --to q9 >/dev/null 2>&1
+ok test $? -eq 2
+exit $fail
