@@ -27,6 +27,24 @@ has "$("$bin" tensors "$tmp/d.cmf")" "model.layers.1.mlp.down_proj.weight *q8_2f
 has "$("$bin" masks "$tmp/d.cmf" 2>&1)" "no masks"
 ok "$bin" run "$tmp/d.cmf" --prompt hi --max-tokens 2 --greedy >/dev/null 2>&1
 
+# the baked file computes what the runtime's masked execution of the source computes (f32)
+ok "$bin" convert --model "$src/tests/fixtures/tiny/llama" --quant f32 --masks "$tmp/masks" -o "$tmp/s32.cmf" -q
+ok "$bin" defrag "$tmp/s32.cmf" --task half -o "$tmp/d32.cmf" -q
+ids=1,7,3,9,4,2,8,5,6,11,10,12
+ok "$bin" logits "$tmp/s32.cmf" --ids $ids --all --exact --top 0 --task half -o "$tmp/masked.npy"
+ok "$bin" logits "$tmp/d32.cmf" --ids $ids --all --exact --top 0 -o "$tmp/baked.npy"
+ok "$bin" logits "$tmp/s32.cmf" --ids $ids --all --exact --top 0 --task none -o "$tmp/dense.npy"
+python3 - "$tmp" <<'PY' || { echo "FAIL: defragged file vs --task on the source"; fail=1; }
+import sys
+import numpy as np
+d = sys.argv[1]
+masked, baked, dense = (np.load(f"{d}/{n}.npy") for n in ("masked", "baked", "dense"))
+gap = np.abs(masked - baked).max()
+print(f"defrag vs --task: max |diff| {gap:.2e}; vs dense {np.abs(dense - baked).max():.2e}")
+assert gap < 1e-5 * max(1.0, np.abs(masked).max())
+assert np.abs(dense - baked).max() > 1e-3  # the mask does change the result
+PY
+
 # requant in place: masks kept, dtype changed, file verifies
 ok "$bin" requant "$tmp/src.cmf" --to q8 -q
 has "$("$bin" tensors "$tmp/src.cmf")" "model.layers.0.mlp.gate_proj.weight *q8_row"
