@@ -46,6 +46,8 @@ const char *cli_opt_value(const char *cmd, int argc, char **argv, int *i);
 bool cli_opt_u64(const char *cmd, const char *opt, const char *v, uint64_t lo, uint64_t hi,
                  uint64_t *out);
 /* [lo, hi], with lo_open / hi_open making an end exclusive */
+/* -log softmax(logits)[target] over V logits, in double (perplexity's per-token term). */
+double cli_token_nll(const float *logits, uint32_t V, int32_t target);
 bool cli_opt_double(const char *cmd, const char *opt, const char *v, double lo, bool lo_open,
                     double hi, bool hi_open, double *out);
 

@@ -1,5 +1,6 @@
 /* cli_util.c - helpers shared by the subcommands. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,4 +161,14 @@ int cli_open_model(const char *path, cmf_file **out) {
     cmf_status st = cmf_open_model(path, 0, out, &err);
     if (st) cli_error(&err);
     return cli_exit_code(st);
+}
+
+double cli_token_nll(const float *logits, uint32_t V, int32_t target) {
+    float mx = logits[0];
+    for (uint32_t v = 1; v < V; v++)
+        mx = logits[v] > mx ? logits[v] : mx;
+    double sum = 0;
+    for (uint32_t v = 0; v < V; v++)
+        sum += exp((double)logits[v] - mx);
+    return log(sum) + mx - logits[target];
 }

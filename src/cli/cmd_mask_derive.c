@@ -131,14 +131,7 @@ static cmf_status perplexity(cortiq_session *s, uint32_t V, const int32_t *ids, 
         st = cortiq_session_eval(s, ids + begin, end - begin, logits, err);
         size_t first = (end - begin) - trg;
         for (size_t t = first ? first - 1 : 0; !st && t + 1 < end - begin; t++) {
-            const float *l = logits + t * V;
-            float mx = l[0];
-            for (uint32_t v = 1; v < V; v++)
-                mx = l[v] > mx ? l[v] : mx;
-            double sum = 0;
-            for (uint32_t v = 0; v < V; v++)
-                sum += exp((double)l[v] - mx);
-            nll += log(sum) + mx - l[ids[begin + t + 1]];
+            nll += cli_token_nll(logits + t * V, V, ids[begin + t + 1]);
             (*scored)++;
         }
         prev_end = end;

@@ -182,14 +182,7 @@ int cmd_ppl(int argc, char **argv) {
         /* logits at t predict ids[begin + t + 1]; labels before the last trg are masked */
         size_t first_label = (end - begin) - trg;
         for (size_t t = first_label ? first_label - 1 : 0; !st && t + 1 < end - begin; t++) {
-            const float *l = logits + t * V;
-            float mx = l[0];
-            for (uint32_t v = 1; v < V; v++)
-                mx = l[v] > mx ? l[v] : mx;
-            double sum = 0;
-            for (uint32_t v = 0; v < V; v++)
-                sum += exp((double)l[v] - mx);
-            nll += log(sum) + mx - l[ids[begin + t + 1]];
+            nll += cli_token_nll(logits + t * V, V, ids[begin + t + 1]);
             scored++;
         }
         prev_end = end;

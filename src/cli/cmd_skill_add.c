@@ -106,14 +106,7 @@ static cmf_status text_ppl(const char *path, const char *skill, const char *text
             cortiq_session_reset(s);
             if ((st = cortiq_session_eval(s, ids + b, e - b, logits, err))) break;
             for (size_t t = 0; t + 1 < e - b; t++) {
-                const float *l = logits + t * V;
-                float mx = l[0];
-                for (uint32_t v = 1; v < V; v++)
-                    mx = l[v] > mx ? l[v] : mx;
-                double sum = 0;
-                for (uint32_t v = 0; v < V; v++)
-                    sum += exp((double)l[v] - mx);
-                nll += log(sum) + mx - l[ids[b + t + 1]];
+                nll += cli_token_nll(logits + t * V, V, ids[b + t + 1]);
                 (*scored)++;
             }
         }

@@ -324,12 +324,10 @@ static void head_forward(cortiq_session *s, const float *x, float *logits) {
     logit_post(m, logits);
 }
 
-/* The forward pass of cortiq_session_eval. hidden (may be NULL) receives each token's final
- * normed hidden state, the output head's input; pooled (may be NULL) gets their sum added. */
-static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
-                               float *all_logits, float *hidden, float *pooled, cmf_err *err) {
-    cortiq_model *m = s->m;
-    if (n == 0) return CMF_OK;
+/* n tokens fit the session's context and are ids of the vocabulary. */
+static cmf_status check_tokens(const cortiq_session *s, const int32_t *tokens, size_t n,
+                               cmf_err *err) {
+    const cortiq_model *m = s->m;
     if ((uint64_t)s->pos + n > s->ctx)
         return cmf_err_set(err, CMF_E_LIMIT, "session", "context full: %u + %zu tokens > ctx %u",
                            s->pos, n, s->ctx);
@@ -338,6 +336,17 @@ static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t 
             return cmf_err_set(err, CMF_E_INVALID_ARG, "session",
                                "token id %d outside the vocabulary [0, %llu)", tokens[i],
                                (unsigned long long)m->embed.rows);
+    return CMF_OK;
+}
+
+/* The forward pass of cortiq_session_eval. hidden (may be NULL) receives each token's final
+ * normed hidden state, the output head's input; pooled (may be NULL) gets their sum added. */
+static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
+                               float *all_logits, float *hidden, float *pooled, cmf_err *err) {
+    cortiq_model *m = s->m;
+    if (n == 0) return CMF_OK;
+    cmf_status st = check_tokens(s, tokens, n, err);
+    if (st != CMF_OK) return st;
     for (size_t done = 0; done < n;) {
         size_t b = n - done < CQ_BATCH ? n - done : CQ_BATCH;
         embed(s, tokens + done, b);
@@ -386,14 +395,8 @@ cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, 
     if (last >= m->n_layers)
         return cmf_err_set(err, CMF_E_INVALID_ARG, "session", "layer %u: the model has %u", last,
                            m->n_layers);
-    if ((uint64_t)s->pos + n > s->ctx)
-        return cmf_err_set(err, CMF_E_LIMIT, "session", "context full: %u + %zu tokens > ctx %u",
-                           s->pos, n, s->ctx);
-    for (size_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || (uint32_t)tokens[i] >= m->embed.rows)
-            return cmf_err_set(err, CMF_E_INVALID_ARG, "session",
-                               "token id %d outside the vocabulary [0, %llu)", tokens[i],
-                               (unsigned long long)m->embed.rows);
+    cmf_status st = check_tokens(s, tokens, n, err);
+    if (st != CMF_OK) return st;
     for (size_t done = 0; done < n;) {
         size_t b = n - done < CQ_BATCH ? n - done : CQ_BATCH;
         embed(s, tokens + done, b);
