@@ -158,7 +158,10 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval(cortiq_session *s, co
                                                            size_t n, float *all_logits,
                                                            cmf_err *err);
 CORTIQ_API const float *cortiq_session_logits(const cortiq_session *s);
-/* Drop positions >= pos (e.g. to re-run a prompt suffix). pos <= cortiq_session_pos(). */
+/* Drop positions >= pos (e.g. to re-run a prompt suffix). pos <= cortiq_session_pos(). A model
+ * with recurrent (LinearAttention) layers may drop more: its session returns to the latest
+ * state it kept at or below pos (the start and the last token of its latest multi-token eval,
+ * else 0). Read cortiq_session_pos() afterwards for the position to continue from. */
 CORTIQ_API void cortiq_session_truncate(cortiq_session *s, uint32_t pos);
 
 /* ---- sampling ---- */
