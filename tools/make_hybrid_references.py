@@ -14,7 +14,9 @@ computes on them: the parity oracle of tests/engine/test_hybrid_parity.c.
 Every 1-D or tiny tensor is made f16-exact (CMF stores them as f16, spec 3.2), so a CMF
 converted at f32 holds exactly the weights transformers computes with. Each directory gets
 tokens.npy (64 ids), logits.npy ([64, vocab] f32, one forward pass) and greedy.npy (32 greedy
-tokens continuing the first 8), the same generator as make_tiny_checkpoints.py.
+tokens continuing the first 8), the same generator as make_tiny_checkpoints.py, and
+logits_f16.npy / greedy_f16.npy: the same with every matrix rounded to f16 (the reference for
+f16 files, e.g. the other implementation's converter output in tests/fixtures/interop).
 
 usage: python3 tools/make_hybrid_references.py [TINY_DIR]   (needs torch, transformers >= 5)
 """
@@ -80,6 +82,15 @@ def references(d):
     np.save(os.path.join(d, "tokens.npy"), tokens[0].numpy().astype(np.int32))
     np.save(os.path.join(d, "logits.npy"), logits.astype(np.float32))
     np.save(os.path.join(d, "greedy.npy"), out[0, 8:].numpy().astype(np.int32))
+    with torch.no_grad():  # the reference for f16 files (e.g. the other implementation's)
+        for p in model.parameters():
+            if p.dim() >= 2:
+                p.copy_(p.half().float())
+        logits16 = model(tokens).logits[0].float().numpy()
+        out16 = model.generate(tokens[:, :8], max_new_tokens=32, do_sample=False, eos_token_id=None,
+                               pad_token_id=0)
+    np.save(os.path.join(d, "logits_f16.npy"), logits16.astype(np.float32))
+    np.save(os.path.join(d, "greedy_f16.npy"), out16[0, 8:].numpy().astype(np.int32))
     print(os.path.basename(d), type(model).__name__, "reference logits", logits.shape)
 
 

@@ -298,7 +298,6 @@ static const struct {
 } k_refused[] = {
     {"gemma3_text", "LinearAttention"}, /* its Python converter tags sliding layers so */
     {"qwen3_moe", "MoE"},               /* its header says moe: null (num_local_experts) */
-    {"qwen3_next", "LinearAttention"},  /* and MoE */
 };
 
 static void python_corpus(void) {
