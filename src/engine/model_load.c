@@ -304,6 +304,11 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
         const cmf_tensor *t[7];
         for (int k = y->gdn ? 4 : 0; k < (moe ? 4 : 7); k++)
             if (!(t[k] = find(L, names[k], li))) return missing(L, names[k], li);
+        if (find(L, "model.layers.%d.self_attn.g_proj.weight", li))
+            return cmf_err_set(L->err, CMF_E_UNSUPPORTED, L->path,
+                               "layer %u has self_attn.g_proj.weight (softplus attention gating, "
+                               "spec §2): not implemented by this runtime",
+                               l);
         /* a q_proj twice as wide holds a gate per head (spec §2: chosen by the width) */
         y->attn_gate = !y->gdn && t[0]->ndim == 2 && t[0]->shape[0] == 2 * qd;
         if (!y->gdn) {
