@@ -22,7 +22,8 @@ cmf_status cortiq_session_create(cortiq_model *m, uint32_t ctx, cortiq_session *
 }
 
 /* The KV cache: every layer's rows in one arena; a sliding layer keeps a ring of its window
- * plus one chunk (the chunk's own keys are stored before its attention reads them). */
+ * plus one chunk (the chunk's own keys are stored before its attention reads them); a
+ * LinearAttention layer stores none (one unused row). */
 static bool kv_init(cortiq_session *s) {
     const cortiq_model *m = s->m;
     s->kv = calloc(m->n_layers, sizeof *s->kv);
@@ -32,6 +33,7 @@ static bool kv_init(cortiq_session *s) {
         slots[l] = s->ctx;
         if (m->layers[l].sliding && (uint64_t)m->sliding_window + CQ_BATCH < s->ctx)
             slots[l] = m->sliding_window + CQ_BATCH;
+        if (m->layers[l].gdn) slots[l] = 1; /* no keys: its state is in s->gdn */
     }
     ok = ok && cq_kv_arena_init(&s->kv_arena, s->kv, m->n_layers, s->kv_type, slots, m->n_kv,
                                 m->head_dim, m->huge_pages);
