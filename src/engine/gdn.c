@@ -2,6 +2,7 @@
  * the q/k normalisation and the gates (split by tokens), the delta-rule recurrence (split by
  * value heads, token after token), the gated output norm (by tokens) and the output product. */
 #include "engine/gdn.h"
+#include "engine/gdn_step.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -95,6 +96,7 @@ typedef struct gdn_pass {
     size_t n;
     float *tail; /* the conv's last kernel - 1 inputs before the chunk [kernel - 1, conv_dim] */
     float *S;    /* [nv, dk, dv] */
+    cq_gdn_step_fn step;
 } gdn_pass;
 
 static float sigmoidf(float x) {
@@ -166,8 +168,7 @@ static void conv_gates(const void *ctx, size_t t) {
     }
 }
 
-/* Value head h over the chunk's tokens in order: S <- exp(g) S; S += k (beta (v - S^T k))^T;
- * o = S^T q. S is [dk, dv] row-major, so every inner loop runs along a contiguous row. */
+/* Value head h over the chunk's tokens in order (the step per SIMD tier: gdn_step.h). */
 static void recur_head(const void *ctx, size_t h) {
     const gdn_pass *P = ctx;
     const cq_gdn *g = P->g;
@@ -179,26 +180,8 @@ static void recur_head(const void *ctx, size_t h) {
         const float *row = st->conv + t * g->conv_dim;
         const float *q = row + (size_t)kh * dk, *k = row + g->key_dim + (size_t)kh * dk;
         const float *v = row + 2 * g->key_dim + h * dv;
-        float decay = expf(st->g[t * g->nv + h]), beta = st->beta[t * g->nv + h];
-        memset(mem, 0, dv * sizeof(float));
-        for (uint32_t i = 0; i < dk; i++) {
-            float *s = S + (size_t)i * dv;
-            for (uint32_t j = 0; j < dv; j++) {
-                s[j] *= decay;
-                mem[j] += s[j] * k[i];
-            }
-        }
-        for (uint32_t j = 0; j < dv; j++)
-            mem[j] = (v[j] - mem[j]) * beta; /* the delta */
-        float *o = st->core + t * g->value_dim + h * dv;
-        memset(o, 0, dv * sizeof(float));
-        for (uint32_t i = 0; i < dk; i++) {
-            float *s = S + (size_t)i * dv;
-            for (uint32_t j = 0; j < dv; j++) {
-                s[j] += k[i] * mem[j];
-                o[j] += s[j] * q[i];
-            }
-        }
+        P->step(S, q, k, v, expf(st->g[t * g->nv + h]), st->beta[t * g->nv + h],
+                st->core + t * g->value_dim + h * dv, mem, dk, dv);
     }
 }
 
@@ -240,7 +223,8 @@ void cq_gdn_block(const cq_gdn_io *io, const cq_gdn *g, size_t n, cq_token_fn ma
                         .g = g,
                         .n = n,
                         .tail = state,
-                        .S = state + (size_t)(g->kernel - 1) * g->conv_dim};
+                        .S = state + (size_t)(g->kernel - 1) * g->conv_dim,
+                        .step = cq_gdn_step_get()};
     if (g->fused) {
         cq_matmul mm = {.p = {{.w = &g->qkvz, .y = st->proj}, {.w = &g->ba, .y = st->proj2}},
                         .np = 2,
