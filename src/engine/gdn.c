@@ -13,10 +13,9 @@
 bool cq_gdn_state_init(cq_gdn_state *st, const cortiq_model *m, size_t batch) {
     memset(st, 0, sizeof *st);
     for (uint32_t l = 0; l < m->n_layers; l++) {
-        cq_gdn *g = m->layers[l].gdn;
+        const cq_gdn *g = m->layers[l].gdn;
         if (!g) continue;
-        g->state_off = st->floats;
-        st->floats += cq_gdn_state_floats(g);
+        st->floats += cq_gdn_state_floats(g); /* layer l's at g->state_off (gdn_load.c) */
         size_t p1 = g->fused ? (size_t)g->conv_dim + g->value_dim : g->conv_dim;
         size_t p2 = g->fused ? 2 * (size_t)g->nv : 0;
         if (p1 > st->proj_w) st->proj_w = p1;

@@ -41,7 +41,7 @@ struct cq_gdn {
     float *neg_a;          /* [nv] -exp(A_log) */
     float *dt_bias;        /* [nv] */
     float *norm_w;         /* [dv] the gated output norm's weight (x * w) */
-    size_t state_off;      /* floats into the session's state (cq_gdn_state) */
+    size_t state_off;      /* floats into a session's state before this layer's (gdn_load.c) */
 };
 
 /* Floats of a layer's recurrent state: conv tail [kernel - 1, conv_dim], then S [nv, dk, dv]. */

@@ -127,7 +127,10 @@ cmf_status cq_gdn_load(cortiq_model *m, const cmf_arch *a, uint32_t l, const cha
     cq_gdn *g = *out = calloc(1, sizeof *g);
     if (!g) return cmf_err_set(err, CMF_E_NOMEM, path, "layer %u linear attention", l);
     const gdn_loader L = {m, l, path, err};
-    return bind(&L, a, g); /* on an error the layer keeps g, freed with the model */
+    cmf_status st = bind(&L, a, g); /* on an error the layer keeps g, freed with the model */
+    for (uint32_t j = 0; !st && j < l; j++) /* after the earlier layers' states */
+        if (m->layers[j].gdn) g->state_off += cq_gdn_state_floats(m->layers[j].gdn);
+    return st;
 }
 
 void cq_gdn_free(cq_gdn *g) {
