@@ -196,8 +196,9 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval_pooled(cortiq_session
                                                                   const int32_t *tokens, size_t n,
                                                                   float *pooled, cmf_err *err);
 /* One decode step of several sessions of one model in one pass over the weights: session i
- * evaluates tokens[i] at its own position (n <= 16, each session once; a mixture-of-experts
- * model, or a session running a task mask, is refused with CMF_E_UNSUPPORTED). Every session's
+ * evaluates tokens[i] at its own position (n <= 16, each session once; a model with
+ * mixture-of-experts, linear-attention or gated-attention layers, or a session running a task
+ * mask, is refused with CMF_E_UNSUPPORTED). Every session's
  * logits are exactly those cortiq_session_eval of its token alone gives: the same one-token kernels
  * on the same rows, but each piece of weights is read from memory once for all the tokens (decode
  * is bound by memory bandwidth, so n streams cost little more than one). Runs on sessions[0]'s
@@ -205,7 +206,10 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval_pooled(cortiq_session
 CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval_batch(cortiq_session *const *sessions,
                                                                  const int32_t *tokens, size_t n,
                                                                  cmf_err *err);
-/* Drop positions >= pos (e.g. to re-run a prompt suffix). pos <= cortiq_session_pos(). */
+/* Drop positions >= pos (e.g. to re-run a prompt suffix). pos <= cortiq_session_pos(). A model
+ * with recurrent (LinearAttention) layers may drop more: its session returns to the latest
+ * state it kept at or below pos (the start and the last token of its latest multi-token eval,
+ * else 0). Read cortiq_session_pos() afterwards for the position to continue from. */
 CORTIQ_API void cortiq_session_truncate(cortiq_session *s, uint32_t pos);
 
 /* ---- task masks (spec §5) ----

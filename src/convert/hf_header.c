@@ -13,9 +13,10 @@
 #include "cortiq/converter.h"
 #include "cortiq/version.h"
 
-static const char *const k_supported[] = {"llama",      "mistral",     "qwen2",      "qwen3",
-                                          "gemma3",     "gemma3_text", "qwen2_moe",  "qwen3_moe",
-                                          "qwen3_next", "qwen3_5",     "qwen3_5_moe"};
+static const char *const k_supported[] = {
+    "llama",       "mistral",      "qwen2",           "qwen3",      "gemma3",
+    "gemma3_text", "qwen2_moe",    "qwen3_moe",       "qwen3_next", "qwen3_5",
+    "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"};
 
 /* After a JSON_DECODE_INT_AS_REAL parse: turn integral reals that fit back into integers. */
 static json_t *ints_back(json_t *v) {

@@ -58,6 +58,14 @@ cmf_status cq_arch_check(const cmf_header *h, const char *path, cq_act *act, cmf
         st = cmf_err_set(err, CMF_E_UNSUPPORTED, path,
                          "arch.yarn.mscale_all_dim is set: DeepSeek YaRN attention scaling is not "
                          "implemented");
+    /* LinearAttention layers run Gated DeltaNet (gdn.h); another linear core is refused */
+    json_t *core = json_object_get(json_object_get(arch, "linear_core"), "kind");
+    if (!st && core &&
+        (!json_is_string(core) || strcmp(json_string_value(core), "gated_delta_net")))
+        st = cmf_err_set(err, CMF_E_UNSUPPORTED, path,
+                         "arch.linear_core.kind is \"%s\": this runtime's LinearAttention layers "
+                         "are gated_delta_net",
+                         json_is_string(core) ? json_string_value(core) : "(not a string)");
     if (!st && json_is_true(json_object_get(json_object_get(arch, "moe"), "router_resonance")))
         st = cmf_err_set(err, CMF_E_UNSUPPORTED, path,
                          "arch.moe.router_resonance is set: resonance routing is not implemented");

@@ -91,6 +91,10 @@ static void qkv_finish(const void *ctx, size_t t) {
     cq_kv_layer *kv = L->rows ? &L->rows[t]->kv[L->l] : L->kv;
     size_t qd = (size_t)y->n_heads * hd, kvd = (size_t)m->n_kv * hd;
     float *q = L->s->q + t * qd, *k = L->s->k + t * kvd, *v = L->s->v + t * kvd;
+    if (y->attn_gate) /* the query halves of [query; gate] per head */
+        for (uint32_t h = 0; h < y->n_heads; h++)
+            memcpy(q + (size_t)h * hd, L->s->qgate + t * 2 * qd + (size_t)h * 2 * hd,
+                   hd * sizeof(float));
     if (y->bq) add_bias(q, y->bq, qd);
     if (y->bk) add_bias(k, y->bk, kvd);
     if (y->bv) add_bias(v, y->bv, kvd);
@@ -98,6 +102,18 @@ static void qkv_finish(const void *ctx, size_t t) {
     if (y->k_norm) head_norms(k, m->n_kv, hd, y->k_norm, m->eps);
     rope(q, y->n_heads, k, m->n_kv, hd, y->rot_dim, y->inv_freq, y->rope_mscale, pos);
     cq_kv_store(kv, pos % kv->slots, k, v);
+}
+
+/* att *= sigmoid(gate), the gate halves of a gated layer's q_proj. */
+static void attn_gate(const void *ctx, size_t t) {
+    const layer_pass *L = ctx;
+    uint32_t hd = L->s->m->head_dim;
+    size_t qd = (size_t)L->y->n_heads * hd;
+    float *att = L->s->att + t * qd;
+    const float *gate = L->s->qgate + t * 2 * qd + hd;
+    for (uint32_t h = 0; h < L->y->n_heads; h++)
+        for (uint32_t i = 0; i < hd; i++)
+            att[h * hd + i] *= 1.0f / (1.0f + expf(-gate[h * 2 * hd + i]));
 }
 
 /* x += o, after the block's own norm of o when it has one (gemma). */
@@ -195,12 +211,13 @@ static void attention(const layer_pass *L) {
 static void qkv_after(const layer_pass *L, cq_token_fn step) {
     cortiq_session *s = L->s;
     const cq_layer *y = L->y;
-    cq_matmul qkv = {
-        .p = {{.w = &y->wq, .y = s->q}, {.w = &y->wk, .y = s->k}, {.w = &y->wv, .y = s->v}},
-        .np = 3,
-        .x = s->xn,
-        .n = L->n,
-        .each = L->rows};
+    cq_matmul qkv = {.p = {{.w = &y->wq, .y = y->attn_gate ? s->qgate : s->q},
+                           {.w = &y->wk, .y = s->k},
+                           {.w = &y->wv, .y = s->v}},
+                     .np = 3,
+                     .x = s->xn,
+                     .n = L->n,
+                     .each = L->rows};
     cq_matmul_after(&s->sched, step, L, &qkv);
 }
 
@@ -224,12 +241,14 @@ static void gate_up_after(const layer_pass *L, cq_token_fn step, const cmf_qmat 
  * such as Gated DeltaNet) is a sibling of attention_block, another FFN (mixture of experts) a
  * sibling of ffn_block; layer_forward picks them per layer. */
 
-/* o = attention(xn): multi-head attention with GQA, RoPE and the layer's sliding window. */
+/* o = attention(xn): multi-head attention with GQA, RoPE and the layer's sliding window; a
+ * q_proj twice as wide gates the result per channel. */
 static void attention_block(const layer_pass *L, cq_token_fn make_input) {
     cortiq_session *s = L->s;
     qkv_after(L, make_input);  /* q, k, v = Wq xn, Wk xn, Wv xn */
     each_token(L, qkv_finish); /* biases, q/k norms, RoPE; k, v into the cache */
     attention(L);              /* att = softmax(scale q K^T) V, per query head */
+    if (L->y->attn_gate) each_token(L, attn_gate); /* att *= sigmoid(gate) */
     if (s->stats && !s->task) cq_stats_heads(s, L->l, L->n);
     const cq_layer_task *tm = L->tm;
     if (tm && tm->wo_packed) { /* o = Wo att over the active heads only */
@@ -239,6 +258,15 @@ static void attention_block(const layer_pass *L, cq_token_fn make_input) {
     }
     if (tm && tm->heads_masked) each_token(L, heads_zero);
     matmul(L, &L->y->wo, s->att, s->o); /* o = Wo att */
+}
+
+/* o = gated_delta_net(xn): a LinearAttention layer's token mixer and its recurrent state
+ * (gdn.h). */
+static void gdn_block(const layer_pass *L, cq_token_fn make_input) {
+    cortiq_session *s = L->s;
+    const cq_gdn_io io = {
+        .sched = &s->sched, .st = &s->gdn, .xn = s->xn, .o = s->o, .eps = s->m->eps};
+    cq_gdn_block(&io, L->y->gdn, L->n, make_input, L);
 }
 
 /* o = ffn(xn): the gated MLP. */
@@ -286,8 +314,11 @@ static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0
                           .tm = tm,
                           .l = l,
                           .rows = rows};
-    attention_block(&L, attn_norm); /* o = attention(rmsnorm(x)) */
-    if (L.y->moe)                   /* x += post_attn_norm(o); o = ffn(rmsnorm(x)) */
+    if (L.y->gdn) /* o = token_mixer(rmsnorm(x)) */
+        gdn_block(&L, attn_norm);
+    else
+        attention_block(&L, attn_norm);
+    if (L.y->moe) /* x += post_attn_norm(o); o = ffn(rmsnorm(x)) */
         moe_block(&L, attn_residual_ffn_norm);
     else
         ffn_block(&L, attn_residual_ffn_norm);
@@ -347,8 +378,14 @@ static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t 
     if (n == 0) return CMF_OK;
     cmf_status st = check_tokens(s, tokens, n, err);
     if (st != CMF_OK) return st;
+    /* a recurrent state cannot be cut back: checkpoint it where a later truncation is likely
+     * to return (the start and the last token of a prompt; gdn.h) */
+    bool ckpt = s->gdn.floats && n > 1;
+    if (ckpt) cq_gdn_checkpoint(&s->gdn, s->pos);
     for (size_t done = 0; done < n;) {
         size_t b = n - done < CQ_BATCH ? n - done : CQ_BATCH;
+        if (ckpt && done + b == n && b > 1) b--; /* the last token alone, after a checkpoint */
+        if (ckpt && done == n - 1) cq_gdn_checkpoint(&s->gdn, s->pos);
         embed(s, tokens + done, b);
         for (uint32_t l = 0; l < m->n_layers; l++)
             layer_forward(s, l, b, s->pos, NULL);
@@ -435,9 +472,13 @@ cmf_status cortiq_session_eval_batch(cortiq_session *const *sessions, const int3
                            "at most %d",
                            n, CQ_DECODE_MAX);
     for (uint32_t l = 0; l < m->n_layers; l++)
-        if (m->layers[l].moe)
+        if (m->layers[l].moe || m->layers[l].gdn || m->layers[l].attn_gate)
             return cmf_err_set(err, CMF_E_UNSUPPORTED, "session",
-                               "batched decode of a mixture-of-experts model (layer %u)", l);
+                               "batched decode of a model with %s layers (layer %u)",
+                               m->layers[l].moe   ? "mixture-of-experts"
+                               : m->layers[l].gdn ? "linear-attention"
+                                                  : "gated-attention",
+                               l);
     for (size_t t = 0; t < n; t++) {
         const cortiq_session *r = sessions[t];
         if (r->m != m)

@@ -22,6 +22,8 @@
 
 typedef enum { CQ_ACT_SILU, CQ_ACT_GELU_TANH } cq_act;
 
+typedef struct cq_gdn cq_gdn; /* a Gated DeltaNet layer's weights (gdn.h) */
+
 /* One routed expert: a gated MLP of its own width; each matrix keeps its own dtype. */
 typedef struct cq_expert {
     cmf_qmat wg, wu, wd;
@@ -59,6 +61,8 @@ typedef struct cq_layer {
     float *post_ffn_norm;               /* gemma: after the MLP */
     uint32_t ffn;                       /* intermediate size from the tensor shape (spec §11) */
     cq_moe *moe; /* a MoE FFN instead of wg/wu/wd when the layer has a router; NULL otherwise */
+    cq_gdn *gdn; /* LinearAttention: Gated DeltaNet instead of attention (gdn.h); NULL otherwise */
+    bool attn_gate; /* q_proj is twice as wide: per head [query; gate], att *= sigmoid(gate) */
 } cq_layer;
 
 /* Choose the activation from arch.hidden_act and refuse header fields whose computation this

@@ -9,6 +9,7 @@
 
 #include "common/f16.h"
 #include "cortiq/quant.h"
+#include "engine/gdn.h"
 #include "engine/model.h"
 #include "engine/skill_overlay.h"
 
@@ -267,11 +268,14 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
             y->sliding = (l + 1) % (uint64_t)a->sliding_window_pattern != 0;
         if (a->n_layer_types) {
             cmf_layer_type t = a->layer_types[l];
-            if (t == CMF_LAYER_LINEAR_ATTENTION || t == CMF_LAYER_OTHER)
-                return cmf_err_set(
-                    L->err, CMF_E_UNSUPPORTED, L->path,
-                    "layer %u is %s: this runtime runs full and sliding attention layers only", l,
-                    a->layer_type_names[l]);
+            if (t == CMF_LAYER_OTHER)
+                return cmf_err_set(L->err, CMF_E_UNSUPPORTED, L->path,
+                                   "layer %u is %s: this runtime runs full, sliding and linear "
+                                   "(Gated DeltaNet) attention layers only",
+                                   l, a->layer_type_names[l]);
+            if (t == CMF_LAYER_LINEAR_ATTENTION &&
+                (st = cq_gdn_load(m, a, l, L->path, &y->gdn, L->err)))
+                return st;
             if (tagged_sliding) y->sliding = t == CMF_LAYER_SLIDING_ATTENTION;
         }
         if (y->sliding && !m->sliding_window)
@@ -309,17 +313,21 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
                 L->err, CMF_E_PARSE, L->path,
                 "layer %u has experts but no router 'model.layers.%u.mlp.gate.weight'", l, l);
         const cmf_tensor *t[7];
-        for (int k = 0; k < (moe ? 4 : 7); k++)
+        for (int k = y->gdn ? 4 : 0; k < (moe ? 4 : 7); k++)
             if (!(t[k] = find(L, names[k], li))) return missing(L, names[k], li);
-        if (t[0]->ndim == 2 && t[0]->shape[0] == 2 * qd)
-            return cmf_err_set(
-                L->err, CMF_E_UNSUPPORTED, L->path,
-                "layer %u q_proj has a gate half (gated attention): not supported by this runtime",
-                l);
-        if ((st = bind_mat(L, &y->wq, t[0], qd, m->hidden))) return st;
-        if ((st = bind_mat(L, &y->wk, t[1], kvd, m->hidden))) return st;
-        if ((st = bind_mat(L, &y->wv, t[2], kvd, m->hidden))) return st;
-        if ((st = bind_mat(L, &y->wo, t[3], m->hidden, qd))) return st;
+        if (find(L, "model.layers.%d.self_attn.g_proj.weight", li))
+            return cmf_err_set(L->err, CMF_E_UNSUPPORTED, L->path,
+                               "layer %u has self_attn.g_proj.weight (softplus attention gating, "
+                               "spec §2): not implemented by this runtime",
+                               l);
+        /* a q_proj twice as wide holds a gate per head (spec §2: chosen by the width) */
+        y->attn_gate = !y->gdn && t[0]->ndim == 2 && t[0]->shape[0] == 2 * qd;
+        if (!y->gdn) {
+            if ((st = bind_mat(L, &y->wq, t[0], y->attn_gate ? 2 * qd : qd, m->hidden))) return st;
+            if ((st = bind_mat(L, &y->wk, t[1], kvd, m->hidden))) return st;
+            if ((st = bind_mat(L, &y->wv, t[2], kvd, m->hidden))) return st;
+            if ((st = bind_mat(L, &y->wo, t[3], m->hidden, qd))) return st;
+        }
         if (moe) {
             if ((st = load_moe(L, a, l, y))) return st;
         } else {
@@ -512,6 +520,7 @@ void cortiq_model_free(cortiq_model *m) {
         }
         free(y->bq), free(y->bk), free(y->bv), free(y->attn_norm), free(y->q_norm), free(y->k_norm);
         free(y->post_attn_norm), free(y->ffn_norm), free(y->post_ffn_norm);
+        cq_gdn_free(y->gdn);
     }
     cmf_qmat_free(&m->embed);
     cmf_qmat_free(&m->head);

@@ -22,7 +22,8 @@ cmf_status cortiq_session_create(cortiq_model *m, uint32_t ctx, cortiq_session *
 }
 
 /* The KV cache: every layer's rows in one arena; a sliding layer keeps a ring of its window
- * plus one chunk (the chunk's own keys are stored before its attention reads them). */
+ * plus one chunk (the chunk's own keys are stored before its attention reads them); a
+ * LinearAttention layer stores none (one unused row). */
 static bool kv_init(cortiq_session *s) {
     const cortiq_model *m = s->m;
     s->kv = calloc(m->n_layers, sizeof *s->kv);
@@ -32,6 +33,7 @@ static bool kv_init(cortiq_session *s) {
         slots[l] = s->ctx;
         if (m->layers[l].sliding && (uint64_t)m->sliding_window + CQ_BATCH < s->ctx)
             slots[l] = m->sliding_window + CQ_BATCH;
+        if (m->layers[l].gdn) slots[l] = 1; /* no keys: its state is in s->gdn */
     }
     ok = ok && cq_kv_arena_init(&s->kv_arena, s->kv, m->n_layers, s->kv_type, slots, m->n_kv,
                                 m->head_dim, m->huge_pages);
@@ -53,7 +55,9 @@ static bool activations_init(cortiq_session *s) {
     s->g = malloc(B * s->max_ffn * sizeof(float));
     s->u = malloc(B * s->max_ffn * sizeof(float));
     s->logits = malloc((size_t)m->vocab * sizeof(float));
-    return s->x && s->xn && s->o && s->q && s->att && s->k && s->v && s->g && s->u && s->logits;
+    s->qgate = malloc(B * 2 * s->max_qd * sizeof(float)); /* used by gated-attention layers */
+    return s->x && s->xn && s->o && s->q && s->att && s->k && s->v && s->g && s->u && s->logits &&
+           s->qgate;
 }
 
 cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_type kv,
@@ -78,12 +82,16 @@ cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_typ
     if (moe_ffn > s->max_ffn) s->max_ffn = moe_ffn;
     size_t in_cols = m->hidden > s->max_qd ? m->hidden : s->max_qd; /* widest product input */
     if (s->max_ffn > in_cols) in_cols = s->max_ffn;
+    for (uint32_t l = 0; l < m->n_layers; l++)
+        if (m->layers[l].gdn && m->layers[l].gdn->value_dim > in_cols)
+            in_cols = m->layers[l].gdn->value_dim;
     /* every part runs even after a failure: cortiq_session_free needs their pointers set */
     bool ok = kv_init(s);
     ok = activations_init(s) && ok;
     ok = cq_attention_init(&s->attn, m, ctx) && ok;
     ok = cq_sched_init(&s->sched, m, CQ_BATCH, in_cols) && ok;
     ok = cq_moe_scratch_init(&s->moe, m, CQ_BATCH) && ok;
+    ok = cq_gdn_state_init(&s->gdn, m, CQ_BATCH) && ok;
     if (!ok) {
         cortiq_session_free(s);
         return cmf_err_set(err, CMF_E_NOMEM, "session", "KV cache for %u positions", ctx);
@@ -97,7 +105,8 @@ void cortiq_session_free(cortiq_session *s) {
     cq_kv_arena_free(&s->kv_arena, s->kv, s->kv ? s->m->n_layers : 0);
     free(s->kv);
     free(s->x), free(s->xn), free(s->o), free(s->q), free(s->att), free(s->k), free(s->v);
-    free(s->g), free(s->u), free(s->logits);
+    free(s->g), free(s->u), free(s->logits), free(s->qgate);
+    cq_gdn_state_free(&s->gdn);
     cq_attention_free(&s->attn);
     cq_sched_free(&s->sched);
     cq_moe_scratch_free(&s->moe);
@@ -107,6 +116,7 @@ void cortiq_session_free(cortiq_session *s) {
 
 void cortiq_session_reset(cortiq_session *s) {
     s->pos = 0;
+    cq_gdn_state_reset(&s->gdn);
 }
 uint32_t cortiq_session_pos(const cortiq_session *s) {
     return s->pos;
@@ -126,6 +136,9 @@ uint64_t cortiq_session_kv_bytes(const cortiq_session *s) {
 const float *cortiq_session_logits(const cortiq_session *s) {
     return s->logits;
 }
+/* The KV cache drops positions by moving pos; a recurrent (Gated DeltaNet) state goes back to
+ * its latest checkpoint at or below pos, which may be earlier (gdn.h). */
 void cortiq_session_truncate(cortiq_session *s, uint32_t pos) {
-    if (pos < s->pos) s->pos = pos;
+    if (pos >= s->pos) return;
+    s->pos = s->gdn.floats ? cq_gdn_rewind(&s->gdn, pos) : pos;
 }

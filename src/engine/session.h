@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "engine/attention.h"
+#include "engine/gdn.h"
 #include "engine/kv_cache.h"
 #include "engine/matmul_sched.h"
 #include "engine/model.h"
@@ -29,13 +30,15 @@ struct cortiq_session {
      * q, att [max_qd] queries, attention's result
      * k, v [n_kv * head_dim]
      * o [hidden]      a block's output, before the residual add
-     * g, u [max_ffn]  gate (then act(gate) * up) and up (of the widest dense or expert MLP) */
-    float *x, *xn, *q, *k, *v, *att, *o, *g, *u;
+     * g, u [max_ffn]  gate (then act(gate) * up) and up (of the widest dense or expert MLP)
+     * qgate [2 max_qd] a gated-attention layer's q_proj output, [query; gate] per head */
+    float *x, *xn, *q, *k, *v, *att, *o, *g, *u, *qgate;
     float *logits; /* [vocab] of the last token evaluated */
     uint32_t max_ffn, max_qd;
     cq_sched sched;     /* matrix products and per-token steps on the pool */
     cq_attention attn;  /* attention's scratch */
     cq_moe_scratch moe; /* the MoE layers' routing and expert scratch (moe.h) */
+    cq_gdn_state gdn;   /* the LinearAttention layers' recurrent state and scratch (gdn.h) */
     /* Routable experts per layer (spec §5 expert area): expert_allow[l] holds LSB-first bits
      * over moe.num_experts, bit set = routable; a NULL array or a NULL entry = unrestricted.
      * Set from the session's task mask or a runtime restriction; read by the MoE routing. */

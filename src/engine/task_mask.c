@@ -174,9 +174,16 @@ cmf_status cq_task_build(const cortiq_model *m, const cmf_masks *ms, const cmf_m
         t->stats.layers_on++;
         if (!m->layers[l].moe)
             s = build_ffn(m, l, k->ffn + (size_t)l * ms->ffn_bytes, no_gather, lt, &t->stats, err);
-        if (s == CMF_OK)
-            s = build_heads(m, l, k->heads + (size_t)l * ms->head_bytes, no_gather, lt, &t->stats,
-                            err);
+        const uint8_t *heads = k->heads + (size_t)l * ms->head_bytes;
+        if (s == CMF_OK && m->layers[l].gdn) { /* no attention heads to switch off */
+            if (cmf_popcount(heads, m->layers[l].n_heads) < m->layers[l].n_heads)
+                s = cmf_err_set(err, CMF_E_UNSUPPORTED, "task",
+                                "mask '%s' switches heads of layer %u off, a linear-attention "
+                                "layer: only full-attention heads can be masked",
+                                k->name, l);
+            continue;
+        }
+        if (s == CMF_OK) s = build_heads(m, l, heads, no_gather, lt, &t->stats, err);
     }
     if (s == CMF_OK) s = build_experts(m, ms, k, t, err);
     if (s != CMF_OK) {

@@ -203,6 +203,7 @@ cmf_status cortiq_generate(cortiq_runtime *rt, const int32_t *prompt, size_t n_p
         k++;
     if (k == n_prompt) k--;
     cortiq_session_truncate(rt->session, (uint32_t)k);
+    k = cortiq_session_pos(rt->session); /* a recurrent state may return earlier */
     rt->n_hist = k;
     s.prompt_tokens = n_prompt;
     s.cached_tokens = k;

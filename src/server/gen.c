@@ -82,6 +82,7 @@ static int prefill(srv_gen *g, char *why, size_t why_len) {
     k = k / CORTIQ_EVAL_CHUNK * CORTIQ_EVAL_CHUNK;
     if (k == g->n_prompt) k -= CORTIQ_EVAL_CHUNK;
     cortiq_session_truncate(sl->sess, (uint32_t)k);
+    k = cortiq_session_pos(sl->sess); /* a recurrent (hybrid) model may return further back */
     __atomic_store_n(&sl->n_hist, k, __ATOMIC_RELAXED);
     g->cached = k;
     while (k < g->n_prompt) {

@@ -242,6 +242,10 @@ static void theirs_to_ours(const char *writer, const char *fam, const char *dtyp
          * selects different experts, a step rather than a drift (qwen2_moe q4_block: 9.1e-2);
          * the argmax check below still holds */
         if (strstr(fam, "moe") && tol > 1e-3) tol = 1.5e-1;
+        /* Gated DeltaNet on these 64-wide random layers magnifies activation rounding: our own
+         * int8 activations move the dense hybrid's logits by 8e-2 from our f32 ones; the MoE
+         * hybrid adds expert flips (q8_row: 3.0e-1). Float files stay within 1e-3. */
+        if (!strncmp(fam, "qwen3_next", 10) && tol > 1e-3) tol = 3.5e-1;
         int agree = argmax_agree(path, tokens, ours, V, tol, &ties, &worst);
         CHECK_MSG(agree + ties == N_TOK, "%s: %d of %d positions' argmax differ from cmfeng's",
                   path, N_TOK - agree - ties, N_TOK);
@@ -298,7 +302,6 @@ static const struct {
 } k_refused[] = {
     {"gemma3_text", "LinearAttention"}, /* its Python converter tags sliding layers so */
     {"qwen3_moe", "MoE"},               /* its header says moe: null (num_local_experts) */
-    {"qwen3_next", "LinearAttention"},  /* and MoE */
 };
 
 static void python_corpus(void) {
