@@ -13,7 +13,9 @@ pid=$!
 trap 'kill $pid 2>/dev/null; rm -rf "$tmp"' EXIT
 exec 3>"$tmp/in"
 echo "Write a very long story about a dragon who learns to fly, with many chapters." >&3
-sleep 2; kill -INT $pid          # during the reply
+# during the reply: once its first words are out (a loaded machine may take seconds to get there)
+for _ in $(seq 240); do [ -s "$tmp/out" ] && break; sleep 0.25; done
+sleep 0.5; kill -INT $pid
 sleep 1; echo "Say hi" >&3        # the session goes on
 for _ in $(seq 60); do [ "$(grep -c '^\[prompt' "$tmp/err")" -ge 2 ] && break; sleep 0.5; done
 kill -INT $pid; sleep 0.5; kill -INT $pid   # twice at the prompt: quit
