@@ -7,9 +7,12 @@
  * norm_style, GQA, partial rotary, YaRN / llama3 / linear rope scaling, sliding-window layers,
  * tied embeddings, logit soft-capping.
  *
- * Supported here: dense decoder models (llama, mistral, qwen2, qwen3, gemma3 and anything
- * with the same tensor set). A file needing an operator this runtime lacks (MoE routers,
- * linear-attention layers) or a SKILL_FILE is refused at load with a message naming it.
+ * Supported here: decoder models of the llama, mistral, qwen2, qwen3 and gemma3 families and
+ * anything with the same tensor set; mixture-of-experts FFNs (a router present, spec §2.2);
+ * Gated DeltaNet (LinearAttention) layers and gated full attention (qwen3_next, qwen3_5;
+ * docs/HYBRID.md); task masks (spec §5) and skills (spec §9) over one file. A file needing an
+ * operator this runtime lacks (e.g. a Laguna g_proj gate, looped masks) or a SKILL_FILE is
+ * refused at load with a message naming it.
  */
 #ifndef CORTIQ_ENGINE_H
 #define CORTIQ_ENGINE_H
