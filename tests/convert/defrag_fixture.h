@@ -81,7 +81,7 @@ static inline int df_with_masks(const char *in, const char *out, const df_task *
     size_t mlen = 0;
     cmf_status st = cmf_masks_builder_create(DF_L, DF_I, DF_H, 0, &b, &err);
     for (size_t i = 0; i < n && !st; i++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "t%zu", i);
         st = cmf_masks_builder_add(b, name, NULL, &tasks[i].ffn[0][0], &tasks[i].heads[0][0],
                                    tasks[i].gates, NULL, NULL, &err);
