@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""hf_to_gguf - write an F16 GGUF that llama.cpp loads from a Hugging Face Qwen2 checkpoint
-(safetensors, bf16/f16/f32), with the `gguf` PyPI package. For benchmarks against llama.cpp at
+"""hf_to_gguf - write an F16 GGUF that llama.cpp loads from a Hugging Face Qwen2 or Qwen3-MoE
+checkpoint (safetensors, bf16/f16/f32), with the `gguf` PyPI package. For benchmarks against llama.cpp at
 matched bits: bench/vs_llamacpp turns this F16 file into Q8_0/Q4_0 with llama.cpp's own quantizer.
 
 usage: python3 tools/hf_to_gguf.py CHECKPOINT_DIR OUT.gguf [--tokenizer DIR]
@@ -13,6 +13,14 @@ What llama.cpp needs besides the tensors (its names: token_embd, blk.N.attn_q, .
     bos/eos/padding ids. A checkpoint whose tokenizer.json has fewer tokens than vocab_size
     (the synthetic Qwen shape carries a 312-token stand-in) is padded with "[PADn]" entries of
     type UNUSED, as llama.cpp's own converter does.
+Qwen3-MoE (architecture "qwen3moe") adds: attn_q_norm / attn_k_norm per layer, the router as
+blk.N.ffn_gate_inp [n_expert, hidden], the experts stacked into one tensor per role,
+blk.N.ffn_{gate,up}_exps [n_expert, w, hidden] and blk.N.ffn_down_exps [n_expert, hidden, w]
+(numpy order; ggml's ne is the reverse), from per-expert `mlp.experts.E.*_proj` tensors or the
+fused `mlp.experts.gate_up_proj` [n_expert, 2w, hidden] / `mlp.experts.down_proj` layout; and the
+keys qwen3moe.expert_count, .expert_used_count, .expert_feed_forward_length, .attention.key_length
+and .value_length (head_dim). llama.cpp's qwen3moe always renormalises the top-k weights, so a
+checkpoint without norm_topk_prob is refused.
 1-D tensors (norms, biases) are stored F32, 2-D weights F16 (bf16 is widened exactly to f32,
 then rounded to f16).
 """
@@ -110,6 +118,30 @@ def add_tokenizer(w, tok_dir, cfg, n_vocab):
         w.add_chat_template(tc["chat_template"])
 
 
+def stacked_experts(tensors, n_layer, n_expert):
+    """Replace each MoE layer's expert tensors by three stacked ones named
+    model.layers.N.mlp.experts.{gate,up,down}_proj (f32 arrays), the names the gguf map knows."""
+    out = {}
+    for name, (dtype, shape, buf) in tensors.items():
+        if ".mlp.experts." not in name:
+            out[name] = (dtype, shape, buf)
+    for i in range(n_layer):
+        pre = f"model.layers.{i}.mlp.experts."
+        fused = tensors.get(pre + "gate_up_proj")
+        if fused is not None:
+            gu = to_f32(*fused)
+            w = gu.shape[1] // 2
+            roles = {"gate_proj": gu[:, :w, :], "up_proj": gu[:, w:, :], "down_proj": to_f32(*tensors[pre + "down_proj"])}
+        elif pre + "0.gate_proj.weight" in tensors:
+            roles = {r: np.stack([to_f32(*tensors[f"{pre}{e}.{r}.weight"]) for e in range(n_expert)])
+                     for r in ("gate_proj", "up_proj", "down_proj")}
+        else:
+            continue
+        for r, x in roles.items():
+            out[pre + r + ".weight"] = ("F32NP", x.shape, x)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("checkpoint")
@@ -117,14 +149,19 @@ def main():
     ap.add_argument("--tokenizer", help="directory with tokenizer.json (default: the checkpoint's)")
     a = ap.parse_args()
     cfg = json.load(open(os.path.join(a.checkpoint, "config.json")))
-    if cfg.get("model_type") != "qwen2":
-        sys.exit(f"model_type {cfg.get('model_type')}: this writer handles qwen2 only")
+    mt = cfg.get("model_type")
+    if mt not in ("qwen2", "qwen3_moe"):
+        sys.exit(f"model_type {mt}: this writer handles qwen2 and qwen3_moe only")
+    moe = mt == "qwen3_moe"
+    if moe and not cfg.get("norm_topk_prob", False):
+        sys.exit("qwen3_moe without norm_topk_prob: llama.cpp's qwen3moe always renormalises the top-k weights")
     tensors = checkpoint_tensors(a.checkpoint)
     n_layer = cfg["num_hidden_layers"]
     n_vocab = tensors["model.embed_tokens.weight"][1][0]
     rope = cfg.get("rope_theta") or (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)
+    arch = gguf.MODEL_ARCH.QWEN3MOE if moe else gguf.MODEL_ARCH.QWEN2
 
-    w = gguf.GGUFWriter(a.out + ".tmp", "qwen2")
+    w = gguf.GGUFWriter(a.out + ".tmp", gguf.MODEL_ARCH_NAMES[arch])
     w.add_name(os.path.basename(os.path.normpath(a.checkpoint)))
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     w.add_context_length(cfg["max_position_embeddings"])
@@ -135,17 +172,26 @@ def main():
     w.add_head_count_kv(cfg["num_key_value_heads"])
     w.add_rope_freq_base(float(rope))
     w.add_layer_norm_rms_eps(float(cfg["rms_norm_eps"]))
+    if moe:
+        head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+        n_expert = cfg.get("num_experts") or cfg["num_local_experts"]  # transformers 5 renamed it
+        w.add_expert_count(n_expert)
+        w.add_expert_used_count(cfg["num_experts_per_tok"])
+        w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+        tensors = stacked_experts(tensors, n_layer, n_expert)
     add_tokenizer(w, a.tokenizer or a.checkpoint, cfg, n_vocab)
 
-    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.QWEN2, n_layer)
+    names = gguf.get_tensor_name_map(arch, n_layer)
     if cfg.get("tie_word_embeddings") and "lm_head.weight" in tensors:
         del tensors["lm_head.weight"]
     for name, (dtype, shape, buf) in tensors.items():
         new = names.get_name(name, try_suffixes=(".weight", ".bias"))
         if new is None:
-            sys.exit(f"{name}: no GGUF name for this tensor in the qwen2 map")
-        x = to_f32(dtype, shape, buf)
-        w.add_tensor(new, x.astype(np.float16) if x.ndim == 2 else np.ascontiguousarray(x))
+            sys.exit(f"{name}: no GGUF name for this tensor in the {gguf.MODEL_ARCH_NAMES[arch]} map")
+        x = buf if dtype == "F32NP" else to_f32(dtype, shape, buf)
+        w.add_tensor(new, x.astype(np.float16) if x.ndim >= 2 else np.ascontiguousarray(x))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

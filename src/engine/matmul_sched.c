@@ -267,6 +267,79 @@ void cq_matmul_after(cq_sched *sc, cq_token_fn step, const void *ctx, const cq_m
     run_job(sc, &j);
 }
 
+/* ---- one-token products of different inputs in one region ---- */
+
+#define GROUP_PIECE 64 /* rows per unit of work: a multiple of the kernels' 16-row blocks */
+
+typedef struct mm_group {
+    mm_job job[CQ_GROUP_MAX];
+    unsigned count;
+    uint32_t ustart[CQ_GROUP_MAX + 1]; /* job i's units are ustart[i] .. ustart[i + 1] */
+    uint8_t *tok8;
+    size_t tok8_stride;
+    _Alignas(64) atomic_uint next; /* the next unit to hand out */
+} mm_group;
+
+static void group_task(void *ctx, unsigned tid, unsigned nt) {
+    (void)nt;
+    mm_group *g = ctx;
+    uint8_t *buf = g->tok8 ? g->tok8 + (size_t)tid * CQ_DECODE_MAX * g->tok8_stride : NULL;
+    const float *prepared = NULL; /* the input buf holds, in layouts prep_layouts */
+    int prep_layouts = 0;
+    unsigned i = 0;
+    for (;;) {
+        unsigned u = atomic_fetch_add_explicit(&g->next, 1, memory_order_relaxed);
+        while (i < g->count && u >= g->ustart[i + 1]) /* units go out in increasing order */
+            i++;
+        if (i >= g->count) return; /* all handed out */
+        const mm_job *j = &g->job[i];
+        const void *tok = NULL;
+        if (j->tok8_layouts && buf) {
+            if (prepared != j->x || prep_layouts != j->tok8_layouts) {
+                cmf_tok8_prepare(buf, j->x, j->p[0].w->cols, j->tok8_layouts);
+                prepared = j->x, prep_layouts = j->tok8_layouts;
+            }
+            tok = buf;
+        }
+        uint64_t rows = j->p[0].w->rows, r0 = (uint64_t)(u - g->ustart[i]) * GROUP_PIECE;
+        uint64_t r1 = r0 + GROUP_PIECE < rows ? r0 + GROUP_PIECE : rows;
+        part_rows(j, &j->p[0], r0, r1, tok, NULL, 0);
+        if (j->glu) {
+            part_rows(j, &j->p[1], r0, r1, tok, NULL, 0);
+            glu_rows(j, r0, r1);
+        }
+    }
+}
+
+void cq_matmul_group(cq_sched *sc, const cq_matmul *mm, unsigned count) {
+    const cortiq_model *m = sc->m;
+    mm_group g = {.count = count, .tok8 = sc->tok8, .tok8_stride = sc->tok8_stride};
+    atomic_init(&g.next, 0);
+    uint32_t units = 0;
+    for (unsigned i = 0; i < CQ_GROUP_MAX; i++) {
+        g.ustart[i] = units;
+        if (i >= count) continue;
+        mm_job *j = &g.job[i];
+        *j = (mm_job){.np = mm[i].np,
+                      .x = mm[i].x,
+                      .n = 1,
+                      .glu = mm[i].glu,
+                      .act = m->act,
+                      .flags = m->kflags,
+                      .q4flags = m->q4flags};
+        for (unsigned k = 0; k < j->np; k++) {
+            mm_part *p = &j->p[k];
+            *p = (mm_part){.w = mm[i].p[k].w, .y = mm[i].p[k].y, .ldy = (size_t)mm[i].p[k].w->rows};
+            p->tok8 =
+                sc->tok8 && (part_flags(j, p) & CMF_KF_INT8_ACT) ? cmf_tok8_supports(p->w) : 0;
+            j->tok8_layouts |= p->tok8;
+        }
+        units += (uint32_t)((j->p[0].w->rows + GROUP_PIECE - 1) / GROUP_PIECE);
+    }
+    g.ustart[CQ_GROUP_MAX] = units;
+    cq_pool_run(m->pool, group_task, &g);
+}
+
 void cq_matmul_one(cq_sched *sc, const cmf_qmat *w, const float *x, size_t n, float *y) {
     cq_matmul mm = {.p = {{.w = w, .y = y}}, .np = 1, .x = x, .n = n};
     cq_matmul_after(sc, NULL, NULL, &mm);

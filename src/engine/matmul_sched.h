@@ -80,6 +80,16 @@ void cq_each_token(cq_sched *sc, size_t n, cq_token_fn step, const void *ctx);
  * stepped in the same parallel region. */
 void cq_matmul_after(cq_sched *sc, cq_token_fn step, const void *ctx, const cq_matmul *mm);
 
+/* The most products cq_matmul_group takes. */
+#define CQ_GROUP_MAX 16
+
+/* count (<= CQ_GROUP_MAX) one-token products, each with its own input (mm[i].n == 1; one
+ * product, or gate and up with glu), in one parallel region: the threads take 64-row pieces of
+ * them in turn from a shared counter. A MoE decode step runs its k small experts so, two
+ * regions per layer instead of two per expert. Each row gets exactly what cq_matmul_after of
+ * its product alone gives (the same one-token kernels on 16-row-aligned pieces). */
+void cq_matmul_group(cq_sched *sc, const cq_matmul *mm, unsigned count);
+
 /* y = W x for n tokens: cq_matmul_after with no step and one product. */
 void cq_matmul_one(cq_sched *sc, const cmf_qmat *w, const float *x, size_t n, float *y);
 

@@ -144,6 +144,72 @@ static void group_by_expert(cq_moe_scratch *ms, uint32_t E, uint32_t K, size_t n
     }
 }
 
+/* One token (decode): the k selected experts' gate/up products as one parallel region and
+ * their downs as another (cq_matmul_group), instead of two small regions per expert; the
+ * weighted sum in expert-index order, as the batch path adds them. */
+static void decode_experts(const cq_moe_io *io, const cq_moe *moe, uint32_t K) {
+    cq_moe_scratch *ms = io->ms;
+    const size_t H = io->hidden;
+    uint32_t idx[CQ_GROUP_MAX];
+    for (uint32_t j = 0; j < K; j++) { /* slots by expert index (insertion sort, K is small) */
+        uint32_t i = j;
+        for (; i > 0 && ms->sel[idx[i - 1]] > ms->sel[j]; i--)
+            idx[i] = idx[i - 1];
+        idx[i] = j;
+    }
+    cq_matmul mm[CQ_GROUP_MAX] = {0};
+    size_t goff[CQ_GROUP_MAX], off = 0;
+    for (uint32_t i = 0; i < K; i++) {
+        const cq_expert *ex = &moe->experts[ms->sel[idx[i]]];
+        mm[i] =
+            (cq_matmul){.p = {{.w = &ex->wg, .y = io->g + off}, {.w = &ex->wu, .y = io->u + off}},
+                        .np = 2,
+                        .x = io->xn,
+                        .n = 1,
+                        .glu = true};
+        goff[i] = off;
+        off += ex->ffn;
+    }
+    cq_matmul_group(io->sched, mm, K);
+    for (uint32_t i = 0; i < K; i++)
+        mm[i] = (cq_matmul){.p = {{.w = &moe->experts[ms->sel[idx[i]]].wd, .y = ms->ye + i * H}},
+                            .np = 1,
+                            .x = io->g + goff[i],
+                            .n = 1};
+    cq_matmul_group(io->sched, mm, K);
+    memset(io->o, 0, H * sizeof(float));
+    for (uint32_t i = 0; i < K; i++) {
+        float w = ms->w[idx[i]];
+        const float *y = ms->ye + i * H;
+        for (size_t k = 0; k < H; k++)
+            io->o[k] += w * y[k];
+    }
+}
+
+/* A batch: the tokens grouped by expert, each selected expert in index order over the rows
+ * of its tokens, so its weights are decoded once per batch. */
+static void batch_experts(const cq_moe_io *io, const cq_moe *moe, uint32_t K, size_t n) {
+    cq_moe_scratch *ms = io->ms;
+    const uint32_t E = moe->n_experts;
+    const size_t H = io->hidden;
+    group_by_expert(ms, E, K, n);
+    memset(io->o, 0, n * H * sizeof(float));
+    for (uint32_t e = 0; e < E; e++) {
+        uint32_t c = ms->start[e + 1] - ms->start[e];
+        if (!c) continue; /* never touched */
+        const uint32_t *slots = ms->order + ms->start[e];
+        for (uint32_t i = 0; i < c; i++)
+            memcpy(ms->xe + i * H, io->xn + (slots[i] / K) * H, H * sizeof(float));
+        expert_run(io, &moe->experts[e], ms->xe, c, ms->ye);
+        for (uint32_t i = 0; i < c; i++) {
+            float w = ms->w[slots[i]], *o = io->o + (slots[i] / K) * H;
+            const float *y = ms->ye + i * H;
+            for (size_t k = 0; k < H; k++)
+                o[k] += w * y[k];
+        }
+    }
+}
+
 void cq_moe_ffn(const cq_moe_io *io, const cq_moe *moe, size_t n, cq_token_fn make_input,
                 const void *ctx) {
     cq_moe_scratch *ms = io->ms;
@@ -164,23 +230,10 @@ void cq_moe_ffn(const cq_moe_io *io, const cq_moe *moe, size_t n, cq_token_fn ma
     if (io->counts)
         for (size_t i = 0; i < n * K; i++)
             io->counts[ms->sel[i]]++;
-    group_by_expert(ms, E, K, n);
-    /* routed experts in index order, each over the rows of its tokens */
-    memset(io->o, 0, n * H * sizeof(float));
-    for (uint32_t e = 0; e < E; e++) {
-        uint32_t c = ms->start[e + 1] - ms->start[e];
-        if (!c) continue; /* never touched */
-        const uint32_t *slots = ms->order + ms->start[e];
-        for (uint32_t i = 0; i < c; i++)
-            memcpy(ms->xe + i * H, io->xn + (slots[i] / K) * H, H * sizeof(float));
-        expert_run(io, &moe->experts[e], ms->xe, c, ms->ye);
-        for (uint32_t i = 0; i < c; i++) {
-            float w = ms->w[slots[i]], *o = io->o + (slots[i] / K) * H;
-            const float *y = ms->ye + i * H;
-            for (size_t k = 0; k < H; k++)
-                o[k] += w * y[k];
-        }
-    }
+    if (n == 1 && K <= CQ_GROUP_MAX)
+        decode_experts(io, moe, K);
+    else
+        batch_experts(io, moe, K, n);
     if (!moe->has_shared) return;
     expert_run(io, &moe->shared, io->xn, n, ms->ye);
     for (size_t t = 0; t < n; t++) {

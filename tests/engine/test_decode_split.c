@@ -5,7 +5,9 @@
  * q8 and f16, are fed 40 tokens one at a time with 1, 2 and 3 threads (3 leaves ranges of
  * unequal length and more stealing); with at most 40 keys decode attention is one unit per kv
  * head whatever the thread count, so the logits of every step must be identical. Ten runs with
- * 2 threads then check that timing (who steals what) changes nothing either. */
+ * 2 threads then check that timing (who steals what) changes nothing either. A MoE decode step
+ * runs its experts' products as one group (cq_matmul_group: 64-row pieces from a shared
+ * counter), which the same comparison covers. */
 #include <string.h>
 
 #include "cortiq/engine.h"
@@ -47,7 +49,8 @@ static void run(const char *fam, const char *quant) {
 }
 
 int main(void) {
-    static const char *fams[] = {"llama", "qwen2", "gemma3_text"};
+    /* qwen3_moe: its decode runs the selected experts' products as one group per layer */
+    static const char *fams[] = {"llama", "qwen2", "gemma3_text", "qwen3_moe"};
     static const char *quants[] = {"q4tp", "q4t", "q8", "f16"};
     for (size_t f = 0; f < sizeof fams / sizeof fams[0]; f++)
         for (size_t q = 0; q < sizeof quants / sizeof quants[0]; q++)
