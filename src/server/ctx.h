@@ -22,7 +22,8 @@ typedef struct srv_ctx {
     /* the first SIGINT/SIGTERM sets stopping: no new work (503), the requests in flight finish;
      * a second sets aborting: generations end at their next token */
     volatile int stopping, aborting;
-    int in_flight; /* requests being handled (atomic) */
+    int in_flight;                   /* requests being handled (atomic) */
+    struct srv_tok_table *tok_table; /* token texts for constrained decoding, built on first use */
 } srv_ctx;
 
 #endif
