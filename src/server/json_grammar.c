@@ -34,7 +34,9 @@ enum { B_ANY, B_ANYOBJ, B_ANYARR, B_STR, B_NUM, B_BOOL, B_NULL, B_COUNT };
 enum { F_VAL, F_OBJ, F_ARR, F_STR, F_NUM, F_LIT, F_KEY };
 enum { O_OPEN, O_NEXT, O_COLON, O_AFTER };
 enum { A_OPEN, A_AFTER };
-enum { S_PLAIN, S_ESC };
+/* string phases; U_*: the next byte is the second of a character whose lead byte narrows it
+ * (no overlong forms, no surrogates, nothing past U+10FFFF) */
+enum { S_PLAIN, S_ESC, U_E0, U_ED, U_F0, U_F4 };
 /* number phases */
 enum { M_START, M_MINUS, M_ZERO, M_INT, M_DOT, M_FRAC, M_E, M_ESIGN, M_EXP };
 #define MAX_DIGITS 16
@@ -597,7 +599,11 @@ static int str_byte(jg_state *s, uint8_t c) {
         return 1;
     }
     if (f->aux) { /* inside a multi-byte character */
+        static const uint8_t lo[] = {0, 0, 0xA0, 0x80, 0x90, 0x80},
+                             hi[] = {0, 0, 0xBF, 0x9F, 0xBF, 0x8F};
         if ((c & 0xC0) != 0x80) return -1;
+        if (f->phase >= U_E0 && (c < lo[f->phase] || c > hi[f->phase])) return -1;
+        f->phase = S_PLAIN;
         f->aux--;
         return 1;
     }
