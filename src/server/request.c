@@ -38,6 +38,7 @@ void srv_request_free(srv_request *r) {
     for (size_t i = 0; i < r->n_stop; i++)
         free(r->stop[i]);
     jg_free(r->grammar);
+    free(r->task);
     free(r->bias_ids);
     free(r->bias_vals);
     memset(r, 0, sizeof *r);
@@ -430,6 +431,15 @@ bool srv_request_parse(srv_kind kind, const char *body, size_t len, srv_request 
             ok = false;
         } else
             r->model = strdup(json_string_value(model));
+    }
+    json_t *task =
+        json_object_get(root, "task"); /* CMF extension: checked against the file later */
+    if (ok && task && !json_is_null(task)) {
+        if (!json_is_string(task) || !json_string_length(task)) {
+            srv_error_set(e, 400, "task", "task: want a task mask's name or \"none\"");
+            ok = false;
+        } else if (!(r->task = strdup(json_string_value(task))))
+            ok = false;
     }
     if (ok) {
         if (kind == SRV_CHAT)

@@ -59,6 +59,7 @@ typedef struct srv_request {
     uint32_t top_logprobs;
     bool has_tools;
     jg_grammar *grammar; /* response_format json_object / json_schema, or NULL */
+    char *task; /* CMF task mask to run: a name, "none" (dense); NULL = the file's default */
 } srv_request;
 
 /* Parse body[0..len) as a request of `kind`. false with *e set (400) on anything malformed. */
