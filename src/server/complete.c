@@ -401,8 +401,9 @@ enum MHD_Result srv_handle_generate(struct MHD_Connection *conn, srv_ctx *c, srv
         job_free(j);
         return srv_reply_error(conn, c, &e, NULL);
     }
-    srv_slot_wait w = srv_slots_acquire(&c->slots, j->prompt, j->n_prompt, c->cfg.queue_timeout,
-                                        &c->stopping, &j->slot);
+    const char *task = srv_request_task(c, &j->rq);
+    srv_slot_wait w = srv_slots_acquire(&c->slots, j->prompt, j->n_prompt, task,
+                                        c->cfg.queue_timeout, &c->stopping, &j->slot);
     if (w != SRV_SLOT_OK) {
         if (w == SRV_SLOT_QUEUE_FULL)
             srv_error_set(&e, 429, NULL,
@@ -415,6 +416,13 @@ enum MHD_Result srv_handle_generate(struct MHD_Connection *conn, srv_ctx *c, srv
         srv_metrics_request(&c->metrics, ep, srv_outcome_of(e.http), srv_now() - t0);
         job_free(j);
         return srv_reply_error(conn, c, &e, w == SRV_SLOT_QUEUE_FULL ? "1" : "5");
+    }
+    char why[CMF_ERR_MSG_MAX];
+    if (srv_slot_use_task(&c->slots, j->slot, task, why, sizeof why)) {
+        srv_error_set(&e, 400, "task", "task '%.64s': %s", task ? task : "none", why);
+        srv_metrics_request(&c->metrics, ep, srv_outcome_of(e.http), srv_now() - t0);
+        job_free(j); /* releases the slot */
+        return srv_reply_error(conn, c, &e, NULL);
     }
     return j->rq.stream ? streamed(conn, j) : whole(conn, j);
 }

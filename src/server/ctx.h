@@ -3,7 +3,10 @@
 #ifndef CQ_SERVER_CTX_H
 #define CQ_SERVER_CTX_H
 
+#include <string.h>
+
 #include "cortiq/runtime.h"
+#include "server/request.h"
 #include "server/metrics.h"
 #include "server/server.h"
 #include "server/slots.h"
@@ -22,7 +25,14 @@ typedef struct srv_ctx {
     /* the first SIGINT/SIGTERM sets stopping: no new work (503), the requests in flight finish;
      * a second sets aborting: generations end at their next token */
     volatile int stopping, aborting;
-    int in_flight; /* requests being handled (atomic) */
+    int in_flight;                   /* requests being handled (atomic) */
+    struct srv_tok_table *tok_table; /* token texts for constrained decoding, built on first use */
 } srv_ctx;
+
+/* The task a request runs: its "task" ("none": dense, NULL), else the file's default_task. */
+static inline const char *srv_request_task(const srv_ctx *c, const srv_request *rq) {
+    if (!rq->task) return cortiq_model_default_task(c->model);
+    return strcmp(rq->task, "none") ? rq->task : NULL;
+}
 
 #endif

@@ -70,10 +70,14 @@ enum MHD_Result srv_handle_embeddings(struct MHD_Connection *conn, srv_ctx *c, c
     }
     srv_slot *sl = NULL;
     if (ok) {
-        srv_slot_wait w =
-            srv_slots_acquire(&c->slots, NULL, 0, c->cfg.queue_timeout, &c->stopping, &sl);
+        srv_slot_wait w = srv_slots_acquire(&c->slots, NULL, 0, srv_request_task(c, &rq),
+                                            c->cfg.queue_timeout, &c->stopping, &sl);
+        char why[CMF_ERR_MSG_MAX];
         if (w != SRV_SLOT_OK) {
             srv_error_set(&e, w == SRV_SLOT_QUEUE_FULL ? 429 : 503, NULL, "no slot is free");
+            ok = false;
+        } else if (srv_slot_use_task(&c->slots, sl, srv_request_task(c, &rq), why, sizeof why)) {
+            srv_error_set(&e, 400, "task", "task '%.64s': %s", rq.task ? rq.task : "default", why);
             ok = false;
         }
     }

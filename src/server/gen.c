@@ -56,6 +56,16 @@ int srv_gen_start(srv_gen *g, srv_ctx *c, srv_slot *slot, const srv_request *rq,
         snprintf(why, why_len, "out of memory");
         return -1;
     }
+    if (rq->grammar) {
+        jg_init(&g->js, rq->grammar);
+        g->tt = srv_tok_table_get(c);
+        g->masked = malloc((size_t)c->vocab * sizeof *g->masked);
+        g->scratch = malloc((size_t)c->vocab * sizeof *g->scratch);
+        if (!g->tt || !g->masked || !g->scratch) {
+            snprintf(why, why_len, "out of memory");
+            return -1;
+        }
+    }
     return 0;
 }
 
@@ -67,6 +77,8 @@ void srv_gen_free(srv_gen *g) {
     free(g->counts);
     free(g->text);
     free(g->lps);
+    free(g->masked);
+    free(g->scratch);
     memset(g, 0, sizeof *g);
 }
 
@@ -225,7 +237,21 @@ int srv_gen_step(srv_gen *g, size_t *from, size_t *to, char *why, size_t why_len
     }
     srv_slot *sl = g->slot;
     const float *l = adjusted_logits(g);
-    int32_t t = cortiq_sampler_sample(g->smp, l, sl->hist, sl->n_hist);
+    const float *pick = l;
+    if (g->rq->grammar) { /* only tokens that continue a valid value */
+        srv_mask_params mp = {.temperature = g->rq->temperature,
+                              .top_k = g->rq->top_k,
+                              .penalised = g->rq->repetition_penalty != 1.0f};
+        if (!srv_constrain_mask(g->tt, g->rq->grammar, &g->js, g->c->eos, g->c->n_eos, &mp, l,
+                                g->c->vocab, g->masked, g->scratch)) {
+            snprintf(why, why_len,
+                     "response_format: no token of the vocabulary continues the "
+                     "JSON value here");
+            return -1;
+        }
+        pick = g->masked;
+    }
+    int32_t t = cortiq_sampler_sample(g->smp, pick, sl->hist, sl->n_hist);
     if (!g->t_first) g->t_first = now_s();
     if (is_eos(g->c, t)) {
         g->finish = "stop";
@@ -252,7 +278,12 @@ int srv_gen_step(srv_gen *g, size_t *from, size_t *to, char *why, size_t why_len
             snprintf(why, why_len, "out of memory");
             return -1;
         }
-        if (g->rq->n_stop && cut_at_stop(g, search < g->emitted ? g->emitted : search)) {
+        if (g->rq->grammar)
+            jg_feed(&g->js, g->rq->grammar, g->tt->blob + g->tt->off[t], g->tt->len[t]);
+        if (g->rq->grammar && jg_done(&g->js)) { /* the value is complete */
+            g->finish = "stop";
+            g->done = true;
+        } else if (g->rq->n_stop && cut_at_stop(g, search < g->emitted ? g->emitted : search)) {
             g->finish = "stop";
             g->done = true;
         } else if (g->n_gen >= g->max_tokens || sl->n_hist + 1 >= cortiq_session_ctx(sl->sess)) {

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/constrain.h"
 #include "server/ctx.h"
 #include "server/request.h"
 
@@ -49,6 +50,10 @@ typedef struct srv_gen {
     size_t n_lps, cap_lps, lps_emitted;
     double t_start, t_first, t_end;
     bool hold_tools; /* tools were offered: a tool call is held back whole */
+    /* response_format: the grammar's state, the token texts, the masked logits */
+    const srv_tok_table *tt;
+    jg_state js;
+    float *masked, *scratch;
 } srv_gen;
 
 /* Prepare (nothing evaluated yet). Fails only on memory. */

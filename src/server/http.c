@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "server/complete.h"
+#include "server/constrain.h"
 #include "server/ctx.h"
 #include "server/embed.h"
 #include "server/respond.h"
@@ -267,6 +268,7 @@ int srv_main(cortiq_runtime *rt, const srv_config *cfg) {
 out:
     if (c->slots.slot) srv_slots_free(&c->slots);
     srv_metrics_free(&c->metrics);
+    srv_tok_table_free(c->tok_table);
     free(c->eos);
     free(c);
     return rc;

@@ -37,6 +37,8 @@ void srv_request_free(srv_request *r) {
     free(r->inputs);
     for (size_t i = 0; i < r->n_stop; i++)
         free(r->stop[i]);
+    jg_free(r->grammar);
+    free(r->task);
     free(r->bias_ids);
     free(r->bias_vals);
     memset(r, 0, sizeof *r);
@@ -371,6 +373,45 @@ static bool parse_sampling(json_t *root, srv_request *r, srv_error *e) {
     return parse_stop(root, r, e) && parse_bias(root, r, e);
 }
 
+/* response_format: "text" (nothing), "json_object" (any object) or "json_schema" (the schema
+ * compiled; keywords outside the subset refused, named). */
+static bool parse_response_format(json_t *root, srv_request *r, srv_error *e) {
+    json_t *rf = json_object_get(root, "response_format");
+    if (!rf || json_is_null(rf)) return true;
+    const char *type = json_string_value(json_object_get(rf, "type"));
+    if (!json_is_object(rf) || !type) {
+        srv_error_set(e, 400, "response_format", "response_format: want an object with a type");
+        return false;
+    }
+    if (!strcmp(type, "text")) return true;
+    if (!strcmp(type, "json_object")) {
+        r->grammar = jg_any_object();
+        return r->grammar != NULL;
+    }
+    if (strcmp(type, "json_schema")) {
+        srv_error_set(e, 400, "response_format",
+                      "response_format type '%.64s' is not text, json_object or json_schema", type);
+        return false;
+    }
+    json_t *js = json_object_get(rf, "json_schema");
+    json_t *schema = json_object_get(js, "schema");
+    if (!json_is_object(js) || !schema) {
+        srv_error_set(e, 400, "response_format",
+                      "response_format json_schema: want {\"json_schema\": {\"schema\": ...}}");
+        return false;
+    }
+    char *text = json_dumps(schema, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!text) return false;
+    char why[400];
+    r->grammar = jg_compile_schema(text, strlen(text), why, sizeof why);
+    free(text);
+    if (!r->grammar) {
+        srv_error_set(e, 400, "response_format", "response_format json_schema: %s", why);
+        return false;
+    }
+    return true;
+}
+
 bool srv_request_parse(srv_kind kind, const char *body, size_t len, srv_request *r, srv_error *e) {
     memset(r, 0, sizeof *r);
     memset(e, 0, sizeof *e);
@@ -391,11 +432,22 @@ bool srv_request_parse(srv_kind kind, const char *body, size_t len, srv_request 
         } else
             r->model = strdup(json_string_value(model));
     }
+    json_t *task =
+        json_object_get(root, "task"); /* CMF extension: checked against the file later */
+    if (ok && task && !json_is_null(task)) {
+        if (!json_is_string(task) || !json_string_length(task)) {
+            srv_error_set(e, 400, "task", "task: want a task mask's name or \"none\"");
+            ok = false;
+        } else if (!(r->task = strdup(json_string_value(task))))
+            ok = false;
+    }
     if (ok) {
         if (kind == SRV_CHAT)
-            ok = parse_messages(root, r, e) && parse_sampling(root, r, e);
+            ok = parse_messages(root, r, e) && parse_sampling(root, r, e) &&
+                 parse_response_format(root, r, e);
         else if (kind == SRV_COMPLETION)
-            ok = parse_prompt(root, r, e) && parse_sampling(root, r, e);
+            ok = parse_prompt(root, r, e) && parse_sampling(root, r, e) &&
+                 parse_response_format(root, r, e);
         else
             ok = parse_inputs(root, r, e);
     }

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server/json_grammar.h"
+
 typedef enum { SRV_CHAT, SRV_COMPLETION, SRV_EMBEDDING } srv_kind;
 
 /* An error for the client: HTTP status, OpenAI error type, the offending parameter (may be
@@ -56,6 +58,8 @@ typedef struct srv_request {
     bool logprobs;
     uint32_t top_logprobs;
     bool has_tools;
+    jg_grammar *grammar; /* response_format json_object / json_schema, or NULL */
+    char *task; /* CMF task mask to run: a name, "none" (dense); NULL = the file's default */
 } srv_request;
 
 /* Parse body[0..len) as a request of `kind`. false with *e set (400) on anything malformed. */

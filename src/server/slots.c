@@ -72,28 +72,49 @@ static size_t common_prefix(const srv_slot *sl, const int32_t *p, size_t n) {
     return k;
 }
 
-static srv_slot *pick(srv_slots *s, const int32_t *prompt, size_t n) {
+static bool same_task(const char *a, const char *b) {
+    return a == b || (a && b && !strcmp(a, b));
+}
+
+/* The slot's cache counts only when it ran the same task; a slot on the task ranks first. */
+static srv_slot *pick(srv_slots *s, const int32_t *prompt, size_t n, const char *task) {
     srv_slot *best = NULL;
     size_t best_k = 0;
+    bool best_same = false;
     for (unsigned i = 0; i < s->n; i++) {
         srv_slot *sl = &s->slot[i];
         if (sl->busy) continue;
-        size_t k = common_prefix(sl, prompt, n);
-        if (!best || k > best_k) {
+        bool same = same_task(cortiq_session_task(sl->sess), task);
+        size_t k = same ? common_prefix(sl, prompt, n) : 0;
+        if (!best || (same && !best_same) || (same == best_same && k > best_k)) {
             best = sl;
             best_k = k;
+            best_same = same;
         }
     }
     return best;
 }
 
+int srv_slot_use_task(srv_slots *s, srv_slot *slot, const char *task, char *why, size_t why_len) {
+    if (same_task(cortiq_session_task(slot->sess), task)) return 0;
+    srv_turn_take(s); /* a task's first selection builds its gathered matrices */
+    cortiq_session_reset(slot->sess);
+    __atomic_store_n(&slot->n_hist, 0, __ATOMIC_RELAXED);
+    cmf_err err;
+    cmf_status st = cortiq_session_set_task(slot->sess, task, &err);
+    srv_turn_give(s);
+    if (st) snprintf(why, why_len, "%s", err.msg);
+    return st ? -1 : 0;
+}
+
 srv_slot_wait srv_slots_acquire(srv_slots *s, const int32_t *prompt, size_t n_prompt,
-                                double timeout_s, const volatile int *stop, srv_slot **out) {
+                                const char *task, double timeout_s, const volatile int *stop,
+                                srv_slot **out) {
     struct timespec end;
     clock_gettime(CLOCK_REALTIME, &end);
     double t_end = (double)end.tv_sec + end.tv_nsec * 1e-9 + timeout_s;
     pthread_mutex_lock(&s->mu);
-    srv_slot *sl = pick(s, prompt, n_prompt);
+    srv_slot *sl = pick(s, prompt, n_prompt, task);
     srv_slot_wait r = SRV_SLOT_OK;
     if (!sl) {
         if (s->waiting >= s->max_waiting) {
@@ -101,7 +122,7 @@ srv_slot_wait srv_slots_acquire(srv_slots *s, const int32_t *prompt, size_t n_pr
             return SRV_SLOT_QUEUE_FULL;
         }
         s->waiting++;
-        while (!(sl = pick(s, prompt, n_prompt))) {
+        while (!(sl = pick(s, prompt, n_prompt, task))) {
             if (*stop) {
                 r = SRV_SLOT_STOPPING;
                 break;
@@ -217,26 +238,35 @@ static void abs_time(double from_now, struct timespec *ts) {
     ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
 }
 
-/* Evaluate the gathered steps: one batched pass, or one by one when the model refuses batches
- * or the batch fails (then each step's own error reaches its own request). */
+/* Evaluate the gathered steps: the slots running no task mask in one batched pass (a session
+ * running a task has its own gathered matrices: the batched pass refuses it), the others one by
+ * one, as are all of them when the model refuses batches or the batch fails (then each step's
+ * own error reaches its own request). */
 static void run_batch(srv_slots *s, srv_decode **d, unsigned n) {
-    cortiq_session *sess[16];
-    int32_t tok[16];
+    cortiq_session *sess[16], *bsess[16];
+    int32_t tok[16], btok[16];
+    bool alone[16];
+    unsigned nb = 0;
     for (unsigned i = 0; i < n; i++) {
         sess[i] = d[i]->slot->sess;
         tok[i] = d[i]->token;
+        alone[i] = cortiq_session_task(sess[i]) != NULL;
+        if (!alone[i]) {
+            bsess[nb] = sess[i];
+            btok[nb++] = tok[i];
+        }
     }
     cmf_err err;
     srv_turn_take(s);
-    bool one_by_one = n == 1 || s->no_batch;
-    if (!one_by_one) {
-        cmf_status st = cortiq_session_eval_batch(sess, tok, n, &err);
-        if (st == CMF_E_UNSUPPORTED) s->no_batch = true;
-        one_by_one = st != CMF_OK;
+    bool batched = nb > 1 && !s->no_batch;
+    if (batched) {
+        cmf_status st = cortiq_session_eval_batch(bsess, btok, nb, &err);
+        if (st == CMF_E_UNSUPPORTED) s->no_batch = true; /* the model's: no batch will pass */
+        batched = st == CMF_OK;
     }
     for (unsigned i = 0; i < n; i++) {
         d[i]->rc = 0;
-        if (one_by_one && cortiq_session_eval(sess[i], &tok[i], 1, NULL, &err)) {
+        if ((alone[i] || !batched) && cortiq_session_eval(sess[i], &tok[i], 1, NULL, &err)) {
             d[i]->rc = -1;
             snprintf(d[i]->why, sizeof d[i]->why, "%s", err.msg);
         }

@@ -56,10 +56,16 @@ typedef enum {
     SRV_SLOT_STOPPING
 } srv_slot_wait;
 
-/* Take a free slot, preferring the one whose cache shares the longest prefix with prompt;
- * waits up to timeout_s while all are busy. *stop (checked every 100 ms) ends the wait. */
+/* Take a free slot, preferring one already running `task` (NULL: dense) and among those the one
+ * whose cache shares the longest prefix with prompt; waits up to timeout_s while all are busy.
+ * *stop (checked every 100 ms) ends the wait. */
 srv_slot_wait srv_slots_acquire(srv_slots *s, const int32_t *prompt, size_t n_prompt,
-                                double timeout_s, const volatile int *stop, srv_slot **out);
+                                const char *task, double timeout_s, const volatile int *stop,
+                                srv_slot **out);
+/* Make a taken slot run `task` (NULL: dense). A different task empties its cache (position 0:
+ * the cached positions belong to the old task). -1 with why (the engine's message, which lists
+ * the file's tasks) when the file has no such task. */
+int srv_slot_use_task(srv_slots *s, srv_slot *slot, const char *task, char *why, size_t why_len);
 void srv_slots_release(srv_slots *s, srv_slot *slot);
 unsigned srv_slots_busy(srv_slots *s);
 unsigned srv_slots_waiting(srv_slots *s);

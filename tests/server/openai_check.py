@@ -68,6 +68,21 @@ if len(full) > 6:
 e = client.embeddings.create(model=model, input=["hello", "world"])
 check(len(e.data) == 2 and abs(sum(x * x for x in e.data[0].embedding) - 1) < 1e-3, "embeddings")
 
+# response_format json_schema: the answer parses and has the schema's shape (constrained decoding)
+import json
+schema = {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]},
+                                           "rank": {"type": "integer"}, "sunny": {"type": "boolean"}},
+          "required": ["city", "rank", "sunny"], "additionalProperties": False}
+r = client.chat.completions.create(model=model, messages=msgs, max_tokens=120, seed=3,
+                                   response_format={"type": "json_schema", "json_schema": {
+                                       "name": "place", "schema": schema, "strict": True}})
+if r.choices[0].finish_reason == "stop":
+    v = json.loads(r.choices[0].message.content)
+    check(set(v) == {"city", "rank", "sunny"} and v["city"] in ("Paris", "Rome") and type(v["rank"]) is int
+          and type(v["sunny"]) is bool, "json_schema answer %r" % v)
+else:
+    check(r.choices[0].finish_reason == "length", "json_schema finish %r" % r.choices[0].finish_reason)
+
 # errors in OpenAI's shape
 for kwargs, param in (({"temperature": -1}, "temperature"), ({"top_logprobs": 99, "logprobs": True}, "top_logprobs"),
                       ({"max_tokens": 10 ** 9}, "max_tokens"), ({"presence_penalty": 5}, "presence_penalty")):

@@ -65,6 +65,18 @@ static void test_chat(void) {
     CHECK(!strcmp(refused(SRV_CHAT, "{" MSG ",\"temperature\":NaN}"), "temperature"));
     CHECK(!strcmp(refused(SRV_CHAT, "{" MSG ",\"top_p\":Infinity}"), "top_p"));
     CHECK(!strcmp(refused(SRV_CHAT, "{" MSG ",\"temperature\":-0.1}"), "temperature"));
+    CHECK(!strcmp(refused(SRV_CHAT, "{" MSG ",\"task\":5}"), "task"));
+    CHECK(!strcmp(
+        refused(
+            SRV_CHAT,
+            "{" MSG
+            ",\"response_format\":{\"type\":\"json_schema\",\"json_schema\":{\"schema\":{\"not\":{}}}}}"),
+        "response_format"));
+    CHECK(!strcmp(
+        refused(
+            SRV_COMPLETION,
+            "{\"prompt\":\"x\",\"response_format\":{\"type\":\"json_object\"},\"task\":\"half\"}"),
+        ""));
     CHECK(!strcmp(refused(SRV_CHAT, "{" MSG ",\"top_p\":0}"), "top_p"));
     CHECK(!strcmp(refused(SRV_CHAT, "{" MSG ",\"max_tokens\":0}"), "max_tokens"));
     CHECK(!strcmp(refused(SRV_CHAT, "{" MSG ",\"max_tokens\":1e30}"), "max_tokens"));
