@@ -15,7 +15,7 @@ serve_start() {
     local log="$serve_tmp/server.log"
     "$bin" serve "$@" --port 0 2>"$log" &
     server_pid=$!
-    for _ in $(seq 200); do
+    for _ in $(seq 600); do
         port=$(sed -n 's/.*listening on http:\/\/127\.0\.0\.1:\([0-9]*\) .*/\1/p' "$log")
         [ -n "$port" ] && break
         kill -0 "$server_pid" 2>/dev/null || { echo "server exited:"; cat "$log"; return 1; }

@@ -34,7 +34,7 @@ http {
 CONF
 "$nginx_bin" -p "$serve_tmp/nginx" -c "$serve_tmp/nginx/nginx.conf" &
 nginx_pid=$!
-for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$lb_port/health" && break; sleep 0.05; done
+for _ in $(seq 200); do curl -s -o /dev/null "http://127.0.0.1:$lb_port/health" && break; sleep 0.1; done
 fail=0
 python3 -S - "http://127.0.0.1:$lb_port" "$a_pid" <<'PY' || fail=1
 import http.client, json, os, signal, sys, threading, time, urllib.parse
