@@ -13,7 +13,8 @@
 static void usage(void) {
     printf("usage: cortiq skill SUBCOMMAND ...   (spec 9: skills over one backbone)\n"
            "  add FILE --id ID --from TUNED.cmf|HF_DIR [--layers 3,4,5] [--calib TEXT]\n"
-           "      [--heldout TEXT] [--phi-layer L] [--rank K] [--name NAME] [--quant Q]\n"
+           "      [--heldout TEXT] [--phi-layer L] [--rank K] [--name NAME] [--task NAME]\n"
+           "      [--quant Q]\n"
            "                         append a skill in place (append-only)\n"
            "  list FILE [--json]     the registry: layers, tensors, bytes, routing, quality\n"
            "  rm FILE ID             drop a skill in place (its bytes stay dead until compact)\n"

@@ -131,7 +131,10 @@ static cmf_status build_heads(const cortiq_model *m, uint32_t l, const uint8_t *
         for (uint32_t d = 0; d < hd; d++)
             cols[(size_t)j * hd + d] = lt->head_on[j] * hd + d;
     cmf_status s = cq_qmat_gather_cols(&y->wo, cols, nc, &lt->wo, "o_proj", err);
-    if (s == CMF_OK && cq_qmat_gather_unit(&y->wq)) s = build_q(m, y, cols, nc, lt, err);
+    /* q rows per head as laid out here: a q_proj of another shape (a gated layer's [query;
+     * gate] per head) keeps every head's q and packs the outputs only */
+    if (s == CMF_OK && y->wq.rows == (uint64_t)nh * hd && cq_qmat_gather_unit(&y->wq))
+        s = build_q(m, y, cols, nc, lt, err);
     free(cols);
     if (s != CMF_OK) return s;
     lt->wo_packed = true;

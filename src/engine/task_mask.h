@@ -12,8 +12,8 @@
  *     mapped to its kv head, attn_heads.h) and its packed output is multiplied by the output
  *     projection's columns of the same heads. k and v of every kv head are still computed and
  *     cached (a kv head all of whose query heads are off is not attended). Where only the
- *     output projection gathers, every head's q and attention are computed and the active
- *     heads' outputs packed;
+ *     output projection gathers (or q_proj is not [heads * head_dim] rows), every head's q
+ *     and attention are computed and the active heads' outputs packed;
  *   - a layer whose matrices have no exact gather (vbit, q8_2f, q1s, q1t; q4 with widths not a
  *     multiple of 32) is computed densely with the inactive activations zeroed: the same
  *     numbers, no saving (counted in cortiq_task_stats.dense_layers);
