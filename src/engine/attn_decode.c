@@ -74,21 +74,23 @@ void cq_attn_decode_unit_generic(const cq_attn_decode_args *a, uint32_t kvh, uin
 void cq_attn_decode_combine(const cq_attn_decode_args *a, uint32_t kvh) {
     uint32_t hd = a->kv->hd, group = cq_attn_decode_group(a, kvh), nc = cq_attn_decode_chunks(a);
     uint32_t h0 = cq_attn_decode_head0(a, kvh);
+    size_t stride = (size_t)group * (hd + 16); /* from one chunk's partial to the next's */
     for (uint32_t g = 0; g < group; g++) {
         float *out = a->out + (size_t)(h0 + g) * hd;
+        const float *p0 = cq_attn_decode_part_at(a, kvh, 0, g);
         float mx = -INFINITY, sum = 0;
         for (uint32_t ch = 0; ch < nc; ch++) {
-            float m = cq_attn_decode_part_at(a, kvh, ch, g)[hd];
+            float m = p0[ch * stride + hd];
             if (m > mx) mx = m;
         }
         for (uint32_t ch = 0; ch < nc; ch++) {
-            const float *p = cq_attn_decode_part_at(a, kvh, ch, g);
+            const float *p = p0 + ch * stride;
             sum += expf(p[hd] - mx) * p[hd + 1];
         }
         float inv = 1.0f / sum;
         memset(out, 0, hd * sizeof(float));
         for (uint32_t ch = 0; ch < nc; ch++) {
-            const float *p = cq_attn_decode_part_at(a, kvh, ch, g);
+            const float *p = p0 + ch * stride;
             float f = expf(p[hd] - mx) * inv;
             for (uint32_t i = 0; i < hd; i++)
                 out[i] += f * p[i];

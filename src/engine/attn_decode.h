@@ -113,13 +113,21 @@ static inline uint32_t cq_attn_decode_group(const cq_attn_decode_args *a, uint32
     return cq_attn_heads_of(a->kv_first, a->n_heads, a->kv->n_kv, kvh);
 }
 
-/* Where a unit's partial for head g of the group starts: hd floats of acc, then m and l. The
- * partials of kv head kvh fill MAX_CHUNKS * group slots from MAX_CHUNKS * head0, chunk-major. */
+/* Where a unit's partial for head g of the group starts: hd floats of acc, then m and l. Dense,
+ * (kv head, chunk)-major; packed heads (kv_first), kv head kvh's MAX_CHUNKS * group slots from
+ * MAX_CHUNKS * head0, chunk-major (the same places when every head is active). Either way the
+ * partials of one head of kvh lie group * (hd + 16) floats apart from chunk to chunk. */
 static inline float *cq_attn_decode_part_at(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch,
                                             uint32_t g) {
-    uint32_t group = cq_attn_decode_group(a, kvh), hd = a->kv->hd;
-    size_t idx =
-        (size_t)cq_attn_decode_head0(a, kvh) * CQ_ATTN_DECODE_MAX_CHUNKS + (size_t)ch * group + g;
+    uint32_t hd = a->kv->hd;
+    size_t idx;
+    if (!a->kv_first) {
+        uint32_t group = a->n_heads / a->kv->n_kv;
+        idx = ((size_t)kvh * CQ_ATTN_DECODE_MAX_CHUNKS + ch) * group + g;
+    } else {
+        uint32_t h0 = a->kv_first[kvh], group = a->kv_first[kvh + 1] - h0;
+        idx = (size_t)h0 * CQ_ATTN_DECODE_MAX_CHUNKS + (size_t)ch * group + g;
+    }
     return a->part + idx * (hd + 16);
 }
 
