@@ -119,8 +119,8 @@ int main(int argc, char **argv) {
                     k[i] = frand(), v[i] = frand();
                 cq_kv_store(&c, p, k, v);
             }
-            cq_attn_batch_args a = {&c, q, o1, sh->n_heads, pos0, 0, 1.0f / sqrtf((float)sh->hd),
-                                    0};
+            cq_attn_batch_args a = {&c, q,   o1, sh->n_heads, pos0, 0, 1.0f / sqrtf((float)sh->hd),
+                                    0,  NULL};
             double best_old = INFINITY, best_new = INFINITY;
             for (int r = 0; r < reps; r++) {
                 a.out = o1;

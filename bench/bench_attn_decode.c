@@ -130,7 +130,8 @@ int main(int argc, char **argv) {
                                      0,
                                      cq_attn_decode_chunk(pos + 1, sh->n_kv, 2),
                                      1.0f / sqrtf((float)sh->hd),
-                                     0};
+                                     0,
+                                     NULL};
             double best_old = INFINITY, best_new = INFINITY;
             for (int r = 0; r < reps; r++) {
                 a.out = o1;

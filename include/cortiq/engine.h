@@ -233,7 +233,9 @@ typedef struct cortiq_task_stats {
     uint64_t gathered_bytes;      /* memory held by the gathered matrices */
 } cortiq_task_stats;
 
-/* The file's default_task (spec §5.1), or NULL when it names none or has no masks. */
+/* The task a session of m runs when none is named: the active skill's input_mask_task when
+ * its registry record names one (spec §9; a blend has no single skill), else the file's
+ * default_task (spec §5.1), or NULL when it names none or has no masks. */
 CORTIQ_API const char *cortiq_model_default_task(const cortiq_model *m);
 /* Select task `name` for this session; NULL or "none" = dense. Only between conversations
  * (cortiq_session_pos() == 0): the KV cache of earlier positions belongs to their task.

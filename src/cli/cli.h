@@ -61,7 +61,8 @@ void cli_json_string(const char *s);
 /* The same for n bytes that may contain NUL (written as \u0000). */
 void cli_json_bytes(const char *s, size_t n);
 
-/* --task NAME (NULL: the file's default_task, dense when none; "none": dense) on session s of
+/* --task NAME (NULL: cortiq_model_default_task: the skill's input_mask_task, else the file's
+ * default_task, dense when none; "none": dense) on session s of
  * model m, before its first token. Prints the task's shape on stderr; returns a CLI exit code
  * (an unknown name lists the file's tasks). */
 int cli_select_task(const char *cmd, cortiq_model *m, cortiq_session *s, const char *task);

@@ -1,5 +1,6 @@
 /* cli_task.c - `--task NAME` of run, ppl, bench and logits: the task mask a session runs with
- * (spec §5). Not given: the file's default_task (dense when it names none); `none`: dense. */
+ * (spec §5). Not given: the active skill's input_mask_task, else the file's default_task
+ * (cortiq_model_default_task; dense when neither names one); `none`: dense. */
 #include <stdio.h>
 
 #include "cli/cli.h"

@@ -25,7 +25,8 @@ static void usage(void) {
         "  --top K         how many of the largest logits to print (default 10, 0 = none)\n"
         "  --kv f16|q8|f32 KV cache type (default f16; --exact implies f32)\n"
         "  -t, --threads N compute threads (default: all cores)\n"
-        "  --task NAME     the file's task mask NAME (default: its default_task; none: dense)\n"
+        "  --task NAME     the file's task mask NAME (default: the skill's\n"
+        "                  input_mask_task, else the file's default_task; none: dense)\n"
         "  --skill ID      skill overlay (spec 9): an id of the file's registry, none (backbone)\n"
         "                  or auto (the skill of least reconstruction error on these ids)\n"
         "  --skill-blend T soft blend of every routable skill, weights softmax(-E/T)\n" CLI_MOE_HELP);

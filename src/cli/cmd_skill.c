@@ -13,7 +13,8 @@
 static void usage(void) {
     printf("usage: cortiq skill SUBCOMMAND ...   (spec 9: skills over one backbone)\n"
            "  add FILE --id ID --from TUNED.cmf|HF_DIR [--layers 3,4,5] [--calib TEXT]\n"
-           "      [--heldout TEXT] [--phi-layer L] [--rank K] [--name NAME] [--quant Q]\n"
+           "      [--heldout TEXT] [--phi-layer L] [--rank K] [--name NAME] [--task NAME]\n"
+           "      [--quant Q]\n"
            "                         append a skill in place (append-only)\n"
            "  list FILE [--json]     the registry: layers, tensors, bytes, routing, quality\n"
            "  rm FILE ID             drop a skill in place (its bytes stay dead until compact)\n"
@@ -99,6 +100,11 @@ static int skill_list(int argc, char **argv) {
             printf("], \"routable\": %s", sel ? "true" : "false");
             if (sel)
                 printf(", \"phi_layer\": %lld, \"rank\": %lld", (long long)phi, (long long)rank);
+            printf(", \"input_mask_task\": ");
+            if (s->input_mask_task)
+                cli_json_string(s->input_mask_task);
+            else
+                printf("null");
             printf(", \"quality\": %s", s->quality_json ? s->quality_json : "null");
             if (s->has_base_dir_hash)
                 printf(", \"base_dir_hash\": \"%016llx\"", (unsigned long long)s->base_dir_hash);
@@ -114,6 +120,8 @@ static int skill_list(int argc, char **argv) {
                        (long long)rank);
             else
                 printf("\n    routing  none (no selection block: --skill auto skips it)\n");
+            if (s->input_mask_task)
+                printf("    task     %s (its input_mask_task)\n", s->input_mask_task);
             printf("    quality  %s\n", s->quality_json ? s->quality_json : "null (not measured)");
             if (s->has_base_dir_hash)
                 printf("    standalone: base_dir_hash %016llx (attach with `cortiq skill apply`)\n",

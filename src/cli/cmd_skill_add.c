@@ -24,7 +24,7 @@ static void usage(void) {
     printf(
         "usage: cortiq skill add FILE --id ID --from TUNED.cmf|HF_DIR [--layers 3,4,5]\n"
         "                        [--calib TEXT] [--heldout TEXT] [--phi-layer L] [--rank K]\n"
-        "                        [--name NAME] [--quant Q] [-t N]\n"
+        "                        [--name NAME] [--task NAME] [--quant Q] [-t N]\n"
         "  Append skill ID to FILE in place (spec 9, append-only: no earlier byte changes; the\n"
         "  header and directory are re-emitted at the tail, the envelope switched last).\n"
         "  --from SRC     the fine-tuned model: a .cmf, or a Hugging Face directory converted\n"
@@ -39,12 +39,14 @@ static void usage(void) {
         "                 reference implementation)\n"
         "  --rank K       basis rows (default 4; at most prompts - 1)\n"
         "  --name NAME    a human name for the record\n"
+        "  --task NAME    the record's input_mask_task: a task mask of FILE that runs with the\n"
+        "                 skill when no --task is given (the overlaid quality is measured so)\n"
         "  --quant Q      encoding of an HF_DIR donor (default: the backbone's quant_type)\n"
         "  -t, --threads N compute threads (default: online CPUs)\n");
 }
 
 typedef struct add_args {
-    const char *path, *id, *from, *layers, *calib, *heldout, *name, *quant;
+    const char *path, *id, *from, *layers, *calib, *heldout, *name, *quant, *task;
     uint64_t phi_layer, rank, threads;
     bool has_phi;
 } add_args;
@@ -83,11 +85,12 @@ static long layer_of(const char *name) {
 }
 
 /* Windows of the context length, non-overlapping; every token but a window's first scored. */
-static cmf_status text_ppl(const char *path, const char *skill, const char *text, unsigned threads,
-                           double *ppl, size_t *scored, cmf_err *err) {
+static cmf_status text_ppl(const char *path, const char *skill, const char *task, const char *text,
+                           unsigned threads, double *ppl, size_t *scored, cmf_err *err) {
     cortiq_runtime_opts ro = {.threads = threads, .kv = CORTIQ_KV_F32, .skill = skill};
     cortiq_runtime *rt = NULL;
     cmf_status st = cortiq_runtime_open(path, &ro, &rt, err);
+    if (!st) st = cortiq_session_set_task(cortiq_runtime_session(rt), task, err);
     int32_t *ids = NULL;
     size_t n = 0;
     if (!st)
@@ -283,7 +286,7 @@ static int parse_args(int argc, char **argv, add_args *a) {
             continue;
         }
         if (!cli_word_in(s, "--id --from --layers --calib --heldout --phi-layer --rank --name "
-                            "--quant -t --threads"))
+                            "--task --quant -t --threads"))
             return cli_usage_error("skill add", "unknown option '%s'", s);
         if (!(v = cli_opt_value("skill add", argc, argv, &i))) return CLI_EXIT_USAGE;
         if (!strcmp(s, "--id"))
@@ -298,6 +301,8 @@ static int parse_args(int argc, char **argv, add_args *a) {
             a->heldout = v;
         else if (!strcmp(s, "--name"))
             a->name = v;
+        else if (!strcmp(s, "--task"))
+            a->task = v;
         else if (!strcmp(s, "--quant"))
             a->quant = v;
         else if (!strcmp(s, "--phi-layer")) {
@@ -354,7 +359,7 @@ static cmf_status append_skill(const add_args *a, const cmf_header *h, const dif
             if (!so) st = cmf_err_set(err, CMF_E_NOMEM, a->path, "selection");
             json_object_set_new(rec, "selection", so);
         }
-        json_object_set_new(rec, "input_mask_task", json_null());
+        json_object_set_new(rec, "input_mask_task", a->task ? json_string(a->task) : json_null());
         json_object_set_new(rec, "quality", json_null());
         json_array_append_new(skills, rec);
         char *text = json_dumps(root, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -402,8 +407,9 @@ static cmf_status measure_quality(const add_args *a, cmf_err *err) {
     if (!text) return cmf_err_set(err, CMF_E_IO, a->heldout, "cannot read: %s", strerror(errno));
     double pb = 0, po = 0;
     size_t nb = 0, no = 0;
-    cmf_status st = text_ppl(a->path, NULL, text, (unsigned)a->threads, &pb, &nb, err);
-    if (!st) st = text_ppl(a->path, a->id, text, (unsigned)a->threads, &po, &no, err);
+    /* the backbone dense, the skill as `run --skill ID` runs it: under its task, if any */
+    cmf_status st = text_ppl(a->path, NULL, NULL, text, (unsigned)a->threads, &pb, &nb, err);
+    if (!st) st = text_ppl(a->path, a->id, a->task, text, (unsigned)a->threads, &po, &no, err);
     unsigned char digest[crypto_hash_sha256_BYTES];
     crypto_hash_sha256(digest, (const unsigned char *)text, len);
     free(text);
@@ -456,6 +462,11 @@ int skill_add_main(int argc, char **argv) {
         st = cmf_err_set(&err, CMF_E_INVALID_ARG, a.path,
                          "skill '%s' is already registered (`cortiq skill rm %s %s` first)", a.id,
                          a.path, a.id);
+    const cmf_masks *ms = st ? NULL : cmf_file_masks(f);
+    if (!st && a.task && !(ms && cmf_masks_find(ms, a.task)))
+        st = cmf_err_set(&err, CMF_E_NOT_FOUND, a.path,
+                         "--task '%s': the file has no such task mask (`cortiq masks %s`)", a.task,
+                         a.path);
     if (!st) st = open_donor(&a, f, &donor, &tmp, &err);
     size_t n = st ? 0 : cmf_file_tensor_count(f);
     if (!st && !(d = calloc(n ? n : 1, sizeof *d)))

@@ -76,18 +76,20 @@ static void decode_task(void *ctx, unsigned tid, unsigned nt) {
 }
 
 void cq_attention_run(cq_attention *a, const cortiq_model *m, const cq_layer *y,
-                      const cq_kv_layer *kv, const float *q, float *att, size_t n, uint32_t pos0) {
+                      const cq_kv_layer *kv, const float *q, float *att, size_t n, uint32_t pos0,
+                      uint32_t n_heads, const uint32_t *kv_first) {
     uint32_t window = y->sliding ? m->sliding_window : 0;
     if (n == 1) {
         decode_job j = {.args = {.kv = kv,
                                  .q = q,
                                  .out = att,
                                  .part = a->decode_part,
-                                 .n_heads = y->n_heads,
+                                 .n_heads = n_heads,
                                  .pos = pos0,
                                  .window = window,
                                  .scale = m->attn_scale,
-                                 .softcap = m->attn_softcap},
+                                 .softcap = m->attn_softcap,
+                                 .kv_first = kv_first},
                         .n_kv = m->n_kv,
                         .scratch = a->decode_scratch,
                         .stride = a->decode_stride,
@@ -104,11 +106,12 @@ void cq_attention_run(cq_attention *a, const cortiq_model *m, const cq_layer *y,
     batch_job j = {.args = {.kv = kv,
                             .q = q,
                             .out = att,
-                            .n_heads = y->n_heads,
+                            .n_heads = n_heads,
                             .pos0 = pos0,
                             .window = window,
                             .scale = m->attn_scale,
-                            .softcap = m->attn_softcap},
+                            .softcap = m->attn_softcap,
+                            .kv_first = kv_first},
                    .n_kv = m->n_kv,
                    .range = range,
                    .n_ranges = (uint32_t)((n + range - 1) / range),

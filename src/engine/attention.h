@@ -33,8 +33,11 @@ bool cq_attention_init(cq_attention *a, const cortiq_model *m, uint32_t ctx);
 void cq_attention_free(cq_attention *a);
 
 /* att = attention of the n tokens at positions pos0 .. pos0 + n - 1 (queries q, rows of
- * y->n_heads * head_dim floats, after RoPE) over the cache kv of layer y. */
+ * n_heads * head_dim floats, after RoPE) over the cache kv of layer y. kv_first NULL: every
+ * head of the layer (n_heads = y->n_heads); else the active heads of a task mask, packed
+ * (attn_heads.h), the only ones computed. */
 void cq_attention_run(cq_attention *a, const cortiq_model *m, const cq_layer *y,
-                      const cq_kv_layer *kv, const float *q, float *att, size_t n, uint32_t pos0);
+                      const cq_kv_layer *kv, const float *q, float *att, size_t n, uint32_t pos0,
+                      uint32_t n_heads, const uint32_t *kv_first);
 
 #endif

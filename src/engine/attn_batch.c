@@ -18,11 +18,13 @@ size_t cq_attn_batch_scratch_bytes(uint32_t hd, uint32_t max_keys) {
 void cq_attn_batch_scalar(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_begin,
                           uint32_t t_end, float *scratch) {
     const cq_kv_layer *c = a->kv;
-    uint32_t hd = c->hd, slots = c->slots, group = a->n_heads / c->n_kv;
+    uint32_t hd = c->hd, slots = c->slots;
+    uint32_t h0 = cq_attn_head0(a->kv_first, a->n_heads, c->n_kv, kvh);
+    uint32_t h1 = h0 + cq_attn_heads_of(a->kv_first, a->n_heads, c->n_kv, kvh);
     size_t qd = (size_t)a->n_heads * hd;
     float *sc = scratch;
     for (uint32_t t = t_begin; t < t_end; t++)
-        for (uint32_t h = kvh * group; h < (kvh + 1) * group; h++) {
+        for (uint32_t h = h0; h < h1; h++) {
             uint32_t p = a->pos0 + t, lo = cq_attn_first_key(a, p);
             uint32_t cnt = p + 1 - lo, s0 = lo % slots;
             uint32_t run1 = cnt < slots - s0 ? cnt : slots - s0, run2 = cnt - run1;

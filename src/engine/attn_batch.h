@@ -20,17 +20,19 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/attn_heads.h"
 #include "engine/kv_cache.h"
 
 typedef struct cq_attn_batch_args {
-    const cq_kv_layer *kv; /* the layer's cache: type, slots, n_kv, hd and the stored rows */
-    const float *q;        /* [tokens][n_heads * hd] queries of the chunk (after RoPE) */
-    float *out;            /* [tokens][n_heads * hd] results, same layout; rows written whole */
-    uint32_t n_heads;      /* query heads; a multiple of kv->n_kv (group = n_heads / n_kv) */
-    uint32_t pos0;         /* position of chunk token 0 */
-    uint32_t window;       /* sliding window in positions; 0 = full causal */
-    float scale;           /* multiplies q . k */
-    float softcap;         /* > 0: tanh soft-cap of the scaled score */
+    const cq_kv_layer *kv;    /* the layer's cache: type, slots, n_kv, hd and the stored rows */
+    const float *q;           /* [tokens][n_heads * hd] queries of the chunk (after RoPE) */
+    float *out;               /* [tokens][n_heads * hd] results, same layout; rows written whole */
+    uint32_t n_heads;         /* query heads; a multiple of kv->n_kv (group = n_heads / n_kv) */
+    uint32_t pos0;            /* position of chunk token 0 */
+    uint32_t window;          /* sliding window in positions; 0 = full causal */
+    float scale;              /* multiplies q . k */
+    float softcap;            /* > 0: tanh soft-cap of the scaled score */
+    const uint32_t *kv_first; /* NULL, or the packed heads of each kv head (attn_heads.h) */
 } cq_attn_batch_args;
 
 /* Rows (query vectors) a block holds at most (the AVX-512 tier's block). */
@@ -43,9 +45,10 @@ typedef struct cq_attn_batch_args {
 size_t cq_attn_batch_scratch_bytes(uint32_t hd, uint32_t max_keys);
 
 /* For kv head kvh and chunk tokens [t_begin, t_end): out rows of every query head h with
- * h / group == kvh. Threads may run disjoint (kvh, token range) pairs concurrently, each with
- * its own scratch. Ranges of at least 32 / group tokens fill the AVX-512 row blocks; a single
- * token (decode) leaves most lanes idle: attention.c uses attn_decode.h for it. */
+ * h / group == kvh (of its packed heads, attn_heads.h). Threads may run disjoint (kvh, token range)
+ * pairs concurrently, each with its own scratch. Ranges of at least 32 / group tokens fill the
+ * AVX-512 row blocks; a single token (decode) leaves most lanes idle: attention.c uses
+ * attn_decode.h for it. */
 void cq_attn_batch(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_begin, uint32_t t_end,
                    float *scratch);
 

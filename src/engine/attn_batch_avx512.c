@@ -248,7 +248,8 @@ void cq_attn_batch_avx512(const cq_attn_batch_args *a, uint32_t kvh, uint32_t t_
         a->kv->type == CORTIQ_KV_F32   ? block_f32
         : a->kv->type == CORTIQ_KV_F16 ? block_f16
                                        : block_q8;
-    size_t rows = (size_t)(t_end - t_begin) * (a->n_heads / a->kv->n_kv);
+    size_t rows =
+        (size_t)(t_end - t_begin) * cq_attn_heads_of(a->kv_first, a->n_heads, a->kv->n_kv, kvh);
     cq_attn_block b;
     for (size_t r0 = 0; r0 < rows; r0 += L) {
         cq_attn_block_fill(&b, a, kvh, t_begin, r0, rows, L);

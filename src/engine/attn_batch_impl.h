@@ -9,7 +9,7 @@
 #define CQ_ATTN_KEYS_PER_PASS 8
 
 /* Up to `lanes` rows of the call, one per vector lane. Row r of the call is token
- * t_begin + r / group, head kvh * group + r % group; lanes past the last row repeat it, so
+ * t_begin + r / group, head h0 + r % group (attn_heads.h); lanes past the last row repeat it, so
  * every lane computes finite, discarded values. Positions are inclusive. */
 typedef struct cq_attn_block {
     uint32_t nr; /* real rows */
@@ -21,13 +21,14 @@ typedef struct cq_attn_block {
 
 static inline void cq_attn_block_fill(cq_attn_block *b, const cq_attn_batch_args *a, uint32_t kvh,
                                       uint32_t t_begin, size_t r0, size_t rows, uint32_t lanes) {
-    uint32_t hd = a->kv->hd, group = a->n_heads / a->kv->n_kv;
+    uint32_t hd = a->kv->hd, group = cq_attn_heads_of(a->kv_first, a->n_heads, a->kv->n_kv, kvh);
+    uint32_t h0 = cq_attn_head0(a->kv_first, a->n_heads, a->kv->n_kv, kvh);
     size_t qd = (size_t)a->n_heads * hd;
     b->nr = (uint32_t)(rows - r0 < lanes ? rows - r0 : lanes);
     for (uint32_t l = 0; l < lanes; l++) {
         size_t r = r0 + (l < b->nr ? l : b->nr - 1);
         size_t t = t_begin + r / group;
-        uint32_t h = kvh * group + (uint32_t)(r % group), p = a->pos0 + (uint32_t)t;
+        uint32_t h = h0 + (uint32_t)(r % group), p = a->pos0 + (uint32_t)t;
         size_t at = t * qd + (size_t)h * hd;
         b->q[l] = a->q + at;
         b->o[l] = a->out + at;

@@ -42,14 +42,15 @@ size_t cq_attn_decode_part_floats(uint32_t n_heads, uint32_t hd) {
 void cq_attn_decode_unit_generic(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch,
                                  float *scratch, const cq_attn_ops *ops) {
     const cq_kv_layer *c = a->kv;
-    uint32_t hd = c->hd, slots = c->slots, group = a->n_heads / c->n_kv;
+    uint32_t hd = c->hd, slots = c->slots, group = cq_attn_decode_group(a, kvh);
+    uint32_t h0 = cq_attn_decode_head0(a, kvh);
     uint32_t x0 = cq_attn_decode_first_key(a) + ch * a->chunk;
     uint32_t cnt = a->pos + 1 - x0 < a->chunk ? a->pos + 1 - x0 : a->chunk, s0 = x0 % slots;
     /* the chunk's keys sit in at most two contiguous runs of the ring */
     uint32_t run1 = cnt < slots - s0 ? cnt : slots - s0, run2 = cnt - run1;
     float *sc = scratch;
     for (uint32_t g = 0; g < group; g++) {
-        const float *q = a->q + (size_t)(kvh * group + g) * hd;
+        const float *q = a->q + (size_t)(h0 + g) * hd;
         cq_kv_dots(ops, c, kvh, q, s0, run1, sc);
         if (run2) cq_kv_dots(ops, c, kvh, q, 0, run2, sc + run1);
         float mx = -INFINITY;
@@ -71,22 +72,25 @@ void cq_attn_decode_unit_generic(const cq_attn_decode_args *a, uint32_t kvh, uin
 }
 
 void cq_attn_decode_combine(const cq_attn_decode_args *a, uint32_t kvh) {
-    uint32_t hd = a->kv->hd, group = a->n_heads / a->kv->n_kv, nc = cq_attn_decode_chunks(a);
+    uint32_t hd = a->kv->hd, group = cq_attn_decode_group(a, kvh), nc = cq_attn_decode_chunks(a);
+    uint32_t h0 = cq_attn_decode_head0(a, kvh);
+    size_t stride = (size_t)group * (hd + 16); /* from one chunk's partial to the next's */
     for (uint32_t g = 0; g < group; g++) {
-        float *out = a->out + (size_t)(kvh * group + g) * hd;
+        float *out = a->out + (size_t)(h0 + g) * hd;
+        const float *p0 = cq_attn_decode_part_at(a, kvh, 0, g);
         float mx = -INFINITY, sum = 0;
         for (uint32_t ch = 0; ch < nc; ch++) {
-            float m = cq_attn_decode_part_at(a, kvh, ch, g)[hd];
+            float m = p0[ch * stride + hd];
             if (m > mx) mx = m;
         }
         for (uint32_t ch = 0; ch < nc; ch++) {
-            const float *p = cq_attn_decode_part_at(a, kvh, ch, g);
+            const float *p = p0 + ch * stride;
             sum += expf(p[hd] - mx) * p[hd + 1];
         }
         float inv = 1.0f / sum;
         memset(out, 0, hd * sizeof(float));
         for (uint32_t ch = 0; ch < nc; ch++) {
-            const float *p = cq_attn_decode_part_at(a, kvh, ch, g);
+            const float *p = p0 + ch * stride;
             float f = expf(p[hd] - mx) * inv;
             for (uint32_t i = 0; i < hd; i++)
                 out[i] += f * p[i];

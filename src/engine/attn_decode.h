@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/attn_heads.h"
 #include "engine/attn_ops.h"
 #include "engine/kv_cache.h"
 
@@ -39,16 +40,17 @@
 #define CQ_ATTN_DECODE_MAX_CHUNK 256
 
 typedef struct cq_attn_decode_args {
-    const cq_kv_layer *kv; /* the layer's cache: type, slots, n_kv, hd and the stored rows */
-    const float *q;        /* [n_heads * hd] the token's queries (after RoPE) */
-    float *out;            /* [n_heads * hd] results; written by cq_attn_decode_combine */
-    float *part;           /* partials, cq_attn_decode_part_floats(n_heads, hd) floats */
-    uint32_t n_heads;      /* query heads; a multiple of kv->n_kv (group = n_heads / n_kv) */
-    uint32_t pos;          /* the token's position; pos - lo + 1 <= slots */
-    uint32_t window;       /* sliding window in positions; 0 = full causal */
-    uint32_t chunk;        /* keys per unit: a multiple of 16, from cq_attn_decode_chunk */
-    float scale;           /* multiplies q . k */
-    float softcap;         /* > 0: tanh soft-cap of the scaled score */
+    const cq_kv_layer *kv;    /* the layer's cache: type, slots, n_kv, hd and the stored rows */
+    const float *q;           /* [n_heads * hd] the token's queries (after RoPE) */
+    float *out;               /* [n_heads * hd] results; written by cq_attn_decode_combine */
+    float *part;              /* partials, cq_attn_decode_part_floats(n_heads, hd) floats */
+    uint32_t n_heads;         /* query heads; a multiple of kv->n_kv (group = n_heads / n_kv) */
+    uint32_t pos;             /* the token's position; pos - lo + 1 <= slots */
+    uint32_t window;          /* sliding window in positions; 0 = full causal */
+    uint32_t chunk;           /* keys per unit: a multiple of 16, from cq_attn_decode_chunk */
+    float scale;              /* multiplies q . k */
+    float softcap;            /* > 0: tanh soft-cap of the scaled score */
+    const uint32_t *kv_first; /* NULL, or the packed heads of each kv head (attn_heads.h) */
 } cq_attn_decode_args;
 
 /* The first attended position. */
@@ -103,11 +105,29 @@ void cq_attn_decode_unit_avx2(const cq_attn_decode_args *a, uint32_t kvh, uint32
 void cq_attn_decode_unit_avx512(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch,
                                 float *scratch);
 
-/* Where a unit's partial for head g of the group starts: hd floats of acc, then m and l. */
+/* The first query head of kv head kvh and how many it serves (attn_heads.h). */
+static inline uint32_t cq_attn_decode_head0(const cq_attn_decode_args *a, uint32_t kvh) {
+    return cq_attn_head0(a->kv_first, a->n_heads, a->kv->n_kv, kvh);
+}
+static inline uint32_t cq_attn_decode_group(const cq_attn_decode_args *a, uint32_t kvh) {
+    return cq_attn_heads_of(a->kv_first, a->n_heads, a->kv->n_kv, kvh);
+}
+
+/* Where a unit's partial for head g of the group starts: hd floats of acc, then m and l. Dense,
+ * (kv head, chunk)-major; packed heads (kv_first), kv head kvh's MAX_CHUNKS * group slots from
+ * MAX_CHUNKS * head0, chunk-major (the same places when every head is active). Either way the
+ * partials of one head of kvh lie group * (hd + 16) floats apart from chunk to chunk. */
 static inline float *cq_attn_decode_part_at(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch,
                                             uint32_t g) {
-    uint32_t group = a->n_heads / a->kv->n_kv, hd = a->kv->hd;
-    size_t idx = ((size_t)kvh * CQ_ATTN_DECODE_MAX_CHUNKS + ch) * group + g;
+    uint32_t hd = a->kv->hd;
+    size_t idx;
+    if (!a->kv_first) {
+        uint32_t group = a->n_heads / a->kv->n_kv;
+        idx = ((size_t)kvh * CQ_ATTN_DECODE_MAX_CHUNKS + ch) * group + g;
+    } else {
+        uint32_t h0 = a->kv_first[kvh], group = a->kv_first[kvh + 1] - h0;
+        idx = (size_t)h0 * CQ_ATTN_DECODE_MAX_CHUNKS + (size_t)ch * group + g;
+    }
     return a->part + idx * (hd + 16);
 }
 

@@ -42,7 +42,8 @@ typedef struct span {
 AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld_fn ld,
                const uint32_t hd) {
     const cq_kv_layer *c = a->kv;
-    uint32_t group = a->n_heads / c->n_kv, slot = sp.s0;
+    uint32_t group = cq_attn_decode_group(a, sp.kvh), h0 = cq_attn_decode_head0(a, sp.kvh);
+    uint32_t slot = sp.s0;
 #if !MASKED_TAIL
     uint32_t hd32 = hd / 32 * 32;
 #endif
@@ -77,7 +78,7 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
         }
         vec kscale = V_MUL(V_LOADU(ks), scale); /* q8: scale after the dot */
         for (uint32_t g = 0; g < group; g++) {
-            const float *q = a->q + (size_t)(sp.kvh * group + g) * hd;
+            const float *q = a->q + (size_t)(h0 + g) * hd;
             const float *kb = kbuf;
 #if OPAQUE_KBUF
             /* an empty asm makes the block's address opaque to each head: otherwise GCC hoists
@@ -193,7 +194,8 @@ AI void unit_run(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float 
                  const uint32_t HD) {
     const cq_kv_layer *c = a->kv;
     const uint32_t hd = HD ? HD : c->hd; /* a constant in the copies per head size */
-    uint32_t group = a->n_heads / c->n_kv;
+    uint32_t group = cq_attn_decode_group(a, kvh);
+    if (!group) return; /* every query head of this kv head is off (task mask) */
     uint32_t x0 = cq_attn_decode_first_key(a) + ch * a->chunk;
     uint32_t cnt = a->pos + 1 - x0 < a->chunk ? a->pos + 1 - x0 : a->chunk;
     span sp = {kvh, cnt, x0 % c->slots};

@@ -89,18 +89,21 @@ static void qkv_finish(const void *ctx, size_t t) {
     const cq_layer *y = L->y;
     uint32_t hd = m->head_dim, pos = L->rows ? L->rows[t]->pos : L->pos0 + (uint32_t)t;
     cq_kv_layer *kv = L->rows ? &L->rows[t]->kv[L->l] : L->kv;
-    size_t qd = (size_t)y->n_heads * hd, kvd = (size_t)m->n_kv * hd;
+    bool packed = L->tm && L->tm->q_packed; /* q holds the task's active heads only */
+    uint32_t nq = packed ? L->tm->n_heads_on : y->n_heads;
+    const float *bq = packed ? L->tm->bq : y->bq;
+    size_t qd = (size_t)nq * hd, kvd = (size_t)m->n_kv * hd;
     float *q = L->s->q + t * qd, *k = L->s->k + t * kvd, *v = L->s->v + t * kvd;
     if (y->attn_gate) /* the query halves of [query; gate] per head */
         for (uint32_t h = 0; h < y->n_heads; h++)
             memcpy(q + (size_t)h * hd, L->s->qgate + t * 2 * qd + (size_t)h * 2 * hd,
                    hd * sizeof(float));
-    if (y->bq) add_bias(q, y->bq, qd);
+    if (bq) add_bias(q, bq, qd);
     if (y->bk) add_bias(k, y->bk, kvd);
     if (y->bv) add_bias(v, y->bv, kvd);
-    if (y->q_norm) head_norms(q, y->n_heads, hd, y->q_norm, m->eps);
+    if (y->q_norm) head_norms(q, nq, hd, y->q_norm, m->eps);
     if (y->k_norm) head_norms(k, m->n_kv, hd, y->k_norm, m->eps);
-    rope(q, y->n_heads, k, m->n_kv, hd, y->rot_dim, y->inv_freq, y->rope_mscale, pos);
+    rope(q, nq, k, m->n_kv, hd, y->rot_dim, y->inv_freq, y->rope_mscale, pos);
     cq_kv_store(kv, pos % kv->slots, k, v);
 }
 
@@ -194,16 +197,19 @@ static void matmul(const layer_pass *L, const cmf_qmat *w, const float *x, float
 
 static void attention(const layer_pass *L) {
     cortiq_session *s = L->s;
+    bool packed = L->tm && L->tm->q_packed; /* the task's active heads only (task_mask.h) */
+    uint32_t nq = packed ? L->tm->n_heads_on : L->y->n_heads;
+    const uint32_t *kv_first = packed ? L->tm->kv_first : NULL;
     if (!L->rows) {
-        cq_attention_run(&s->attn, s->m, L->y, L->kv, s->q, s->att, L->n, L->pos0);
+        cq_attention_run(&s->attn, s->m, L->y, L->kv, s->q, s->att, L->n, L->pos0, nq, kv_first);
         return;
     }
     /* a batched decode step: each token over its own session's cache, as it would alone */
-    size_t qd = (size_t)L->y->n_heads * s->m->head_dim;
+    size_t qd = (size_t)nq * s->m->head_dim;
     for (size_t t = 0; t < L->n; t++) {
         cortiq_session *r = L->rows[t];
         cq_attention_run(&r->attn, s->m, L->y, &r->kv[L->l], s->q + t * qd, s->att + t * qd, 1,
-                         r->pos);
+                         r->pos, nq, kv_first);
     }
 }
 
@@ -211,7 +217,8 @@ static void attention(const layer_pass *L) {
 static void qkv_after(const layer_pass *L, cq_token_fn step) {
     cortiq_session *s = L->s;
     const cq_layer *y = L->y;
-    cq_matmul qkv = {.p = {{.w = &y->wq, .y = y->attn_gate ? s->qgate : s->q},
+    const cmf_qmat *wq = L->tm && L->tm->q_packed ? &L->tm->wq : &y->wq;
+    cq_matmul qkv = {.p = {{.w = wq, .y = y->attn_gate ? s->qgate : s->q},
                            {.w = &y->wk, .y = s->k},
                            {.w = &y->wv, .y = s->v}},
                      .np = 3,
@@ -252,7 +259,7 @@ static void attention_block(const layer_pass *L, cq_token_fn make_input) {
     if (s->stats && !s->task) cq_stats_heads(s, L->l, L->n);
     const cq_layer_task *tm = L->tm;
     if (tm && tm->wo_packed) { /* o = Wo att over the active heads only */
-        heads_pack(L);
+        if (!tm->q_packed) heads_pack(L);
         matmul(L, &tm->wo, s->att, s->o);
         return;
     }

@@ -4,7 +4,21 @@
 
 #include "engine/session.h"
 
+/* The active skill's input_mask_task (spec §9 registry), or NULL: no single skill is active
+ * (the backbone, or a blend) or its record names no task. */
+static const char *skill_task(const cortiq_model *m) {
+    if (!m->skill) return NULL;
+    const cmf_header *h = cmf_file_header(m->file);
+    for (size_t i = 0; i < h->n_skills; i++)
+        if (!strcmp(h->skills[i].id, m->skill)) return h->skills[i].input_mask_task;
+    return NULL;
+}
+
 const char *cortiq_model_default_task(const cortiq_model *m) {
+    /* a skill's own task comes before the file's default, named even when the catalog lacks
+     * it, so that selecting it fails loudly rather than running another task */
+    const char *st = skill_task(m);
+    if (st) return st;
     const cmf_masks *ms = cmf_file_masks(m->file);
     return ms && ms->default_task && cmf_masks_find(ms, ms->default_task) ? ms->default_task : NULL;
 }

@@ -88,6 +88,26 @@ static cmf_status build_ffn(const cortiq_model *m, uint32_t l, const uint8_t *ro
     return CMF_OK;
 }
 
+/* The q side of packed heads: wq's rows (and bq's entries) of the active heads' dimensions
+ * rows[0..n), and the packed heads of each kv head. */
+static cmf_status build_q(const cortiq_model *m, const cq_layer *y, const uint32_t *rows, size_t n,
+                          cq_layer_task *lt, cmf_err *err) {
+    cmf_status s = cq_qmat_gather_rows(&y->wq, rows, n, &lt->wq, "q_proj", err);
+    if (s != CMF_OK) return s;
+    lt->kv_first = calloc(m->n_kv + 1, sizeof *lt->kv_first);
+    if (y->bq) lt->bq = malloc(n * sizeof *lt->bq);
+    if (!lt->kv_first || (y->bq && !lt->bq)) return cmf_err_set(err, CMF_E_NOMEM, "task", "heads");
+    for (size_t i = 0; lt->bq && i < n; i++)
+        lt->bq[i] = y->bq[rows[i]];
+    uint32_t group = y->n_heads / m->n_kv;
+    for (uint32_t j = 0; j < lt->n_heads_on; j++) /* counts, then running sums */
+        lt->kv_first[lt->head_on[j] / group + 1]++;
+    for (uint32_t k = 0; k < m->n_kv; k++)
+        lt->kv_first[k + 1] += lt->kv_first[k];
+    lt->q_packed = true;
+    return CMF_OK;
+}
+
 static cmf_status build_heads(const cortiq_model *m, uint32_t l, const uint8_t *row, bool no_gather,
                               cq_layer_task *lt, cortiq_task_stats *st, cmf_err *err) {
     const cq_layer *y = &m->layers[l];
@@ -111,10 +131,14 @@ static cmf_status build_heads(const cortiq_model *m, uint32_t l, const uint8_t *
         for (uint32_t d = 0; d < hd; d++)
             cols[(size_t)j * hd + d] = lt->head_on[j] * hd + d;
     cmf_status s = cq_qmat_gather_cols(&y->wo, cols, nc, &lt->wo, "o_proj", err);
+    /* q rows per head as laid out here: a q_proj of another shape (a gated layer's [query;
+     * gate] per head) keeps every head's q and packs the outputs only */
+    if (s == CMF_OK && y->wq.rows == (uint64_t)nh * hd && cq_qmat_gather_unit(&y->wq))
+        s = build_q(m, y, cols, nc, lt, err);
     free(cols);
     if (s != CMF_OK) return s;
     lt->wo_packed = true;
-    st->gathered_bytes += lt->wo.nbytes;
+    st->gathered_bytes += lt->wo.nbytes + lt->wq.nbytes;
     return CMF_OK;
 }
 
@@ -202,7 +226,9 @@ void cq_task_free(cq_task *t, uint32_t n_layers) {
         cq_qmat_gather_free(&lt->wu);
         cq_qmat_gather_free(&lt->wd);
         cq_qmat_gather_free(&lt->wo);
+        cq_qmat_gather_free(&lt->wq);
         free(lt->ffn_zero), free(lt->head_on), free(lt->head_off);
+        free(lt->bq), free(lt->kv_first);
     }
     free(t->layers);
     free(t->expert_allow);

@@ -7,9 +7,13 @@
  *     groups where the down projection's dtype stores 32-column groups (q4 family) and padded
  *     to a multiple of 32 otherwise (the SIMD paths want whole groups). The neurons kept only
  *     for that are zeroed after act(gate) * up;
- *   - heads: the attention output of the active heads is packed together and multiplied by
- *     the output projection's columns of those heads (gathered the same way); q, k, v and the
- *     scores of every head are still computed (k, v feed the cache whatever the task);
+ *   - heads: the q projection's rows of the active heads (and their q bias) are gathered, so
+ *     q holds the active heads only, packed; the attention runs over those heads alone (each
+ *     mapped to its kv head, attn_heads.h) and its packed output is multiplied by the output
+ *     projection's columns of the same heads. k and v of every kv head are still computed and
+ *     cached (a kv head all of whose query heads are off is not attended). Where only the
+ *     output projection gathers (or q_proj is not [heads * head_dim] rows), every head's q
+ *     and attention are computed and the active heads' outputs packed;
  *   - a layer whose matrices have no exact gather (vbit, q8_2f, q1s, q1t; q4 with widths not a
  *     multiple of 32) is computed densely with the inactive activations zeroed: the same
  *     numbers, no saving (counted in cortiq_task_stats.dense_layers);
@@ -36,9 +40,13 @@ typedef struct cq_layer_task {
     uint32_t ffn_kept;   /* neurons computed (packed width, or ffn when dense) */
     /* heads */
     bool heads_masked;
-    bool wo_packed;    /* wo below replaces the layer's; att is packed to the active heads */
-    cmf_qmat wo;       /* gathered [hidden, n_active * head_dim] */
-    uint32_t *head_on; /* active heads, ascending */
+    bool wo_packed;     /* wo below replaces the layer's; att is packed to the active heads */
+    cmf_qmat wo;        /* gathered [hidden, n_active * head_dim] */
+    bool q_packed;      /* (with wo_packed) wq, bq below replace the layer's; q, att packed */
+    cmf_qmat wq;        /* gathered [n_active * head_dim, hidden] */
+    float *bq;          /* gathered q bias, NULL when the layer has none */
+    uint32_t *kv_first; /* q_packed: [n_kv + 1] packed heads per kv head (attn_heads.h) */
+    uint32_t *head_on;  /* active heads, ascending */
     uint32_t n_heads_on;
     uint32_t *head_off; /* inactive heads (dense fallback zeroes them) */
     uint32_t n_heads_off;

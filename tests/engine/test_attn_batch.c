@@ -18,6 +18,7 @@
 #include "engine/attn_batch.h"
 #include "kv_fixture.h"
 #include "test.h"
+#include "attn_packed.h"
 #include "tier.h"
 
 #define TOL 2e-5
@@ -109,7 +110,7 @@ static void run_case(cortiq_kv_type type, uint32_t group, uint32_t hd, const geo
     float *scalar = malloc(sizeof(float) * qd * g->n); /* the scalar tier's output */
     for (size_t i = 0; i < qd * g->n; i++)
         q[i] = 3.0f * frand();
-    cq_attn_batch_args a = {c, q, out, nh, g->pos0, g->window, 1.0f / sqrtf((float)hd), cap};
+    cq_attn_batch_args a = {c, q, out, nh, g->pos0, g->window, 1.0f / sqrtf((float)hd), cap, NULL};
     reference(&a, g->n, ref);
     for (size_t i = 0; i < qd * g->n; i++) /* until the scalar tier has run */
         scalar[i] = (float)ref[i];
@@ -139,6 +140,19 @@ static void run_case(cortiq_kv_type type, uint32_t group, uint32_t hd, const geo
                   (double)cap, worst, off_scalar);
         if (worst > tier_worst[tier]) tier_worst[tier] = worst;
         if (tier == CQ_ISA_SCALAR) memcpy(scalar, out, sizeof(float) * qd * g->n);
+        /* a task mask's packed heads: the same rows of the active heads, none of the others */
+        attn_packed pk;
+        attn_packed_init(&pk, q, g->n, nh, n_kv, hd);
+        cq_attn_batch_args ap = a;
+        ap.q = pk.q, ap.out = pk.out, ap.n_heads = pk.n_on, ap.kv_first = pk.kv_first;
+        for (uint32_t h = 0; h < n_kv; h++) {
+            cq_attn_batch(&ap, h, 0, split, scratch);
+            cq_attn_batch(&ap, h, split, g->n, scratch);
+        }
+        double pe = attn_packed_error(&pk, ref, g->n, nh, hd);
+        CHECK_MSG(pe <= TOL, "%s packed heads kv %s group %u hd %u pos0 %u n %u: max error %g",
+                  names[tier], cortiq_kv_type_name(type), group, hd, g->pos0, g->n, pe);
+        attn_packed_free(&pk);
     }
     cq_cpu_force(CQ_ISA_AVX512);
     free(scratch), free(scalar), free(ref), free(out), free(q), free(k), free(v);
@@ -160,7 +174,7 @@ static void nonfinite_case(void) {
     }
     for (size_t i = 0; i < (size_t)nh * hd * n; i++)
         q[i] = frand();
-    cq_attn_batch_args a = {&c, q, out, nh, pos0, 0, 0.125f, 0};
+    cq_attn_batch_args a = {&c, q, out, nh, pos0, 0, 0.125f, 0, NULL};
     float *scratch = malloc(cq_attn_batch_scratch_bytes(hd, slots));
     for (int tier = CQ_ISA_SCALAR; tier <= CQ_ISA_AVX512; tier++) {
         /* the scalar tier always runs: it is what the others are compared with */

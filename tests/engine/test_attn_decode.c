@@ -20,6 +20,7 @@
 #include "engine/attn_decode.h"
 #include "kv_fixture.h"
 #include "test.h"
+#include "attn_packed.h"
 #include "tier.h"
 
 #define TOL 2e-5
@@ -161,8 +162,8 @@ static void run_case(const shape *sh, cortiq_kv_type type, uint32_t pos, uint32_
     float *part = malloc(sizeof(float) * cq_attn_decode_part_floats(sh->n_heads, hd));
     float *scratch = aligned_alloc(64, (cq_attn_decode_scratch_floats(hd, group, slots) + 15) / 16 *
                                            16 * sizeof(float));
-    cq_attn_decode_args a = {c,  q, out, part, sh->n_heads, pos, window, 0, 1.0f / sqrtf((float)hd),
-                             cap};
+    cq_attn_decode_args a = {
+        c, q, out, part, sh->n_heads, pos, window, 0, 1.0f / sqrtf((float)hd), cap, NULL};
     naive(&a, ref);
     uint32_t keys = pos + 1 - cq_attn_decode_first_key(&a);
     uint32_t chunks[3] = {cq_attn_decode_chunk(keys, sh->n_kv, 1),
@@ -189,6 +190,18 @@ static void run_case(const shape *sh, cortiq_kv_type type, uint32_t pos, uint32_
             double *w = t == T_SCALAR ? &worst_ref : &worst_tier;
             if (!(e <= *w)) *w = e;
             if (t == T_SCALAR) memcpy(scalar, out, sizeof(float) * qd);
+            /* a task mask's packed heads: the same rows of the active heads alone */
+            attn_packed pk;
+            attn_packed_init(&pk, q, 1, sh->n_heads, sh->n_kv, hd);
+            cq_attn_decode_args ap = a;
+            ap.q = pk.q, ap.out = pk.out, ap.n_heads = pk.n_on, ap.kv_first = pk.kv_first;
+            run_tier((tier)t, &ap, scratch);
+            double pe = attn_packed_error(&pk, ref, 1, sh->n_heads, hd);
+            CHECK_MSG(pe <= TOL,
+                      "%s packed heads kv %s heads %u/%u hd %u pos %u chunk %u: max error %g",
+                      tier_names[t], cortiq_kv_type_name(type), sh->n_heads, sh->n_kv, hd, pos,
+                      a.chunk, pe);
+            attn_packed_free(&pk);
         }
     }
     free(scratch), free(part), free(ref), free(scalar), free(out), free(q), free(k), free(v);

@@ -40,7 +40,8 @@ static void fill_ffn(spec_mask *k, unsigned keep_pct, int block) {
         }
 }
 
-static spec_mask k_masks[4];
+#define N_MASKS 5
+static spec_mask k_masks[N_MASKS];
 
 static void make_masks(void) {
     spec_mask *k = k_masks;
@@ -62,13 +63,19 @@ static void make_masks(void) {
     k[3].ffn[0][0] |= 1, k[3].ffn[1][0] |= 1; /* at least one group per layer */
     memset(k[3].heads, 0x0F, sizeof k[3].heads);
     k[3].gates[0] = 0x03;
+    /* heads only, whole kv groups off (2 kv heads of 2 query heads): layer 0 keeps kv head 1's
+     * two heads, layer 1 kv head 0's first head alone */
+    k[4] = (spec_mask){.name = "kvoff", .quality = NULL};
+    memset(k[4].ffn, 0xFF, sizeof k[4].ffn);
+    k[4].heads[0][0] = 0x0C, k[4].heads[1][0] = 0x01;
+    k[4].gates[0] = 0x03;
 }
 
 static void append_masks(const char *path) {
     cmf_err err;
     cmf_masks_builder *b = NULL;
     CHECK(cmf_masks_builder_create(L_, FFN_, HEADS, 0, &b, &err) == CMF_OK);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < N_MASKS; i++)
         CHECK_MSG(cmf_masks_builder_add(b, k_masks[i].name, NULL, &k_masks[i].ffn[0][0],
                                         &k_masks[i].heads[0][0], k_masks[i].gates, NULL,
                                         k_masks[i].quality, &err) == CMF_OK,
@@ -185,7 +192,7 @@ static void expect_close(const char *what, const float *a, const float *b, size_
 }
 
 static void test_f32_reference(const char *base, const int32_t *tok, size_t n) {
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < N_MASKS; i++) {
         const spec_mask *k = &k_masks[i];
         const char *ref = "task_mask_ref.cmf";
         make_reference(base, k, ref);
@@ -202,7 +209,7 @@ static void test_f32_reference(const char *base, const int32_t *tok, size_t n) {
             expect_close(what, dense0, want, n * V, 2e-5);
             /* f32 weights gather by the neuron: nothing is computed beyond the padding to 32 */
             CHECK_MSG(st.dense_layers == 0 && st.gathered_bytes > 0, "%s", k->name);
-            CHECK(st.ffn_computed < st.ffn_neurons);
+            CHECK(st.ffn_computed < st.ffn_neurons || st.ffn_active == st.ffn_neurons);
             CHECK(st.ffn_computed - st.ffn_active < 32 * (uint64_t)st.layers_on);
             free(got), free(dense0);
         }
@@ -219,7 +226,7 @@ static void test_quant(const char *quant, const int32_t *tok, size_t n) {
     int32_t *t2 = tiny_convert("llama", quant, path, &nt);
     free(t2);
     append_masks(path);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < N_MASKS; i++) {
         uint32_t V;
         cortiq_task_stats st;
         float *got = run(path, k_masks[i].name, 0, CORTIQ_ACT_F32, tok, n, 0, &V, &st);
@@ -254,8 +261,8 @@ static void test_selection(const char *base) {
     cortiq_session *s = NULL;
     CHECK(cortiq_session_create(m, 16, &s, &err) == CMF_OK);
     CHECK(cortiq_session_set_task(s, "nope", &err) == CMF_E_NOT_FOUND);
-    CHECK_MSG(strstr(err.msg, "half, heads, gated, blocks") && strstr(err.msg, "'none'"), "%s",
-              err.msg);
+    CHECK_MSG(strstr(err.msg, "half, heads, gated, blocks, kvoff") && strstr(err.msg, "'none'"),
+              "%s", err.msg);
     CHECK(cortiq_session_task(s) == NULL);
     CHECK(cortiq_session_set_task(s, "gated", &err) == CMF_OK);
     CHECK(!strcmp(cortiq_session_task(s), "gated"));
@@ -263,6 +270,13 @@ static void test_selection(const char *base) {
     CHECK(cortiq_session_eval(s, &t, 1, NULL, &err) == CMF_OK);
     CHECK(cortiq_session_set_task(s, "half", &err) == CMF_E_INVALID_ARG);
     cortiq_session_reset(s);
+    /* f32 weights gather: q holds the active heads alone, each mapped to its kv head */
+    CHECK(cortiq_session_set_task(s, "kvoff", &err) == CMF_OK);
+    const cq_layer_task *y0 = s->task ? &s->task->layers[0] : NULL, *y1 = y0 ? y0 + 1 : NULL;
+    CHECK(y0 && y0->q_packed && y0->wo_packed && y0->n_heads_on == 2 && y0->wq.rows == 2 * HD);
+    CHECK(y0 && y0->kv_first[0] == 0 && y0->kv_first[1] == 0 && y0->kv_first[2] == 2);
+    CHECK(y1 && y1->q_packed && y1->n_heads_on == 1 && y1->kv_first[1] == 1 &&
+          y1->kv_first[2] == 1);
     CHECK(cortiq_session_set_task(s, "none", &err) == CMF_OK);
     CHECK(cortiq_session_task(s) == NULL);
     cortiq_task_stats st;
@@ -321,6 +335,29 @@ static void test_expert_area(void) {
     remove(path);
 }
 
+/* A family with a q bias (qwen2) or per-head q norms (qwen3), f32: the packed q path against
+ * the dense-with-zeros path, batch and decode. */
+static void test_family(const char *fam, const int32_t *tok, size_t n) {
+    char path[64];
+    snprintf(path, sizeof path, "task_mask_%s.cmf", fam);
+    size_t nt;
+    int32_t *t2 = tiny_convert(fam, "f32", path, &nt);
+    free(t2);
+    append_masks(path);
+    for (int i = 0; i < N_MASKS; i++)
+        for (int obo = 0; obo < 2; obo++) {
+            uint32_t V;
+            float *got = run(path, k_masks[i].name, 0, CORTIQ_ACT_F32, tok, n, obo, &V, NULL);
+            float *want = run(path, k_masks[i].name, 1, CORTIQ_ACT_F32, tok, n, obo, &V, NULL);
+            char what[96];
+            snprintf(what, sizeof what, "%s %s (%s)", fam, k_masks[i].name,
+                     obo ? "decode" : "batch");
+            expect_close(what, got, want, n * V, 2e-5);
+            free(got), free(want);
+        }
+    remove(path);
+}
+
 int main(void) {
     make_masks();
     const char *base = "task_mask_f32.cmf";
@@ -336,6 +373,8 @@ int main(void) {
     test_quant("q4t", tok, n);
     test_quant("q4tp", tok, n);
     test_quant("vbit", tok, n);
+    test_family("qwen2", tok, n);
+    test_family("qwen3", tok, n);
     test_expert_area();
     free(tok);
     remove(base);
