@@ -195,6 +195,7 @@ int skill_export_main(int argc, char **argv) {
     cmf_writer_free(w);
     json_decref(rec);
     json_decref(layers);
+    uint64_t base_dir_hash = cmf_file_envelope(base)->dir_hash;
     cmf_close(f);
     cmf_close(base);
     if (st) {
@@ -202,7 +203,7 @@ int skill_export_main(int argc, char **argv) {
         return cli_exit_code(st);
     }
     printf("skill '%s': %zu tensor(s) -> %s (SKILL_FILE, base_dir_hash %016llx)\n", id, cut, out,
-           (unsigned long long)cmf_file_envelope(base)->dir_hash);
+           (unsigned long long)base_dir_hash);
     return CLI_EXIT_OK;
 }
 
