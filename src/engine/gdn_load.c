@@ -48,23 +48,9 @@ static cmf_status mat(const gdn_loader *L, const char *suffix, uint64_t rows, ui
 static cmf_status vec(const gdn_loader *L, const char *suffix, uint64_t n, float **out) {
     const cmf_tensor *t = tensor(L, suffix);
     if (!t) return absent(L, suffix);
-    uint64_t numel = 1;
-    for (unsigned i = 0; i < t->ndim; i++)
-        numel *= t->shape[i];
-    if (numel != n)
-        return cmf_err_set(L->err, CMF_E_PARSE, L->path,
-                           "tensor '%s' has %llu elements, the header implies %llu", t->name,
-                           (unsigned long long)numel, (unsigned long long)n);
-    float *v = malloc(n * sizeof *v);
-    if (!v) return cmf_err_set(L->err, CMF_E_NOMEM, L->path, "tensor '%s'", t->name);
-    cmf_status st =
-        cmf_quant_dequant((cmf_dtype)t->dtype, t->ndim, t->shape, t->data, t->nbytes, v, L->err);
-    if (st) {
-        free(v);
-        return st;
-    }
+    cmf_status st = cq_load_floats(t, n, L->path, out, L->err);
+    if (st) return st;
     L->m->weight_bytes += t->nbytes;
-    *out = v;
     return CMF_OK;
 }
 

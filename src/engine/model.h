@@ -65,6 +65,11 @@ typedef struct cq_layer {
     bool attn_gate; /* q_proj is twice as wide: per head [query; gate], att *= sigmoid(gate) */
 } cq_layer;
 
+/* The n elements of tensor t (any shape, any dtype) dequantized into a new float array;
+ * CMF_E_PARSE (naming path and tensor) when t does not have n elements. */
+cmf_status cq_load_floats(const cmf_tensor *t, uint64_t n, const char *path, float **out,
+                          cmf_err *err);
+
 /* Choose the activation from arch.hidden_act and refuse header fields whose computation this
  * runtime lacks (src/engine/arch_check.c). */
 cmf_status cq_arch_check(const cmf_header *h, const char *path, cq_act *act, cmf_err *err);

@@ -57,26 +57,33 @@ static cmf_status bind_mat(loader *L, cmf_qmat *q, const cmf_tensor *t, uint64_t
     return st;
 }
 
-/* A vector of n floats (1-D tensor, any dtype), plus `add` to every element (gemma's 1+w). */
-static cmf_status load_vec(loader *L, const cmf_tensor *t, uint64_t n, float add, float **out) {
+cmf_status cq_load_floats(const cmf_tensor *t, uint64_t n, const char *path, float **out,
+                          cmf_err *err) {
     uint64_t numel = 1;
     for (unsigned i = 0; i < t->ndim; i++)
         numel *= t->shape[i];
     if (numel != n)
-        return cmf_err_set(L->err, CMF_E_PARSE, L->path,
+        return cmf_err_set(err, CMF_E_PARSE, path,
                            "tensor '%s' has %llu elements, the header implies %llu", t->name,
                            (unsigned long long)numel, (unsigned long long)n);
     float *v = malloc(n * sizeof *v);
-    if (!v) return cmf_err_set(L->err, CMF_E_NOMEM, L->path, "tensor '%s'", t->name);
+    if (!v) return cmf_err_set(err, CMF_E_NOMEM, path, "tensor '%s'", t->name);
     cmf_status st =
-        cmf_quant_dequant((cmf_dtype)t->dtype, t->ndim, t->shape, t->data, t->nbytes, v, L->err);
+        cmf_quant_dequant((cmf_dtype)t->dtype, t->ndim, t->shape, t->data, t->nbytes, v, err);
     if (st) {
         free(v);
         return st;
     }
-    for (uint64_t i = 0; i < n; i++)
-        v[i] += add;
     *out = v;
+    return CMF_OK;
+}
+
+/* A vector of n floats (1-D tensor, any dtype), plus `add` to every element (gemma's 1+w). */
+static cmf_status load_vec(loader *L, const cmf_tensor *t, uint64_t n, float add, float **out) {
+    cmf_status st = cq_load_floats(t, n, L->path, out, L->err);
+    if (st) return st;
+    for (uint64_t i = 0; i < n; i++)
+        (*out)[i] += add;
     return CMF_OK;
 }
 
@@ -316,10 +323,12 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
         for (int k = y->gdn ? 4 : 0; k < (moe ? 4 : 7); k++)
             if (!(t[k] = find(L, names[k], li))) return missing(L, names[k], li);
         if (find(L, "model.layers.%d.self_attn.g_proj.weight", li))
-            return cmf_err_set(L->err, CMF_E_UNSUPPORTED, L->path,
-                               "layer %u has self_attn.g_proj.weight (softplus attention gating, "
-                               "spec §2): not implemented by this runtime",
-                               l);
+            return cmf_err_set(
+                L->err, CMF_E_UNSUPPORTED, L->path,
+                "layer %u has self_attn.g_proj.weight (softplus attention gating, "
+                "spec §2): this runtime has no such gate, so the file is refused rather than run "
+                "without it",
+                l);
         /* a q_proj twice as wide holds a gate per head (spec §2: chosen by the width) */
         y->attn_gate = !y->gdn && t[0]->ndim == 2 && t[0]->shape[0] == 2 * qd;
         if (!y->gdn) {
