@@ -200,8 +200,10 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval_pooled(cortiq_session
                                                                   float *pooled, cmf_err *err);
 /* One decode step of several sessions of one model in one pass over the weights: session i
  * evaluates tokens[i] at its own position (n <= 16, each session once; a model with
- * mixture-of-experts, linear-attention or gated-attention layers, or a session running a task
- * mask, is refused with CMF_E_UNSUPPORTED). Every session's
+ * linear-attention or gated-attention layers or a mixture of experts with top_k > 16, or a
+ * session running a task mask, restricting experts or counting routes, is refused with
+ * CMF_E_UNSUPPORTED; a mixture of experts runs each token's selected experts as that token
+ * alone would, sharing the attention and router products). Every session's
  * logits are exactly those cortiq_session_eval of its token alone gives: the same one-token kernels
  * on the same rows, but each piece of weights is read from memory once for all the tokens (decode
  * is bound by memory bandwidth, so n streams cost little more than one). Runs on sessions[0]'s

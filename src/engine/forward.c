@@ -304,7 +304,8 @@ static void moe_block(const layer_pass *L, cq_token_fn make_input) {
                           .u = s->u,
                           .hidden = s->m->hidden,
                           .allow = s->expert_allow ? s->expert_allow[l] : NULL,
-                          .counts = s->moe.counts ? s->moe.counts[l] : NULL};
+                          .counts = s->moe.counts ? s->moe.counts[l] : NULL,
+                          .each = L->rows != NULL};
     cq_moe_ffn(&io, L->y->moe, L->n, make_input, L);
 }
 
@@ -478,14 +479,18 @@ cmf_status cortiq_session_eval_batch(cortiq_session *const *sessions, const int3
                            "batched decode of %zu sessions: "
                            "at most %d",
                            n, CQ_DECODE_MAX);
-    for (uint32_t l = 0; l < m->n_layers; l++)
-        if (m->layers[l].moe || m->layers[l].gdn || m->layers[l].attn_gate)
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        const cq_layer *y = &m->layers[l];
+        if (y->gdn || y->attn_gate)
             return cmf_err_set(err, CMF_E_UNSUPPORTED, "session",
                                "batched decode of a model with %s layers (layer %u)",
-                               m->layers[l].moe   ? "mixture-of-experts"
-                               : m->layers[l].gdn ? "linear-attention"
-                                                  : "gated-attention",
-                               l);
+                               y->gdn ? "linear-attention" : "gated-attention", l);
+        if (y->moe && y->moe->top_k > CQ_GROUP_MAX)
+            return cmf_err_set(err, CMF_E_UNSUPPORTED, "session",
+                               "batched decode of a mixture of experts with top_k %u > %d "
+                               "(layer %u)",
+                               y->moe->top_k, CQ_GROUP_MAX, l);
+    }
     for (size_t t = 0; t < n; t++) {
         const cortiq_session *r = sessions[t];
         if (r->m != m)
@@ -499,6 +504,10 @@ cmf_status cortiq_session_eval_batch(cortiq_session *const *sessions, const int3
             return cmf_err_set(err, CMF_E_UNSUPPORTED, "session",
                                "batched decode of a session running task '%s'",
                                r->task->mask->name);
+        if (r->expert_allow || r->moe.counts) /* routing restricted or counted per session */
+            return cmf_err_set(err, CMF_E_UNSUPPORTED, "session",
+                               "batched decode of a session with %s",
+                               r->expert_allow ? "an expert restriction" : "route statistics");
         if (r->pos + 1 > r->ctx)
             return cmf_err_set(err, CMF_E_LIMIT, "session", "context full: %u + 1 tokens > ctx %u",
                                r->pos, r->ctx);

@@ -116,16 +116,20 @@ static void route(const cq_moe *moe, const uint8_t *allow, uint32_t K, float *r,
             w[j] *= moe->routed_scaling;
 }
 
-/* y = Wd (act(Wg x) * (Wu x)) for c rows of x. */
+/* y = Wd (act(Wg x) * (Wu x)) for c rows of x; with io->each the rows are independent decode
+ * steps, each computed exactly as it would be alone. */
 static void expert_run(const cq_moe_io *io, const cq_expert *ex, const float *x, size_t c,
                        float *y) {
+    bool each = io->each && c > 1;
     cq_matmul gate_up = {.p = {{.w = &ex->wg, .y = io->g}, {.w = &ex->wu, .y = io->u}},
                          .np = 2,
                          .x = x,
                          .n = c,
-                         .glu = true};
+                         .glu = true,
+                         .each = each};
     cq_matmul_after(io->sched, NULL, NULL, &gate_up);
-    cq_matmul_one(io->sched, &ex->wd, io->g, c, y);
+    cq_matmul down = {.p = {{.w = &ex->wd, .y = y}}, .np = 1, .x = io->g, .n = c, .each = each};
+    cq_matmul_after(io->sched, NULL, NULL, &down);
 }
 
 /* order[] lists the (token, slot) pairs t * K + j grouped by expert, in token order within an
@@ -144,27 +148,31 @@ static void group_by_expert(cq_moe_scratch *ms, uint32_t E, uint32_t K, size_t n
     }
 }
 
-/* One token (decode): the k selected experts' gate/up products as one parallel region and
- * their downs as another (cq_matmul_group), instead of two small regions per expert; the
- * weighted sum in expert-index order, as the batch path adds them. */
-static void decode_experts(const cq_moe_io *io, const cq_moe *moe, uint32_t K) {
+/* One token, row t (decode, or one step of a batched decode): the k selected experts'
+ * gate/up products as one parallel region and their downs as another (cq_matmul_group),
+ * instead of two small regions per expert; the weighted sum in expert-index order, as the
+ * batch path adds them. */
+static void decode_experts(const cq_moe_io *io, const cq_moe *moe, uint32_t K, size_t t) {
     cq_moe_scratch *ms = io->ms;
     const size_t H = io->hidden;
+    const uint32_t *sel = ms->sel + t * K;
+    const float *wt = ms->w + t * K;
+    float *o = io->o + t * H;
     uint32_t idx[CQ_GROUP_MAX];
     for (uint32_t j = 0; j < K; j++) { /* slots by expert index (insertion sort, K is small) */
         uint32_t i = j;
-        for (; i > 0 && ms->sel[idx[i - 1]] > ms->sel[j]; i--)
+        for (; i > 0 && sel[idx[i - 1]] > sel[j]; i--)
             idx[i] = idx[i - 1];
         idx[i] = j;
     }
     cq_matmul mm[CQ_GROUP_MAX] = {0};
     size_t goff[CQ_GROUP_MAX], off = 0;
     for (uint32_t i = 0; i < K; i++) {
-        const cq_expert *ex = &moe->experts[ms->sel[idx[i]]];
+        const cq_expert *ex = &moe->experts[sel[idx[i]]];
         mm[i] =
             (cq_matmul){.p = {{.w = &ex->wg, .y = io->g + off}, {.w = &ex->wu, .y = io->u + off}},
                         .np = 2,
-                        .x = io->xn,
+                        .x = io->xn + t * H,
                         .n = 1,
                         .glu = true};
         goff[i] = off;
@@ -172,17 +180,17 @@ static void decode_experts(const cq_moe_io *io, const cq_moe *moe, uint32_t K) {
     }
     cq_matmul_group(io->sched, mm, K);
     for (uint32_t i = 0; i < K; i++)
-        mm[i] = (cq_matmul){.p = {{.w = &moe->experts[ms->sel[idx[i]]].wd, .y = ms->ye + i * H}},
+        mm[i] = (cq_matmul){.p = {{.w = &moe->experts[sel[idx[i]]].wd, .y = ms->ye + i * H}},
                             .np = 1,
                             .x = io->g + goff[i],
                             .n = 1};
     cq_matmul_group(io->sched, mm, K);
-    memset(io->o, 0, H * sizeof(float));
+    memset(o, 0, H * sizeof(float));
     for (uint32_t i = 0; i < K; i++) {
-        float w = ms->w[idx[i]];
+        float w = wt[idx[i]];
         const float *y = ms->ye + i * H;
         for (size_t k = 0; k < H; k++)
-            io->o[k] += w * y[k];
+            o[k] += w * y[k];
     }
 }
 
@@ -221,7 +229,11 @@ void cq_moe_ffn(const cq_moe_io *io, const cq_moe *moe, size_t n, cq_token_fn ma
     }
     const size_t H = io->hidden;
     /* make_input, then the router logits (and the shared expert's gate) in one region */
-    cq_matmul router = {.p = {{.w = &moe->router, .y = ms->logits}}, .np = 1, .x = io->xn, .n = n};
+    cq_matmul router = {.p = {{.w = &moe->router, .y = ms->logits}},
+                        .np = 1,
+                        .x = io->xn,
+                        .n = n,
+                        .each = io->each};
     if (moe->has_shared_gate)
         router.p[router.np++] = (cq_product){.w = &moe->shared_gate, .y = ms->sgate};
     cq_matmul_after(io->sched, make_input, ctx, &router);
@@ -230,8 +242,9 @@ void cq_moe_ffn(const cq_moe_io *io, const cq_moe *moe, size_t n, cq_token_fn ma
     if (io->counts)
         for (size_t i = 0; i < n * K; i++)
             io->counts[ms->sel[i]]++;
-    if (n == 1 && K <= CQ_GROUP_MAX)
-        decode_experts(io, moe, K);
+    if ((n == 1 || io->each) && K <= CQ_GROUP_MAX) /* each token as it would run alone */
+        for (size_t t = 0; t < n; t++)
+            decode_experts(io, moe, K, t);
     else
         batch_experts(io, moe, K, n);
     if (!moe->has_shared) return;

@@ -62,6 +62,9 @@ typedef struct cq_moe_io {
     uint32_t hidden;
     const uint8_t *allow;
     uint64_t *counts;
+    /* the n tokens are independent decode steps (cortiq_session_eval_batch): each is computed
+     * bit for bit as it would be alone (needs top_k <= CQ_GROUP_MAX) */
+    bool each;
 } cq_moe_io;
 
 /* Experts of `moe` that `allow` leaves routable (all present when allow is NULL). */

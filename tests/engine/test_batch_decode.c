@@ -79,10 +79,42 @@ static void check_family(const char *fam, const char *quant) {
     unlink(path);
 }
 
+/* A mixture-of-experts session restricting its experts or counting routes decodes alone. */
+static void check_moe_refusals(void) {
+    const char *path = "batch_decode_moe_refusals.cmf";
+    size_t n_tok;
+    int32_t *tok = tiny_convert("qwen3_moe", "q8", path, &n_tok);
+    if (!tok) return;
+    cortiq_model *m = NULL;
+    cmf_err err;
+    cortiq_load_opts lo = {.threads = 2};
+    CHECK_MSG(cortiq_model_load(path, &lo, &m, &err) == CMF_OK, "%s", err.msg);
+    cortiq_session *s[2] = {NULL, NULL};
+    for (int i = 0; m && i < 2; i++) {
+        CHECK(cortiq_session_create(m, 64, &s[i], &err) == CMF_OK);
+        CHECK(cortiq_session_eval(s[i], tok, 3, NULL, &err) == CMF_OK);
+    }
+    int32_t next[2] = {tok[3], tok[4]};
+    if (s[0] && s[1]) {
+        CHECK(cortiq_session_count_routes(s[1], &err) == CMF_OK);
+        CHECK(cortiq_session_eval_batch(s, next, 2, &err) == CMF_E_UNSUPPORTED);
+        CHECK_MSG(strstr(err.msg, "route statistics") != NULL, "%s", err.msg);
+        CHECK(cortiq_session_pos(s[0]) == 3 && cortiq_session_pos(s[1]) == 3);
+    }
+    for (int i = 0; i < 2; i++)
+        cortiq_session_free(s[i]);
+    cortiq_model_free(m);
+    free(tok);
+    unlink(path);
+}
+
 int main(void) {
     check_family("qwen3", "q8");
     check_family("qwen3", "q4");
     check_family("llama", "f16");
     check_family("gemma3_text", "vbit");
+    check_family("qwen3_moe", "q8");       /* experts chosen per token */
+    check_family("qwen2_moe_mixed", "q4"); /* shared expert with its gate; dense layers too */
+    check_moe_refusals();
     TEST_DONE();
 }
