@@ -430,8 +430,10 @@ enum MHD_Result srv_handle_generate(struct MHD_Connection *conn, srv_ctx *c, srv
         job_free(j);
         return srv_reply_error(conn, c, &e, NULL);
     }
-    char *rt = route_text(&j->rq);
-    bool have = rt && srv_request_skill(c, &j->rq, rt, &j->model, &j->skill_id, &e);
+    const char *skill = j->rq.skill ? j->rq.skill : c->cfg.default_skill;
+    char *rt = skill && !strcmp(skill, "auto") ? route_text(&j->rq) : NULL;
+    bool have = (rt || !skill || strcmp(skill, "auto")) &&
+                srv_request_skill(c, &j->rq, rt, &j->model, &j->skill_id, &e);
     free(rt);
     if (!have) {
         if (!e.http) srv_error_set(&e, 500, NULL, "out of memory");

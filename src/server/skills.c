@@ -113,7 +113,7 @@ static bool make_room(srv_skills *k, srv_slots *slots) {
     for (unsigned i = 0; i < k->n; i++)
         if (!k->inst[i].pins && (!lru || k->inst[i].last_use < lru->last_use)) lru = &k->inst[i];
     if (!lru) return false;
-    srv_slots_unbind(slots, lru->model); /* unpinned: only idle slots hold its sessions */
+    srv_slots_unbind(slots, lru->model); /* unpinned: no request runs on it */
     cortiq_model_free(lru->model);
     *lru = k->inst[--k->n];
     k->unloads++;

@@ -118,8 +118,8 @@ int srv_slot_bind(srv_slots *s, srv_slot *slot, cortiq_model *model, char *why, 
         return -1;
     }
     cortiq_session_reset(ns);
+    pthread_mutex_lock(&s->mu); /* pick, /metrics and srv_slots_unbind read the slot's session */
     cortiq_session *old = slot->sess;
-    pthread_mutex_lock(&s->mu); /* pick and /metrics read the slot's session */
     slot->sess = ns;
     slot->model = model;
     __atomic_store_n(&slot->n_hist, 0, __ATOMIC_RELAXED);
@@ -133,9 +133,11 @@ void srv_slots_unbind(srv_slots *s, const cortiq_model *model) {
     cortiq_session *drop[256];
     unsigned n = 0;
     pthread_mutex_lock(&s->mu);
+    /* a busy slot on the unpinned instance belongs to a request of another instance that has
+     * not replaced the session yet (srv_slot_bind): it never evaluates it, so it goes too */
     for (unsigned i = 0; i < s->n; i++) {
         srv_slot *sl = &s->slot[i];
-        if (sl->busy || !sl->sess || sl->model != model) continue;
+        if (!sl->sess || sl->model != model) continue;
         if (sl->sess == s->first)
             s->first_parked = true;
         else

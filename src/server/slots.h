@@ -73,8 +73,8 @@ srv_slot_wait srv_slots_acquire(srv_slots *s, const int32_t *prompt, size_t n_pr
  * there already, else a new session of ctx positions replaces the old (its cache is lost). -1
  * with why when the session cannot be made (memory); the slot keeps its old session then. */
 int srv_slot_bind(srv_slots *s, srv_slot *slot, cortiq_model *model, char *why, size_t why_len);
-/* Free the sessions the idle slots hold on `model` (before the instance is unloaded; no busy
- * slot may be on it). */
+/* Free the sessions the slots hold on `model` (before the instance is unloaded: no request
+ * may be running on it). */
 void srv_slots_unbind(srv_slots *s, const cortiq_model *model);
 /* Make a taken slot run `task` (NULL: dense). A different task empties its cache (position 0:
  * the cached positions belong to the old task). -1 with why (the engine's message, which lists
