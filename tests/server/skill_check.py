@@ -70,6 +70,12 @@ for prompt, winner in want["route"].items():
     check(ran == winner, "auto on %r ran %r; cortiq skill route picks %r" % (prompt, ran, winner))
     if prompt in want["completions"]:
         check(got == want["completions"][prompt][winner], "auto on %r: %r" % (prompt, got))
+    # a chat routes on its last user message, as `cortiq run --prompt TEXT --skill auto` on TEXT
+    r = client.chat.completions.create(model="m", max_tokens=2, temperature=0, extra_body={"skill": "auto"},
+                                       messages=[{"role": "user", "content": "hello there"},
+                                                 {"role": "assistant", "content": "hi"},
+                                                 {"role": "user", "content": prompt}])
+    check(cmf(r).get("skill") == winner, "chat auto on %r ran %r, want %r" % (prompt, cmf(r).get("skill"), winner))
 
 # streaming: the chunks carry the skill too
 chunks = list(client.completions.create(model="m", prompt=next(iter(want["completions"])),
