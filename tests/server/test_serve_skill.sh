@@ -3,7 +3,8 @@
 # tests/fixtures/skills, with the real `openai` client (skipped when the package is absent): a
 # request's "skill" answers exactly as `cortiq run --skill` (greedy, chat and completions), auto
 # picks what `cortiq skill route` picks, concurrent requests on different skills each get their own
-# answer while 2 skill instances serve 3 skills (loads and unloads), unknown ids are 400s;
+# answer while 2 skill instances serve 3 skills (loads and unloads), clients that go away
+# mid-answer leave nothing behind, unknown ids are 400s;
 # --skill sets the default; a file without skills refuses every id but none.
 set -uo pipefail
 python3 -c "import openai" 2>/dev/null || { echo "SKIP: the openai Python package is not installed"; exit 77; }
@@ -60,6 +61,16 @@ metric() { sed -n "s/^$1 //p" "$serve_tmp/metrics"; }
 check [ "$(metric cortiq_skill_instances)" -le 2 ]
 check [ "$(metric cortiq_skill_unloads_total)" -ge 1 ]
 check [ "$(metric cortiq_skill_loads_total)" -ge 4 ]
+# clients that go away mid-answer on different skills free their slots and instances (the ASan
+# build's clean exit checks nothing leaks), and the next answers are still right
+gone=()
+for s in code numbers prose code none prose; do
+    curl -s -N -m 0.05 "$base/v1/completions" -o /dev/null \
+        -d "{\"prompt\":\"def add(a, b):\",\"max_tokens\":240,\"stream\":true,\"skill\":\"$s\"}" &
+    gone+=($!)
+done
+wait "${gone[@]}"
+check python3 "$CORTIQ_SOURCE_DIR/tests/server/skill_check.py" "$base" "$serve_tmp/want.json" --quick
 serve_stop || { echo "FAIL: the server did not exit cleanly"; fail=1; }
 
 # --skill: the default of a request without "skill"; "none" still reaches the backbone
