@@ -4,7 +4,7 @@
 # request's "skill" answers exactly as `cortiq run --skill` (greedy, chat and completions), auto
 # picks what `cortiq skill route` picks, concurrent requests on different skills each get their own
 # answer while 2 skill instances serve 3 skills (loads and unloads), clients that go away
-# mid-answer leave nothing behind, unknown ids are 400s;
+# mid-answer leave nothing behind, unknown ids are 400s; a skill's input_mask_task runs by default;
 # --skill sets the default; a file without skills refuses every id but none.
 set -uo pipefail
 python3 -c "import openai" 2>/dev/null || { echo "SKIP: the openai Python package is not installed"; exit 77; }
@@ -21,37 +21,25 @@ fail=0
 check() { "$@" || { echo "FAIL: $*"; fail=1; }; }
 mt=12
 prompts=("def add(a, b):" "418 - 651 = -233; 564 *" "The gentle harbor watched the")
-printf '%s\n' "${prompts[@]}" >"$serve_tmp/prompts.txt"
-"$bin" skill route "$m" --prompts "$serve_tmp/prompts.txt" --json >"$serve_tmp/route.jsonl" || exit 1
-run() { "$bin" run "$m" --max-tokens $mt --greedy --ctx 256 "$@" 2>/dev/null; }
-{ # WANT.json for skill_check.py: the answers of `cortiq run` and the router's winners
-    echo "{\"max_tokens\": $mt, \"skills\": [\"code\", \"numbers\", \"prose\"], \"completions\": {"
-    sep=""
-    for p in "${prompts[@]}"; do
-        printf '%s%s: {' "$sep" "$(python3 -S -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$p")"
-        s2=""
-        for s in none code numbers prose; do
-            printf '%s"%s": %s' "$s2" "$s" "$(run --raw --prompt "$p" --skill "$s" | python3 -S -c 'import json,sys; print(json.dumps(sys.stdin.read()[:-1]))')"
-            s2=", "
-        done
-        printf '}'
-        sep=", "
-    done
-    p=${prompts[0]}
-    printf '}, "chat": {"%s": {' "$p"
-    printf '"none": %s, ' "$(run --prompt "$p" --skill none | python3 -S -c 'import json,sys; print(json.dumps(sys.stdin.read()[:-1]))')"
-    printf '"numbers": %s}}, "route": {' "$(run --prompt "$p" --skill numbers | python3 -S -c 'import json,sys; print(json.dumps(sys.stdin.read()[:-1]))')"
-    i=0
-    while read -r line; do
-        printf '%s%s: %s' "$([ $i -gt 0 ] && echo ', ')" \
-            "$(python3 -S -c 'import json,sys; print(json.dumps(sys.argv[1]))' "${prompts[$i]}")" \
-            "$(python3 -S -c 'import json,sys; print(json.dumps(json.loads(sys.argv[1])["winner"]))' "$line")"
-        i=$((i + 1))
-    done <"$serve_tmp/route.jsonl"
-    echo "}}"
-} >"$serve_tmp/want.json"
-python3 -S -c 'import json,sys; json.load(open(sys.argv[1]))' "$serve_tmp/want.json" ||
-    { echo "bad want.json:"; cat "$serve_tmp/want.json"; exit 1; }
+# WANT.json for skill_check.py: `cortiq run`'s greedy answers and `cortiq skill route`'s winners
+python3 - "$bin" "$m" "$mt" "${prompts[@]}" >"$serve_tmp/want.json" <<'PY' || exit 1
+import json, subprocess, sys
+bin, m, mt, prompts = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+skills = ["code", "numbers", "prose"]
+def run(prompt, skill, raw):
+    out = subprocess.run([bin, "run", m, "--max-tokens", mt, "--greedy", "--ctx", "256", "--prompt",
+                          prompt, "--skill", skill] + (["--raw"] if raw else []),
+                         capture_output=True, text=True, check=True).stdout
+    return out[:-1]  # the newline run ends with
+def winner(prompt):
+    out = subprocess.run([bin, "skill", "route", m, "--prompt", prompt, "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)["winner"]
+json.dump({"max_tokens": int(mt), "skills": skills,
+           "completions": {p: {s: run(p, s, True) for s in ["none"] + skills} for p in prompts},
+           "chat": {prompts[0]: {s: run(prompts[0], s, False) for s in ["none", "numbers"]}},
+           "route": {p: winner(p) for p in prompts}}, sys.stdout)
+PY
 
 serve_start "$m" --ctx 256 --parallel 4 --max-skill-models 2 -t 2 || exit 1
 check python3 "$CORTIQ_SOURCE_DIR/tests/server/skill_check.py" "$base" "$serve_tmp/want.json"
@@ -74,6 +62,7 @@ check python3 "$CORTIQ_SOURCE_DIR/tests/server/skill_check.py" "$base" "$serve_t
 serve_stop || { echo "FAIL: the server did not exit cleanly"; fail=1; }
 
 # --skill: the default of a request without "skill"; "none" still reaches the backbone
+run() { "$bin" run "$m" --max-tokens $mt --greedy --ctx 256 "$@" 2>/dev/null; }
 p=${prompts[0]}
 serve_start "$m" --ctx 256 --skill numbers -t 2 || exit 1
 ask() { curl -s "$base/v1/completions" -d "{\"prompt\":\"$p\",\"max_tokens\":$mt,\"temperature\":0$1}"; }
@@ -84,6 +73,30 @@ check [ "$(ask ',"skill":"none"' | field 'd["choices"][0]["text"]')" == "$(run -
 serve_stop || fail=1
 if "$bin" serve "$m" --port 0 --skill nope 2>"$serve_tmp/err"; then check false; fi
 check grep -q "nope" "$serve_tmp/err"
+
+# a skill's input_mask_task runs when the request names no task, as `cortiq run --skill` does;
+# the file's default_task otherwise; cmf.task says which ran (one slot: every request switches)
+t="$serve_tmp/tasks.cmf"
+"$bin" convert --model "$fx/base" --quant f32 --output "$t" -q || exit 1
+"$bin" mask derive "$t" --calib "$fx/code_calib.txt" --heldout "$fx/code_heldout.txt" --keep 0.5 \
+    --name half --ctx 64 >/dev/null || exit 1
+"$bin" mask derive "$t" --calib "$fx/prose_calib.txt" --heldout "$fx/prose_heldout.txt" \
+    --keep 0.25 --name quarter --default --ctx 64 >/dev/null || exit 1
+"$bin" skill add "$t" --id code --from "$fx/code" --task half >/dev/null || exit 1
+"$bin" skill add "$t" --id prose --from "$fx/prose" >/dev/null || exit 1
+serve_start "$t" --ctx 256 --parallel 1 -t 2 || exit 1
+for round in 1 2; do
+    for req in "code:half:" "prose:quarter:" "none:quarter:" "code:none:none"; do
+        IFS=: read -r s want_task task <<<"$req"
+        extra=",\"skill\":\"$s\"" && [ -n "$task" ] && extra="$extra,\"task\":\"$task\""
+        ask "$extra" >"$serve_tmp/ans"
+        check [ "$(field 'd["cmf"]["task"]' <"$serve_tmp/ans")" == "$want_task" ]
+        check [ "$(field 'd["choices"][0]["text"]' <"$serve_tmp/ans")" == \
+            "$("$bin" run "$t" --max-tokens $mt --greedy --ctx 256 --raw --prompt "$p" --skill "$s" \
+                ${task:+--task "$task"} 2>/dev/null)" ]
+    done
+done
+serve_stop || fail=1
 
 # a file without skills: any id but none is a 400, and --skill ID does not start
 serve_start "$serve_tmp/base.cmf" --ctx 256 -t 2 || exit 1
