@@ -24,7 +24,11 @@ static void usage(void) {
           "  --cors ORIGIN        allow browser requests from ORIGIN (default: no CORS headers)\n"
           "  --name NAME          the model id /v1/models lists (default: the file's base name)\n"
           "  --ctx N              context length of each slot (default min(4096, model max))\n"
-          "  -t, --threads N      compute threads (default: all cores)\n",
+          "  -t, --threads N      compute threads (default: all cores)\n"
+          "  --skill ID|auto|none the skill a request without \"skill\" runs (spec 9; default\n"
+          "                       none: the backbone; auto: routed on each prompt)\n"
+          "  --max-skill-models N skill instances held at once besides the backbone, each\n"
+          "                       loaded on first use (default 4)\n",
           stdout);
 }
 
@@ -82,6 +86,12 @@ int cmd_serve(int argc, char **argv) {
         } else if (!strcmp(a, "--ctx")) {
             U64(16, 1u << 24);
             ro.ctx = (uint32_t)u;
+        } else if (!strcmp(a, "--skill")) {
+            VALUE();
+            cfg.default_skill = v;
+        } else if (!strcmp(a, "--max-skill-models")) {
+            U64(1, 256);
+            cfg.max_skill_models = (unsigned)u;
         } else if (!strcmp(a, "-t") || !strcmp(a, "--threads")) {
             U64(1, 4096);
             ro.threads = (unsigned)u;
@@ -111,6 +121,8 @@ int cmd_serve(int argc, char **argv) {
     }
     char *base = base_name(path);
     cfg.model_id = name ? name : base;
+    cfg.path = path;
+    cfg.ro = ro; /* the runtime holds the backbone; skill instances load with the same options */
     int rc = srv_main(rt, &cfg) ? CLI_EXIT_SYSTEM : CLI_EXIT_OK;
     free(base);
     cortiq_runtime_free(rt);

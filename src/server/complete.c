@@ -36,6 +36,9 @@ typedef struct job {
     size_t n_prompt;
     uint32_t max_tokens;
     srv_slot *slot;
+    cortiq_model *model;  /* the skill's instance, pinned (server/skills.h) */
+    const char *skill_id; /* the registry's id; NULL: the backbone */
+    const char *task;     /* the task mask it runs; NULL: dense */
     char id[64];
     long created;
     double t0;
@@ -45,6 +48,7 @@ typedef struct job {
 
 static void job_free(job *j) {
     if (j->slot) srv_slots_release(&j->c->slots, j->slot);
+    srv_skills_unpin(&j->c->skills, j->model); /* after the slot: an unpinned one may go */
     srv_request_free(&j->rq);
     free(j->prompt);
     free(j);
@@ -102,6 +106,29 @@ static bool tokenize(job *j, srv_error *e) {
         }
     j->max_tokens = j->rq.has_max_tokens ? j->rq.max_tokens : c->ctx - (uint32_t)j->n_prompt;
     return true;
+}
+
+/* CMF extension in every answer: the skill and the task mask that ran. */
+static json_t *cmf_info(const job *j) {
+    return json_pack("{s:s,s:s}", "skill", j->skill_id ? j->skill_id : "none", "task",
+                     j->task ? j->task : "none");
+}
+
+/* What "skill": "auto" routes on, as `cortiq run --prompt TEXT --skill auto` does on TEXT: the
+ * last user message of a chat, a completion's prompt. A malloc'd copy; NULL when out of memory. */
+static char *route_text(const srv_request *rq) {
+    if (rq->kind != SRV_CHAT) return strdup(rq->prompt ? rq->prompt : "");
+    json_t *msgs = json_loads(rq->messages_json, 0, NULL), *m;
+    const char *text = "";
+    size_t i;
+    json_array_foreach(msgs, i, m) {
+        const char *role = json_string_value(json_object_get(m, "role"));
+        const char *content = json_string_value(json_object_get(m, "content"));
+        if (role && content && !strcmp(role, "user")) text = content;
+    }
+    char *out = strdup(text);
+    json_decref(msgs);
+    return out;
 }
 
 static void record(job *j, const srv_gen *g) {
@@ -188,6 +215,7 @@ static enum MHD_Result whole(struct MHD_Connection *conn, job *j) {
                             j->rq.kind == SRV_CHAT ? "chat.completion" : "text_completion",
                             "created", (json_int_t)j->created, "model", c->cfg.model_id, "choices",
                             choices, "usage", srv_usage(j->n_prompt, j->completion_tokens));
+    json_object_set_new(out, "cmf", cmf_info(j));
     srv_metrics_request(&c->metrics, j->ep, SRV_OUT_OK, dt);
     job_free(j);
     return srv_reply_json(conn, c, 200, out);
@@ -235,6 +263,7 @@ static void chunk(stream *s, json_t *choice) {
                   j->rq.kind == SRV_CHAT ? "chat.completion.chunk" : "text_completion", "created",
                   (json_int_t)j->created, "model", j->c->cfg.model_id, "choices", choice);
     if (j->rq.include_usage) json_object_set_new(o, "usage", json_null());
+    json_object_set_new(o, "cmf", cmf_info(j));
     event(s, o);
 }
 
@@ -388,7 +417,7 @@ static enum MHD_Result streamed(struct MHD_Connection *conn, job *j) {
 enum MHD_Result srv_handle_generate(struct MHD_Connection *conn, srv_ctx *c, srv_kind kind,
                                     const char *body, size_t len, double t0) {
     srv_ep ep = kind == SRV_CHAT ? SRV_EP_CHAT : SRV_EP_COMPLETION;
-    srv_error e;
+    srv_error e = {0};
     job *j = calloc(1, sizeof *j);
     if (!j) return MHD_NO;
     j->c = c;
@@ -401,8 +430,19 @@ enum MHD_Result srv_handle_generate(struct MHD_Connection *conn, srv_ctx *c, srv
         job_free(j);
         return srv_reply_error(conn, c, &e, NULL);
     }
-    const char *task = srv_request_task(c, &j->rq);
-    srv_slot_wait w = srv_slots_acquire(&c->slots, j->prompt, j->n_prompt, task,
+    const char *skill = j->rq.skill ? j->rq.skill : c->cfg.default_skill;
+    char *rt = skill && !strcmp(skill, "auto") ? route_text(&j->rq) : NULL;
+    bool have = (rt || !skill || strcmp(skill, "auto")) &&
+                srv_request_skill(c, &j->rq, rt, &j->model, &j->skill_id, &e);
+    free(rt);
+    if (!have) {
+        if (!e.http) srv_error_set(&e, 500, NULL, "out of memory");
+        srv_metrics_request(&c->metrics, ep, srv_outcome_of(e.http), srv_now() - t0);
+        job_free(j);
+        return srv_reply_error(conn, c, &e, e.http == 503 ? "5" : NULL);
+    }
+    const char *task = j->task = srv_request_task(j->model, &j->rq);
+    srv_slot_wait w = srv_slots_acquire(&c->slots, j->prompt, j->n_prompt, j->model, task,
                                         c->cfg.queue_timeout, &c->stopping, &j->slot);
     if (w != SRV_SLOT_OK) {
         if (w == SRV_SLOT_QUEUE_FULL)
@@ -418,6 +458,12 @@ enum MHD_Result srv_handle_generate(struct MHD_Connection *conn, srv_ctx *c, srv
         return srv_reply_error(conn, c, &e, w == SRV_SLOT_QUEUE_FULL ? "1" : "5");
     }
     char why[CMF_ERR_MSG_MAX];
+    if (srv_slot_bind(&c->slots, j->slot, j->model, why, sizeof why)) {
+        srv_error_set(&e, 500, NULL, "%s", why);
+        srv_metrics_request(&c->metrics, ep, srv_outcome_of(e.http), srv_now() - t0);
+        job_free(j);
+        return srv_reply_error(conn, c, &e, NULL);
+    }
     if (srv_slot_use_task(&c->slots, j->slot, task, why, sizeof why)) {
         srv_error_set(&e, 400, "task", "task '%.64s': %s", task ? task : "none", why);
         srv_metrics_request(&c->metrics, ep, srv_outcome_of(e.http), srv_now() - t0);

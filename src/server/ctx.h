@@ -9,16 +9,18 @@
 #include "server/request.h"
 #include "server/metrics.h"
 #include "server/server.h"
+#include "server/skills.h"
 #include "server/slots.h"
 
 typedef struct srv_ctx {
     cortiq_runtime *rt;
-    cortiq_model *model;
+    cortiq_model *model; /* the backbone */
     const cmf_tokenizer *tok;
     int32_t *eos;
     size_t n_eos;
     uint32_t vocab, ctx, hidden;
     srv_slots slots;
+    srv_skills skills;
     srv_metrics metrics;
     srv_config cfg;
     long created;
@@ -29,10 +31,16 @@ typedef struct srv_ctx {
     struct srv_tok_table *tok_table; /* token texts for constrained decoding, built on first use */
 } srv_ctx;
 
-/* The task a request runs: its "task" ("none": dense, NULL), else the file's default_task. */
-static inline const char *srv_request_task(const srv_ctx *c, const srv_request *rq) {
-    if (!rq->task) return cortiq_model_default_task(c->model);
+/* The task a request runs on model instance m: its "task" ("none": dense, NULL), else the
+ * instance's default (its skill's input_mask_task, else the file's default_task). */
+static inline const char *srv_request_task(const cortiq_model *m, const srv_request *rq) {
+    if (!rq->task) return cortiq_model_default_task(m);
     return strcmp(rq->task, "none") ? rq->task : NULL;
 }
+
+/* The skill a request runs: its "skill", else --skill; "auto" routes on route_text. Pins the
+ * instance into *model; *id = the registry's id, NULL for the backbone. false with e set. */
+bool srv_request_skill(srv_ctx *c, const srv_request *rq, const char *route_text,
+                       cortiq_model **model, const char **id, srv_error *e);
 
 #endif

@@ -69,14 +69,22 @@ enum MHD_Result srv_handle_embeddings(struct MHD_Connection *conn, srv_ctx *c, c
         total += ok ? n[i] : 0;
     }
     srv_slot *sl = NULL;
+    cortiq_model *model = NULL;
+    const char *skill_id;
+    /* a skill as for completions; "auto" routes on the first input */
+    if (ok) ok = srv_request_skill(c, &rq, n_in ? rq.inputs[0] : "", &model, &skill_id, &e);
     if (ok) {
-        srv_slot_wait w = srv_slots_acquire(&c->slots, NULL, 0, srv_request_task(c, &rq),
-                                            c->cfg.queue_timeout, &c->stopping, &sl);
+        const char *task = srv_request_task(model, &rq);
+        srv_slot_wait w = srv_slots_acquire(&c->slots, NULL, 0, model, task, c->cfg.queue_timeout,
+                                            &c->stopping, &sl);
         char why[CMF_ERR_MSG_MAX];
         if (w != SRV_SLOT_OK) {
             srv_error_set(&e, w == SRV_SLOT_QUEUE_FULL ? 429 : 503, NULL, "no slot is free");
             ok = false;
-        } else if (srv_slot_use_task(&c->slots, sl, srv_request_task(c, &rq), why, sizeof why)) {
+        } else if (srv_slot_bind(&c->slots, sl, model, why, sizeof why)) {
+            srv_error_set(&e, 500, NULL, "%s", why);
+            ok = false;
+        } else if (srv_slot_use_task(&c->slots, sl, task, why, sizeof why)) {
             srv_error_set(&e, 400, "task", "task '%.64s': %s", rq.task ? rq.task : "default", why);
             ok = false;
         }
@@ -93,6 +101,7 @@ enum MHD_Result srv_handle_embeddings(struct MHD_Connection *conn, srv_ctx *c, c
                                               (json_int_t)i, "embedding", arr));
     }
     if (sl) srv_slots_release(&c->slots, sl);
+    srv_skills_unpin(&c->skills, model);
     for (size_t i = 0; ids && i < n_in; i++)
         free(ids[i]);
     free(ids);

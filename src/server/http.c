@@ -28,6 +28,7 @@ void srv_config_defaults(srv_config *c) {
     c->max_queue = 64;
     c->queue_timeout = 60;
     c->max_seconds = 600;
+    c->max_skill_models = 4;
 }
 
 /* A connection's request body, gathered over the calls of the access handler. */
@@ -71,6 +72,14 @@ static enum MHD_Result models(struct MHD_Connection *conn, srv_ctx *c) {
         json_pack("{s:s,s:[{s:s,s:s,s:I,s:s,s:{s:I,s:I}}]}", "object", "list", "data", "id",
                   c->cfg.model_id, "object", "model", "created", (json_int_t)c->created, "owned_by",
                   "cortiq", "meta", "n_ctx", (json_int_t)c->ctx, "n_vocab", (json_int_t)c->vocab);
+    /* CMF extension: the skills a request may name and the one it gets without "skill" */
+    const cmf_header *h = cmf_file_header(cortiq_model_file(c->model));
+    json_t *skills = json_array();
+    for (size_t i = 0; i < h->n_skills; i++)
+        json_array_append_new(skills, json_string(h->skills[i].id));
+    const char *def = c->cfg.default_skill ? c->cfg.default_skill : "none";
+    json_object_set_new(json_array_get(json_object_get(m, "data"), 0), "cmf",
+                        json_pack("{s:o,s:s}", "skills", skills, "default_skill", def));
     return srv_reply_json(conn, c, 200, m);
 }
 
@@ -83,7 +92,26 @@ static enum MHD_Result metrics(struct MHD_Connection *conn, srv_ctx *c) {
     char *t = srv_metrics_render(&c->metrics, c->slots.n, srv_slots_busy(&c->slots),
                                  srv_slots_waiting(&c->slots), used, cap, batches, batched);
     if (!t) return MHD_NO;
-    return srv_reply_text(conn, c, 200, "text/plain; version=0.0.4", t, strlen(t));
+    pthread_mutex_lock(&c->skills.mu);
+    unsigned loaded = c->skills.n;
+    uint64_t loads = c->skills.loads, unloads = c->skills.unloads;
+    pthread_mutex_unlock(&c->skills.mu);
+    size_t n = strlen(t), room = n + 512;
+    char *all = realloc(t, room);
+    if (!all) {
+        free(t);
+        return MHD_NO;
+    }
+    n += (size_t)snprintf(
+        all + n, room - n,
+        "# HELP cortiq_skill_instances Skill model instances loaded (--max-skill-models).\n"
+        "# TYPE cortiq_skill_instances gauge\ncortiq_skill_instances %u\n"
+        "# HELP cortiq_skill_loads_total Skill instances loaded.\n"
+        "# TYPE cortiq_skill_loads_total counter\ncortiq_skill_loads_total %llu\n"
+        "# HELP cortiq_skill_unloads_total Skill instances unloaded to make room.\n"
+        "# TYPE cortiq_skill_unloads_total counter\ncortiq_skill_unloads_total %llu\n",
+        loaded, (unsigned long long)loads, (unsigned long long)unloads);
+    return srv_reply_text(conn, c, 200, "text/plain; version=0.0.4", all, n);
 }
 
 static enum MHD_Result route(srv_ctx *c, struct MHD_Connection *conn, const char *url,
@@ -201,6 +229,33 @@ static void *second_signal(void *arg) {
     return NULL;
 }
 
+/* The skill instances, and --skill checked against the file (an id is loaded now). */
+static int start_skills(srv_ctx *c, char *why, size_t why_len) {
+    if (srv_skills_init(&c->skills, c->cfg.path, &c->cfg.ro, c->model, c->cfg.max_skill_models, why,
+                        why_len))
+        return -1;
+    const char *def = c->cfg.default_skill, *id;
+    srv_error e;
+    if (def && !strcmp(def, "auto")) {
+        const cmf_header *h = cmf_file_header(cortiq_model_file(c->model));
+        size_t routable = 0;
+        for (size_t i = 0; i < h->n_skills; i++)
+            routable += h->skills[i].selection_json != NULL;
+        if (routable) return 0;
+        snprintf(why, why_len,
+                 "--skill auto: no skill of this file has a selection block: nothing to route to");
+        return -1;
+    }
+    cortiq_model *m;
+    if (!srv_skills_lookup(&c->skills, def, &id, &e) ||
+        !srv_skills_pin(&c->skills, &c->slots, id, 0, &c->stopping, &m, &e)) {
+        snprintf(why, why_len, "--skill: %.400s", e.message);
+        return -1;
+    }
+    srv_skills_unpin(&c->skills, m);
+    return 0;
+}
+
 int srv_main(cortiq_runtime *rt, const srv_config *cfg) {
     srv_ctx *c = calloc(1, sizeof *c);
     if (!c) return 1;
@@ -218,6 +273,10 @@ int srv_main(cortiq_runtime *rt, const srv_config *cfg) {
     if (fill_eos(c) || srv_slots_init(&c->slots, c->model, cortiq_runtime_session(rt),
                                       cfg->parallel, cfg->max_queue, why, sizeof why)) {
         fprintf(stderr, "cortiq serve: %s\n", c->eos ? why : "out of memory");
+        goto out;
+    }
+    if (start_skills(c, why, sizeof why)) {
+        fprintf(stderr, "cortiq serve: %s\n", why);
         goto out;
     }
     bool v6 = strchr(cfg->host, ':') != NULL;
@@ -267,6 +326,7 @@ int srv_main(cortiq_runtime *rt, const srv_config *cfg) {
     rc = 0;
 out:
     if (c->slots.slot) srv_slots_free(&c->slots);
+    if (c->skills.base) srv_skills_free(&c->skills); /* after the sessions on its instances */
     srv_metrics_free(&c->metrics);
     srv_tok_table_free(c->tok_table);
     free(c->eos);

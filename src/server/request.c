@@ -39,6 +39,7 @@ void srv_request_free(srv_request *r) {
         free(r->stop[i]);
     jg_free(r->grammar);
     free(r->task);
+    free(r->skill);
     free(r->bias_ids);
     free(r->bias_vals);
     memset(r, 0, sizeof *r);
@@ -439,6 +440,15 @@ bool srv_request_parse(srv_kind kind, const char *body, size_t len, srv_request 
             srv_error_set(e, 400, "task", "task: want a task mask's name or \"none\"");
             ok = false;
         } else if (!(r->task = strdup(json_string_value(task))))
+            ok = false;
+    }
+    json_t *skill = json_object_get(root, "skill"); /* CMF extension: checked like task */
+    if (ok && skill && !json_is_null(skill)) {
+        if (!json_is_string(skill) || !json_string_length(skill)) {
+            srv_error_set(e, 400, "skill",
+                          "skill: want a skill id of the file, \"auto\" or \"none\"");
+            ok = false;
+        } else if (!(r->skill = strdup(json_string_value(skill))))
             ok = false;
     }
     if (ok) {

@@ -59,7 +59,8 @@ typedef struct srv_request {
     uint32_t top_logprobs;
     bool has_tools;
     jg_grammar *grammar; /* response_format json_object / json_schema, or NULL */
-    char *task; /* CMF task mask to run: a name, "none" (dense); NULL = the file's default */
+    char *task;  /* CMF task mask to run: a name, "none" (dense); NULL = the file's default */
+    char *skill; /* CMF skill: an id, "auto" (routed on the prompt), "none"; NULL = --skill's */
 } srv_request;
 
 /* Parse body[0..len) as a request of `kind`. false with *e set (400) on anything malformed. */

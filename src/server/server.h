@@ -20,6 +20,13 @@ typedef struct srv_config {
     unsigned max_queue;   /* requests waiting for a slot; more get 429 */
     double queue_timeout; /* seconds a request waits for a slot before 503 */
     double max_seconds;   /* wall-clock limit of one request's generation */
+    /* skills (docs/SERVER.md "Skills"): the file the runtime was opened from and its options
+     * (skill instances are loaded from it), the skill a request without "skill" runs (NULL or
+     * "none": the backbone, "auto", an id) and the skill instances held at once */
+    const char *path;
+    cortiq_runtime_opts ro;
+    const char *default_skill;
+    unsigned max_skill_models;
 } srv_config;
 
 void srv_config_defaults(srv_config *c);

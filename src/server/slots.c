@@ -22,9 +22,13 @@ int srv_slots_init(srv_slots *s, cortiq_model *m, cortiq_session *first, unsigne
         return -1;
     }
     uint32_t ctx = cortiq_session_ctx(first);
+    s->ctx = ctx;
+    s->base = m;
+    s->first = first;
     for (unsigned i = 0; i < n; i++) {
         srv_slot *sl = &s->slot[i];
         sl->index = i;
+        sl->model = m;
         if (i == 0)
             sl->sess = first;
         else {
@@ -52,7 +56,7 @@ int srv_slots_init(srv_slots *s, cortiq_model *m, cortiq_session *first, unsigne
 
 void srv_slots_free(srv_slots *s) {
     for (unsigned i = 0; i < s->n; i++) {
-        if (i) cortiq_session_free(s->slot[i].sess);
+        if (s->slot[i].sess != s->first) cortiq_session_free(s->slot[i].sess);
         free(s->slot[i].hist);
     }
     free(s->slot);
@@ -76,23 +80,75 @@ static bool same_task(const char *a, const char *b) {
     return a == b || (a && b && !strcmp(a, b));
 }
 
-/* The slot's cache counts only when it ran the same task; a slot on the task ranks first. */
-static srv_slot *pick(srv_slots *s, const int32_t *prompt, size_t n, const char *task) {
+/* The slot's cache counts only when it ran the same instance and task; a slot on both ranks
+ * first, then one on the instance (a task switch costs less than a new session). */
+static srv_slot *pick(srv_slots *s, const int32_t *prompt, size_t n, const cortiq_model *model,
+                      const char *task) {
     srv_slot *best = NULL;
     size_t best_k = 0;
-    bool best_same = false;
+    int best_rank = -1;
     for (unsigned i = 0; i < s->n; i++) {
         srv_slot *sl = &s->slot[i];
         if (sl->busy) continue;
-        bool same = same_task(cortiq_session_task(sl->sess), task);
-        size_t k = same ? common_prefix(sl, prompt, n) : 0;
-        if (!best || (same && !best_same) || (same == best_same && k > best_k)) {
+        bool on = sl->sess && sl->model == model;
+        int rank = on ? 1 + same_task(cortiq_session_task(sl->sess), task) : 0;
+        size_t k = rank == 2 ? common_prefix(sl, prompt, n) : 0;
+        if (rank > best_rank || (rank == best_rank && k > best_k)) {
             best = sl;
             best_k = k;
-            best_same = same;
+            best_rank = rank;
         }
     }
     return best;
+}
+
+int srv_slot_bind(srv_slots *s, srv_slot *slot, cortiq_model *model, char *why, size_t why_len) {
+    if (slot->sess && slot->model == model) return 0;
+    pthread_mutex_lock(&s->mu);
+    bool take_first = model == s->base && s->first_parked;
+    s->first_parked = s->first_parked && !take_first;
+    pthread_mutex_unlock(&s->mu);
+    cortiq_session *ns = s->first;
+    cmf_err err;
+    srv_turn_take(s);
+    cmf_status st = take_first ? CMF_OK : cortiq_session_create(model, s->ctx, &ns, &err);
+    srv_turn_give(s);
+    if (st) {
+        snprintf(why, why_len, "a session for slot %u: %s", slot->index, err.msg);
+        return -1;
+    }
+    cortiq_session_reset(ns);
+    pthread_mutex_lock(&s->mu); /* pick, /metrics and srv_slots_unbind read the slot's session */
+    cortiq_session *old = slot->sess;
+    slot->sess = ns;
+    slot->model = model;
+    __atomic_store_n(&slot->n_hist, 0, __ATOMIC_RELAXED);
+    if (old == s->first) s->first_parked = true;
+    pthread_mutex_unlock(&s->mu);
+    if (old != s->first) cortiq_session_free(old);
+    return 0;
+}
+
+void srv_slots_unbind(srv_slots *s, const cortiq_model *model) {
+    cortiq_session *drop[256];
+    unsigned n = 0;
+    pthread_mutex_lock(&s->mu);
+    /* a busy slot on the unpinned instance belongs to a request of another instance that has
+     * not replaced the session yet (srv_slot_bind): it never evaluates it, so it goes too */
+    for (unsigned i = 0; i < s->n; i++) {
+        srv_slot *sl = &s->slot[i];
+        if (!sl->sess || sl->model != model) continue;
+        if (sl->sess == s->first)
+            s->first_parked = true;
+        else
+            drop[n++] = sl->sess;
+        sl->sess = NULL;
+        sl->model = NULL;
+        __atomic_store_n(&sl->n_hist, 0, __ATOMIC_RELAXED);
+    }
+    pthread_mutex_unlock(&s->mu);
+    for (unsigned i = 0; i < n; i++)
+        cortiq_session_free(drop[i]);
 }
 
 int srv_slot_use_task(srv_slots *s, srv_slot *slot, const char *task, char *why, size_t why_len) {
@@ -108,13 +164,13 @@ int srv_slot_use_task(srv_slots *s, srv_slot *slot, const char *task, char *why,
 }
 
 srv_slot_wait srv_slots_acquire(srv_slots *s, const int32_t *prompt, size_t n_prompt,
-                                const char *task, double timeout_s, const volatile int *stop,
-                                srv_slot **out) {
+                                const cortiq_model *model, const char *task, double timeout_s,
+                                const volatile int *stop, srv_slot **out) {
     struct timespec end;
     clock_gettime(CLOCK_REALTIME, &end);
     double t_end = (double)end.tv_sec + end.tv_nsec * 1e-9 + timeout_s;
     pthread_mutex_lock(&s->mu);
-    srv_slot *sl = pick(s, prompt, n_prompt, task);
+    srv_slot *sl = pick(s, prompt, n_prompt, model, task);
     srv_slot_wait r = SRV_SLOT_OK;
     if (!sl) {
         if (s->waiting >= s->max_waiting) {
@@ -122,7 +178,7 @@ srv_slot_wait srv_slots_acquire(srv_slots *s, const int32_t *prompt, size_t n_pr
             return SRV_SLOT_QUEUE_FULL;
         }
         s->waiting++;
-        while (!(sl = pick(s, prompt, n_prompt, task))) {
+        while (!(sl = pick(s, prompt, n_prompt, model, task))) {
             if (*stop) {
                 r = SRV_SLOT_STOPPING;
                 break;
@@ -174,7 +230,7 @@ void srv_slots_kv_use(srv_slots *s, uint64_t *used, uint64_t *cap) {
     pthread_mutex_lock(&s->mu);
     for (unsigned i = 0; i < s->n; i++) {
         *used += __atomic_load_n(&s->slot[i].n_hist, __ATOMIC_RELAXED);
-        *cap += cortiq_session_ctx(s->slot[i].sess);
+        *cap += s->slot[i].sess ? cortiq_session_ctx(s->slot[i].sess) : 0;
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -238,35 +294,40 @@ static void abs_time(double from_now, struct timespec *ts) {
     ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
 }
 
-/* Evaluate the gathered steps: the slots running no task mask in one batched pass (a session
- * running a task has its own gathered matrices: the batched pass refuses it), the others one by
- * one, as are all of them when the model refuses batches or the batch fails (then each step's
- * own error reaches its own request). */
+/* Evaluate the gathered steps: per model instance, its slots running no task mask in one
+ * batched pass (a session running a task has its own gathered matrices: the batched pass refuses
+ * it), the others one by one, as are all of them when the model refuses batches or the batch
+ * fails (then each step's own error reaches its own request). */
 static void run_batch(srv_slots *s, srv_decode **d, unsigned n) {
     cortiq_session *sess[16], *bsess[16];
     int32_t tok[16], btok[16];
-    bool alone[16];
-    unsigned nb = 0;
+    bool alone[16], grouped[16] = {false}, batched[16] = {false};
     for (unsigned i = 0; i < n; i++) {
         sess[i] = d[i]->slot->sess;
         tok[i] = d[i]->token;
         alone[i] = cortiq_session_task(sess[i]) != NULL;
-        if (!alone[i]) {
-            bsess[nb] = sess[i];
-            btok[nb++] = tok[i];
-        }
     }
     cmf_err err;
     srv_turn_take(s);
-    bool batched = nb > 1 && !s->no_batch;
-    if (batched) {
+    for (unsigned i = 0; i < n; i++) {
+        if (alone[i] || grouped[i]) continue;
+        unsigned nb = 0, member[16];
+        for (unsigned k = i; k < n; k++)
+            if (!alone[k] && d[k]->slot->model == d[i]->slot->model) {
+                grouped[k] = true;
+                member[nb] = k;
+                bsess[nb] = sess[k];
+                btok[nb++] = tok[k];
+            }
+        if (nb < 2 || s->no_batch) continue;
         cmf_status st = cortiq_session_eval_batch(bsess, btok, nb, &err);
         if (st == CMF_E_UNSUPPORTED) s->no_batch = true; /* the model's: no batch will pass */
-        batched = st == CMF_OK;
+        for (unsigned k = 0; st == CMF_OK && k < nb; k++)
+            batched[member[k]] = true;
     }
     for (unsigned i = 0; i < n; i++) {
         d[i]->rc = 0;
-        if ((alone[i] || !batched) && cortiq_session_eval(sess[i], &tok[i], 1, NULL, &err)) {
+        if (!batched[i] && cortiq_session_eval(sess[i], &tok[i], 1, NULL, &err)) {
             d[i]->rc = -1;
             snprintf(d[i]->why, sizeof d[i]->why, "%s", err.msg);
         }

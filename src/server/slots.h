@@ -1,9 +1,11 @@
-/* slots.h - the server's N decoding slots, each a session of the one model, and the queue of
- * requests waiting for one. The model's forward pass is not reentrant (one thread pool), so
- * every evaluation takes the engine turn (a FIFO ticket lock). Decode steps are batched
+/* slots.h - the server's N decoding slots, each a session of one model instance (the backbone
+ * or a skill's, server/skills.h), and the queue of requests waiting for one. The forward pass is
+ * not reentrant and the instances share the cores, so every evaluation of any instance takes the
+ * engine turn (a FIFO ticket lock). Decode steps are batched
  * continuously: the slots that want their next token gather, and one of them (the leader)
  * evaluates all of them in one pass over the weights (cortiq_session_eval_batch), which gives
- * each exactly what it would get alone. Prompts (prefill) take the turn on their own. */
+ * each exactly what it would get alone; slots of different instances gather in the same
+ * round but each instance's slots go in their own pass. Prompts take the turn on their own. */
 #ifndef CQ_SERVER_SLOTS_H
 #define CQ_SERVER_SLOTS_H
 
@@ -15,8 +17,9 @@
 #include "cortiq/engine.h"
 
 typedef struct srv_slot {
-    cortiq_session *sess;
-    int32_t *hist; /* tokens the session holds, in order (the prompt-prefix cache) */
+    cortiq_session *sess; /* NULL after its instance was unloaded (srv_slots_unbind) */
+    cortiq_model *model;  /* the instance sess belongs to */
+    int32_t *hist;        /* tokens the session holds, in order (the prompt-prefix cache) */
     size_t n_hist;
     bool busy;
     unsigned index;
@@ -27,6 +30,10 @@ typedef struct srv_slots {
     pthread_cond_t freed;
     srv_slot *slot;
     unsigned n;
+    uint32_t ctx;          /* positions of every session */
+    cortiq_model *base;    /* the backbone instance */
+    cortiq_session *first; /* the runtime's own session (on base): never freed here */
+    bool first_parked;     /* first is in no slot (its slot moved to another instance) */
     unsigned waiting, max_waiting;
     /* the engine turn: tickets served in order */
     pthread_mutex_t turn_mu;
@@ -56,12 +63,19 @@ typedef enum {
     SRV_SLOT_STOPPING
 } srv_slot_wait;
 
-/* Take a free slot, preferring one already running `task` (NULL: dense) and among those the one
- * whose cache shares the longest prefix with prompt; waits up to timeout_s while all are busy.
- * *stop (checked every 100 ms) ends the wait. */
+/* Take a free slot, preferring one whose session is on `model` and runs `task` (NULL: dense),
+ * among those the one whose cache shares the longest prefix with prompt, then one on `model`;
+ * waits up to timeout_s while all are busy. *stop (checked every 100 ms) ends the wait. */
 srv_slot_wait srv_slots_acquire(srv_slots *s, const int32_t *prompt, size_t n_prompt,
-                                const char *task, double timeout_s, const volatile int *stop,
-                                srv_slot **out);
+                                const cortiq_model *model, const char *task, double timeout_s,
+                                const volatile int *stop, srv_slot **out);
+/* Put a taken slot's session on `model` (an instance of the same file): nothing when it is
+ * there already, else a new session of ctx positions replaces the old (its cache is lost). -1
+ * with why when the session cannot be made (memory); the slot keeps its old session then. */
+int srv_slot_bind(srv_slots *s, srv_slot *slot, cortiq_model *model, char *why, size_t why_len);
+/* Free the sessions the slots hold on `model` (before the instance is unloaded: no request
+ * may be running on it). */
+void srv_slots_unbind(srv_slots *s, const cortiq_model *model);
 /* Make a taken slot run `task` (NULL: dense). A different task empties its cache (position 0:
  * the cached positions belong to the old task). -1 with why (the engine's message, which lists
  * the file's tasks) when the file has no such task. */

@@ -66,6 +66,14 @@ static void test_chat(void) {
     CHECK(!strcmp(refused(SRV_CHAT, "{" MSG ",\"top_p\":Infinity}"), "top_p"));
     CHECK(!strcmp(refused(SRV_CHAT, "{" MSG ",\"temperature\":-0.1}"), "temperature"));
     CHECK(!strcmp(refused(SRV_CHAT, "{" MSG ",\"task\":5}"), "task"));
+    CHECK(!strcmp(refused(SRV_CHAT, "{" MSG ",\"skill\":5}"), "skill"));
+    CHECK(!strcmp(refused(SRV_COMPLETION, "{\"prompt\":\"x\",\"skill\":\"\"}"), "skill"));
+    CHECK(parse(SRV_COMPLETION, "{\"prompt\":\"x\",\"skill\":\"code\"}", &r, &e));
+    CHECK(r.skill && !strcmp(r.skill, "code"));
+    srv_request_free(&r);
+    CHECK(parse(SRV_EMBEDDING, "{\"input\":\"x\",\"skill\":null}", &r, &e));
+    CHECK(!r.skill); /* null: the server's --skill */
+    srv_request_free(&r);
     CHECK(!strcmp(
         refused(
             SRV_CHAT,
