@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """hf_to_gguf - write an F16 GGUF that llama.cpp loads from a Hugging Face Qwen2 or Qwen3-MoE
-checkpoint (safetensors, bf16/f16/f32), with the `gguf` PyPI package. For benchmarks against llama.cpp at
+checkpoint (safetensors, bf16/f16/f32), with the `gguf` PyPI package (also Qwen2-MoE). For benchmarks against llama.cpp at
 matched bits: bench/vs_llamacpp turns this F16 file into Q8_0/Q4_0 with llama.cpp's own quantizer.
 
 usage: python3 tools/hf_to_gguf.py CHECKPOINT_DIR OUT.gguf [--tokenizer DIR]
@@ -20,7 +20,10 @@ blk.N.ffn_{gate,up}_exps [n_expert, w, hidden] and blk.N.ffn_down_exps [n_expert
 fused `mlp.experts.gate_up_proj` [n_expert, 2w, hidden] / `mlp.experts.down_proj` layout; and the
 keys qwen3moe.expert_count, .expert_used_count, .expert_feed_forward_length, .attention.key_length
 and .value_length (head_dim). llama.cpp's qwen3moe always renormalises the top-k weights, so a
-checkpoint without norm_topk_prob is refused.
+checkpoint without norm_topk_prob is refused. Qwen2-MoE ("qwen2moe") stacks its experts the same
+way and adds the shared expert (blk.N.ffn_{gate,up,down}_shexp, its gate blk.N.ffn_gate_inp_shexp
+as a 1-D [hidden] tensor) and qwen2moe.expert_shared_feed_forward_length; llama.cpp's qwen2moe
+never renormalises, so a checkpoint with norm_topk_prob is refused.
 1-D tensors (norms, biases) are stored F32, 2-D weights F16 (bf16 is widened exactly to f32,
 then rounded to f16).
 """
@@ -150,16 +153,20 @@ def main():
     a = ap.parse_args()
     cfg = json.load(open(os.path.join(a.checkpoint, "config.json")))
     mt = cfg.get("model_type")
-    if mt not in ("qwen2", "qwen3_moe"):
-        sys.exit(f"model_type {mt}: this writer handles qwen2 and qwen3_moe only")
-    moe = mt == "qwen3_moe"
-    if moe and not cfg.get("norm_topk_prob", False):
+    if mt not in ("qwen2", "qwen3_moe", "qwen2_moe"):
+        sys.exit(f"model_type {mt}: this writer handles qwen2, qwen2_moe and qwen3_moe only")
+    moe = mt in ("qwen3_moe", "qwen2_moe")
+    if mt == "qwen3_moe" and not cfg.get("norm_topk_prob", False):
         sys.exit("qwen3_moe without norm_topk_prob: llama.cpp's qwen3moe always renormalises the top-k weights")
+    if mt == "qwen2_moe" and cfg.get("norm_topk_prob", False):
+        sys.exit("qwen2_moe with norm_topk_prob: llama.cpp's qwen2moe never renormalises the top-k weights")
+    if mt == "qwen2_moe" and (cfg.get("mlp_only_layers") or cfg.get("decoder_sparse_step", 1) != 1):
+        sys.exit("qwen2_moe with dense layers: llama.cpp's qwen2moe makes every layer MoE")
     tensors = checkpoint_tensors(a.checkpoint)
     n_layer = cfg["num_hidden_layers"]
     n_vocab = tensors["model.embed_tokens.weight"][1][0]
     rope = cfg.get("rope_theta") or (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)
-    arch = gguf.MODEL_ARCH.QWEN3MOE if moe else gguf.MODEL_ARCH.QWEN2
+    arch = {"qwen3_moe": gguf.MODEL_ARCH.QWEN3MOE, "qwen2_moe": gguf.MODEL_ARCH.QWEN2MOE}.get(mt, gguf.MODEL_ARCH.QWEN2)
 
     w = gguf.GGUFWriter(a.out + ".tmp", gguf.MODEL_ARCH_NAMES[arch])
     w.add_name(os.path.basename(os.path.normpath(a.checkpoint)))
@@ -180,6 +187,8 @@ def main():
         w.add_expert_count(n_expert)
         w.add_expert_used_count(cfg["num_experts_per_tok"])
         w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+        if cfg.get("shared_expert_intermediate_size"):
+            w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
         tensors = stacked_experts(tensors, n_layer, n_expert)
     add_tokenizer(w, a.tokenizer or a.checkpoint, cfg, n_vocab)
 
@@ -191,6 +200,8 @@ def main():
         if new is None:
             sys.exit(f"{name}: no GGUF name for this tensor in the {gguf.MODEL_ARCH_NAMES[arch]} map")
         x = buf if dtype == "F32NP" else to_f32(dtype, shape, buf)
+        if name.endswith("shared_expert_gate.weight"):  # [1, hidden] -> llama.cpp's [hidden]
+            x = x.reshape(-1)
         w.add_tensor(new, x.astype(np.float16) if x.ndim >= 2 else np.ascontiguousarray(x))
     w.write_header_to_file()
     w.write_kv_data_to_file()

@@ -45,13 +45,35 @@ static void usage(void) {
 typedef struct gguf_source {
     const cmf_gguf *g;
     const cmf_gguf_tensor *t;
+    uint64_t row0, nrows; /* nrows > 0: one expert's rows of a stacked tensor */
 } gguf_source;
 
 /* Converter callback: the tensor's values in HF form (the GGUF map is read-only: thread-safe). */
 static cmf_status read_tensor(void *user, const cmf_convert_source *src, float *dst, cmf_err *err) {
     (void)src;
     const gguf_source *s = user;
+    if (s->nrows) return cmf_gguf_tensor_rows_f32(s->g, s->t, s->row0, s->nrows, dst, err);
     return cmf_gguf_tensor_hf_f32(s->g, s->t, dst, err);
+}
+
+/* llama.cpp stacks a MoE layer's experts into one 3-D tensor per role,
+ * blk.N.ffn_{gate,up,down}_exps [n_expert, rows, cols]; HF (and CMF, spec §2.2) keeps one 2-D
+ * tensor per expert. Returns the number of experts of such a tensor (its HF role in *role),
+ * else 0. */
+static uint64_t stacked_experts(const cmf_gguf_tensor *t, const char **role, unsigned *layer) {
+    static const char *const roles[][2] = {
+        {"ffn_gate_exps.weight", "gate_proj"},
+        {"ffn_up_exps.weight", "up_proj"},
+        {"ffn_down_exps.weight", "down_proj"},
+    };
+    int used = 0;
+    if (t->ndim != 3 || sscanf(t->name, "blk.%u.%n", layer, &used) != 1 || !used) return 0;
+    for (size_t i = 0; i < sizeof roles / sizeof *roles; i++)
+        if (strcmp(t->name + used, roles[i][0]) == 0) {
+            *role = roles[i][1];
+            return t->shape[0];
+        }
+    return 0;
 }
 
 static char *read_text(const char *path) {
@@ -211,17 +233,49 @@ int cmd_import_gguf(int argc, char **argv) {
         goto done;
     }
     if ((st = cmf_gguf_tokenizer_json(g, &vocab, &vocab_len, &err))) goto done;
-    size_t nt = cmf_gguf_tensor_count(g);
-    src = calloc(nt ? nt : 1, sizeof *src);
-    users = calloc(nt ? nt : 1, sizeof *users);
-    names = calloc(nt ? nt : 1, sizeof *names);
+    size_t nt = cmf_gguf_tensor_count(g), slots = nt;
+    for (size_t i = 0; i < nt; i++) { /* a stacked expert tensor becomes one per expert */
+        const char *role;
+        unsigned layer;
+        uint64_t ne = stacked_experts(cmf_gguf_tensor_at(g, i), &role, &layer);
+        if (ne > CMF_GGUF_MAX_TENSORS) {
+            st = cmf_err_set(
+                &err, CMF_E_LIMIT, a.in, "tensor '%s' stacks %llu experts (at most %u)",
+                cmf_gguf_tensor_at(g, i)->name, (unsigned long long)ne, CMF_GGUF_MAX_TENSORS);
+            goto done;
+        }
+        if (ne) slots += ne - 1;
+    }
+    src = calloc(slots ? slots : 1, sizeof *src);
+    users = calloc(slots ? slots : 1, sizeof *users);
+    names = calloc(slots ? slots : 1, sizeof *names);
     if (!src || !users || !names) {
         st = cmf_err_set(&err, CMF_E_NOMEM, a.in, "out of memory");
         goto done;
     }
     const char *arch = cmf_gguf_get_str(g, "general.architecture");
+    size_t n_stacked = 0;
     for (size_t i = 0; i < nt; i++) {
         const cmf_gguf_tensor *t = cmf_gguf_tensor_at(g, i);
+        const char *role;
+        unsigned layer;
+        uint64_t ne = stacked_experts(t, &role, &layer);
+        if (ne && cmf_ggml_type_can_dequantize(t->type)) {
+            uint64_t rows = t->shape[1];
+            for (uint64_t e = 0; e < ne; e++, n++) {
+                snprintf(names[n], sizeof names[n], "model.layers.%u.mlp.experts.%llu.%s.weight",
+                         layer, (unsigned long long)e, role);
+                users[n] = (gguf_source){g, t, e * rows, rows};
+                src[n] = (cmf_convert_source){.name = names[n],
+                                              .ndim = 2,
+                                              .shape = {rows, t->shape[2]},
+                                              .read_f32 = read_tensor,
+                                              .user = &users[n],
+                                              .source_bytes = t->nbytes / ne};
+            }
+            n_stacked++;
+            continue;
+        }
         if (!cmf_gguf_hf_name(arch, t->name, names[n], sizeof names[n])) {
             if (a.skip_unmapped) {
                 fprintf(stderr, "import-gguf: skipping '%s' (no HF name)\n", t->name);
@@ -240,13 +294,18 @@ int cmd_import_gguf(int argc, char **argv) {
                              tn ? tn : "?");
             goto done;
         }
-        users[n] = (gguf_source){g, t};
+        users[n] = (gguf_source){g, t, 0, 0};
         src[n] = (cmf_convert_source){.name = names[n],
                                       .ndim = t->ndim,
                                       .read_f32 = read_tensor,
                                       .user = &users[n],
                                       .source_bytes = t->nbytes};
         memcpy(src[n].shape, t->shape, t->ndim * sizeof t->shape[0]);
+        if (t->ndim == 1 && strstr(names[n], "shared_expert_gate.weight")) { /* HF: [1, hidden] */
+            src[n].ndim = 2;
+            src[n].shape[0] = 1;
+            src[n].shape[1] = t->shape[0];
+        }
         n++;
     }
     cmf_convert_stats s;
@@ -260,7 +319,11 @@ int cmd_import_gguf(int argc, char **argv) {
         fprintf(
             stderr,
             "import-gguf: %zu tensors (%zu skipped, %zu fallbacks), %.1f MB GGUF -> %.1f MB, %.2f s\n",
-            s.tensors, nt - n, s.fallbacks, s.source_bytes / 1e6, s.output_bytes / 1e6, s.seconds);
+            s.tensors, slots - n, s.fallbacks, s.source_bytes / 1e6, s.output_bytes / 1e6,
+            s.seconds);
+    if (!st && !a.quiet && n_stacked)
+        fprintf(stderr, "import-gguf: %zu stacked expert tensors split into one per expert\n",
+                n_stacked);
     /* Spec §6.1 runs a file without a template as ChatML, which models trained on another turn
      * format (Gemma's <start_of_turn>, Llama 3's headers) answer with noise. */
     if (!st && !has_tpl)

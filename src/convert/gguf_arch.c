@@ -118,6 +118,32 @@ static int64_t vocab_size(const cmf_gguf *g, const arch_ctx *c) {
     return e ? (int64_t)e->ne[1] : -1;
 }
 
+/* arch.moe (spec §2.2) from llama.cpp's expert keys. Its qwen3moe always renormalises the
+ * top-k weights and its qwen2moe never does, unless the file says (expert_weights_norm);
+ * expert_gating_func 2 is the sigmoid router. */
+static void add_moe(arch_ctx *c) {
+    int64_t n_exp, k, w, shared, gating;
+    if (!aint(c, "expert_count", &n_exp) || n_exp <= 0) return;
+    json_t *m = json_object();
+    json_object_set_new(m, "num_experts", json_integer(n_exp));
+    if (aint(c, "expert_used_count", &k)) json_object_set_new(m, "top_k", json_integer(k));
+    if (aint(c, "expert_feed_forward_length", &w))
+        json_object_set_new(m, "moe_intermediate_size", json_integer(w));
+    char key[256];
+    snprintf(key, sizeof key, "%s.expert_weights_norm", c->arch);
+    bool norm = strcmp(c->arch, "qwen3moe") == 0;
+    cmf_gguf_get_bool(c->g, key, &norm);
+    json_object_set_new(m, "norm_topk_prob", json_boolean(norm));
+    if (aint(c, "expert_shared_feed_forward_length", &shared) && shared > 0)
+        json_object_set_new(m, "shared_expert_intermediate_size", json_integer(shared));
+    double scale;
+    if (afloat(c, "expert_weights_scale", &scale) && scale > 0 && scale != 1.0)
+        json_object_set_new(m, "routed_scaling_factor", json_real(scale));
+    if (aint(c, "expert_gating_func", &gating) && gating == 2)
+        json_object_set_new(m, "router_sigmoid", json_true());
+    json_object_set_new(c->obj, "moe", m);
+}
+
 cmf_status cmf_gguf_arch_json(const cmf_gguf *g, char **out, cmf_err *err) {
     *out = NULL;
     const char *arch = cmf_gguf_get_str(g, "general.architecture");
@@ -200,6 +226,7 @@ cmf_status cmf_gguf_arch_json(const cmf_gguf *g, char **out, cmf_err *err) {
     }
     json_object_set_new(c.obj, "tie_word_embeddings",
                         json_boolean(cmf_gguf_find_tensor(g, "output.weight") == NULL));
+    add_moe(&c);
     cq_arch_complete(c.obj);
     *out = json_dumps(c.obj, JSON_COMPACT | JSON_REAL_PRECISION(15));
     json_decref(c.obj);
