@@ -200,7 +200,8 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval_pooled(cortiq_session
                                                                   float *pooled, cmf_err *err);
 /* One decode step of several sessions of one model in one pass over the weights: session i
  * evaluates tokens[i] at its own position (n <= 16, each session once; a model with
- * linear-attention or gated-attention layers or a mixture of experts with top_k > 16, or a
+ * linear-attention or gated-attention layers or a mixture of experts with more than 16 experts
+ * per token (top_k, plus the shared one), or a
  * session running a task mask, restricting experts or counting routes, is refused with
  * CMF_E_UNSUPPORTED; a mixture of experts runs each token's selected experts as that token
  * alone would, sharing the attention and router products). Every session's

@@ -485,11 +485,12 @@ cmf_status cortiq_session_eval_batch(cortiq_session *const *sessions, const int3
             return cmf_err_set(err, CMF_E_UNSUPPORTED, "session",
                                "batched decode of a model with %s layers (layer %u)",
                                y->gdn ? "linear-attention" : "gated-attention", l);
-        if (y->moe && y->moe->top_k > CQ_GROUP_MAX)
+        if (y->moe && y->moe->top_k + y->moe->has_shared > CQ_GROUP_MAX)
             return cmf_err_set(err, CMF_E_UNSUPPORTED, "session",
-                               "batched decode of a mixture of experts with top_k %u > %d "
+                               "batched decode of a mixture of experts with top_k %u%s > %d "
                                "(layer %u)",
-                               y->moe->top_k, CQ_GROUP_MAX, l);
+                               y->moe->top_k, y->moe->has_shared ? " + a shared expert" : "",
+                               CQ_GROUP_MAX, l);
     }
     for (size_t t = 0; t < n; t++) {
         const cortiq_session *r = sessions[t];

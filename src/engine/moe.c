@@ -148,16 +148,17 @@ static void group_by_expert(cq_moe_scratch *ms, uint32_t E, uint32_t K, size_t n
     }
 }
 
-/* One token, row t (decode, or one step of a batched decode): the k selected experts'
- * gate/up products as one parallel region and their downs as another (cq_matmul_group),
- * instead of two small regions per expert; the weighted sum in expert-index order, as the
- * batch path adds them. */
+/* One token, row t (decode, or one step of a batched decode): the k selected experts' and the
+ * shared expert's gate/up products as one parallel region and their downs as another
+ * (cq_matmul_group), instead of two small regions per expert; the weighted sum in expert-index
+ * order, as the batch path adds them, then the shared expert's. */
 static void decode_experts(const cq_moe_io *io, const cq_moe *moe, uint32_t K, size_t t) {
     cq_moe_scratch *ms = io->ms;
     const size_t H = io->hidden;
     const uint32_t *sel = ms->sel + t * K;
     const float *wt = ms->w + t * K;
     float *o = io->o + t * H;
+    const uint32_t P = K + (moe->has_shared ? 1 : 0); /* products; the shared expert last */
     uint32_t idx[CQ_GROUP_MAX];
     for (uint32_t j = 0; j < K; j++) { /* slots by expert index (insertion sort, K is small) */
         uint32_t i = j;
@@ -165,29 +166,30 @@ static void decode_experts(const cq_moe_io *io, const cq_moe *moe, uint32_t K, s
             idx[i] = idx[i - 1];
         idx[i] = j;
     }
+    const cq_expert *ex[CQ_GROUP_MAX];
+    for (uint32_t i = 0; i < K; i++)
+        ex[i] = &moe->experts[sel[idx[i]]];
+    if (P > K) ex[K] = &moe->shared;
     cq_matmul mm[CQ_GROUP_MAX] = {0};
     size_t goff[CQ_GROUP_MAX], off = 0;
-    for (uint32_t i = 0; i < K; i++) {
-        const cq_expert *ex = &moe->experts[sel[idx[i]]];
-        mm[i] =
-            (cq_matmul){.p = {{.w = &ex->wg, .y = io->g + off}, {.w = &ex->wu, .y = io->u + off}},
-                        .np = 2,
-                        .x = io->xn + t * H,
-                        .n = 1,
-                        .glu = true};
+    for (uint32_t i = 0; i < P; i++) {
+        mm[i] = (cq_matmul){
+            .p = {{.w = &ex[i]->wg, .y = io->g + off}, {.w = &ex[i]->wu, .y = io->u + off}},
+            .np = 2,
+            .x = io->xn + t * H,
+            .n = 1,
+            .glu = true};
         goff[i] = off;
-        off += ex->ffn;
+        off += ex[i]->ffn;
     }
-    cq_matmul_group(io->sched, mm, K);
-    for (uint32_t i = 0; i < K; i++)
-        mm[i] = (cq_matmul){.p = {{.w = &moe->experts[sel[idx[i]]].wd, .y = ms->ye + i * H}},
-                            .np = 1,
-                            .x = io->g + goff[i],
-                            .n = 1};
-    cq_matmul_group(io->sched, mm, K);
+    cq_matmul_group(io->sched, mm, P);
+    for (uint32_t i = 0; i < P; i++)
+        mm[i] = (cq_matmul){
+            .p = {{.w = &ex[i]->wd, .y = ms->ye + i * H}}, .np = 1, .x = io->g + goff[i], .n = 1};
+    cq_matmul_group(io->sched, mm, P);
     memset(o, 0, H * sizeof(float));
-    for (uint32_t i = 0; i < K; i++) {
-        float w = wt[idx[i]];
+    for (uint32_t i = 0; i < P; i++) {
+        float w = i < K ? wt[idx[i]] : moe->has_shared_gate ? sigmoid(ms->sgate[t]) : 1.0f;
         const float *y = ms->ye + i * H;
         for (size_t k = 0; k < H; k++)
             o[k] += w * y[k];
@@ -242,11 +244,12 @@ void cq_moe_ffn(const cq_moe_io *io, const cq_moe *moe, size_t n, cq_token_fn ma
     if (io->counts)
         for (size_t i = 0; i < n * K; i++)
             io->counts[ms->sel[i]]++;
-    if ((n == 1 || io->each) && K <= CQ_GROUP_MAX) /* each token as it would run alone */
-        for (size_t t = 0; t < n; t++)
+    if ((n == 1 || io->each) && K + moe->has_shared <= CQ_GROUP_MAX) {
+        for (size_t t = 0; t < n; t++) /* each token as it would run alone */
             decode_experts(io, moe, K, t);
-    else
-        batch_experts(io, moe, K, n);
+        return;
+    }
+    batch_experts(io, moe, K, n);
     if (!moe->has_shared) return;
     expert_run(io, &moe->shared, io->xn, n, ms->ye);
     for (size_t t = 0; t < n; t++) {

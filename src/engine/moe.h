@@ -63,7 +63,7 @@ typedef struct cq_moe_io {
     const uint8_t *allow;
     uint64_t *counts;
     /* the n tokens are independent decode steps (cortiq_session_eval_batch): each is computed
-     * bit for bit as it would be alone (needs top_k <= CQ_GROUP_MAX) */
+     * bit for bit as it would be alone (needs top_k + the shared expert <= CQ_GROUP_MAX) */
     bool each;
 } cq_moe_io;
 
