@@ -138,6 +138,26 @@ static void batch_task(void *ctx, unsigned tid, unsigned nt) {
     glu_rows(j, r0, r1);
 }
 
+/* Rows [r0, r1) of part p for the ntok tokens of a decode job: f32 activations take the
+ * one-token kernels of all the tokens at once (each weight decoded once, every token's bits
+ * as alone: cmf_matvec_multi), prepared int8 tokens run in turn. */
+static void piece_rows(const mm_job *j, const mm_part *p, uint64_t r0, uint64_t r1,
+                       const void *const *tok, size_t ntok) {
+    if (ntok > 1 && !(tok[0] && p->tok8) && !part_flags(j, p)) {
+        const float *xs[CQ_DECODE_MAX];
+        float *ys[CQ_DECODE_MAX];
+        size_t cols = (size_t)p->w->cols;
+        for (size_t b = 0; b < ntok; b++) {
+            xs[b] = j->x + b * cols;
+            ys[b] = p->y + b * p->ldy + r0;
+        }
+        cmf_matvec_multi(p->w, xs, ntok, ys, r0, r1);
+        return;
+    }
+    for (size_t b = 0; b < ntok; b++)
+        part_rows(j, p, r0, r1, tok[b], NULL, b);
+}
+
 /* One token. Thread t owns the rows a static split gives it (rows_of) and takes them in
  * pieces of half what is left of its range (common/pieces.h); once done it takes pieces of
  * the others' ranges the same way, so the threads finish within one small piece of each other,
@@ -160,11 +180,9 @@ static void decode_task(void *ctx, unsigned tid, unsigned nt) {
             uint64_t lo, end, r0, r1;
             rows_of(j->p[k].w->rows, v, nt, &lo, &end);
             while (cq_take_piece(&j->claim[v].taken[k], j->tag, lo, end, 16, &r0, &r1)) {
-                /* the tokens in turn over the same rows: read from memory once, then cached */
-                for (size_t b = 0; b < ntok; b++) {
-                    part_rows(j, &j->p[k], r0, r1, tok[b], NULL, b);
-                    if (j->glu) part_rows(j, &j->p[1], r0, r1, tok[b], NULL, b);
-                }
+                /* the tokens over the same rows: read from memory once, then cached */
+                piece_rows(j, &j->p[k], r0, r1, tok, ntok);
+                if (j->glu) piece_rows(j, &j->p[1], r0, r1, tok, ntok);
                 if (j->glu) glu_rows(j, r0, r1);
             }
         }

@@ -113,6 +113,18 @@ void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_
                                    row_begin, row_end);
 }
 
+void cmf_matvec_multi(const cmf_qmat *m, const float *const *x, size_t n, float *const *y,
+                      uint64_t row_begin, uint64_t row_end) {
+    if (n == 0 || row_begin >= row_end) return;
+    /* the shared-decode kernel where the AVX-512 tier's one-token kernel would run */
+    if (n > 1 && cq_cpu_isa() >= CQ_ISA_AVX512 &&
+        pick(m->dtype) == cq_kernels_avx512.mm[m->dtype] &&
+        cq_avx512_matvec_multi(m, x, n, y, row_begin, row_end))
+        return;
+    for (size_t t = 0; t < n; t++)
+        cmf_matvec(m, x[t], y[t], row_begin, row_end);
+}
+
 void cmf_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t row_begin, uint64_t row_end) {
     cmf_matmul_ex(m, x, 1, m->cols, y, row_end - row_begin, row_begin, row_end, 0);
 }

@@ -264,6 +264,11 @@ size_t cq_avx512_q8_tok_bytes(uint64_t cols);
 void cq_avx512_q8_tok_prepare(void *buf, const float *x, uint64_t cols);
 void cq_avx512_q8_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
                              uint64_t r1);
+/* One-token products of T tokens over rows [r0, r1) of f32, f16 or bf16 weights
+ * (f32 activations): Y[t][r - r0] gets the bits the one-token kernel gives token t alone,
+ * each weight decoded once for the T tokens. False, writing nothing, for another dtype. */
+bool cq_avx512_matvec_multi(const cmf_qmat *m, const float *const *X, size_t T, float *const *Y,
+                            uint64_t r0, uint64_t r1);
 /* q4tp ladder of row r with AVX2 (as cq_avx512_q4tp_ladder). */
 void cq_avx2_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);
 bool cq_avx2_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,

@@ -44,6 +44,12 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
 enum { CMF_TOK8_Q8 = 1, CMF_TOK8_I8DEC = 2 };
 size_t cmf_tok8_bytes(uint64_t cols);
 int cmf_tok8_supports(const cmf_qmat *m);
+/* One-token products (f32 activations, flags 0) of n tokens over the same rows: y[t] as
+ * cmf_matvec(m, x[t], y[t], row_begin, row_end) gives it, bit for bit; on the AVX-512 tier
+ * f32, f16 and bf16 weights are decoded once for all the tokens (batched decode); other
+ * dtypes run token after token. */
+void cmf_matvec_multi(const cmf_qmat *m, const float *const *x, size_t n, float *const *y,
+                      uint64_t row_begin, uint64_t row_end);
 void cmf_tok8_prepare(void *buf, const float *x, uint64_t cols, int layouts);
 void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_begin,
                      uint64_t row_end);
