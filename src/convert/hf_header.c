@@ -212,6 +212,15 @@ static cmf_status build_arch(json_t *cfg, const char *mt, json_t **out, const ch
      * layers; Laguna also overrides the query heads per layer (spec §2) */
     json_t *sliding_rp = get(get(cfg, "rope_parameters"), "sliding_attention");
     if (!gemma && sliding_rp && json_is_object(sliding_rp)) {
+        json_t *rt = get(sliding_rp, "rope_type");
+        const char *t = rt && json_is_string(rt) ? json_string_value(rt) : "default";
+        if (strcmp(t, "default")) { /* spec §2: yarn and scaling belong to the full layers */
+            json_decref(a);
+            return cmf_err_set(err, CMF_E_UNSUPPORTED, ctx,
+                               "rope_parameters.sliding_attention.rope_type is \"%s\": a CMF "
+                               "header scales the RoPE of full-attention layers only",
+                               t);
+        }
         copy_num(a, "rope_local_base_freq", sliding_rp, "rope_theta");
         copy_num(a, "local_partial_rotary_factor", sliding_rp, "partial_rotary_factor");
     }
