@@ -16,7 +16,7 @@ static void usage(void) {
         "shards,\n"
         "  tokenizer.json, tokenizer_config.json / chat_template.jinja / generation_config.json).\n"
         "  Supported model_type: llama mistral qwen2 qwen3 gemma3 gemma3_text qwen2_moe qwen3_moe "
-        "qwen3_next\n  qwen3_5 qwen3_5_moe qwen3_5_text qwen3_5_moe_text.\n"
+        "qwen3_next\n  qwen3_5 qwen3_5_moe qwen3_5_text qwen3_5_moe_text laguna (dense layers).\n"
         "  --quant Q          f32 f16 bf16 q8 q8_2f q4 q4t q4tp vbit q1s q1t (q1: needs "
         "--allow-q1)\n"
         "  --embed-quant Q    dtype of model.embed_tokens.weight (default: --quant)\n"

@@ -101,11 +101,14 @@ static cmf_status check_shapes(const cmf_st *st, json_t *arch, const char *dir, 
             return cmf_err_set(err, CMF_E_PARSE, dir,
                                "tensor '%s' has %llu elements, config hidden_size=%lld", name,
                                (unsigned long long)t->nelem, (long long)hidden);
+        /* arch.attention_heads_per_layer overrides the query heads of each layer (spec §2) */
+        json_t *hl = json_array_get(json_object_get(arch, "attention_heads_per_layer"), (size_t)l);
+        int64_t qh = json_is_integer(hl) ? json_integer_value(hl) : heads;
         shape_rule rules[] = {
-            {"self_attn.q_proj.weight", heads * hd, hidden, 2 * heads * hd},
+            {"self_attn.q_proj.weight", qh * hd, hidden, 2 * qh * hd},
             {"self_attn.k_proj.weight", kv * hd, hidden, -1},
             {"self_attn.v_proj.weight", kv * hd, hidden, -1},
-            {"self_attn.o_proj.weight", hidden, heads * hd, -1},
+            {"self_attn.o_proj.weight", hidden, qh * hd, -1},
             {"mlp.gate_proj.weight", inter, hidden, -1},
             {"mlp.up_proj.weight", inter, hidden, -1},
             {"mlp.down_proj.weight", hidden, inter, -1},

@@ -2,6 +2,7 @@
  * §2.1, §2.2, §6.1): arch, tokenizer_config, quant_type, provenance. */
 #include <jansson.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,9 @@
 #include "cortiq/version.h"
 
 static const char *const k_supported[] = {
-    "llama",       "mistral",      "qwen2",           "qwen3",      "gemma3",
-    "gemma3_text", "qwen2_moe",    "qwen3_moe",       "qwen3_next", "qwen3_5",
-    "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"};
+    "llama",       "mistral",     "qwen2",        "qwen3",           "gemma3",
+    "gemma3_text", "qwen2_moe",   "qwen3_moe",    "qwen3_next",      "qwen3_5",
+    "laguna",      "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"};
 
 /* After a JSON_DECODE_INT_AS_REAL parse: turn integral reals that fit back into integers. */
 static json_t *ints_back(json_t *v) {
@@ -197,12 +198,50 @@ static cmf_status build_arch(json_t *cfg, const char *mt, json_t **out, const ch
     if (rp && !get(a, "partial_rotary_factor"))
         copy_num(a, "partial_rotary_factor", rp, "partial_rotary_factor");
     add_yarn_or_scaling(a, cfg);
-    json_object_set_new(a, "layer_types", layer_types(cfg, mt, layers));
+    json_t *types = layer_types(cfg, mt, layers);
+    json_object_set_new(a, "layer_types", types);
+    bool tagged = false; /* an explicit sliding layer (Laguna: an irregular schedule) */
+    for (size_t i = 0; i < json_array_size(types); i++)
+        tagged |= !strcmp(json_string_value(json_array_get(types, i)), "SlidingAttention");
     json_t *sw = get(cfg, "sliding_window");
     /* Mistral applies its window to every layer; Qwen2 only with use_sliding_window */
     if (sw && json_is_integer(sw) &&
-        (gemma || !strcmp(mt, "mistral") || json_is_true(get(cfg, "use_sliding_window"))))
+        (gemma || tagged || !strcmp(mt, "mistral") || json_is_true(get(cfg, "use_sliding_window"))))
         json_object_set(a, "sliding_window", sw);
+    /* per layer-type RoPE (transformers 5: rope_parameters.sliding_attention) for the sliding
+     * layers; Laguna also overrides the query heads per layer (spec §2) */
+    json_t *sliding_rp = get(get(cfg, "rope_parameters"), "sliding_attention");
+    if (!gemma && sliding_rp && json_is_object(sliding_rp)) {
+        json_t *rt = get(sliding_rp, "rope_type");
+        const char *t = rt && json_is_string(rt) ? json_string_value(rt) : "default";
+        if (strcmp(t, "default")) { /* spec §2: yarn and scaling belong to the full layers */
+            json_decref(a);
+            return cmf_err_set(err, CMF_E_UNSUPPORTED, ctx,
+                               "rope_parameters.sliding_attention.rope_type is \"%s\": a CMF "
+                               "header scales the RoPE of full-attention layers only",
+                               t);
+        }
+        copy_num(a, "rope_local_base_freq", sliding_rp, "rope_theta");
+        copy_num(a, "local_partial_rotary_factor", sliding_rp, "partial_rotary_factor");
+    }
+    json_t *hpl = get(cfg, "num_attention_heads_per_layer");
+    if (hpl && json_is_array(hpl)) json_object_set(a, "attention_heads_per_layer", hpl);
+    /* Laguna's sparse layers keep their experts fused (mlp.experts.gate_up_proj) behind a
+     * sigmoid router with a selection bias: not mapped here, so refused rather than written
+     * into a file that cannot run; its dense layers are ordinary gated MLPs */
+    bool laguna = !strcmp(mt, "laguna");
+    json_t *mlp_types = get(cfg, "mlp_layer_types");
+    for (size_t i = 0; laguna && i < json_array_size(mlp_types); i++) {
+        const char *t = json_string_value(json_array_get(mlp_types, i));
+        if (t && strcmp(t, "dense")) {
+            json_decref(a);
+            return cmf_err_set(
+                err, CMF_E_UNSUPPORTED, ctx,
+                "mlp_layer_types[%zu] is \"%s\": Laguna's fused experts "
+                "(mlp.experts.gate_up_proj) are not converted; only dense layers are",
+                i, t);
+        }
+    }
     if (gemma) {
         json_t *local = get(get(cfg, "rope_parameters"), "sliding_attention");
         if (!copy_num(a, "rope_local_base_freq", cfg, "rope_local_base_freq") &&
@@ -226,7 +265,7 @@ static cmf_status build_arch(json_t *cfg, const char *mt, json_t **out, const ch
     /* the expert count is "num_experts" (qwen2_moe, qwen3_next) or "num_local_experts" (qwen3_moe
      * in v5) */
     const char *ne_key = int_of(cfg, "num_experts", 0) > 0 ? "num_experts" : "num_local_experts";
-    if (int_of(cfg, ne_key, 0) > 0) {
+    if (int_of(cfg, ne_key, 0) > 0 && !laguna) { /* a dense Laguna still names num_experts */
         json_t *m = json_object();
         copy_num(m, "num_experts", cfg, ne_key);
         copy_num(m, "top_k", cfg, "num_experts_per_tok");

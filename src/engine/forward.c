@@ -119,6 +119,35 @@ static void attn_gate(const void *ctx, size_t t) {
             att[h * hd + i] *= 1.0f / (1.0f + expf(-gate[h * 2 * hd + i]));
 }
 
+/* softplus as torch computes it (beta 1, threshold 20: the input itself above 20). */
+static float softplus(float x) {
+    return x > 20.0f ? x : log1pf(expf(x));
+}
+
+/* att *= softplus(g_proj xn) (spec §2), one gate per head or per channel. With a task's packed
+ * queries (task_mask.h) att holds the active heads only, in order. */
+static void out_gate(const void *ctx, size_t t) {
+    const layer_pass *L = ctx;
+    const cq_layer *y = L->y;
+    uint32_t hd = L->s->m->head_dim;
+    bool packed = L->tm && L->tm->q_packed;
+    uint32_t nq = packed ? L->tm->n_heads_on : y->n_heads;
+    float *att = L->s->att + t * (size_t)nq * hd;
+    const float *g = L->s->ogate + t * y->wgp.rows;
+    for (uint32_t j = 0; j < nq; j++) {
+        uint32_t h = packed ? L->tm->head_on[j] : j;
+        float *a = att + (size_t)j * hd;
+        if (y->out_gate == CQ_OUT_GATE_HEAD) {
+            float gh = softplus(g[h]);
+            for (uint32_t i = 0; i < hd; i++)
+                a[i] *= gh;
+        } else {
+            for (uint32_t i = 0; i < hd; i++)
+                a[i] *= softplus(g[(size_t)h * hd + i]);
+        }
+    }
+}
+
 /* x += o, after the block's own norm of o when it has one (gemma). */
 static void residual(const layer_pass *L, size_t t, const float *post_norm) {
     const cortiq_model *m = L->s->m;
@@ -213,15 +242,17 @@ static void attention(const layer_pass *L) {
     }
 }
 
-/* step (which writes xn), then q, k, v = Wq xn, Wk xn, Wv xn, in one parallel region. */
+/* step (which writes xn), then q, k, v = Wq xn, Wk xn, Wv xn (and the output gate's g_proj xn),
+ * in one parallel region. */
 static void qkv_after(const layer_pass *L, cq_token_fn step) {
     cortiq_session *s = L->s;
     const cq_layer *y = L->y;
     const cmf_qmat *wq = L->tm && L->tm->q_packed ? &L->tm->wq : &y->wq;
     cq_matmul qkv = {.p = {{.w = wq, .y = y->attn_gate ? s->qgate : s->q},
                            {.w = &y->wk, .y = s->k},
-                           {.w = &y->wv, .y = s->v}},
-                     .np = 3,
+                           {.w = &y->wv, .y = s->v},
+                           {.w = &y->wgp, .y = s->ogate}},
+                     .np = y->out_gate ? 4 : 3,
                      .x = s->xn,
                      .n = L->n,
                      .each = L->rows};
@@ -249,13 +280,15 @@ static void gate_up_after(const layer_pass *L, cq_token_fn step, const cmf_qmat 
  * sibling of ffn_block; layer_forward picks them per layer. */
 
 /* o = attention(xn): multi-head attention with GQA, RoPE and the layer's sliding window; a
- * q_proj twice as wide gates the result per channel. */
+ * q_proj twice as wide gates the result per channel by sigmoid, a g_proj per head or per
+ * channel by softplus. */
 static void attention_block(const layer_pass *L, cq_token_fn make_input) {
     cortiq_session *s = L->s;
     qkv_after(L, make_input);  /* q, k, v = Wq xn, Wk xn, Wv xn */
     each_token(L, qkv_finish); /* biases, q/k norms, RoPE; k, v into the cache */
     attention(L);              /* att = softmax(scale q K^T) V, per query head */
     if (L->y->attn_gate) each_token(L, attn_gate); /* att *= sigmoid(gate) */
+    if (L->y->out_gate) each_token(L, out_gate);   /* att *= softplus(g_proj xn) */
     if (s->stats && !s->task) cq_stats_heads(s, L->l, L->n);
     const cq_layer_task *tm = L->tm;
     if (tm && tm->wo_packed) { /* o = Wo att over the active heads only */

@@ -17,7 +17,7 @@
  * job << 32 | rows (a value left by an earlier job counts as none claimed, so nobody has to
  * reset it: the owner's line stays in its own cache until another thread takes from it). */
 struct cq_claim {
-    _Alignas(64) atomic_ullong taken[3];
+    _Alignas(64) atomic_ullong taken[CQ_MM_PRODUCTS];
 };
 
 bool cq_sched_init(cq_sched *sc, const cortiq_model *m, size_t batch, size_t in_cols) {
@@ -58,7 +58,7 @@ typedef struct mm_part {
 
 /* A cq_matmul with what its threads share. */
 typedef struct mm_job {
-    mm_part p[3];
+    mm_part p[CQ_MM_PRODUCTS];
     unsigned np;
     const float *x;
     size_t n;

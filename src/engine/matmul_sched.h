@@ -1,12 +1,12 @@
 /* matmul_sched.h - the parallel work of a forward pass: matrix products split over the model's
  * thread pool, and the per-token steps between them.
  *
- * A product call runs up to three products that read the same input (q/k/v; gate/up) in one
- * parallel region. A batch of tokens (prefill) gives each thread an equal range of every
- * product's rows, so each weight is decoded once per batch; one token (decode) hands the rows
- * out in pieces that a thread done with its own range takes from the others (common/pieces.h),
- * so a thread a hypervisor slowed holds nobody up. Pieces start on 16-row blocks, so every
- * row's result is the same whichever thread computed it.
+ * A product call runs up to CQ_MM_PRODUCTS products that read the same input (q/k/v and an
+ * attention layer's g_proj; gate/up) in one parallel region. A batch of tokens (prefill) gives
+ * each thread an equal range of every product's rows, so each weight is decoded once per batch;
+ * one token (decode) hands the rows out in pieces that a thread done with its own range takes
+ * from the others (common/pieces.h), so a thread a hypervisor slowed holds nobody up. Pieces
+ * start on 16-row blocks, so every row's result is the same whichever thread computed it.
  *
  * The steps between products (norms, biases, RoPE, residual adds) are independent per token:
  * a batch splits them over the pool by tokens, one token runs them on the caller. When a batch
@@ -48,13 +48,16 @@ void cq_sched_free(cq_sched *sc);
  * row t of y at y + t * w->rows. With glu, products 0 and 1 are gate and up, and each thread
  * turns the gate rows it computed into act(gate) * up (model->act), so the next product's input
  * needs no pass of its own. */
+/* The most products one call runs (q, k, v and an attention layer's g_proj). */
+#define CQ_MM_PRODUCTS 4
+
 typedef struct cq_product {
     const cmf_qmat *w;
     float *y;
 } cq_product;
 
 typedef struct cq_matmul {
-    cq_product p[3];
+    cq_product p[CQ_MM_PRODUCTS];
     unsigned np;
     const float *x;
     size_t n;

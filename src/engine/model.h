@@ -46,6 +46,10 @@ typedef struct cq_moe {
     float routed_scaling; /* applied to the selected weights (1 by default) */
 } cq_moe;
 
+/* self_attn.g_proj (spec §2): the attention output times softplus(g_proj xn) before o_proj, xn
+ * being the layer's normed input (q_proj's); one gate per head or one per channel. */
+typedef enum { CQ_OUT_GATE_NONE, CQ_OUT_GATE_HEAD, CQ_OUT_GATE_CHANNEL } cq_out_gate;
+
 typedef struct cq_layer {
     bool sliding;
     uint32_t n_heads; /* query heads of this layer */
@@ -63,6 +67,8 @@ typedef struct cq_layer {
     cq_moe *moe; /* a MoE FFN instead of wg/wu/wd when the layer has a router; NULL otherwise */
     cq_gdn *gdn; /* LinearAttention: Gated DeltaNet instead of attention (gdn.h); NULL otherwise */
     bool attn_gate; /* q_proj is twice as wide: per head [query; gate], att *= sigmoid(gate) */
+    cq_out_gate out_gate; /* g_proj's kind (its rows: n_heads, or n_heads * head_dim) */
+    cmf_qmat wgp;         /* g_proj [rows, hidden] when out_gate is not NONE */
 } cq_layer;
 
 /* The n elements of tensor t (any shape, any dtype) dequantized into a new float array;

@@ -256,6 +256,24 @@ static cmf_status load_moe(loader *L, const cmf_arch *a, uint32_t l, cq_layer *y
     return CMF_OK;
 }
 
+/* self_attn.g_proj (spec §2), when present: its rows choose the gate's kind, one per head
+ * [n_heads, hidden] or one per channel [n_heads * head_dim, hidden]. */
+static cmf_status bind_out_gate(loader *L, uint32_t l, cq_layer *y) {
+    const cmf_tensor *t = find(L, "model.layers.%d.self_attn.g_proj.weight", (int)l);
+    if (!t) return CMF_OK;
+    const cortiq_model *m = L->m;
+    uint64_t per_head = y->n_heads, per_channel = (uint64_t)y->n_heads * m->head_dim;
+    uint64_t rows = t->ndim == 2 ? t->shape[0] : 0;
+    if (rows != per_head && rows != per_channel)
+        return cmf_err_set(L->err, CMF_E_PARSE, L->path,
+                           "tensor '%s' has %llu rows: layer %u's %u heads of %u dims need %llu "
+                           "(a gate per head) or %llu (a gate per channel)",
+                           t->name, (unsigned long long)rows, l, y->n_heads, m->head_dim,
+                           (unsigned long long)per_head, (unsigned long long)per_channel);
+    y->out_gate = rows == per_head ? CQ_OUT_GATE_HEAD : CQ_OUT_GATE_CHANNEL;
+    return bind_mat(L, &y->wgp, t, rows, m->hidden);
+}
+
 static cmf_status load_layers(loader *L, const cmf_arch *a) {
     cortiq_model *m = L->m;
     cmf_status st;
@@ -322,13 +340,6 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
         const cmf_tensor *t[7];
         for (int k = y->gdn ? 4 : 0; k < (moe ? 4 : 7); k++)
             if (!(t[k] = find(L, names[k], li))) return missing(L, names[k], li);
-        if (find(L, "model.layers.%d.self_attn.g_proj.weight", li))
-            return cmf_err_set(
-                L->err, CMF_E_UNSUPPORTED, L->path,
-                "layer %u has self_attn.g_proj.weight (softplus attention gating, "
-                "spec §2): this runtime has no such gate, so the file is refused rather than run "
-                "without it",
-                l);
         /* a q_proj twice as wide holds a gate per head (spec §2: chosen by the width) */
         y->attn_gate = !y->gdn && t[0]->ndim == 2 && t[0]->shape[0] == 2 * qd;
         if (!y->gdn) {
@@ -336,6 +347,7 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
             if ((st = bind_mat(L, &y->wk, t[1], kvd, m->hidden))) return st;
             if ((st = bind_mat(L, &y->wv, t[2], kvd, m->hidden))) return st;
             if ((st = bind_mat(L, &y->wo, t[3], m->hidden, qd))) return st;
+            if ((st = bind_out_gate(L, l, y))) return st;
         }
         if (moe) {
             if ((st = load_moe(L, a, l, y))) return st;
@@ -515,8 +527,8 @@ void cortiq_model_free(cortiq_model *m) {
     if (!m) return;
     for (uint32_t l = 0; m->layers && l < m->n_layers; l++) {
         cq_layer *y = &m->layers[l];
-        cmf_qmat *mats[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wg, &y->wu, &y->wd};
-        for (int k = 0; k < 7; k++)
+        cmf_qmat *mats[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgp, &y->wg, &y->wu, &y->wd};
+        for (int k = 0; k < 8; k++)
             cmf_qmat_free(mats[k]);
         cq_moe *moe = y->moe;
         for (uint32_t e = 0; moe && e <= moe->n_experts; e++) {

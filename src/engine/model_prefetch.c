@@ -27,18 +27,18 @@ static void advise_all(const cq_span *spans, size_t n, int advice) {
         advise(spans[i].p, spans[i].n, advice);
 }
 
-/* The decode step's matrices: each layer's seven (a LinearAttention layer: its Gated DeltaNet
- * projections; a MoE layer: attention's four, the router, the shared expert and its gate; its
- * routed experts stay lazy, read as tokens select them) and the head (the embedding table too when
- * tied; an untied table is read a row per token and stays lazy). out: SPANS_PER_LAYER * n_layers
- * + 1. */
-#define SPANS_PER_LAYER 19
+/* The decode step's matrices: each layer's seven, eight with an attention output gate (g_proj)
+ * (a LinearAttention layer: its Gated DeltaNet projections; a MoE layer: attention's four, the
+ * router, the shared expert and its gate; its routed experts stay lazy, read as tokens select
+ * them) and the head (the embedding table too when tied; an untied table is read a row per token
+ * and stays lazy). out: SPANS_PER_LAYER * n_layers + 1. */
+#define SPANS_PER_LAYER 20
 static size_t matrix_spans(const cortiq_model *m, cq_span *out) {
     size_t n = 0;
     for (uint32_t l = 0; l < m->n_layers; l++) {
         const cq_layer *y = &m->layers[l];
-        const cmf_qmat *w[7] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wg, &y->wu, &y->wd};
-        for (int k = 0; k < 7; k++)
+        const cmf_qmat *w[8] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgp, &y->wg, &y->wu, &y->wd};
+        for (int k = 0; k < 8; k++)
             out[n++] = (cq_span){w[k]->data, w[k]->nbytes};
         const cq_gdn *g = y->gdn; /* a LinearAttention layer: its projections instead of q/k/v/o */
         if (g) {

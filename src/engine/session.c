@@ -56,8 +56,12 @@ static bool activations_init(cortiq_session *s) {
     s->u = malloc(B * s->max_ffn * sizeof(float));
     s->logits = malloc((size_t)m->vocab * sizeof(float));
     s->qgate = malloc(B * 2 * s->max_qd * sizeof(float)); /* used by gated-attention layers */
+    size_t og = 0; /* the widest attention output gate (g_proj rows) */
+    for (uint32_t l = 0; l < m->n_layers; l++)
+        if (m->layers[l].out_gate && m->layers[l].wgp.rows > og) og = m->layers[l].wgp.rows;
+    s->ogate = og ? malloc(B * og * sizeof(float)) : NULL;
     return s->x && s->xn && s->o && s->q && s->att && s->k && s->v && s->g && s->u && s->logits &&
-           s->qgate;
+           s->qgate && (!og || s->ogate);
 }
 
 cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_type kv,
@@ -105,7 +109,7 @@ void cortiq_session_free(cortiq_session *s) {
     cq_kv_arena_free(&s->kv_arena, s->kv, s->kv ? s->m->n_layers : 0);
     free(s->kv);
     free(s->x), free(s->xn), free(s->o), free(s->q), free(s->att), free(s->k), free(s->v);
-    free(s->g), free(s->u), free(s->logits), free(s->qgate);
+    free(s->g), free(s->u), free(s->logits), free(s->qgate), free(s->ogate);
     cq_gdn_state_free(&s->gdn);
     cq_attention_free(&s->attn);
     cq_sched_free(&s->sched);

@@ -31,8 +31,9 @@ struct cortiq_session {
      * k, v [n_kv * head_dim]
      * o [hidden]      a block's output, before the residual add
      * g, u [max_ffn]  gate (then act(gate) * up) and up (of the widest dense or expert MLP)
-     * qgate [2 max_qd] a gated-attention layer's q_proj output, [query; gate] per head */
-    float *x, *xn, *q, *k, *v, *att, *o, *g, *u, *qgate;
+     * qgate [2 max_qd] a gated-attention layer's q_proj output, [query; gate] per head
+     * ogate [g_proj rows] an attention output gate's g_proj xn (NULL when no layer has one) */
+    float *x, *xn, *q, *k, *v, *att, *o, *g, *u, *qgate, *ogate;
     float *logits; /* [vocab] of the last token evaluated */
     uint32_t max_ffn, max_qd;
     cq_sched sched;     /* matrix products and per-token steps on the pool */

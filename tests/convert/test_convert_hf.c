@@ -171,6 +171,19 @@ static void test_bad_input(void) {
     CHECK(cmf_convert_hf("bad_shape", "bad.cmf", NULL, &o, NULL, &err) == CMF_E_PARSE);
     CHECK(strstr(err.msg, "mlp.gate_proj.weight") && strstr(err.msg, "contradicts config"));
     CHECK(!exists("bad.cmf"));
+    /* Laguna: sparse layers (fused experts) and a scaled sliding-layer RoPE are refused */
+    copy_dir(TINY "laguna", "bad_laguna");
+    CHECK(system("sed -i '0,/\"dense\"/s//\"sparse\"/' bad_laguna/config.json") == 0);
+    CHECK(cmf_convert_hf("bad_laguna", "bad.cmf", NULL, &o, NULL, &err) == CMF_E_UNSUPPORTED);
+    CHECK_MSG(strstr(err.msg, "mlp_layer_types[0]") && strstr(err.msg, "sparse"), "%s", err.msg);
+    CHECK(!exists("bad.cmf"));
+    copy_dir(TINY "laguna", "bad_laguna");
+    CHECK(system("sed -i 's/\"rope_type\": \"default\"/\"rope_type\": \"linear\"/' "
+                 "bad_laguna/config.json") == 0);
+    CHECK(cmf_convert_hf("bad_laguna", "bad.cmf", NULL, &o, NULL, &err) == CMF_E_UNSUPPORTED);
+    CHECK_MSG(strstr(err.msg, "sliding_attention.rope_type") && strstr(err.msg, "linear"), "%s",
+              err.msg);
+    CHECK(!exists("bad.cmf"));
     /* a truncated safetensors file */
     copy_dir(TINY "qwen2", "bad_trunc");
     CHECK(system("truncate -s -100 bad_trunc/model.safetensors") == 0);
