@@ -280,7 +280,7 @@ void cq_gdn_block(const cq_gdn_io *io, const cq_gdn *g, size_t n, cq_token_fn ma
     }
     cq_each_token(io->sched, n, conv_gates, &P);
     advance_tail(&P);
-    bool chunked = st->chunk_work && n >= st->chunk_min;
+    bool chunked = st->chunk_work && P.chunk && n >= st->chunk_min;
     cq_each_token(io->sched, g->nv, chunked ? chunk_head : recur_head, &P);
     cq_each_token(io->sched, n, gated_norm, &P);
     cq_matmul_one(io->sched, &g->out, st->core, n, io->o);

@@ -31,7 +31,8 @@ typedef void (*cq_gdn_chunk_fn)(float *S, const cq_gdn_chunk_in *in, float *work
 
 size_t cq_gdn_chunk_work(uint32_t dk, uint32_t dv);
 
-/* The kernel of the tier in effect (src/common/cpu.h). */
+/* The kernel of the tier in effect (src/common/cpu.h); NULL on the scalar tier, where the
+ * recurrence is faster (the scalar kernel stays for the tests). */
 cq_gdn_chunk_fn cq_gdn_chunk_get(void);
 
 void cq_gdn_chunk_scalar(float *S, const cq_gdn_chunk_in *in, float *work);
