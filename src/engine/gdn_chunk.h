@@ -2,12 +2,15 @@
  * tier: up to CQ_GDN_CHUNK tokens at once as matrix products, with the same result as that many
  * gdn_step.h steps (to float rounding). With G_t = g_1 + ... + g_t the cumulative log decay of
  * the chunk, S0 the state before it and row vectors per token:
- *   L[i,j] = beta_i (k_i . k_j) exp(G_i - G_j)  (j < i),  T = (I + L)^-1 by forward substitution
- *   U = T (beta v),  W = T (beta exp(G) k),  D = U - W S0        (D_i: token i's delta)
+ *   L[i,j] = beta_i (k_i . k_j) exp(G_i - G_j)  (j < i),  T = (I + L)^-1 (row by row)
+ *   X_i = beta_i (v_i - exp(G_i) k_i S0),  D = T X                 (D_i: token i's delta)
  *   o_i = exp(G_i) q_i S0 + sum_{j <= i} exp(G_i - G_j) (q_i . k_j) D_j
  *   S   = exp(G_n) S0 + sum_j exp(G_n - G_j) k_j^T D_j
- * (transformers' torch_chunk_gated_delta_rule, the WY / UT-transform form). Each tier compiles
- * the same C body (gdn_chunk_body.h) with its ISA flags. */
+ * This is transformers' torch_chunk_gated_delta_rule (the WY / UT-transform form: its
+ * U - W S0 = T (beta v) - T (beta exp(G) k) S0 is T X), with T applied once to X instead of to
+ * both U and W. The products run on the tier's register tiles; without FMA (the scalar tier) they
+ * lose to the recurrence, so that tier keeps it. Each tier compiles the same C body
+ * (gdn_chunk_body.h) with its ISA flags. */
 #ifndef CORTIQ_ENGINE_GDN_CHUNK_H
 #define CORTIQ_ENGINE_GDN_CHUNK_H
 

@@ -17,12 +17,12 @@
 enum { MM_FULL, MM_A_LOWER, MM_C_LOWER };
 #endif
 
-/* C[m, n] = C (if acc) + sign * A[m, k] B[k, n], row-major with leading dimensions.
+/* C[m, n] = C (if acc) + A[m, k] B[k, n], row-major with leading dimensions.
  * MM_A_LOWER: rows i0..i0+3 sum over kk < i0 + 4 only (the caller zeroes A past its diagonal);
  * MM_C_LOWER: only C's lower triangle is wanted (tiles wholly above the diagonal are skipped). */
 static void mm(float *restrict C, size_t ldc, const float *restrict A, size_t lda,
-               const float *restrict B, size_t ldb, uint32_t m, uint32_t n, uint32_t k, float sign,
-               bool acc, int shape) {
+               const float *restrict B, size_t ldb, uint32_t m, uint32_t n, uint32_t k, bool acc,
+               int shape) {
     for (uint32_t i0 = 0; i0 < m; i0 += 4) {
         uint32_t mr = m - i0 < 4 ? m - i0 : 4;
         uint32_t kend = shape == MM_A_LOWER && i0 + mr < k ? i0 + mr : k;
@@ -61,7 +61,7 @@ static void mm(float *restrict C, size_t ldc, const float *restrict A, size_t ld
             for (uint32_t r = 0; r < mr; r++) {
                 float *y = C + (size_t)(i0 + r) * ldc + j0;
                 for (uint32_t c = 0; c < nr; c++)
-                    y[c] = (acc ? y[c] : 0.0f) + sign * t[r][c];
+                    y[c] = (acc ? y[c] : 0.0f) + t[r][c];
             }
         }
     }
@@ -88,11 +88,11 @@ void GDN_CHUNK_NAME(float *restrict S, const cq_gdn_chunk_in *in, float *restric
     }
     /* exp(G_i - G_j) = exp(G_i) / exp(G_j) while exp(G) stays a normal float (G > -80) */
     const bool ratio = G[n - 1] > -80.0f;
-    mm(T, CH, K, dk, KT, CH, n, n, dk, 1.0f, false, MM_C_LOWER);
-    mm(P, CH, Q, dk, KT, CH, n, n, dk, 1.0f, false, MM_C_LOWER);
+    mm(T, CH, K, dk, KT, CH, n, n, dk, false, MM_C_LOWER);
+    mm(P, CH, Q, dk, KT, CH, n, n, dk, false, MM_C_LOWER);
     /* X = beta (v - exp(G) (K S0)); o = exp(G) (Q S0) */
-    mm(X, dv, K, dk, S, dv, n, dv, dk, 1.0f, false, MM_FULL);
-    mm(in->o, in->ostride, Q, dk, S, dv, n, dv, dk, 1.0f, false, MM_FULL);
+    mm(X, dv, K, dk, S, dv, n, dv, dk, false, MM_FULL);
+    mm(in->o, in->ostride, Q, dk, S, dv, n, dv, dk, false, MM_FULL);
     for (uint32_t i = 0; i < n; i++) {
         const float b = in->beta[i * in->gstride];
         const float *v = in->v + i * in->stride;
@@ -122,8 +122,8 @@ void GDN_CHUNK_NAME(float *restrict S, const cq_gdn_chunk_in *in, float *restric
             p[j] = j <= i ? p[j] * E[j] : 0.0f;
     }
     /* D = T X; o += P D; S = exp(G_n) S0 + (exp(G_n - G) K)^T D */
-    mm(D, dv, T, CH, X, dv, n, dv, n, 1.0f, false, MM_A_LOWER);
-    mm(in->o, in->ostride, P, CH, D, dv, n, dv, n, 1.0f, true, MM_A_LOWER);
+    mm(D, dv, T, CH, X, dv, n, dv, n, false, MM_A_LOWER);
+    mm(in->o, in->ostride, P, CH, D, dv, n, dv, n, true, MM_A_LOWER);
     const float last = G[n - 1];
     for (uint32_t t = 0; t < n; t++)
         E[t] = ratio ? eG[n - 1] * inv[t] : expf(last - G[t]);
@@ -134,7 +134,7 @@ void GDN_CHUNK_NAME(float *restrict S, const cq_gdn_chunk_in *in, float *restric
     }
     for (size_t e = 0; e < (size_t)dk * dv; e++)
         S[e] *= eG[n - 1];
-    mm(S, dv, KT, CH, D, dv, dk, dv, n, 1.0f, true, MM_FULL);
+    mm(S, dv, KT, CH, D, dv, dk, dv, n, true, MM_FULL);
 }
 
 #undef NB
