@@ -8,10 +8,6 @@
 
 #define TEXT_PREFIX "model.language_model."
 
-static int by_name(const void *a, const void *b) {
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Add "model.<part>.*" of name to the list of prefixes left out (once each). */
 static void note_left_out(hf_names *h, const char *name) {
     const char *dot = strchr(name + 6, '.'); /* after "model." */
@@ -58,25 +54,6 @@ cmf_status hf_names_build(const cmf_st *st, const char *dir, hf_names *out, cmf_
         out->tensor[out->n] = t;
         out->name[out->n++] = kept;
     }
-    /* sort the kept names (with their tensors) for lookup, and refuse duplicates */
-    char **keys = malloc((out->n ? out->n : 1) * sizeof *keys);
-    if (!keys) {
-        hf_names_free(out);
-        return cmf_err_set(err, CMF_E_NOMEM, dir, "tensor names");
-    }
-    memcpy(keys, out->name, out->n * sizeof *keys);
-    qsort(keys, out->n, sizeof *keys, by_name);
-    for (size_t i = 1; i < out->n; i++)
-        if (!strcmp(keys[i - 1], keys[i])) {
-            cmf_status s = cmf_err_set(err, CMF_E_PARSE, dir,
-                                       "tensor '%s' appears twice: once under " TEXT_PREFIX
-                                       " and once outside it (a checkpoint holds one text model)",
-                                       keys[i]);
-            free(keys);
-            hf_names_free(out);
-            return s;
-        }
-    free(keys);
     return CMF_OK;
 }
 

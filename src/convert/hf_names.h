@@ -20,7 +20,8 @@ typedef struct hf_names {
     char left_what[256];          /* their prefixes, "model.visual.*, ..." ("" when none) */
 } hf_names;
 
-/* CMF_E_PARSE when two tensors map to one name (the message names it). */
+/* CMF_E_NOMEM the only failure (no two kept names can coincide: model.* outside the text model
+ * is left out). */
 cmf_status hf_names_build(const cmf_st *st, const char *dir, hf_names *out, cmf_err *err);
 /* The tensor kept under name, NULL when none. */
 const cmf_st_tensor *hf_names_find(const hf_names *h, const char *name);
