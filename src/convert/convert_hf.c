@@ -1,5 +1,6 @@
 /* convert_hf.c - `cortiq convert`: a Hugging Face checkpoint directory into a CMF file. Tensor
- * names stay 1:1 with the checkpoint; shapes are checked against config.json first. */
+ * names stay 1:1 with the checkpoint, except that a multimodal wrapper gives its text model under
+ * the canonical names (hf_names.h); shapes are checked against config.json first. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "common/fileio.h"
 #include "convert/defrag_hf.h"
 #include "convert/hf_header.h"
+#include "convert/hf_names.h"
 #include "convert/masks_dir.h"
 #include "cortiq/safetensors.h"
 #include "cortiq/converter.h"
@@ -66,7 +68,7 @@ typedef struct shape_rule {
     int64_t alt_rows;   /* a second accepted row count (gated q_proj), -1 none */
 } shape_rule;
 
-static cmf_status check_shapes(const cmf_st *st, json_t *arch, const char *dir, cmf_err *err) {
+static cmf_status check_shapes(const hf_names *st, json_t *arch, const char *dir, cmf_err *err) {
     int64_t hidden = cfg_int(arch, "hidden_size", -1),
             heads = cfg_int(arch, "num_attention_heads", -1);
     int64_t kv = cfg_int(arch, "num_kv_heads", heads), hd = cfg_int(arch, "head_dim", -1);
@@ -74,7 +76,7 @@ static cmf_status check_shapes(const cmf_st *st, json_t *arch, const char *dir, 
     int64_t layers = cfg_int(arch, "num_layers", -1);
     json_t *lt = json_object_get(arch, "layer_types");
     int tied = json_is_true(json_object_get(arch, "tie_word_embeddings"));
-    const cmf_st_tensor *emb = cmf_st_find(st, "model.embed_tokens.weight");
+    const cmf_st_tensor *emb = hf_names_find(st, "model.embed_tokens.weight");
     if (!emb)
         return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor 'model.embed_tokens.weight'");
     if (emb->ndim != 2 || (int64_t)emb->shape[1] != hidden ||
@@ -85,17 +87,17 @@ static cmf_status check_shapes(const cmf_st *st, json_t *arch, const char *dir, 
                            "hidden_size=%lld",
                            (unsigned long long)emb->shape[0], (unsigned long long)emb->shape[1],
                            (long long)vocab, (long long)hidden);
-    if (!tied && !cmf_st_find(st, "lm_head.weight"))
+    if (!tied && !hf_names_find(st, "lm_head.weight"))
         return cmf_err_set(err, CMF_E_NOT_FOUND, dir,
                            "missing tensor 'lm_head.weight' (tie_word_embeddings is false)");
-    if (!cmf_st_find(st, "model.norm.weight"))
+    if (!hf_names_find(st, "model.norm.weight"))
         return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor 'model.norm.weight'");
     for (int64_t l = 0; l < layers; l++) {
         const char *tag = json_string_value(json_array_get(lt, (size_t)l));
         int attn = !tag || strcmp(tag, "LinearAttention") != 0;
         char name[256];
         snprintf(name, sizeof name, "model.layers.%lld.input_layernorm.weight", (long long)l);
-        const cmf_st_tensor *t = cmf_st_find(st, name);
+        const cmf_st_tensor *t = hf_names_find(st, name);
         if (!t) return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor '%s'", name);
         if (t->nelem != (uint64_t)hidden)
             return cmf_err_set(err, CMF_E_PARSE, dir,
@@ -116,7 +118,7 @@ static cmf_status check_shapes(const cmf_st *st, json_t *arch, const char *dir, 
         for (size_t r = 0; r < sizeof rules / sizeof rules[0]; r++) {
             int is_attn = r < 4;
             snprintf(name, sizeof name, "model.layers.%lld.%s", (long long)l, rules[r].suffix);
-            t = cmf_st_find(st, name);
+            t = hf_names_find(st, name);
             if (!t) {
                 if (is_attn && attn)
                     return cmf_err_set(err, CMF_E_NOT_FOUND, dir, "missing tensor '%s'", name);
@@ -143,6 +145,7 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
     if (!opts) cmf_convert_opts_default(&d), opts = &d;
     json_t *hdr = NULL, *cfg = NULL;
     cmf_st *st = NULL;
+    hf_names names = {0};
     cmf_convert_source *src = NULL;
     st_src *ss = NULL;
     cq_defrag_hf *defrag = NULL;
@@ -153,7 +156,17 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
     if (s) goto out;
     if ((s = cmf_st_open(dir, &st, err))) goto out;
     json_t *arch = json_object_get(hdr, "arch");
-    if ((s = check_shapes(st, arch, dir, err))) goto out;
+    if ((s = hf_names_build(st, dir, &names, err))) goto out;
+    if (names.left_out) { /* a multimodal wrapper: its text model only, and the file says so */
+        char what[400];
+        snprintf(what, sizeof what, "%zu tensors of %s (not the text model)", names.left_out,
+                 names.left_what);
+        fprintf(stderr, "convert: %s: text model of a multimodal checkpoint; left out %s\n", dir,
+                what);
+        json_t *prov = json_object_get(hdr, "provenance");
+        if (prov) json_object_set_new(prov, "left_out", json_string(what));
+    }
+    if ((s = check_shapes(&names, arch, dir, err))) goto out;
     char tpath[4096];
     snprintf(tpath, sizeof tpath, "%s/tokenizer.json", dir);
     vocab = (uint8_t *)cq_read_file(tpath, &vocab_len);
@@ -168,7 +181,7 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
         goto out;
     }
     if (masks_dir && (s = cmf_masks_from_dir(masks_dir, arch, &masks, &masks_len, err))) goto out;
-    size_t n = cmf_st_tensor_count(st);
+    size_t n = names.n;
     src = calloc(n ? n : 1, sizeof *src);
     ss = calloc(n ? n : 1, sizeof *ss);
     if (!src || !ss) {
@@ -176,14 +189,14 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
         goto out;
     }
     for (size_t i = 0; i < n; i++) {
-        const cmf_st_tensor *t = cmf_st_tensor_at(st, i);
+        const cmf_st_tensor *t = names.tensor[i];
         if (t->ndim > 6) {
             s = cmf_err_set(err, CMF_E_UNSUPPORTED, dir, "tensor '%s' has %u dims (CMF holds 6)",
                             t->name, t->ndim);
             goto out;
         }
         ss[i] = (st_src){st, t};
-        src[i].name = t->name;
+        src[i].name = names.name[i];
         src[i].ndim = t->ndim;
         for (unsigned k = 0; k < t->ndim; k++)
             src[i].shape[k] = t->shape[k];
@@ -206,6 +219,7 @@ out:
     free(src);
     cq_defrag_hf_free(defrag);
     free(ss);
+    hf_names_free(&names);
     free(vocab);
     free(masks);
     cmf_st_close(st);

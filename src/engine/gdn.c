@@ -1,7 +1,8 @@
 /* gdn.c - the Gated DeltaNet block (gdn.h): projections on the pool, then per token the conv,
- * the q/k normalisation and the gates (split by tokens), the delta-rule recurrence (split by
- * value heads, token after token), the gated output norm (by tokens) and the output product. */
+ * the q/k normalisation and the gates (split by tokens), the delta rule (split by value heads:
+ * chunked or token after token), the gated output norm (by tokens) and the output product. */
 #include "engine/gdn.h"
+#include "engine/gdn_chunk.h"
 #include "engine/gdn_step.h"
 
 #include <math.h>
@@ -23,8 +24,14 @@ bool cq_gdn_state_init(cq_gdn_state *st, const cortiq_model *m, size_t batch) {
         if (g->conv_dim > st->max_conv) st->max_conv = g->conv_dim;
         if (g->value_dim > st->max_value) st->max_value = g->value_dim;
         if (g->nv > st->max_nv) st->max_nv = g->nv;
+        size_t cw = cq_gdn_chunk_work(g->dk, g->dv);
+        if (cw > st->chunk_floats) st->chunk_floats = cw;
     }
     if (!st->floats) return true;
+    st->chunk_min = CQ_GDN_CHUNK_MIN;
+    const char *env = getenv("CORTIQ_GDN_CHUNK_MIN"); /* for comparing the two forms */
+    if (env && *env) st->chunk_min = strtoull(env, NULL, 10);
+    if (st->chunk_min < 1) st->chunk_min = 1;
     bool ok = (st->live = calloc(st->floats, sizeof(float))) != NULL;
     for (int c = 0; c < CQ_GDN_CHECKPOINTS; c++)
         ok = (st->ckpt[c] = malloc(st->floats * sizeof(float))) && ok;
@@ -36,6 +43,8 @@ bool cq_gdn_state_init(cq_gdn_state *st, const cortiq_model *m, size_t batch) {
     ok = (st->core = malloc(batch * st->max_value * sizeof(float))) && ok;
     ok = (st->beta = malloc(batch * st->max_nv * sizeof(float))) && ok;
     ok = (st->g = malloc(batch * st->max_nv * sizeof(float))) && ok;
+    if (batch >= st->chunk_min)
+        ok = (st->chunk_work = malloc(st->max_nv * st->chunk_floats * sizeof(float))) && ok;
     return ok;
 }
 
@@ -44,7 +53,7 @@ void cq_gdn_state_free(cq_gdn_state *st) {
     for (int c = 0; c < CQ_GDN_CHECKPOINTS; c++)
         free(st->ckpt[c]);
     free(st->proj), free(st->proj2), free(st->qkv), free(st->conv), free(st->z), free(st->core);
-    free(st->beta), free(st->g);
+    free(st->beta), free(st->g), free(st->chunk_work);
     memset(st, 0, sizeof *st);
 }
 
@@ -96,6 +105,7 @@ typedef struct gdn_pass {
     float *tail; /* the conv's last kernel - 1 inputs before the chunk [kernel - 1, conv_dim] */
     float *S;    /* [nv, dk, dv] */
     cq_gdn_step_fn step;
+    cq_gdn_chunk_fn chunk;
 } gdn_pass;
 
 static float sigmoidf(float x) {
@@ -184,6 +194,32 @@ static void recur_head(const void *ctx, size_t h) {
     }
 }
 
+/* Value head h over the chunk's tokens, CQ_GDN_CHUNK at a time as matrix products. */
+static void chunk_head(const void *ctx, size_t h) {
+    const gdn_pass *P = ctx;
+    const cq_gdn *g = P->g;
+    cq_gdn_state *st = P->io->st;
+    const size_t kh = h / (g->nv / g->nk), nv = g->nv;
+    float *S = P->S + h * g->dk * g->dv, *work = st->chunk_work + h * st->chunk_floats;
+    for (size_t t = 0; t < P->n; t += CQ_GDN_CHUNK) {
+        const float *row = st->conv + t * g->conv_dim;
+        const cq_gdn_chunk_in in = {
+            .q = row + kh * g->dk,
+            .k = row + g->key_dim + kh * g->dk,
+            .v = row + 2 * (size_t)g->key_dim + h * g->dv,
+            .g = st->g + t * nv + h,
+            .beta = st->beta + t * nv + h,
+            .o = st->core + t * g->value_dim + h * g->dv,
+            .stride = g->conv_dim,
+            .gstride = nv,
+            .ostride = g->value_dim,
+            .n = (uint32_t)(P->n - t < CQ_GDN_CHUNK ? P->n - t : CQ_GDN_CHUNK),
+            .dk = g->dk,
+            .dv = g->dv};
+        P->chunk(S, &in, work);
+    }
+}
+
 /* Token t: each value head's output becomes rmsnorm(o) * w * silu(z). */
 static void gated_norm(const void *ctx, size_t t) {
     const gdn_pass *P = ctx;
@@ -223,7 +259,8 @@ void cq_gdn_block(const cq_gdn_io *io, const cq_gdn *g, size_t n, cq_token_fn ma
                         .n = n,
                         .tail = state,
                         .S = state + (size_t)(g->kernel - 1) * g->conv_dim,
-                        .step = cq_gdn_step_get()};
+                        .step = cq_gdn_step_get(),
+                        .chunk = cq_gdn_chunk_get()};
     if (g->fused) {
         cq_matmul mm = {.p = {{.w = &g->qkvz, .y = st->proj}, {.w = &g->ba, .y = st->proj2}},
                         .np = 2,
@@ -243,7 +280,8 @@ void cq_gdn_block(const cq_gdn_io *io, const cq_gdn *g, size_t n, cq_token_fn ma
     }
     cq_each_token(io->sched, n, conv_gates, &P);
     advance_tail(&P);
-    cq_each_token(io->sched, g->nv, recur_head, &P);
+    bool chunked = st->chunk_work && P.chunk && n >= st->chunk_min;
+    cq_each_token(io->sched, g->nv, chunked ? chunk_head : recur_head, &P);
     cq_each_token(io->sched, n, gated_norm, &P);
     cq_matmul_one(io->sched, &g->out, st->core, n, io->o);
 }

@@ -13,8 +13,10 @@
  * head ([q, k, v(r heads), z(r heads)] and [b(r), a(r)]); tensor presence decides.
  *
  * The recurrent state of a layer (the conv's last K-1 inputs and every head's S) lives in the
- * session beside the KV cache (cq_gdn_state): a chunk of tokens (prefill) and one token (decode)
- * both run the recurrence token by token from it, the heads split over the thread pool. It
+ * session beside the KV cache (cq_gdn_state). A block call of at least chunk_min tokens (a
+ * prefill) runs the chunked form (gdn_chunk.h: matrix products per CQ_GDN_CHUNK tokens), a
+ * shorter one (decode) the recurrence token by token (gdn_step.h); both leave the same state, to
+ * float rounding, and split the heads over the thread pool. The state
  * cannot be cut back to an earlier position, so the session keeps checkpoints (copies of the
  * whole state at two positions of the last multi-token eval) and truncation returns to the
  * latest checkpoint at or below the position asked for (docs/HYBRID.md). Internal to
@@ -66,7 +68,13 @@ typedef struct cq_gdn_state {
     /* per token of a chunk: the projections, the conv's output (q, k, v), z, beta, g, output */
     float *proj, *proj2, *qkv, *conv, *z, *beta, *g, *core;
     size_t proj_w, proj2_w, max_conv, max_value, max_nv;
+    /* the chunked form: the fewest tokens of a block call that take it (CQ_GDN_CHUNK_MIN, or the
+     * environment's CORTIQ_GDN_CHUNK_MIN), and each value head's scratch */
+    size_t chunk_min, chunk_floats;
+    float *chunk_work; /* [max_nv, chunk_floats] */
 } cq_gdn_state;
+
+#define CQ_GDN_CHUNK_MIN 16
 
 /* False when out of memory (cq_gdn_state_free then releases what was allocated). */
 bool cq_gdn_state_init(cq_gdn_state *st, const cortiq_model *m, size_t batch);

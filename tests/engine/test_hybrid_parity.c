@@ -7,11 +7,16 @@
  * Converted at f32: logits over 64 tokens within 1e-4 (max |diff| / max |logit|) of
  * transformers, 32 greedy tokens identical; the same logits fed token by token and in uneven
  * chunks (the recurrent state carried across evals, a chat continuation); truncation back into
- * a prompt (the state returns to a checkpoint) and re-evaluation give the same logits; and a
- * 160-token prefill (crossing the CQ_BATCH chunk boundary) equal to token by token. */
+ * a prompt (the state returns to a checkpoint) and re-evaluation give the same logits; a
+ * 160-token prefill (crossing the CQ_BATCH chunk boundary) equal to token by token; and the
+ * chunked form of the delta rule (gdn_chunk.h) against the recurrence on prompts of 64 and 160
+ * tokens (not multiples of CQ_GDN_CHUNK; 160 crosses chunk boundaries): logits, the recurrent
+ * state after the prompt and 8 decode steps after it within 1e-4 relative. */
 #include "common/test.h"
 #include "cortiq/engine.h"
+#include "engine/gdn_chunk.h"
 #include "engine/logits_cmp.h"
+#include "engine/session.h"
 #include "engine/tiny_fixture.h"
 
 #define NT 64
@@ -55,6 +60,43 @@ static void truncate_reuse(cortiq_model *m, const int32_t *tokens, const float *
                   d);
     }
     cortiq_session_free(s);
+}
+
+/* The prompt seq[0, n) then 8 decode steps (seq[n, n + 8)) with the delta rule in the chunked
+ * form for evals of 2 tokens or more (decode stays recurrent), against the recurrence only. */
+static void forms(cortiq_model *m, const int32_t *seq, size_t n, uint32_t V, const char *fam) {
+    const size_t nl = (n + 8) * (size_t)V;
+    float *lg[2] = {malloc(nl * sizeof(float)), malloc(nl * sizeof(float))};
+    float *state[2] = {NULL, NULL};
+    size_t floats = 0;
+    for (int f = 0; f < 2; f++) {
+        setenv("CORTIQ_GDN_CHUNK_MIN", f ? "2" : "1000000", 1);
+        cortiq_session *s = NULL;
+        cmf_err err;
+        CHECK(lg[f] && cortiq_session_create(m, 256, &s, &err) == CMF_OK);
+        if (!s || !lg[f]) continue;
+        CHECK(cortiq_session_eval(s, seq, n, lg[f], &err) == CMF_OK);
+        floats = s->gdn.floats;
+        if ((state[f] = malloc(floats * sizeof(float))))
+            memcpy(state[f], s->gdn.live, floats * sizeof(float));
+        for (size_t i = n; i < n + 8; i++)
+            CHECK(cortiq_session_eval(s, &seq[i], 1, lg[f] + i * V, &err) == CMF_OK);
+        cortiq_session_free(s);
+    }
+    unsetenv("CORTIQ_GDN_CHUNK_MIN");
+    CHECK(state[0] && state[1] && floats);
+    if (state[0] && state[1] && lg[0] && lg[1]) {
+        double dl = max_rel_diff(lg[1], lg[0], n * (size_t)V);
+        double ds = max_rel_diff(state[1], state[0], floats);
+        double dd = max_rel_diff(lg[1] + n * V, lg[0] + n * V, 8 * (size_t)V);
+        printf("%-18s chunked vs recurrent, %zu tokens: logits %.3g, state %.3g, decode %.3g\n",
+               fam, n, dl, ds, dd);
+        CHECK_MSG(dl <= 1e-4 && ds <= 1e-4 && dd <= 1e-4,
+                  "%s: chunked vs recurrent over %zu tokens: logits %.3g, state %.3g, decode "
+                  "%.3g (> 1e-4)",
+                  fam, n, dl, ds, dd);
+    }
+    free(lg[0]), free(lg[1]), free(state[0]), free(state[1]);
 }
 
 static void run(const char *fam) {
@@ -111,6 +153,10 @@ static void run(const char *fam) {
         double ld = lb && lt ? max_rel_diff(lb, lt, LONG * (size_t)V) : 1;
         CHECK_MSG(ld <= 1e-5, "%s: 160-token batch vs token by token %.3g", fam, ld);
         free(lb), free(lt);
+        _Static_assert((NT - 8) % CQ_GDN_CHUNK && (LONG - 8) > 2 * CQ_GDN_CHUNK,
+                       "the prompts are no multiple of the chunk and cross its boundary");
+        forms(m, tokens, NT - 8, V, fam);
+        forms(m, seq, LONG - 8, V, fam);
     }
     cortiq_session_free(s);
 done:
