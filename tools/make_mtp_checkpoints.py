@@ -19,7 +19,10 @@ Per directory: tokens.npy (48 ids), draft_pos.npy (positions p), draft_logits.np
 ([len(p), vocab]: the head's logits after entry p, from h_p = the model's final normed hidden
 state at p and t_{p+1}), greedy.npy (transformers' greedy continuation of tokens[:8]).
 
-usage: python3 tools/make_mtp_checkpoints.py [OUT_DIR]   (needs torch, transformers >= 5)
+With --bench, the same four at a size where decode speed means something (hidden 1024,
+8 layers, 3:1 linear / full in the hybrid; nothing else written), for docs/HYBRID.md's figures.
+
+usage: python3 tools/make_mtp_checkpoints.py [--bench] [OUT_DIR]   (needs torch, transformers >= 5)
 """
 import json
 import os
@@ -32,25 +35,35 @@ import transformers as tf
 from safetensors.torch import load_file, save_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "tests", "fixtures", "mtp")
+BENCH = "--bench" in sys.argv
+ARGS = [a for a in sys.argv[1:] if a != "--bench"]
+OUT = ARGS[0] if ARGS else os.path.join(HERE, "..", "tests", "fixtures", "mtp")
 TOKENIZER = os.path.join(HERE, "..", "tests", "fixtures", "tiny", "qwen3")
 VOCAB = 320
 AGREE_SCALE = 0.05
 COMMON = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_attention_heads=4,
               num_key_value_heads=2, head_dim=8, max_position_embeddings=512, rms_norm_eps=1e-6,
               tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, pad_token_id=0)
+LINEAR = dict(linear_conv_kernel_dim=4, linear_num_key_heads=2, linear_num_value_heads=4,
+              linear_key_head_dim=8, linear_value_head_dim=8)
+LAYERS = {"qwen3": 2, "qwen3_next": 3}
+if BENCH:
+    COMMON.update(hidden_size=1024, intermediate_size=2816, num_attention_heads=16,
+                  num_key_value_heads=4, head_dim=64)
+    LINEAR.update(linear_num_key_heads=8, linear_num_value_heads=16, linear_key_head_dim=64,
+                  linear_value_head_dim=64)
+    LAYERS = {"qwen3": 8, "qwen3_next": 8}
+    AGREE_SCALE = 0.002  # eight layers drift further from the current token's prediction
 
 
 def config(fam, layers):
     if fam == "qwen3":
         return tf.Qwen3Config(**COMMON, num_hidden_layers=layers,
                               rope_parameters={"rope_type": "default", "rope_theta": 10000.0})
-    types = ["linear_attention", "full_attention", "linear_attention"][:layers] if layers > 1 \
-        else ["full_attention"]
+    types = ["full_attention" if layers == 1 or i % 4 == 1 else "linear_attention"
+             for i in range(layers)]
     return tf.Qwen3NextConfig(**COMMON, num_hidden_layers=layers, num_experts=0, layer_types=types,
-                              linear_conv_kernel_dim=4, linear_num_key_heads=2,
-                              linear_num_value_heads=4, linear_key_head_dim=8,
-                              linear_value_head_dim=8,
+                              **LINEAR,
                               rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
                                                "partial_rotary_factor": 0.5})
 
@@ -66,8 +79,8 @@ def f16_exact(t):
 def randomize(model, gemma):
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if p.dim() >= 2:
-                p.normal_(0.0, 0.15)
+            if p.dim() >= 2:  # 0.15 at the fixtures' width 32, shrinking as 1/sqrt(width)
+                p.normal_(0.0, 0.15 * (32.0 / COMMON["hidden_size"]) ** 0.5)
             elif name.endswith("A_log"):
                 p.uniform_(-1.0, 1.0)
             elif "norm" in name:
@@ -81,9 +94,11 @@ def randomize(model, gemma):
 def make(fam, agree, seed):
     torch.manual_seed(seed)
     gemma = fam != "qwen3"
-    model = model_class(fam)(config(fam, 2 if fam == "qwen3" else 3)).eval()
+    cfg0 = config(fam, LAYERS[fam])
+    model = model_class(fam)(cfg0).eval()
     randomize(model, gemma)
-    last_full = 1  # the last full-attention layer (qwen3: layer 1 of 2; qwen3_next: layer 1)
+    types = getattr(cfg0, "layer_types", None) or ["full_attention"] * LAYERS[fam]
+    last_full = max(i for i, t in enumerate(types) if t == "full_attention")
     H = COMMON["hidden_size"]
     with torch.no_grad():
         if agree:
@@ -175,6 +190,9 @@ def main():
     for seed, (fam, agree) in enumerate([("qwen3", False), ("qwen3", True), ("qwen3_next", False),
                                          ("qwen3_next", True)]):
         d, model, head = make(fam, agree, 500 + seed)
+        if BENCH:
+            print(os.path.basename(d), "written")
+            continue
         tokens = torch.randint(5, VOCAB, (1, 48), generator=g)
         logits = drafts(fam, model, head, tokens)
         pos = np.array([0, 5, 17, 30, 46], dtype=np.int32)

@@ -341,7 +341,8 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_mtp_draft(cortiq_mtp *d, int32_t n
                                                         cmf_err *err);
 CORTIQ_API const float *cortiq_mtp_draft_logits(const cortiq_mtp *d);
 /* One decode step: hist[n_hist - 1] is the token just chosen (hist: every token of the session
- * then that one). With speculate, it and the head's draft are evaluated together; *accepted
+ * then that one). With speculate, it and the head's draft are evaluated together (while the
+ * recent drafts are mostly rejected, only every 16th step drafts); *accepted
  * is the draft when smp picks it after hist (the session then holds it as well: its logits
  * follow it), else -1 (the session holds the chosen token, its logits follow that). */
 CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_mtp_decode(cortiq_mtp *d, const int32_t *hist,

@@ -18,7 +18,8 @@ struct cq_mtp_head {
 };
 
 /* Bind the head's norms and eh_proj when the header declares arch.mtp with a shared embedding
- * and lm_head (m->mtp stays NULL otherwise: the file runs without its head). */
+ * and lm_head and the file has model.mtp.eh_proj.weight (m->mtp stays NULL otherwise: the file
+ * runs without its head); the head's other tensors are then required. */
 cmf_status cq_mtp_load(cortiq_model *m, const cmf_arch *a, const char *path, cmf_err *err);
 /* After the layers are bound: the block is full attention and fits the main layers' MoE
  * scratch. */

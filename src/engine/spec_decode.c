@@ -20,7 +20,17 @@ struct cortiq_mtp {
     uint32_t row0;
     float *logits; /* [2, vocab] of a verify pass */
     uint64_t drafts, accepted;
+    /* recent acceptance (an exponential average over drafts) and the steps since the last
+     * draft: while drafts are mostly rejected, only every CQ_MTP_PROBE-th step drafts */
+    float recent;
+    uint32_t idle;
 };
+
+/* A verify pass costs more than one decode step (two tokens through every product, the head's
+ * block and lm_head): below this acceptance a draft costs more than it gains on any CPU
+ * measured (docs/HYBRID.md); a probe every CQ_MTP_PROBE steps notices when drafts agree again. */
+#define CQ_MTP_MIN_RATE 0.25f
+#define CQ_MTP_PROBE    16
 
 bool cortiq_model_has_mtp(const cortiq_model *m) {
     return m->mtp != NULL;
@@ -31,6 +41,7 @@ cmf_status cortiq_mtp_create(cortiq_session *s, cortiq_mtp **out, cmf_err *err) 
     cortiq_mtp *d = calloc(1, sizeof *d);
     if (!d) return cmf_err_set(err, CMF_E_NOMEM, "mtp", "state");
     d->s = s;
+    d->recent = 1.0f;
     cmf_status st = cq_mtp_state_create(s, &d->hd, err);
     if (st) return free(d), st;
     d->cap = 2;
@@ -173,6 +184,8 @@ cmf_status cortiq_mtp_decode(cortiq_mtp *d, const int32_t *hist, size_t n_hist, 
                            "history of %zu tokens: the session holds %u, want one more", n_hist, P);
     int32_t pair[2] = {hist[P], -1};
     speculate = speculate && P > 0 && (uint64_t)P + 2 <= s->ctx;
+    if (speculate && d->recent < CQ_MTP_MIN_RATE && ++d->idle < CQ_MTP_PROBE) speculate = false;
+    if (speculate) d->idle = 0;
     cmf_status st;
     if (speculate && (st = cortiq_mtp_draft(d, pair[0], &pair[1], err))) return st;
     size_t n = speculate ? 2 : 1;
@@ -189,7 +202,9 @@ cmf_status cortiq_mtp_decode(cortiq_mtp *d, const int32_t *hist, size_t n_hist, 
     d->n_rows += n;
     if (!speculate) return CMF_OK;
     d->drafts++;
-    if (cortiq_sampler_sample(smp, d->logits, hist, n_hist) == pair[1]) {
+    bool hit = cortiq_sampler_sample(smp, d->logits, hist, n_hist) == pair[1];
+    d->recent = 0.875f * d->recent + (hit ? 0.125f : 0.0f);
+    if (hit) {
         d->accepted++;
         d->tok[P + 1] = pair[1];
         d->n_tok = P + 2;

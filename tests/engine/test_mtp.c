@@ -8,7 +8,8 @@
  *  - speculative greedy decoding (cortiq_mtp_decode) token-identical to one-token greedy decode,
  *    at f32 and at q8 with the default activation mode, 1,200+ tokens per file kind in total;
  *    the agreeing heads' drafts accepted often (the accepted path), the random hybrid's
- *    rejected (the rollback of the KV cache and the Gated DeltaNet state); the first 64 tokens
+ *    rejected (the rollback of the KV cache and the Gated DeltaNet state; after the first few,
+ *    only every 16th step drafts); the first 64 tokens
  *    equal transformers' greedy;
  *  - through the runtime (cortiq_generate): replies with the head equal those without, over a
  *    chat turn that reuses the previous one's prefix. */
@@ -167,12 +168,12 @@ static void check_greedy(const char *fam, const char *quant, cortiq_model *m) {
         double rate = drafts ? (double)accepted / (double)drafts : 0;
         printf("%-22s %-4s drafts %4llu accepted %4llu (%.1f%%)\n", fam, quant,
                (unsigned long long)drafts, (unsigned long long)accepted, 100 * rate);
-        CHECK(drafts >= GEN / 3); /* one per step; a step adds one or two tokens */
+        CHECK(drafts >= 16); /* rejected drafts: then one every 16 steps */
         if (strstr(fam, "agree"))
             CHECK_MSG(rate > 0.4, "%s %s: agreeing head accepted %.2f", fam, quant, rate);
         else
-            CHECK_MSG(drafts - accepted > GEN / 2, "%s %s: random head: %llu rejections", fam,
-                      quant, (unsigned long long)(drafts - accepted));
+            CHECK_MSG(drafts - accepted >= 16, "%s %s: random head: %llu rejections", fam, quant,
+                      (unsigned long long)(drafts - accepted));
     }
     free(tokens), free(ref), free(plain), free(spec);
 }
