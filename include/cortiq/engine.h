@@ -321,6 +321,40 @@ CORTIQ_API int32_t cortiq_sampler_sample(cortiq_sampler *s, const float *logits,
 /* Argmax, lowest index on ties. */
 CORTIQ_API int32_t cortiq_argmax(const float *logits, uint32_t n);
 
+/* ---- speculative decoding with the MTP head (spec §2.1) ----
+ * A cortiq_mtp drives one session: every evaluation goes through it (cortiq_mtp_eval for a
+ * prompt, cortiq_mtp_decode per generated token) so that the head's own KV cache follows the
+ * session. The head drafts the token after next from the model's final normed hidden state
+ * (the output head's input) and the next token; cortiq_mtp_decode evaluates [token, draft] in
+ * one pass whose every token is computed exactly as its own decode step, keeps the draft when
+ * the sampler picks it, else rolls the KV cache and the Gated DeltaNet state back: the tokens
+ * chosen are exactly those of one-token decoding with the same deterministic sampler. */
+typedef struct cortiq_mtp cortiq_mtp;
+CORTIQ_API bool cortiq_model_has_mtp(const cortiq_model *m); /* arch.mtp with its tensors */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_mtp_create(cortiq_session *s, cortiq_mtp **out,
+                                                         cmf_err *err);
+CORTIQ_API void cortiq_mtp_free(cortiq_mtp *d); /* NULL allowed */
+/* cortiq_session_eval of n tokens at the session's position (after any truncation), also
+ * feeding the head. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_mtp_eval(cortiq_mtp *d, const int32_t *tokens,
+                                                       size_t n, cmf_err *err);
+/* The head's draft of the token after `next` (the token that follows the session's last):
+ * *draft, its logits [vocab] in cortiq_mtp_draft_logits. The session is unchanged. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_mtp_draft(cortiq_mtp *d, int32_t next, int32_t *draft,
+                                                        cmf_err *err);
+CORTIQ_API const float *cortiq_mtp_draft_logits(const cortiq_mtp *d);
+/* One decode step: hist[n_hist - 1] is the token just chosen (hist: every token of the session
+ * then that one). With speculate, it and the head's draft are evaluated together (while the
+ * recent drafts are mostly rejected, only every 16th step drafts); *accepted
+ * is the draft when smp picks it after hist (the session then holds it as well: its logits
+ * follow it), else -1 (the session holds the chosen token, its logits follow that). */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_mtp_decode(cortiq_mtp *d, const int32_t *hist,
+                                                         size_t n_hist, cortiq_sampler *smp,
+                                                         bool speculate, int32_t *accepted,
+                                                         cmf_err *err);
+/* Drafts evaluated and accepted since cortiq_mtp_create. */
+CORTIQ_API void cortiq_mtp_counts(const cortiq_mtp *d, uint64_t *drafts, uint64_t *accepted);
+
 #ifdef __cplusplus
 }
 #endif

@@ -48,6 +48,16 @@ CORTIQ_API void cortiq_runtime_free(cortiq_runtime *rt); /* NULL allowed */
 
 CORTIQ_API cortiq_model *cortiq_runtime_model(cortiq_runtime *rt);
 CORTIQ_API cortiq_session *cortiq_runtime_session(cortiq_runtime *rt);
+/* Speculative decoding with the file's MTP head (spec §2.1, cortiq/engine.h): on by default
+ * where the file has one; greedy generation (temperature <= 0) then evaluates each chosen token
+ * with the head's draft and keeps the draft when greedy picks it, so the reply is exactly the
+ * one-token decode's. Sampling with temperature > 0 never uses the head. Returns whether the
+ * head is in use after the call. */
+CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_runtime_set_mtp(cortiq_runtime *rt, bool on,
+                                                              cmf_err *err);
+/* Whether the head is in use; its drafts evaluated and accepted so far. */
+CORTIQ_API bool cortiq_runtime_mtp_counts(const cortiq_runtime *rt, uint64_t *drafts,
+                                          uint64_t *accepted);
 CORTIQ_API const cmf_tokenizer *cortiq_runtime_tokenizer(const cortiq_runtime *rt);
 CORTIQ_API bool cortiq_runtime_has_template(const cortiq_runtime *rt); /* false: ChatML fallback */
 

@@ -41,6 +41,9 @@ static void usage(void) {
         "  --no-huge-pages      keep the weights on the file's 4 KiB pages (default: in a chat,\n"
         "                       moved onto 2 MiB pages between turns where the kernel offers\n"
         "                       transparent huge pages; never during an answer)\n"
+        "  --mtp / --no-mtp     speculative decoding with the file's MTP head (spec 2.1; default\n"
+        "                       on where the file has one): greedy only, the reply is exactly\n"
+        "                       --no-mtp's; the stats line gives the drafts' acceptance rate\n"
         "  -t, --threads N      compute threads (default: all cores)\n"
         "  --verify             check every tensor's hash64 before computing (reads the whole\n"
         "                       file once); without it, open checks the metadata's hashes only\n"
@@ -78,7 +81,7 @@ static char *read_prompt_file(const char *path) {
 
 int cmd_run(int argc, char **argv) {
     const char *path = NULL, *prompt = NULL, *system = NULL, *task = NULL;
-    int raw = 0;
+    int raw = 0, mtp = -1; /* mtp: -1 default (on where the file has a head), 0 off, 1 asked */
     cortiq_generate_params gp;
     cortiq_generate_defaults(&gp);
     cortiq_runtime_opts ro = {0};
@@ -161,6 +164,10 @@ int cmd_run(int argc, char **argv) {
             ro.threads = (unsigned)u;
         } else if (!strcmp(a, "--f32-act"))
             ro.act = CORTIQ_ACT_F32;
+        else if (!strcmp(a, "--mtp"))
+            mtp = 1;
+        else if (!strcmp(a, "--no-mtp"))
+            mtp = 0;
         else if (!strcmp(a, "--no-huge-pages"))
             ro.no_huge_pages = 1;
         else if (!strcmp(a, "--verify"))
@@ -241,7 +248,19 @@ int cmd_run(int argc, char **argv) {
     if (ctx_wanted && ctx_wanted != ctx)
         fprintf(stderr, "cortiq run: --ctx %llu is more than the model's %u positions; using %u\n",
                 (unsigned long long)ctx_wanted, ctx, ctx);
-    run_out out = {.stops = stops, .n_stops = n_stops};
+    if (mtp == 0 && (st = cortiq_runtime_set_mtp(rt, false, &err))) cli_error(&err);
+    uint64_t d0, a0;
+    bool drafting = cortiq_runtime_mtp_counts(rt, &d0, &a0);
+    if (mtp == 1 && !drafting)
+        fprintf(stderr, "cortiq run: --mtp: %s has no MTP head (arch.mtp, spec 2.1)\n", path);
+    if (drafting && gp.sampler.temperature > 0)
+        fprintf(stderr,
+                "cortiq run: the MTP head drafts for greedy decoding only (--greedy / --temp 0); "
+                "sampling at temperature %g runs without it\n",
+                (double)gp.sampler.temperature);
+    run_out out = {.stops = stops,
+                   .n_stops = n_stops,
+                   .rt = drafting && gp.sampler.temperature <= 0 ? rt : NULL};
     if (prompt && raw)
         st = run_raw(rt, prompt, &gp, &out, &err);
     else if (prompt) {

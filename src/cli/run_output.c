@@ -96,15 +96,23 @@ void run_out_free(run_out *o) {
     o->cap = 0;
 }
 
-void run_print_stats(const run_out *o, const cortiq_generate_stats *s) {
+void run_print_stats(run_out *o, const cortiq_generate_stats *s) {
     size_t pre = s->prompt_tokens - s->cached_tokens;
+    char mtp[96] = "";
+    uint64_t drafts, accepted;
+    if (o->rt && cortiq_runtime_mtp_counts(o->rt, &drafts, &accepted)) {
+        uint64_t d = drafts - o->mtp_drafts, a = accepted - o->mtp_accepted;
+        snprintf(mtp, sizeof mtp, " | MTP %llu of %llu drafts accepted (%.1f%%)",
+                 (unsigned long long)a, (unsigned long long)d, d ? 100.0 * (double)a / d : 0.0);
+        o->mtp_drafts = drafts, o->mtp_accepted = accepted;
+    }
     const char *finish = o->stopped       ? "stop string"
                          : o->interrupted ? "interrupted"
                                           : cortiq_finish_name(s->finish);
     fprintf(stderr,
             "[prompt %zu tokens (%zu cached), prefill %.1f tok/s | generated %zu tokens, decode "
-            "%.1f tok/s | finish %s]\n",
+            "%.1f tok/s%s | finish %s]\n",
             s->prompt_tokens, s->cached_tokens,
             s->prefill_seconds > 0 ? pre / s->prefill_seconds : 0.0, s->generated_tokens,
-            s->decode_seconds > 0 ? s->generated_tokens / s->decode_seconds : 0.0, finish);
+            s->decode_seconds > 0 ? s->generated_tokens / s->decode_seconds : 0.0, mtp, finish);
 }

@@ -21,6 +21,10 @@ typedef struct run_out {
     bool stopped;   /* a stop string ended the answer (not printed) */
     bool interrupted;
     char last; /* the last byte printed */
+    /* the runtime whose MTP drafts the stats line counts (NULL: none), and its counts at the
+     * previous stats line */
+    const cortiq_runtime *rt;
+    uint64_t mtp_drafts, mtp_accepted;
 } run_out;
 
 /* Start an answer. */
@@ -33,7 +37,8 @@ int run_out_piece(void *user, const char *text, size_t len);
 void run_out_end(run_out *o, char *reply);
 void run_out_free(run_out *o);
 
-/* "[prompt N tokens (C cached), prefill ... | generated ... | finish F]" on stderr. */
-void run_print_stats(const run_out *o, const cortiq_generate_stats *s);
+/* "[prompt N tokens (C cached), prefill ... | generated ... | MTP ... | finish F]" on stderr
+ * (the MTP part where o->rt drafts with its head: this answer's drafts and acceptance rate). */
+void run_print_stats(run_out *o, const cortiq_generate_stats *s);
 
 #endif

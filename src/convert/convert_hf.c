@@ -13,6 +13,7 @@
 #include "convert/defrag_hf.h"
 #include "convert/hf_header.h"
 #include "convert/hf_names.h"
+#include "convert/mtp_names.h"
 #include "convert/masks_dir.h"
 #include "cortiq/safetensors.h"
 #include "cortiq/converter.h"
@@ -139,6 +140,42 @@ static cmf_status check_shapes(const hf_names *st, json_t *arch, const char *dir
     return CMF_OK;
 }
 
+/* An MTP head (spec §2.1) under its canonical names model.mtp.*, copies of the shared embedding
+ * and lm_head dropped, and arch.mtp declared; *names (NULL-terminated) owns the new names. */
+static cmf_status mtp_rename(json_t *cfg, json_t *arch, cmf_convert_source *src, size_t *n,
+                             char ***names, const char *dir, cmf_err *err) {
+    int64_t n_mtp = cq_mtp_config_layers(cfg), layers = cfg_int(arch, "num_layers", 0);
+    if (n_mtp <= 0) return CMF_OK;
+    *names = calloc(*n + 1, sizeof **names);
+    if (!*names) return cmf_err_set(err, CMF_E_NOMEM, dir, "MTP tensor names");
+    size_t kept = 0, renamed = 0;
+    bool have_proj = false;
+    for (size_t i = 0; i < *n; i++) {
+        bool drop;
+        char *c = cq_mtp_canonical(src[i].name, layers, n_mtp, &drop);
+        if (drop) continue;
+        if (c) {
+            (*names)[renamed++] = c;
+            src[i].name = c;
+            have_proj |= !strcmp(c, "model.mtp.eh_proj.weight");
+        }
+        src[kept++] = src[i];
+    }
+    *n = kept;
+    if (!renamed) return CMF_OK; /* declared but not shipped (a checkpoint without its head) */
+    if (!have_proj)
+        return cmf_err_set(err, CMF_E_NOT_FOUND, dir,
+                           "config declares %lld MTP layer(s) and the checkpoint has MTP tensors, "
+                           "but no eh_proj (mtp.fc / eh_proj) among them",
+                           (long long)n_mtp);
+    json_t *m = json_object();
+    json_object_set_new(m, "num_layers", json_integer(n_mtp));
+    json_object_set_new(m, "share_lm_head", json_true());
+    json_object_set_new(m, "share_embed", json_true());
+    json_object_set_new(arch, "mtp", m);
+    return CMF_OK;
+}
+
 cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *masks_dir,
                           const cmf_convert_opts *opts, cmf_convert_stats *stats, cmf_err *err) {
     cmf_convert_opts d;
@@ -152,6 +189,7 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
     uint8_t *vocab = NULL, *masks = NULL;
     size_t vocab_len = 0, masks_len = 0;
     char *hjson = NULL;
+    char **mtp_names = NULL; /* the canonical names of an MTP head's tensors (owned) */
     cmf_status s = hf_build_header(dir, quant_label(opts), opts->quant, &hdr, &cfg, err);
     if (s) goto out;
     if ((s = cmf_st_open(dir, &st, err))) goto out;
@@ -204,6 +242,7 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
         src[i].user = &ss[i];
         src[i].source_bytes = t->nbytes;
     }
+    if ((s = mtp_rename(cfg, arch, src, &n, &mtp_names, dir, err))) goto out;
     if (opts->defrag_dir && (s = cq_defrag_hf_apply(opts->defrag_dir, hdr, src, n, &defrag, err)))
         goto out;
     cmf_convert_sort_canonical(src, n);
@@ -215,6 +254,9 @@ cmf_status cmf_convert_hf(const char *dir, const char *out_path, const char *mas
     s = cmf_convert_run(out_path, hjson, src, n, vocab, vocab_len, masks, masks_len, opts, stats,
                         err);
 out:
+    for (size_t i = 0; mtp_names && mtp_names[i]; i++)
+        free(mtp_names[i]);
+    free(mtp_names);
     free(hjson);
     free(src);
     cq_defrag_hf_free(defrag);

@@ -71,6 +71,9 @@ typedef struct layer_pass {
     /* non-NULL: a batched decode step (cortiq_session_eval_batch): token t is the next token of
      * session rows[t], at its position, in its KV cache; s (rows[0]) lends its scratch */
     cortiq_session *const *rows;
+    /* a speculative verify (cq_session_eval_spec): every product and attention one token at a
+     * time, so that each token's result equals its decode step's bit for bit */
+    bool each;
 } layer_pass;
 
 /* xn = rmsnorm(x), the attention's input. */
@@ -220,7 +223,8 @@ static void each_token(const layer_pass *L, cq_token_fn step) {
 
 /* y = W x for every token of the chunk. */
 static void matmul(const layer_pass *L, const cmf_qmat *w, const float *x, float *y) {
-    cq_matmul mm = {.p = {{.w = w, .y = y}}, .np = 1, .x = x, .n = L->n, .each = L->rows};
+    cq_matmul mm = {
+        .p = {{.w = w, .y = y}}, .np = 1, .x = x, .n = L->n, .each = L->rows || L->each};
     cq_matmul_after(&L->s->sched, NULL, NULL, &mm);
 }
 
@@ -229,16 +233,19 @@ static void attention(const layer_pass *L) {
     bool packed = L->tm && L->tm->q_packed; /* the task's active heads only (task_mask.h) */
     uint32_t nq = packed ? L->tm->n_heads_on : L->y->n_heads;
     const uint32_t *kv_first = packed ? L->tm->kv_first : NULL;
-    if (!L->rows) {
+    if (!L->rows && !L->each) {
         cq_attention_run(&s->attn, s->m, L->y, L->kv, s->q, s->att, L->n, L->pos0, nq, kv_first);
         return;
     }
-    /* a batched decode step: each token over its own session's cache, as it would alone */
+    /* a batched decode step (each token over its own session's cache) or a verify (each token
+     * at its position in this cache): every token as it would run alone */
     size_t qd = (size_t)nq * s->m->head_dim;
     for (size_t t = 0; t < L->n; t++) {
-        cortiq_session *r = L->rows[t];
-        cq_attention_run(&r->attn, s->m, L->y, &r->kv[L->l], s->q + t * qd, s->att + t * qd, 1,
-                         r->pos, nq, kv_first);
+        cortiq_session *r = L->rows ? L->rows[t] : s;
+        cq_kv_layer *kv = L->rows ? &r->kv[L->l] : L->kv;
+        uint32_t pos = L->rows ? r->pos : L->pos0 + (uint32_t)t;
+        cq_attention_run(&r->attn, s->m, L->y, kv, s->q + t * qd, s->att + t * qd, 1, pos, nq,
+                         kv_first);
     }
 }
 
@@ -255,7 +262,7 @@ static void qkv_after(const layer_pass *L, cq_token_fn step) {
                      .np = y->out_gate ? 4 : 3,
                      .x = s->xn,
                      .n = L->n,
-                     .each = L->rows};
+                     .each = L->rows || L->each};
     cq_matmul_after(&s->sched, step, L, &qkv);
 }
 
@@ -268,7 +275,7 @@ static void gate_up_after(const layer_pass *L, cq_token_fn step, const cmf_qmat 
                          .x = s->xn,
                          .n = L->n,
                          .glu = true,
-                         .each = L->rows};
+                         .each = L->rows || L->each};
     cq_matmul_after(&s->sched, step, L, &gate_up);
 }
 
@@ -342,9 +349,22 @@ static void moe_block(const layer_pass *L, cq_token_fn make_input) {
     cq_moe_ffn(&io, L->y->moe, L->n, make_input, L);
 }
 
+/* One block over the chunk: token mixer, FFN, their residual adds. */
+static void block_forward(const layer_pass *L) {
+    if (L->y->gdn) /* o = token_mixer(rmsnorm(x)) */
+        gdn_block(L, attn_norm);
+    else
+        attention_block(L, attn_norm);
+    if (L->y->moe) /* x += post_attn_norm(o); o = ffn(rmsnorm(x)) */
+        moe_block(L, attn_residual_ffn_norm);
+    else
+        ffn_block(L, attn_residual_ffn_norm);
+    each_token(L, ffn_residual); /* x += post_ffn_norm(o) */
+}
+
 /* Layer l for the chunk's n tokens at positions pos0 .. pos0 + n - 1 (rows of s->x). */
 static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0,
-                          cortiq_session *const *rows) {
+                          cortiq_session *const *rows, bool each) {
     const cq_layer_task *tm = s->task ? &s->task->layers[l] : NULL;
     if (tm && tm->off) return; /* gated off by the task mask: the residual passes through */
     const layer_pass L = {.s = s,
@@ -354,16 +374,22 @@ static void layer_forward(cortiq_session *s, uint32_t l, size_t n, uint32_t pos0
                           .pos0 = pos0,
                           .tm = tm,
                           .l = l,
-                          .rows = rows};
-    if (L.y->gdn) /* o = token_mixer(rmsnorm(x)) */
-        gdn_block(&L, attn_norm);
-    else
-        attention_block(&L, attn_norm);
-    if (L.y->moe) /* x += post_attn_norm(o); o = ffn(rmsnorm(x)) */
-        moe_block(&L, attn_residual_ffn_norm);
-    else
-        ffn_block(&L, attn_residual_ffn_norm);
-    each_token(&L, ffn_residual); /* x += post_ffn_norm(o) */
+                          .rows = rows,
+                          .each = each};
+    block_forward(&L);
+}
+
+void cq_block_forward(cortiq_session *s, const cq_layer *y, cq_kv_layer *kv, size_t n,
+                      uint32_t pos0) {
+    /* the per-layer hooks of the main layers (statistics, expert restrictions and counters)
+     * are indexed by layer: off for a block outside them */
+    cortiq_act_stats *stats = s->stats;
+    const uint8_t **allow = s->expert_allow;
+    uint64_t **counts = s->moe.counts;
+    s->stats = NULL, s->expert_allow = NULL, s->moe.counts = NULL;
+    const layer_pass L = {.s = s, .y = y, .kv = kv, .n = n, .pos0 = pos0, .l = s->m->n_layers};
+    block_forward(&L);
+    s->stats = stats, s->expert_allow = allow, s->moe.counts = counts;
 }
 
 /* ---- embeddings and head ---- */
@@ -389,11 +415,15 @@ static void logit_post(const cortiq_model *m, float *logits) {
             logits[i] = tanhf(logits[i] / m->final_softcap) * m->final_softcap;
 }
 
-static void head_forward(cortiq_session *s, const float *x, float *logits) {
+void cq_head_forward(cortiq_session *s, const float *x, const float *norm, float *logits) {
     cortiq_model *m = s->m;
-    rmsnorm(s->xn, x, m->final_norm, m->hidden, m->eps);
+    rmsnorm(s->xn, x, norm, m->hidden, m->eps);
     cq_matmul_one(&s->sched, &m->head, s->xn, 1, logits);
     logit_post(m, logits);
+}
+
+static void head_forward(cortiq_session *s, const float *x, float *logits) {
+    cq_head_forward(s, x, s->m->final_norm, logits);
 }
 
 /* n tokens fit the session's context and are ids of the vocabulary. */
@@ -411,10 +441,17 @@ static cmf_status check_tokens(const cortiq_session *s, const int32_t *tokens, s
     return CMF_OK;
 }
 
+static bool has_moe(const cortiq_model *m) {
+    for (uint32_t l = 0; l < m->n_layers; l++)
+        if (m->layers[l].moe) return true;
+    return false;
+}
+
 /* The forward pass of cortiq_session_eval. hidden (may be NULL) receives each token's final
  * normed hidden state, the output head's input; pooled (may be NULL) gets their sum added. */
 static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
-                               float *all_logits, float *hidden, float *pooled, cmf_err *err) {
+                               float *all_logits, float *hidden, float *pooled, bool each,
+                               cmf_err *err) {
     cortiq_model *m = s->m;
     if (n == 0) return CMF_OK;
     cmf_status st = check_tokens(s, tokens, n, err);
@@ -425,11 +462,12 @@ static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t 
     if (ckpt) cq_gdn_checkpoint(&s->gdn, s->pos);
     for (size_t done = 0; done < n;) {
         size_t b = n - done < CQ_BATCH ? n - done : CQ_BATCH;
+        if (each && (has_moe(m) || s->gdn.floats)) b = 1; /* batched inside */
         if (ckpt && done + b == n && b > 1) b--; /* the last token alone, after a checkpoint */
         if (ckpt && done == n - 1) cq_gdn_checkpoint(&s->gdn, s->pos);
         embed(s, tokens + done, b);
         for (uint32_t l = 0; l < m->n_layers; l++)
-            layer_forward(s, l, b, s->pos, NULL);
+            layer_forward(s, l, b, s->pos, NULL, each);
         if (all_logits)
             for (size_t t = 0; t < b; t++)
                 head_forward(s, s->x + t * m->hidden, all_logits + (done + t) * m->vocab);
@@ -457,14 +495,14 @@ static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t 
 
 cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens, size_t n,
                                float *all_logits, cmf_err *err) {
-    return session_eval(s, tokens, n, all_logits, NULL, NULL, err);
+    return session_eval(s, tokens, n, all_logits, NULL, NULL, false, err);
 }
 
 cmf_status cortiq_session_eval_hidden(cortiq_session *s, const int32_t *tokens, size_t n,
                                       float *hidden, cmf_err *err) {
     if (!hidden && n)
         return cmf_err_set(err, CMF_E_INVALID_ARG, "session", "hidden is NULL for %zu tokens", n);
-    return session_eval(s, tokens, n, NULL, hidden, NULL, err);
+    return session_eval(s, tokens, n, NULL, hidden, NULL, false, err);
 }
 
 cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, uint32_t last,
@@ -479,7 +517,7 @@ cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, 
         size_t b = n - done < CQ_BATCH ? n - done : CQ_BATCH;
         embed(s, tokens + done, b);
         for (uint32_t l = 0; l <= last; l++)
-            layer_forward(s, l, b, s->pos, NULL);
+            layer_forward(s, l, b, s->pos, NULL, false);
         for (size_t t = 0; t < b; t++)
             for (uint32_t i = 0; i < m->hidden; i++)
                 sum[i] += s->x[t * m->hidden + i];
@@ -491,7 +529,12 @@ cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, 
 
 cmf_status cortiq_session_eval_pooled(cortiq_session *s, const int32_t *tokens, size_t n,
                                       float *pooled, cmf_err *err) {
-    return session_eval(s, tokens, n, NULL, NULL, pooled, err);
+    return session_eval(s, tokens, n, NULL, NULL, pooled, false, err);
+}
+
+cmf_status cq_session_eval_spec(cortiq_session *s, const int32_t *tokens, size_t n,
+                                float *all_logits, float *hidden, cmf_err *err) {
+    return session_eval(s, tokens, n, all_logits, hidden, NULL, true, err);
 }
 
 /* The final norm of token t of a batched decode step (rows of the lending session). */
@@ -554,7 +597,7 @@ cmf_status cortiq_session_eval_batch(cortiq_session *const *sessions, const int3
     if (!logits) return cmf_err_set(err, CMF_E_NOMEM, "session", "batched decode logits");
     embed(s, tokens, n);
     for (uint32_t l = 0; l < m->n_layers; l++)
-        layer_forward(s, l, n, 0, sessions);
+        layer_forward(s, l, n, 0, sessions, false);
     cq_each_token(&s->sched, n, final_norm_row, s);
     cq_matmul head = {
         .p = {{.w = &m->head, .y = logits}}, .np = 1, .x = s->xn, .n = n, .each = true};

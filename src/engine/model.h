@@ -22,7 +22,8 @@
 
 typedef enum { CQ_ACT_SILU, CQ_ACT_GELU_TANH } cq_act;
 
-typedef struct cq_gdn cq_gdn; /* a Gated DeltaNet layer's weights (gdn.h) */
+typedef struct cq_gdn cq_gdn;           /* a Gated DeltaNet layer's weights (gdn.h) */
+typedef struct cq_mtp_head cq_mtp_head; /* the multi-token-prediction head (mtp.h) */
 
 /* One routed expert: a gated MLP of its own width; each matrix keeps its own dtype. */
 typedef struct cq_expert {
@@ -89,7 +90,8 @@ struct cortiq_model {
     cq_act act;
     cmf_qmat embed, head;
     float *final_norm;
-    cq_layer *layers;
+    cq_layer *layers;  /* n_layers, then the MTP head's block when mtp is set */
+    cq_mtp_head *mtp;  /* arch.mtp (spec §2.1): its norms and eh_proj; NULL when absent */
     float *freq_store; /* all inv_freq tables */
     uint64_t weight_bytes;
     unsigned kflags;   /* cmf_matmul_ex flags for every product (CMF_KF_INT8_ACT or 0) */

@@ -11,6 +11,7 @@
 #include "cortiq/quant.h"
 #include "engine/gdn.h"
 #include "engine/model.h"
+#include "engine/mtp.h"
 #include "engine/skill_overlay.h"
 
 typedef struct loader {
@@ -20,9 +21,22 @@ typedef struct loader {
     cmf_status overlay_st; /* a blended tensor that could not be built */
 } loader;
 
+/* The MTP head's block (spec §2.1) loads as layer n_layers: its tensors are named
+ * model.mtp.layers.0.* where the main layers' are model.layers.{l}.* */
+static const char *block_name(const cortiq_model *m, const char *name, char *buf, size_t size) {
+    unsigned long l;
+    int used = 0;
+    if (!m->mtp || sscanf(name, "model.layers.%lu.%n", &l, &used) != 1 || !used || l != m->n_layers)
+        return name;
+    snprintf(buf, size, "model.mtp.layers.0.%s", name + used);
+    return buf;
+}
+
 /* Every tensor goes through the skill overlay (spec §9 tensor-source indirection). */
 static const cmf_tensor *lookup(loader *L, const char *name) {
     cmf_status st;
+    char buf[320];
+    name = block_name(L->m, name, buf, sizeof buf);
     const cmf_tensor *t = cq_overlay_find(L->m, name, &st, L->overlay_st ? NULL : L->err);
     if (st && !L->overlay_st) L->overlay_st = st;
     return t;
@@ -36,10 +50,11 @@ static const cmf_tensor *find(loader *L, const char *fmt, int layer) {
 
 static cmf_status missing(loader *L, const char *fmt, int layer) {
     if (L->overlay_st) return L->overlay_st;
-    char name[256];
+    char name[256], buf[320];
     snprintf(name, sizeof name, fmt, layer);
     return cmf_err_set(L->err, CMF_E_NOT_FOUND, L->path,
-                       "tensor '%s' is required by this model but absent", name);
+                       "tensor '%s' is required by this model but absent",
+                       block_name(L->m, name, buf, sizeof buf));
 }
 
 /* A matrix view [rows, cols] with the expected shape (rows 0 = any). */
@@ -280,18 +295,20 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
     float add = a->norm_style == CMF_NORM_GEMMA ? 1.0f : 0.0f;
     uint32_t full_rot = (uint32_t)(m->head_dim * a->partial_rotary_factor) & ~1u;
     uint32_t local_rot = (uint32_t)(m->head_dim * a->local_partial_rotary_factor) & ~1u;
-    m->freq_store = calloc((size_t)m->n_layers * m->head_dim, sizeof(float));
+    uint32_t n_blocks = m->n_layers + (m->mtp ? 1 : 0); /* the MTP block last (mtp.h) */
+    m->freq_store = calloc((size_t)n_blocks * m->head_dim, sizeof(float));
     if (!m->freq_store) return cmf_err_set(L->err, CMF_E_NOMEM, L->path, "rope tables");
     bool tagged_sliding = false;
     for (size_t l = 0; l < a->n_layer_types; l++)
         tagged_sliding |= a->layer_types[l] == CMF_LAYER_SLIDING_ATTENTION;
-    for (uint32_t l = 0; l < m->n_layers; l++) {
+    for (uint32_t l = 0; l < n_blocks; l++) {
         cq_layer *y = &m->layers[l];
         int li = (int)l;
+        bool is_main = l < m->n_layers; /* else the MTP block: full attention, the model's heads */
         /* sliding_window_pattern P without sliding tags: every P-th layer is global */
-        if (!tagged_sliding && a->sliding_window_pattern > 0 && m->sliding_window)
+        if (is_main && !tagged_sliding && a->sliding_window_pattern > 0 && m->sliding_window)
             y->sliding = (l + 1) % (uint64_t)a->sliding_window_pattern != 0;
-        if (a->n_layer_types) {
+        if (is_main && a->n_layer_types) {
             cmf_layer_type t = a->layer_types[l];
             if (t == CMF_LAYER_OTHER)
                 return cmf_err_set(L->err, CMF_E_UNSUPPORTED, L->path,
@@ -307,7 +324,7 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
             return cmf_err_set(L->err, CMF_E_PARSE, L->path,
                                "layer %u is SlidingAttention but arch.sliding_window is absent", l);
         y->n_heads = m->n_heads;
-        if (a->n_heads_per_layer) {
+        if (is_main && a->n_heads_per_layer) {
             if ((st = cap(L, "attention_heads_per_layer[]", a->attention_heads_per_layer[l], 1,
                           CQ_MAX_HEADS, &y->n_heads)))
                 return st;
@@ -473,7 +490,8 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     const cmf_tensor *fn = lookup(L, "model.norm.weight");
     if (!fn) return missing(L, "model.norm.weight", 0);
     if ((st = load_vec(L, fn, m->hidden, add, &m->final_norm))) return st;
-    m->layers = calloc(m->n_layers, sizeof *m->layers);
+    if ((st = cq_mtp_load(m, a, path, L->err))) return st;
+    m->layers = calloc(m->n_layers + (m->mtp ? 1 : 0), sizeof *m->layers);
     if (!m->layers) return cmf_err_set(L->err, CMF_E_NOMEM, path, "layers");
     const cmf_rope_scaling *rs = &a->rope_scaling;
     if (rs->present && rs->type && strcmp(rs->type, "default") && strcmp(rs->type, "linear") &&
@@ -484,6 +502,7 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
             rs->type);
     if ((st = load_layers(L, a))) return st;
     if (L->overlay_st) return L->overlay_st;
+    if (m->mtp && (st = cq_mtp_check(m, path, L->err))) return st;
     unsigned threads = o && o->threads ? o->threads : 0;
     cortiq_act_mode act = o ? o->act : CORTIQ_ACT_DEFAULT;
     if ((unsigned)act >= CORTIQ_ACT_COUNT)
@@ -525,7 +544,7 @@ cmf_status cortiq_model_load(const char *path, const cortiq_load_opts *opts, cor
 
 void cortiq_model_free(cortiq_model *m) {
     if (!m) return;
-    for (uint32_t l = 0; m->layers && l < m->n_layers; l++) {
+    for (uint32_t l = 0; m->layers && l < m->n_layers + (m->mtp ? 1 : 0); l++) {
         cq_layer *y = &m->layers[l];
         cmf_qmat *mats[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgp, &y->wg, &y->wu, &y->wd};
         for (int k = 0; k < 8; k++)
@@ -550,6 +569,7 @@ void cortiq_model_free(cortiq_model *m) {
     free(m->task_warned);
     free(m->layers);
     free(m->final_norm);
+    cq_mtp_free(m->mtp);
     free(m->freq_store);
     cq_pool_free(m->pool);
     cmf_close(m->file);

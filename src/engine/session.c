@@ -77,7 +77,8 @@ cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_typ
     s->m = m;
     s->ctx = ctx;
     s->kv_type = kv;
-    for (uint32_t l = 0; l < m->n_layers; l++) {
+    uint32_t n_blocks = m->n_layers + (m->mtp ? 1 : 0); /* the MTP block runs on this scratch */
+    for (uint32_t l = 0; l < n_blocks; l++) {
         if (m->layers[l].ffn > s->max_ffn) s->max_ffn = m->layers[l].ffn;
         uint32_t qd = m->layers[l].n_heads * m->head_dim;
         if (qd > s->max_qd) s->max_qd = qd;
@@ -86,6 +87,7 @@ cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_typ
     if (moe_ffn > s->max_ffn) s->max_ffn = moe_ffn;
     size_t in_cols = m->hidden > s->max_qd ? m->hidden : s->max_qd; /* widest product input */
     if (s->max_ffn > in_cols) in_cols = s->max_ffn;
+    if (m->mtp && 2 * (size_t)m->hidden > in_cols) in_cols = 2 * (size_t)m->hidden; /* eh_proj */
     for (uint32_t l = 0; l < m->n_layers; l++)
         if (m->layers[l].gdn && m->layers[l].gdn->value_dim > in_cols)
             in_cols = m->layers[l].gdn->value_dim;

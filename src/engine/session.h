@@ -54,6 +54,18 @@ struct cortiq_session {
  * KV entries are left unwritten: reset the session before generating with it. */
 cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, uint32_t last,
                             double *sum, cmf_err *err);
+/* cortiq_session_eval that also fills hidden[n x hidden] with each token's final normed hidden
+ * state, computing every token as its own decode step would (one-token kernels, bit for bit):
+ * the verify step of speculative decoding (src/runtime/spec_decode.c). */
+cmf_status cq_session_eval_spec(cortiq_session *s, const int32_t *tokens, size_t n,
+                                float *all_logits, float *hidden, cmf_err *err);
+/* A block outside the main layers (the MTP head's, mtp.h) over n rows of s->x at positions
+ * pos0 .. pos0 + n - 1 with its own KV cache kv; the rows of s->x are updated in place. */
+void cq_block_forward(cortiq_session *s, const cq_layer *y, cq_kv_layer *kv, size_t n,
+                      uint32_t pos0);
+/* logits[vocab] = output head (rmsnorm(x) * norm), with the model's logit scaling. */
+void cq_head_forward(cortiq_session *s, const float *x, const float *norm, float *logits);
+
 /* cortiq_session_set_task with no_gather: every masked layer computed densely with the
  * inactive activations zeroed (tests compare the gathered path against it). */
 cmf_status cq_session_set_task(cortiq_session *s, const char *name, bool no_gather, cmf_err *err);

@@ -22,6 +22,7 @@ struct cortiq_runtime {
     size_t n_eos;
     int32_t *hist; /* tokens evaluated in the session, in order */
     size_t n_hist;
+    cortiq_mtp *mtp; /* speculative decoding with the MTP head; NULL = off */
 };
 
 static double now_s(void) {
@@ -106,6 +107,7 @@ cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts
     }
     if (!st && !(rt->hist = malloc((size_t)cortiq_session_ctx(rt->session) * sizeof *rt->hist)))
         st = cmf_err_set(err, CMF_E_NOMEM, path, "runtime");
+    if (!st) st = cortiq_runtime_set_mtp(rt, true, err);
     if (st) {
         cortiq_runtime_free(rt);
         return st;
@@ -116,6 +118,7 @@ cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts
 
 void cortiq_runtime_free(cortiq_runtime *rt) {
     if (!rt) return;
+    cortiq_mtp_free(rt->mtp);
     cortiq_session_free(rt->session);
     cortiq_model_free(rt->model);
     cmf_tokenizer_free(rt->tok);
@@ -129,6 +132,23 @@ void cortiq_runtime_free(cortiq_runtime *rt) {
 cortiq_model *cortiq_runtime_model(cortiq_runtime *rt) {
     return rt->model;
 }
+cmf_status cortiq_runtime_set_mtp(cortiq_runtime *rt, bool on, cmf_err *err) {
+    if (!on || !cortiq_model_has_mtp(rt->model)) {
+        cortiq_mtp_free(rt->mtp);
+        rt->mtp = NULL;
+        return CMF_OK;
+    }
+    if (rt->mtp) return CMF_OK;
+    rt->n_hist = 0; /* the head has seen none of the session: the next prompt runs in full */
+    return cortiq_mtp_create(rt->session, &rt->mtp, err);
+}
+
+bool cortiq_runtime_mtp_counts(const cortiq_runtime *rt, uint64_t *drafts, uint64_t *accepted) {
+    *drafts = *accepted = 0;
+    if (rt->mtp) cortiq_mtp_counts(rt->mtp, drafts, accepted);
+    return rt->mtp != NULL;
+}
+
 cortiq_session *cortiq_runtime_session(cortiq_runtime *rt) {
     return rt->session;
 }
@@ -207,8 +227,11 @@ cmf_status cortiq_generate(cortiq_runtime *rt, const int32_t *prompt, size_t n_p
     rt->n_hist = k;
     s.prompt_tokens = n_prompt;
     s.cached_tokens = k;
+    /* greedy generation drafts with the MTP head (spec §2.1); the head sees every evaluation */
+    bool greedy = p->sampler.temperature <= 0;
     double t0 = now_s();
-    cmf_status st = cortiq_session_eval(rt->session, prompt + k, n_prompt - k, NULL, err);
+    cmf_status st = rt->mtp ? cortiq_mtp_eval(rt->mtp, prompt + k, n_prompt - k, err)
+                            : cortiq_session_eval(rt->session, prompt + k, n_prompt - k, NULL, err);
     if (st) return st;
     memcpy(rt->hist + k, prompt + k, (n_prompt - k) * sizeof *prompt);
     rt->n_hist = n_prompt;
@@ -220,13 +243,16 @@ cmf_status cortiq_generate(cortiq_runtime *rt, const int32_t *prompt, size_t n_p
     if ((st = cortiq_sampler_create(&p->sampler, vocab, &smp, err))) return st;
     if ((st = cmf_detok_stream_create(rt->tok, true, &ds, err))) goto out;
     t0 = now_s();
+    int32_t ready = -1; /* an accepted draft: evaluated (last of hist), not yet emitted */
     for (;;) {
         if (p->max_tokens && s.generated_tokens >= p->max_tokens) {
             s.finish = CORTIQ_FINISH_LENGTH;
             break;
         }
-        int32_t t =
-            cortiq_sampler_sample(smp, cortiq_session_logits(rt->session), rt->hist, rt->n_hist);
+        int32_t t = ready >= 0 ? ready
+                               : cortiq_sampler_sample(smp, cortiq_session_logits(rt->session),
+                                                       rt->hist, rt->n_hist);
+        bool evaluated = ready >= 0;
         if (is_eos(rt, t)) {
             s.finish = CORTIQ_FINISH_EOS;
             break;
@@ -253,12 +279,32 @@ cmf_status cortiq_generate(cortiq_runtime *rt, const int32_t *prompt, size_t n_p
             s.finish = CORTIQ_FINISH_STOPPED;
             break;
         }
+        if (evaluated) {
+            ready = -1;
+            continue;
+        }
         if (rt->n_hist + 1 >= ctx) {
             s.finish = CORTIQ_FINISH_CONTEXT;
             break;
         }
+        if (rt->mtp) {
+            /* draft only while a second token may still follow this one */
+            bool more = greedy && (!p->max_tokens || s.generated_tokens < p->max_tokens) &&
+                        rt->n_hist + 2 < ctx;
+            rt->hist[rt->n_hist] = t;
+            if ((st = cortiq_mtp_decode(rt->mtp, rt->hist, rt->n_hist + 1, smp, more, &ready, err)))
+                break;
+            rt->n_hist++;
+            if (ready >= 0) rt->hist[rt->n_hist++] = ready;
+            continue;
+        }
         if ((st = cortiq_session_eval(rt->session, &t, 1, NULL, err))) break;
         rt->hist[rt->n_hist++] = t;
+    }
+    if (ready >= 0) { /* an accepted draft not emitted (stop, eos, length): drop it, as
+                       * one-token decode never evaluates such a token */
+        cortiq_session_truncate(rt->session, (uint32_t)(rt->n_hist - 1));
+        rt->n_hist = cortiq_session_pos(rt->session);
     }
     s.decode_seconds = now_s() - t0;
 out:
