@@ -13,7 +13,7 @@
 #include "engine/session.h"
 
 /* ---- elementwise ops ---- */
-static void rmsnorm(float *out, const float *x, const float *w, uint32_t n, float eps) {
+void cq_rmsnorm(float *out, const float *x, const float *w, uint32_t n, float eps) {
     double ss = 0;
     for (uint32_t i = 0; i < n; i++)
         ss += (double)x[i] * x[i];
@@ -25,7 +25,7 @@ static void rmsnorm(float *out, const float *x, const float *w, uint32_t n, floa
 /* rmsnorm of each of n_heads heads of v in place. */
 static void head_norms(float *v, uint32_t n_heads, uint32_t head_dim, const float *w, float eps) {
     for (uint32_t h = 0; h < n_heads; h++)
-        rmsnorm(v + h * head_dim, v + h * head_dim, w, head_dim, eps);
+        cq_rmsnorm(v + h * head_dim, v + h * head_dim, w, head_dim, eps);
 }
 
 static void add_bias(float *v, const float *b, size_t n) {
@@ -81,7 +81,7 @@ static void attn_norm(const void *ctx, size_t t) {
     const layer_pass *L = ctx;
     const cortiq_model *m = L->s->m;
     size_t H = m->hidden;
-    rmsnorm(L->s->xn + t * H, L->s->x + t * H, L->y->attn_norm, m->hidden, m->eps);
+    cq_rmsnorm(L->s->xn + t * H, L->s->x + t * H, L->y->attn_norm, m->hidden, m->eps);
 }
 
 /* q, k, v of the token as attention reads them: biases, q/k norms, RoPE at its position; then
@@ -155,7 +155,7 @@ static void out_gate(const void *ctx, size_t t) {
 static void residual(const layer_pass *L, size_t t, const float *post_norm) {
     const cortiq_model *m = L->s->m;
     float *o = L->s->o + t * m->hidden, *x = L->s->x + t * m->hidden;
-    if (post_norm) rmsnorm(o, o, post_norm, m->hidden, m->eps);
+    if (post_norm) cq_rmsnorm(o, o, post_norm, m->hidden, m->eps);
     for (uint32_t i = 0; i < m->hidden; i++)
         x[i] += o[i];
 }
@@ -170,7 +170,7 @@ static void ffn_norm(const void *ctx, size_t t) {
     const layer_pass *L = ctx;
     const cortiq_model *m = L->s->m;
     size_t H = m->hidden;
-    rmsnorm(L->s->xn + t * H, L->s->x + t * H, L->y->ffn_norm, m->hidden, m->eps);
+    cq_rmsnorm(L->s->xn + t * H, L->s->x + t * H, L->y->ffn_norm, m->hidden, m->eps);
 }
 
 /* The attention's residual add and the FFN's norm as one step, so that they share a parallel
@@ -394,15 +394,17 @@ void cq_block_forward(cortiq_session *s, const cq_layer *y, cq_kv_layer *kv, siz
 
 /* ---- embeddings and head ---- */
 
+void cq_embed_token(const cortiq_model *m, int32_t token, float *x) {
+    cmf_qmat_dequant_row(&m->embed, (uint64_t)token, x);
+    if (m->embed_scale != 1.0f)
+        for (uint32_t i = 0; i < m->hidden; i++)
+            x[i] *= m->embed_scale;
+}
+
 static void embed(cortiq_session *s, const int32_t *tokens, size_t n) {
     const cortiq_model *m = s->m;
-    for (size_t t = 0; t < n; t++) {
-        float *x = s->x + t * m->hidden;
-        cmf_qmat_dequant_row(&m->embed, (uint64_t)tokens[t], x);
-        if (m->embed_scale != 1.0f)
-            for (uint32_t i = 0; i < m->hidden; i++)
-                x[i] *= m->embed_scale;
-    }
+    for (size_t t = 0; t < n; t++)
+        cq_embed_token(m, tokens[t], s->x + t * m->hidden);
 }
 
 /* logit scaling and soft-capping of one token's logits */
@@ -417,7 +419,7 @@ static void logit_post(const cortiq_model *m, float *logits) {
 
 void cq_head_forward(cortiq_session *s, const float *x, const float *norm, float *logits) {
     cortiq_model *m = s->m;
-    rmsnorm(s->xn, x, norm, m->hidden, m->eps);
+    cq_rmsnorm(s->xn, x, norm, m->hidden, m->eps);
     cq_matmul_one(&s->sched, &m->head, s->xn, 1, logits);
     logit_post(m, logits);
 }
@@ -426,19 +428,23 @@ static void head_forward(cortiq_session *s, const float *x, float *logits) {
     cq_head_forward(s, x, s->m->final_norm, logits);
 }
 
-/* n tokens fit the session's context and are ids of the vocabulary. */
-static cmf_status check_tokens(const cortiq_session *s, const int32_t *tokens, size_t n,
-                               cmf_err *err) {
-    const cortiq_model *m = s->m;
-    if ((uint64_t)s->pos + n > s->ctx)
-        return cmf_err_set(err, CMF_E_LIMIT, "session", "context full: %u + %zu tokens > ctx %u",
-                           s->pos, n, s->ctx);
+cmf_status cq_check_context(const cortiq_model *m, const char *what, uint32_t pos, uint32_t ctx,
+                            const int32_t *tokens, size_t n, cmf_err *err) {
+    if ((uint64_t)pos + n > ctx)
+        return cmf_err_set(err, CMF_E_LIMIT, what, "context full: %u + %zu tokens > ctx %u", pos, n,
+                           ctx);
     for (size_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || (uint32_t)tokens[i] >= m->embed.rows)
-            return cmf_err_set(err, CMF_E_INVALID_ARG, "session",
+        if (tokens[i] < 0 || (uint64_t)tokens[i] >= m->embed.rows)
+            return cmf_err_set(err, CMF_E_INVALID_ARG, what,
                                "token id %d outside the vocabulary [0, %llu)", tokens[i],
                                (unsigned long long)m->embed.rows);
     return CMF_OK;
+}
+
+/* n tokens fit the session's context and are ids of the vocabulary. */
+static cmf_status check_tokens(const cortiq_session *s, const int32_t *tokens, size_t n,
+                               cmf_err *err) {
+    return cq_check_context(s->m, "session", s->pos, s->ctx, tokens, n, err);
 }
 
 static bool has_moe(const cortiq_model *m) {
@@ -473,10 +479,10 @@ static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t 
                 head_forward(s, s->x + t * m->hidden, all_logits + (done + t) * m->vocab);
         if (hidden)
             for (size_t t = 0; t < b; t++)
-                rmsnorm(hidden + (done + t) * m->hidden, s->x + t * m->hidden, m->final_norm,
-                        m->hidden, m->eps);
+                cq_rmsnorm(hidden + (done + t) * m->hidden, s->x + t * m->hidden, m->final_norm,
+                           m->hidden, m->eps);
         for (size_t t = 0; pooled && t < b; t++) {
-            rmsnorm(s->xn, s->x + t * m->hidden, m->final_norm, m->hidden, m->eps);
+            cq_rmsnorm(s->xn, s->x + t * m->hidden, m->final_norm, m->hidden, m->eps);
             for (uint32_t i = 0; i < m->hidden; i++)
                 pooled[i] += s->xn[i];
         }
@@ -541,7 +547,7 @@ cmf_status cq_session_eval_spec(cortiq_session *s, const int32_t *tokens, size_t
 static void final_norm_row(const void *ctx, size_t t) {
     const cortiq_session *s = ctx;
     const cortiq_model *m = s->m;
-    rmsnorm(s->xn + t * m->hidden, s->x + t * m->hidden, m->final_norm, m->hidden, m->eps);
+    cq_rmsnorm(s->xn + t * m->hidden, s->x + t * m->hidden, m->final_norm, m->hidden, m->eps);
 }
 
 cmf_status cortiq_session_eval_batch(cortiq_session *const *sessions, const int32_t *tokens,

@@ -101,38 +101,21 @@ void cq_mtp_truncate(cq_mtp_state *st, uint32_t pos) {
     if (pos < st->pos) st->pos = pos;
 }
 
-static void rmsnorm(float *out, const float *x, const float *w, uint32_t n, float eps) {
-    double ss = 0;
-    for (uint32_t i = 0; i < n; i++)
-        ss += (double)x[i] * x[i];
-    float r = 1.0f / sqrtf((float)(ss / n) + eps);
-    for (uint32_t i = 0; i < n; i++)
-        out[i] = x[i] * r * w[i];
-}
-
 cmf_status cq_mtp_extend(cq_mtp_state *st, cortiq_session *s, const int32_t *next,
                          const float *hidden, size_t n, int32_t *draft, cmf_err *err) {
     cortiq_model *m = s->m;
     const cq_mtp_head *h = m->mtp;
     uint32_t H = m->hidden;
     if (n == 0) return cmf_err_set(err, CMF_E_INVALID_ARG, "mtp", "no entries to add");
-    if ((uint64_t)st->pos + n > s->ctx)
-        return cmf_err_set(err, CMF_E_LIMIT, "mtp", "context full: %u + %zu entries > ctx %u",
-                           st->pos, n, s->ctx);
-    for (size_t i = 0; i < n; i++)
-        if (next[i] < 0 || (uint64_t)next[i] >= m->embed.rows)
-            return cmf_err_set(err, CMF_E_INVALID_ARG, "mtp",
-                               "token id %d outside the vocabulary [0, %llu)", next[i],
-                               (unsigned long long)m->embed.rows);
+    cmf_status cs = cq_check_context(m, "mtp", st->pos, s->ctx, next, n, err);
+    if (cs) return cs;
     for (size_t done = 0; done < n;) {
         size_t b = n - done < CQ_BATCH ? n - done : CQ_BATCH;
         for (size_t t = 0; t < b; t++) {
             float *e = st->in + t * 2 * H, *hn = e + H;
-            cmf_qmat_dequant_row(&m->embed, (uint64_t)next[done + t], e);
-            for (uint32_t i = 0; m->embed_scale != 1.0f && i < H; i++)
-                e[i] *= m->embed_scale;
-            rmsnorm(e, e, h->enorm, H, m->eps);
-            rmsnorm(hn, hidden + (done + t) * H, h->hnorm, H, m->eps);
+            cq_embed_token(m, next[done + t], e);
+            cq_rmsnorm(e, e, h->enorm, H, m->eps);
+            cq_rmsnorm(hn, hidden + (done + t) * H, h->hnorm, H, m->eps);
         }
         cq_matmul_one(&s->sched, &h->eh_proj, st->in, b, s->x); /* x = eh_proj [e; h] */
         cq_block_forward(s, &m->layers[m->n_layers], &st->kv, b, st->pos);

@@ -63,6 +63,14 @@ cmf_status cq_session_eval_spec(cortiq_session *s, const int32_t *tokens, size_t
  * pos0 .. pos0 + n - 1 with its own KV cache kv; the rows of s->x are updated in place. */
 void cq_block_forward(cortiq_session *s, const cq_layer *y, cq_kv_layer *kv, size_t n,
                       uint32_t pos0);
+/* out = rmsnorm(x) * w over n floats (out may be x). */
+void cq_rmsnorm(float *out, const float *x, const float *w, uint32_t n, float eps);
+/* x[hidden] = the embedding row of token (times the model's embedding scale). */
+void cq_embed_token(const cortiq_model *m, int32_t token, float *x);
+/* n tokens from position pos fit a context of ctx and are ids of m's vocabulary; else
+ * CMF_E_LIMIT / CMF_E_INVALID_ARG with `what` as the message's subject. */
+cmf_status cq_check_context(const cortiq_model *m, const char *what, uint32_t pos, uint32_t ctx,
+                            const int32_t *tokens, size_t n, cmf_err *err);
 /* logits[vocab] = output head (rmsnorm(x) * norm), with the model's logit scaling. */
 void cq_head_forward(cortiq_session *s, const float *x, const float *norm, float *logits);
 
