@@ -8,6 +8,8 @@ computes on them: the parity oracle of tests/engine/test_hybrid_parity.c.
   attention (q_proj twice as wide).
 - qwen3_5_text (written here, f32): the Qwen3.5 text model (separate in_proj_qkv / in_proj_z /
   in_proj_b / in_proj_a), same shapes.
+- qwen3_5_moe_text (written here, f32): Qwen3.5-MoE's text model, the same shapes with MoE FFNs
+  (4 experts, top-2, a gated shared expert; its router always renormalises the top k).
 - qwen3_next (written by tools/make_tiny_checkpoints.py in bf16, MoE FFNs): references only,
   the bf16 weights run in f32.
 
@@ -18,7 +20,8 @@ tokens continuing the first 8), the same generator as make_tiny_checkpoints.py, 
 logits_f16.npy / greedy_f16.npy: the same with every matrix rounded to f16 (the reference for
 f16 files, e.g. the other implementation's converter output in tests/fixtures/interop).
 
-usage: python3 tools/make_hybrid_references.py [TINY_DIR]   (needs torch, transformers >= 5)
+usage: python3 tools/make_hybrid_references.py [TINY_DIR] [FAMILY ...]   (needs torch, transformers >= 5)
+(with families: only those are made and referenced)
 """
 import os
 import shutil
@@ -28,7 +31,7 @@ import numpy as np
 import torch
 import transformers as tf
 
-TINY = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "tiny")
+TINY = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("qwen") else os.path.join(os.path.dirname(__file__), "..", "tests", "fixtures", "tiny")
 VOCAB = 320
 
 SHAPES = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=96, num_hidden_layers=3,
@@ -44,6 +47,11 @@ def new_model(fam):
     if fam == "qwen3_next_dense":
         cfg = tf.Qwen3NextConfig(**SHAPES, num_experts=0, rope_parameters=dict(ROPE))
         return tf.Qwen3NextForCausalLM(cfg)
+    if fam == "qwen3_5_moe_text":
+        cfg = tf.Qwen3_5MoeTextConfig(**SHAPES, rope_parameters=dict(ROPE), num_experts=4,
+                                      num_experts_per_tok=2, moe_intermediate_size=32,
+                                      shared_expert_intermediate_size=48)
+        return tf.Qwen3_5MoeForCausalLM(cfg)
     cfg = tf.Qwen3_5TextConfig(**SHAPES, rope_parameters=dict(ROPE))
     return tf.Qwen3_5ForCausalLM(cfg)
 
@@ -95,12 +103,14 @@ def references(d):
 
 
 def main():
-    for seed, fam in enumerate(("qwen3_next_dense", "qwen3_5_text")):
+    only = [a for a in sys.argv[1:] if a.startswith("qwen")]
+    for seed, fam in enumerate(("qwen3_next_dense", "qwen3_5_text", "qwen3_5_moe_text")):
         d = os.path.join(TINY, fam)
-        if not os.path.exists(os.path.join(d, "model.safetensors")):
+        if (not only or fam in only) and not os.path.exists(os.path.join(d, "model.safetensors")):
             make(fam, d, 2024 + seed)
-    for fam in ("qwen3_next_dense", "qwen3_5_text", "qwen3_next"):
-        references(os.path.join(TINY, fam))
+    for fam in ("qwen3_next_dense", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_next"):
+        if not only or fam in only:
+            references(os.path.join(TINY, fam))
 
 
 if __name__ == "__main__":

@@ -270,8 +270,12 @@ static cmf_status build_arch(json_t *cfg, const char *mt, json_t **out, const ch
         copy_num(m, "num_experts", cfg, ne_key);
         copy_num(m, "top_k", cfg, "num_experts_per_tok");
         copy_num(m, "moe_intermediate_size", cfg, "moe_intermediate_size");
+        /* absent: the family's rule; Qwen3.5-MoE's router always renormalises the top k (its
+         * config has no such field), the others default to not */
         json_t *ntp = get(cfg, "norm_topk_prob");
-        json_object_set_new(m, "norm_topk_prob", json_boolean(ntp ? json_is_true(ntp) : 0));
+        bool ntp_default = mt && !strncmp(mt, "qwen3_5_moe", 11);
+        json_object_set_new(m, "norm_topk_prob",
+                            json_boolean(ntp ? json_is_true(ntp) : ntp_default));
         if (int_of(cfg, "shared_expert_intermediate_size", 0) > 0)
             copy_num(m, "shared_expert_intermediate_size", cfg, "shared_expert_intermediate_size");
         copy_num(m, "routed_scaling_factor", cfg, "routed_scaling_factor");

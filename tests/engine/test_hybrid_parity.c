@@ -3,6 +3,8 @@
  * tools/make_hybrid_references.py):
  *  - qwen3_next_dense: Qwen3-Next's fused in_proj_qkvz / in_proj_ba, dense MLPs;
  *  - qwen3_5_text: Qwen3.5's separate in_proj_qkv / z / b / a;
+ *  - qwen3_5_moe_text: the same with MoE FFNs (a gated shared expert, the router that always
+ *    renormalises its top k);
  *  - qwen3_next: Qwen3-Next with MoE FFNs (bf16 weights, exact at f32).
  * Converted at f32: logits over 64 tokens within 1e-4 (max |diff| / max |logit|) of
  * transformers, 32 greedy tokens identical; the same logits fed token by token and in uneven
@@ -168,6 +170,7 @@ done:
 int main(void) {
     run("qwen3_next_dense");
     run("qwen3_5_text");
+    run("qwen3_5_moe_text");
     run("qwen3_next");
     TEST_DONE();
 }

@@ -1,6 +1,6 @@
 /* Hybrid models (Gated DeltaNet + gated attention) in both implementations, on the tiny
- * checkpoints of tools/make_hybrid_references.py (qwen3_5_text, qwen3_next_dense) and the MoE
- * qwen3_next of tools/make_tiny_checkpoints.py:
+ * checkpoints of tools/make_hybrid_references.py (qwen3_5_text, qwen3_5_moe_text,
+ * qwen3_next_dense) and the MoE qwen3_next of tools/make_tiny_checkpoints.py:
  *  - our `convert` at f32 and f16, and the other implementation's Rust `convert` at F16 (which
  *    splits Qwen3-Next's fused in_proj_qkvz / in_proj_ba into Qwen3.5's four projections);
  *  - every file runs here within 1e-4 of transformers (its f16-rounded reference for f16 files)
@@ -72,8 +72,9 @@ out:
 
 int main(void) {
     if (!oracle_find()) return TEST_SKIPPED;
-    static const char *const fams[] = {"qwen3_5_text", "qwen3_next_dense", "qwen3_next"};
-    for (size_t f = 0; f < 3; f++) {
+    static const char *const fams[] = {"qwen3_5_text", "qwen3_5_moe_text", "qwen3_next_dense",
+                                       "qwen3_next"};
+    for (size_t f = 0; f < sizeof fams / sizeof *fams; f++) {
         size_t n = 0;
         char path[256], out[4096];
         for (int q = 0; q < 2; q++) {
