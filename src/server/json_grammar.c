@@ -400,6 +400,7 @@ static uint32_t resolve(const jg_grammar *g, uint32_t n, uint8_t c) {
     if (nd->kind != N_UNION) return n;
     for (uint32_t i = 0; i < nd->n; i++) {
         uint32_t k = resolve(g, nd->kids[i], c);
+        if (k == UINT32_MAX) continue; /* a union inside the union, none of whose kinds fits */
         const node *kn = &g->nodes[k];
         bool ok = false;
         switch (kn->kind) {
