@@ -345,7 +345,7 @@ static void moe_block(const layer_pass *L, cq_token_fn make_input) {
                           .hidden = s->m->hidden,
                           .allow = s->expert_allow ? s->expert_allow[l] : NULL,
                           .counts = s->moe.counts ? s->moe.counts[l] : NULL,
-                          .each = L->rows != NULL};
+                          .each = L->rows != NULL || L->each};
     cq_moe_ffn(&io, L->y->moe, L->n, make_input, L);
 }
 
@@ -447,9 +447,13 @@ static cmf_status check_tokens(const cortiq_session *s, const int32_t *tokens, s
     return cq_check_context(s->m, "session", s->pos, s->ctx, tokens, n, err);
 }
 
-static bool has_moe(const cortiq_model *m) {
-    for (uint32_t l = 0; l < m->n_layers; l++)
-        if (m->layers[l].moe) return true;
+/* Some MoE layer selects more experts per token (shared included) than one grouped product
+ * takes: its tokens cannot run as decode steps inside a batch (moe.h, cq_moe_io.each). */
+static bool moe_past_group(const cortiq_model *m) {
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        const cq_moe *moe = m->layers[l].moe;
+        if (moe && moe->top_k + moe->has_shared > CQ_GROUP_MAX) return true;
+    }
     return false;
 }
 
@@ -468,7 +472,8 @@ static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t 
     if (ckpt) cq_gdn_checkpoint(&s->gdn, s->pos);
     for (size_t done = 0; done < n;) {
         size_t b = n - done < CQ_BATCH ? n - done : CQ_BATCH;
-        if (each && (has_moe(m) || s->gdn.floats)) b = 1; /* batched inside */
+        /* a recurrent state steps token by token; experts past one group batch by expert */
+        if (each && (s->gdn.floats || moe_past_group(m))) b = 1;
         if (ckpt && done + b == n && b > 1) b--; /* the last token alone, after a checkpoint */
         if (ckpt && done == n - 1) cq_gdn_checkpoint(&s->gdn, s->pos);
         embed(s, tokens + done, b);

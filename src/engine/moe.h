@@ -62,7 +62,8 @@ typedef struct cq_moe_io {
     uint32_t hidden;
     const uint8_t *allow;
     uint64_t *counts;
-    /* the n tokens are independent decode steps (cortiq_session_eval_batch): each is computed
+    /* the n tokens are computed as decode steps (cortiq_session_eval_batch, a speculative
+     * verify): each is computed
      * bit for bit as it would be alone (needs top_k + the shared expert <= CQ_GROUP_MAX) */
     bool each;
 } cq_moe_io;
