@@ -1,0 +1,186 @@
+/* bench_peak.c - the machine's compute roof for prefill: the clock each core runs at and the
+ * multiply-add throughput of the instructions the GEMMs use, per thread and for T threads.
+ *
+ * Clock: a chain of dependent 64-bit adds retires one per cycle on every x86 core we target,
+ * so adds / second is the clock under load (turbo and the hypervisor's share included).
+ * Throughput: 12 independent accumulator chains per thread (more than FMA latency x ports, so
+ * the ports, not the latency, bound it) of
+ *   - f32 FMA on 256-bit (AVX2) and 512-bit (AVX-512) vectors: 2 flops per lane;
+ *   - int8 dot products as the integer GEMMs issue them: AVX-512 VNNI vpdpbusd (64 u8 x s8
+ *     multiply-adds into 16 int32), AVX-VNNI-less AVX2 vpmaddubsw + vpmaddwd + vpaddd (32
+ *     multiply-adds per 3 instructions).
+ * Times are each thread's CPU time (the rate of a thread that has a core to itself; on a quiet
+ * machine the same as wall time). Each result is also given per cycle (÷ measured clock ÷ threads):
+ * FMA ports x lanes x 2 for the float rows, the derivation docs/PERFORMANCE.md quotes.
+ *
+ * usage: bench_peak [THREADS] [SECONDS_PER_TEST]   (defaults 2, 0.5) */
+#include <immintrin.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench_util.h"
+
+typedef struct peak_job {
+    uint64_t (*fn)(uint64_t iters);
+    uint64_t iters;
+    double secs;
+    uint64_t sink;
+} peak_job;
+
+/* `iters` x 64 dependent adds: the clock. */
+static uint64_t add_chain(uint64_t iters) {
+    uint64_t x = 1;
+    for (uint64_t i = 0; i < iters; i++) {
+        __asm__ volatile(".rept 64\n\taddq $1, %0\n\t.endr" : "+r"(x));
+    }
+    return x;
+}
+
+/* 12 independent accumulators, named (an array would be kept in memory and stored every step) */
+#define CHAIN_VARS(T, init)                                                                        \
+    T a0 = init(0), a1 = init(1), a2 = init(2), a3 = init(3), a4 = init(4), a5 = init(5),          \
+      a6 = init(6), a7 = init(7), a8 = init(8), a9 = init(9), a10 = init(10), a11 = init(11)
+#define CHAIN_STEP(op)                                                                             \
+    a0 = op(a0), a1 = op(a1), a2 = op(a2), a3 = op(a3), a4 = op(a4), a5 = op(a5), a6 = op(a6),     \
+    a7 = op(a7), a8 = op(a8), a9 = op(a9), a10 = op(a10), a11 = op(a11)
+#define CHAIN_FOLD(add)                                                                            \
+    add(add(add(add(a0, a1), add(a2, a3)), add(add(a4, a5), add(a6, a7))),                         \
+        add(add(a8, a9), add(a10, a11)))
+
+#define YF(k)   _mm256_set1_ps((float)(k))
+#define YFMA(a) _mm256_fmadd_ps(a, m, c)
+__attribute__((target("avx2,fma"))) static uint64_t fma_ymm(uint64_t iters) {
+    __m256 m = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-7f);
+    CHAIN_VARS(__m256, YF);
+    for (uint64_t i = 0; i < iters; i++) {
+        CHAIN_STEP(YFMA);
+    }
+    float o[8];
+    _mm256_storeu_ps(o, CHAIN_FOLD(_mm256_add_ps));
+    return (uint64_t)o[0];
+}
+
+#define ZF(k)   _mm512_set1_ps((float)(k))
+#define ZFMA(a) _mm512_fmadd_ps(a, m, c)
+__attribute__((target("avx512f"))) static uint64_t fma_zmm(uint64_t iters) {
+    __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-7f);
+    CHAIN_VARS(__m512, ZF);
+    for (uint64_t i = 0; i < iters; i++) {
+        CHAIN_STEP(ZFMA);
+    }
+    return (uint64_t)_mm512_reduce_add_ps(CHAIN_FOLD(_mm512_add_ps));
+}
+
+#define ZI(k)  _mm512_set1_epi32(k)
+#define ZDP(a) _mm512_dpbusd_epi32(a, w, x)
+__attribute__((target("avx512f,avx512vnni"))) static uint64_t vnni_zmm(uint64_t iters) {
+    __m512i w = _mm512_set1_epi8(3), x = _mm512_set1_epi8(-2);
+    CHAIN_VARS(__m512i, ZI);
+    for (uint64_t i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+v"(w), "+v"(x)); /* no hoisting of anything out of the loop */
+        CHAIN_STEP(ZDP);
+    }
+    return (uint64_t)_mm512_reduce_add_epi32(CHAIN_FOLD(_mm512_add_epi32));
+}
+
+/* The AVX2 int8 dot product: vpmaddubsw (u8 x s8 -> s16 pairs), vpmaddwd with ones (-> s32),
+ * vpaddd into the accumulator; 32 multiply-adds per step. */
+#define YI(k)  _mm256_set1_epi32(k)
+#define YMB(a) _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), one))
+__attribute__((target("avx2"))) static uint64_t maddubs_ymm(uint64_t iters) {
+    __m256i w = _mm256_set1_epi8(3), x = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
+    CHAIN_VARS(__m256i, YI);
+    for (uint64_t i = 0; i < iters; i++) {
+        /* the products depend on the step, as a GEMM's operands do: no hoisting */
+        __asm__ volatile("" : "+x"(w), "+x"(x));
+        CHAIN_STEP(YMB);
+    }
+    int32_t o[8];
+    _mm256_storeu_si256((__m256i *)o, CHAIN_FOLD(_mm256_add_epi32));
+    return (uint64_t)(uint32_t)o[0];
+}
+
+/* Seconds of CPU time of the calling thread: a shared machine's other processes take cores
+ * away, not cycles from a running thread, so this is the rate a thread with a core has. */
+static double thread_cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *run_job(void *arg) {
+    peak_job *j = arg;
+    double t0 = thread_cpu_now();
+    j->sink = j->fn(j->iters);
+    j->secs = thread_cpu_now() - t0;
+    return NULL;
+}
+
+/* Iterations per CPU second of fn on each of `threads` threads at once (the slowest thread's). */
+static double rate(uint64_t (*fn)(uint64_t), unsigned threads, double target_s) {
+    uint64_t iters = 1u << 16;
+    for (;;) { /* calibrate on one thread until a run lasts ~1/8 of the target */
+        peak_job j = {fn, iters, 0, 0};
+        run_job(&j);
+        if (j.secs > target_s / 8) {
+            iters = (uint64_t)((double)iters * target_s / j.secs);
+            break;
+        }
+        iters *= 4;
+    }
+    double best = 0;
+    for (int rep = 0; rep < 3; rep++) {
+        pthread_t th[64];
+        peak_job jobs[64];
+        for (unsigned t = 0; t < threads; t++) {
+            jobs[t] = (peak_job){fn, iters, 0, 0};
+            pthread_create(&th[t], NULL, run_job, &jobs[t]);
+        }
+        double slowest = 0;
+        for (unsigned t = 0; t < threads; t++) {
+            pthread_join(th[t], NULL);
+            if (jobs[t].secs > slowest) slowest = jobs[t].secs;
+        }
+        double r = (double)iters / slowest;
+        if (r > best) best = r;
+    }
+    return best;
+}
+
+int main(int argc, char **argv) {
+    unsigned threads = argc > 1 ? (unsigned)atoi(argv[1]) : 2;
+    double secs = argc > 2 ? atof(argv[2]) : 0.5;
+    if (threads < 1 || threads > 64) threads = 2;
+    double clk = rate(add_chain, 1, secs) * 64, clk_all = rate(add_chain, threads, secs) * 64;
+    printf("clock (dependent adds): %.2f GHz on 1 thread, %.2f GHz per thread on %u\n", clk / 1e9,
+           clk_all / 1e9, threads);
+    printf("| instruction | ops per step | %u threads: G ops/s | per thread per cycle |\n",
+           threads);
+    printf("| --- | --- | --- | --- |\n");
+    __builtin_cpu_init();
+    int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
+        avx512 = __builtin_cpu_supports("avx512f"), vnni = __builtin_cpu_supports("avx512vnni");
+    struct {
+        const char *name;
+        int have;
+        uint64_t (*fn)(uint64_t);
+        double ops; /* per step of all chains: flops or multiply-adds */
+    } rows[] = {
+        {"f32 FMA, 256-bit (flops)", avx2, fma_ymm, 12 * 8 * 2},
+        {"f32 FMA, 512-bit (flops)", avx512, fma_zmm, 12 * 16 * 2},
+        {"int8 vpmaddubsw+vpmaddwd, 256-bit (multiply-adds)", avx2, maddubs_ymm, 12 * 32},
+        {"int8 vpdpbusd, 512-bit (multiply-adds)", vnni, vnni_zmm, 12 * 64},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (!rows[i].have) {
+            printf("| %s | – | not on this CPU | – |\n", rows[i].name);
+            continue;
+        }
+        double g = rate(rows[i].fn, threads, secs) * rows[i].ops;
+        printf("| %s | %.0f | %.1f | %.1f |\n", rows[i].name, rows[i].ops, g / 1e9,
+               g / threads / clk_all);
+    }
+    return 0;
+}
