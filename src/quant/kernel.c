@@ -43,7 +43,7 @@ static cq_mm_fn pick(cmf_dtype dt) {
 #define CQ_FLOAT_GEMM_MIN 4
 
 /* The same for the AVX2 panels: their packing (two 8 x 8 transposes per 8 columns of a panel)
- * is paid back from about 10 tokens (bench_gemm f16, AVX2 tier: 4 tokens 0.5x, 8 tokens 0.8x,
+ * is paid back from about 10 tokens (bench_gemm f16, AVX2 tier: 4 tokens 0.6x, 8 tokens 0.9x,
  * 10 tokens 1.1x, 16 tokens 1.2x the 4-token kernels; docs/KERNELS.md). */
 #define CQ_FLOAT_GEMM_MIN_AVX2 10
 
