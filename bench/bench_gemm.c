@@ -3,7 +3,8 @@
  * weight.token multiply-adds per second, for the matrix shapes of a Qwen2.5-0.5B layer. Float
  * dtypes (f16, bf16, f32) have no integer path: their cmf_matmul is timed on the AVX-512 FMA
  * panels and, for f16 / bf16 on CPUs with AMX, on the AMX tiles too, the two alternating call
- * by call in this process so that the machine's drift hits both alike.
+ * by call in this process so that the machine's drift hits both alike. CORTIQ_CPU=avx2 times the
+ * AVX2 tier instead (its FMA panels, gemm_f32_avx2.c, from 10 tokens).
  *
  *   bench_gemm [--tokens N] [--reps R] [dtype...]     (default: q8_row q4_tiled q4tp)
  *

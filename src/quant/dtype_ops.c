@@ -4,8 +4,8 @@
 
 #include <stddef.h>
 
-#define FLOAT_GEMMS (CQ_ISA_BIT(CQ_ISA_AVX512))
-#define HALF_GEMMS  (CQ_ISA_BIT(CQ_ISA_AVX512) | CQ_ISA_BIT(CQ_ISA_AMX))
+#define FLOAT_GEMMS (CQ_ISA_BIT(CQ_ISA_AVX2) | CQ_ISA_BIT(CQ_ISA_AVX512))
+#define HALF_GEMMS  (FLOAT_GEMMS | CQ_ISA_BIT(CQ_ISA_AMX))
 /* vbit and vbit_ro share codec and kernels: cq_bind_vbit reads the row-offset table of vbit_ro
  * from the file and builds it for vbit. */
 #define VBIT_OPS                                                                                   \

@@ -48,8 +48,9 @@ typedef struct cq_dtype_ops {
     cmf_status (*bind)(cmf_qmat *m, const char *ctx, cmf_err *err);
     cq_int8_policy int8_act;
     cq_cols_rule qact;   /* integer prefill GEMM, cmf_matmul_qact (qact.c, gemm_i8_avx512.c) */
-    unsigned gemm_tiers; /* CQ_ISA_BIT bits of the batch GEMMs of f32 activations: AVX512 (float
-                            panels, gemm_f32_avx512.c), AMX (half tiles, gemm_half_amx.c) */
+    unsigned gemm_tiers; /* CQ_ISA_BIT bits of the batch GEMMs of f32 activations: AVX2 and
+                            AVX512 (float panels, gemm_f32_avx2.c / gemm_f32_avx512.c), AMX
+                            (half tiles, gemm_half_amx.c) */
 } cq_dtype_ops;
 
 /* The record of a live dtype; NULL for reserved and unknown ids. */

@@ -23,9 +23,9 @@ static inline const int32_t *cq_gemm_corr(const cmf_qmat *m, const cmf_qact *a) 
     return m->dtype == CMF_DT_Q8_ROW ? a->c128 : a->c8;
 }
 
-/* Both panel GEMMs (gemm_i8_avx512.c, gemm_f32_avx512.c) pack `pr` rows per panel, i.e. read
- * that many short row streams, which the hardware prefetchers leave waiting on DRAM; while
- * packing a panel they prefetch the next panel's rows into L2 at the same byte offsets
+/* The panel GEMMs (gemm_i8_avx512.c, gemm_f32_avx512.c, gemm_f32_avx2.c) pack `pr` rows per panel,
+ * i.e. read that many short row streams, which the hardware prefetchers leave waiting on DRAM;
+ * while packing a panel they prefetch the next panel's rows into L2 at the same byte offsets
  * (docs/KERNELS.md, "Prefill panels"). The rows of the panel after the one at r, within
  * [r, r1): 0 for the last panel. */
 static inline unsigned cq_next_panel_rows(uint64_t r, uint64_t r1, unsigned pr) {
@@ -50,6 +50,9 @@ void cq_qact_quantize_avx512(cmf_qact *a, const float *X, size_t ldx, size_t t0,
  * when its scratch cannot be allocated. */
 bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                           size_t ldy, uint64_t r0, uint64_t r1);
+/* The same for the AVX2 tier (gemm_f32_avx2.c: 16-row x 6-token FMA panels). */
+bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                        size_t ldy, uint64_t r0, uint64_t r1);
 
 /* Batched product for f16 / bf16 weights on AMX-BF16 tiles (gemm_half_amx.c; CQ_ISA_AMX): false
  * (nothing written) for other dtypes or when its scratch cannot be allocated. */

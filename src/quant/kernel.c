@@ -42,6 +42,11 @@ static cq_mm_fn pick(cmf_dtype dt) {
  * 16-row panel and regrouping the activations costs more than it saves). */
 #define CQ_FLOAT_GEMM_MIN 4
 
+/* The same for the AVX2 panels: their packing (two 8 x 8 transposes per 8 columns of a panel)
+ * is paid back from about 10 tokens (bench_gemm f16, AVX2 tier: 4 tokens 0.6x, 8 tokens 0.9x,
+ * 10 tokens 1.1x, 16 tokens 1.2x the 4-token kernels; docs/KERNELS.md). */
+#define CQ_FLOAT_GEMM_MIN_AVX2 10
+
 /* Batches from this many tokens take the AMX tiles for f16 / bf16 weights (below, converting
  * every weight per call costs more than the tile products save: docs/KERNELS.md). */
 #define CQ_AMX_GEMM_MIN 32
@@ -58,6 +63,9 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
             return;
         /* float weights: the panel GEMM (each weight converted once per call) */
         if (gemm >= CQ_ISA_AVX512 && cq_gemm_float_avx512(m, X, n, ldx, Y, ldy, row_begin, row_end))
+            return;
+        if (gemm == CQ_ISA_AVX2 && n >= CQ_FLOAT_GEMM_MIN_AVX2 &&
+            cq_gemm_float_avx2(m, X, n, ldx, Y, ldy, row_begin, row_end))
             return;
     }
     if (n <= 2) {

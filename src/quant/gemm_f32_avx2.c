@@ -1,0 +1,218 @@
+/* gemm_f32_avx2.c - batched products (prefill) for the float weight dtypes (f32, f16, bf16)
+ * with AVX2 + FMA + F16C: the panel scheme of gemm_f32_avx512.c sized for 16 ymm registers.
+ *
+ * A 16-row panel is converted to f32 once per call and transposed so that two 32-byte vectors
+ * hold column k of its 16 rows; the tokens' activations are regrouped 6 tokens at a time so that
+ * column k of those tokens sits in 6 consecutive floats. The micro-kernel is 16 rows x 6 tokens:
+ * per column two panel loads, six broadcasts from memory and twelve FMAs into twelve
+ * accumulators (15 of the 16 registers), so 2 FMAs per cycle need 1.33 loads per cycle, within
+ * the two load ports (8 rows x 12 tokens would need 13 loads per 12 FMAs: load-bound).
+ * The columns are walked in blocks of KB so that a block of the panel (16 KiB) stays in L1
+ * while every token group passes over it; blocks after the first add into Y.
+ * Results differ from the scalar tier only by the f32 summation order. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "quant/gemm_impl.h"
+#include "quant/kernel_impl.h"
+
+#define PR 16  /* rows per panel */
+#define TG 6   /* tokens per pass: 12 accumulators + 2 panel vectors + 1 broadcast */
+#define KB 256 /* columns per block: 16 KiB of panel in f32 */
+
+/* 8 weights of dtype dt at p as f32. */
+static inline __attribute__((always_inline)) __m256 cvt8(cmf_dtype dt, const uint8_t *p) {
+    switch (dt) {
+    case CMF_DT_F32:
+        return _mm256_loadu_ps((const float *)(const void *)p);
+    case CMF_DT_F16:
+        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
+    default: /* bf16: the high half of an f32 */
+        return _mm256_castsi256_ps(_mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)), 16));
+    }
+}
+
+/* Columns c .. c + 7 of row `row` (es bytes per weight) as f32; past cols: zero. */
+static inline __attribute__((always_inline)) __m256 load8(cmf_dtype dt, const cmf_qmat *m,
+                                                          uint64_t row, uint64_t c, size_t es) {
+    const uint64_t C = m->cols;
+    const uint8_t *p = m->data + (row * C + c) * es;
+    if (C - c >= 8) return cvt8(dt, p);
+    _Alignas(32) uint8_t tail[32] = {0}; /* the last, partial step */
+    memcpy(tail, p, (size_t)(C - c) * es);
+    return cvt8(dt, tail);
+}
+
+/* The 8 x 8 transpose: on return r[j] lane i = r[i] lane j on entry. */
+static inline void transpose8(__m256 r[8]) {
+    __m256 t[8], s[8];
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        s[i] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        s[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        s[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        s[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int j = 0; j < 4; j++) {
+        r[j] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x20);
+        r[j + 4] = _mm256_permute2f128_ps(s[j], s[j + 4], 0x31);
+    }
+}
+
+/* Rows [r, r + nr) of W, columns [k0, k0 + kw) (kw % 8 == 0), as f32, transposed:
+ * panel[k * 16 + i] = W[r + i][k0 + k] (zero past cols and for rows past nr). The next panel's
+ * nn rows are prefetched at the same byte offsets as this one is read (cq_prefetch_panel_rows).
+ * One copy per dtype, so that the conversion is chosen once per panel, not per load. */
+static inline __attribute__((always_inline)) void pack_panel_dt(cmf_dtype dt, const cmf_qmat *m,
+                                                                uint64_t r, unsigned nr, size_t k0,
+                                                                size_t kw, float *panel,
+                                                                unsigned nn, size_t es) {
+    const uint64_t C = m->cols;
+    const uint8_t *next = nn ? m->data + (r + PR) * C * es : NULL; /* the next panel's row 0 */
+    for (size_t c = k0; c < k0 + kw; c += 8) {
+        if ((c * es) % 64 == 0) cq_prefetch_panel_rows(next, nn, C * es, c * es);
+        float *dst = panel + (c - k0) * PR;
+        for (unsigned h = 0; h < PR; h += 8) { /* rows 0..7, then 8..15 */
+            __m256 v[8];
+            for (unsigned i = 0; i < 8; i++)
+                v[i] = h + i < nr ? load8(dt, m, r + h + i, c, es) : _mm256_setzero_ps();
+            transpose8(v);
+            for (unsigned j = 0; j < 8; j++)
+                _mm256_store_ps(dst + j * PR + h, v[j]);
+        }
+    }
+}
+
+static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k0, size_t kw,
+                       float *panel, unsigned nn) {
+    switch (m->dtype) {
+    case CMF_DT_F32:
+        pack_panel_dt(CMF_DT_F32, m, r, nr, k0, kw, panel, nn, 4);
+        break;
+    case CMF_DT_F16:
+        pack_panel_dt(CMF_DT_F16, m, r, nr, k0, kw, panel, nn, 2);
+        break;
+    default:
+        pack_panel_dt(CMF_DT_BF16, m, r, nr, k0, kw, panel, nn, 2);
+    }
+}
+
+/* Activations of tokens [t0, t0 + nt) (nt <= TG) regrouped: xg[k * TG + t], k < kp (zero past n
+ * and cols), 8 columns at a time through one 8 x 8 transpose. Each column's 8-float store spills
+ * 2 floats (zero rows) into the next column's slot, which the next store overwrites; the last
+ * one spills 2 floats past the group (the caller leaves room). */
+static void group_acts(const float *X, size_t t0, size_t nt, size_t ldx, uint64_t C, size_t kp,
+                       float *xg) {
+    for (size_t c = 0; c < kp; c += 8) {
+        __m256 v[8];
+        for (size_t t = 0; t < 8; t++) {
+            if (t >= nt)
+                v[t] = _mm256_setzero_ps();
+            else if (C - c >= 8)
+                v[t] = _mm256_loadu_ps(X + (t0 + t) * ldx + c);
+            else {
+                _Alignas(32) float tail[8] = {0};
+                memcpy(tail, X + (t0 + t) * ldx + c, (size_t)(C - c) * sizeof(float));
+                v[t] = _mm256_load_ps(tail);
+            }
+        }
+        transpose8(v);
+        for (size_t j = 0; j < 8; j++)
+            _mm256_storeu_ps(xg + (c + j) * TG, v[j]);
+    }
+}
+
+/* out[t * 16 + i] = the products of panel row i and token t over the kw columns of the block.
+ * The accumulators leave through an aligned buffer only: with the masked and adding stores of
+ * Y in the same function, GCC kept them in memory, storing all twelve every column. */
+static inline __attribute__((always_inline)) void panel_tokens(const float *panel, const float *xg,
+                                                               size_t kw, const int T, float *out) {
+    __m256 a0[TG], a1[TG];
+#pragma GCC unroll 6
+    for (int t = 0; t < T; t++) {
+        a0[t] = _mm256_setzero_ps();
+        a1[t] = _mm256_setzero_ps();
+    }
+    for (size_t k = 0; k < kw; k++) {
+        __m256 w0 = _mm256_load_ps(panel + PR * k), w1 = _mm256_load_ps(panel + PR * k + 8);
+        const float *x = xg + k * TG;
+#pragma GCC unroll 6
+        for (int t = 0; t < T; t++) {
+            __m256 b = _mm256_broadcast_ss(x + t);
+            a0[t] = _mm256_fmadd_ps(w0, b, a0[t]);
+            a1[t] = _mm256_fmadd_ps(w1, b, a1[t]);
+        }
+    }
+#pragma GCC unroll 6
+    for (int t = 0; t < T; t++) {
+        _mm256_store_ps(out + PR * t, a0[t]);
+        _mm256_store_ps(out + PR * t + 8, a1[t]);
+    }
+}
+
+#define DEF_TOKENS(T)                                                                              \
+    static void tokens_##T(const float *p, const float *xg, size_t kw, float *out) {               \
+        panel_tokens(p, xg, kw, T, out);                                                           \
+    }
+DEF_TOKENS(1)
+DEF_TOKENS(2)
+DEF_TOKENS(3)
+DEF_TOKENS(4)
+DEF_TOKENS(5)
+DEF_TOKENS(6)
+
+typedef void (*tokens_fn)(const float *, const float *, size_t, float *);
+static const tokens_fn tokens_by_count[TG + 1] = {NULL,     tokens_1, tokens_2, tokens_3,
+                                                  tokens_4, tokens_5, tokens_6};
+
+/* Y[t][0 .. nr) of T tokens = (or, add: +=) out[t * 16 + 0 .. nr). */
+static void store_tokens(const float *out, int T, float *Y, size_t ldy, unsigned nr, bool add) {
+    for (int t = 0; t < T; t++) {
+        float *y = Y + (size_t)t * ldy;
+        const float *o = out + PR * t;
+        if (nr == PR) {
+            __m256 v0 = _mm256_load_ps(o), v1 = _mm256_load_ps(o + 8);
+            if (add) {
+                v0 = _mm256_add_ps(v0, _mm256_loadu_ps(y));
+                v1 = _mm256_add_ps(v1, _mm256_loadu_ps(y + 8));
+            }
+            _mm256_storeu_ps(y, v0);
+            _mm256_storeu_ps(y + 8, v1);
+        } else
+            for (unsigned i = 0; i < nr; i++)
+                y[i] = add ? y[i] + o[i] : o[i];
+    }
+}
+
+bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                        size_t ldy, uint64_t r0, uint64_t r1) {
+    const size_t kp = (size_t)(m->cols + 7) / 8 * 8, groups = (n + TG - 1) / TG;
+    const size_t panel_bytes = (size_t)KB * PR * sizeof(float);
+    const size_t act_bytes = (groups * kp * TG + 8) * sizeof(float); /* + the last spill */
+    _Alignas(32) float out[TG * PR];
+    uint8_t *mem = cq_kernel_scratch(CQ_SCRATCH_ACT, panel_bytes + act_bytes);
+    if (!mem) return false;
+    float *panel = (float *)(void *)mem, *xg = (float *)(void *)(mem + panel_bytes);
+    for (size_t g = 0; g < groups; g++) {
+        size_t t0 = g * TG, nt = n - t0 < TG ? n - t0 : TG;
+        group_acts(X, t0, nt, ldx, m->cols, kp, xg + g * kp * TG);
+    }
+    for (uint64_t r = r0; r < r1; r += PR) {
+        unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR;
+        unsigned nn = cq_next_panel_rows(r, r1, PR);
+        for (size_t k0 = 0; k0 < kp; k0 += KB) {
+            size_t kw = kp - k0 < KB ? kp - k0 : KB;
+            pack_panel(m, r, nr, k0, kw, panel, nn);
+            for (size_t g = 0; g < groups; g++) {
+                size_t cnt = n - g * TG < TG ? n - g * TG : TG;
+                tokens_by_count[cnt](panel, xg + g * kp * TG + k0 * TG, kw, out);
+                store_tokens(out, (int)cnt, Y + g * TG * ldy + (r - r0), ldy, nr, k0 > 0);
+            }
+        }
+    }
+    return true;
+}

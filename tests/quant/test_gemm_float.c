@@ -1,0 +1,160 @@
+/* test_gemm_float.c - the FMA panel GEMMs of the float weight dtypes (f32, f16, bf16):
+ * gemm_f32_avx2.c (tier avx2) and gemm_f32_avx512.c (tier avx512), called directly, against a
+ * double-precision reference over the shapes their blocking has edges in: 1 .. 30 tokens (whole
+ * and partial token groups of 6 and 12), row ranges that start and end inside a 16-row panel,
+ * column counts that are odd, below one vector, and past one or more 256-column blocks (the
+ * AVX2 GEMM's K blocks, whose partial sums add into Y), padded ldx / ldy. Bound: test_kernel.c's
+ * 2e-5 of sum |w x|. Y outside the requested rows and tokens must be left as it was, and a NaN
+ * activation or an infinite weight must reach exactly its own outputs (zero padding must not
+ * spread it to other rows or tokens). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "common/cpu.h"
+#include "common/f16.h"
+#include "common/test.h"
+#include "common/tier.h"
+#include "cortiq/kernels.h"
+#include "quant/gemm_impl.h"
+#include "quant/kernel_gen.h"
+
+#define SENTINEL 12345.0f
+
+typedef bool (*gemm_fn)(const cmf_qmat *, const float *, size_t, size_t, float *, size_t, uint64_t,
+                        uint64_t);
+
+static uint8_t *make_weights(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng,
+                             uint64_t *nb) {
+    size_t es = dt == CMF_DT_F32 ? 4 : 2;
+    *nb = rows * cols * es;
+    uint8_t *w = malloc(*nb);
+    for (uint64_t i = 0; i < rows * cols; i++) { /* magnitudes over several octaves */
+        float v = kg_unif(rng, -1, 1) * exp2f(kg_unif(rng, -6, 2));
+        if (dt == CMF_DT_F32)
+            memcpy(w + 4 * i, &v, 4);
+        else
+            st_u16(w + 2 * i, dt == CMF_DT_F16 ? f32_to_f16(v) : f32_to_bf16(v));
+    }
+    return w;
+}
+
+/* Returns the number of outputs outside the bound or changed outside the range. */
+static int check(gemm_fn gemm, const cmf_qmat *m, size_t n, uint64_t r0, uint64_t r1, kg_rng *rng) {
+    const uint64_t cols = m->cols;
+    size_t ldx = cols + (n & 1 ? 3 : 0), ldy = (r1 - r0) + (n & 2 ? 5 : 0);
+    float *X = malloc(n * ldx * sizeof *X), *Y = malloc(n * ldy * sizeof *Y);
+    float *w = malloc(cols * sizeof *w);
+    for (size_t i = 0; i < n * ldx; i++)
+        X[i] = kg_unif(rng, -1, 1) * exp2f(kg_unif(rng, -4, 4));
+    for (size_t i = 0; i < n * ldy; i++)
+        Y[i] = SENTINEL;
+    CHECK(gemm(m, X, n, ldx, Y, ldy, r0, r1));
+    int bad = 0;
+    for (uint64_t r = r0; r < r1; r++) {
+        cmf_qmat_dequant_row(m, r, w);
+        for (size_t t = 0; t < n; t++) {
+            double s = 0, mag = 0;
+            for (uint64_t k = 0; k < cols; k++) {
+                double p = (double)w[k] * X[t * ldx + k];
+                s += p;
+                mag += fabs(p);
+            }
+            double got = Y[t * ldy + (r - r0)];
+            if (!(fabs(got - s) <= 2e-5 * mag + 1e-30) && bad++ < 5)
+                fprintf(stderr,
+                        "  %s [%llu x %llu] n=%zu rows %llu..%llu: row %llu tok %zu got %.9g want "
+                        "%.9g\n",
+                        cmf_dtype_name(m->dtype), (unsigned long long)m->rows,
+                        (unsigned long long)cols, n, (unsigned long long)r0, (unsigned long long)r1,
+                        (unsigned long long)r, t, got, s);
+        }
+    }
+    for (size_t t = 0; t < n; t++) /* the padding of ldy stays untouched */
+        for (size_t i = r1 - r0; i < ldy; i++)
+            if (Y[t * ldy + i] != SENTINEL && bad++ < 5)
+                fprintf(stderr, "  %s n=%zu: Y[%zu][%zu] written past the range\n",
+                        cmf_dtype_name(m->dtype), n, t, i);
+    free(X), free(Y), free(w);
+    return bad;
+}
+
+static void test_shapes(gemm_fn gemm, const char *tier) {
+    static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16};
+    /* {rows, cols}: partial panels, cols below 8 / odd / past 1 and 2 K blocks of 256 */
+    static const uint64_t shapes[][2] = {{5, 1},  {16, 8},   {17, 257}, {33, 600},
+                                         {40, 9}, {31, 513}, {7, 255},  {18, 1030}};
+    kg_rng rng = {2024};
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            uint64_t rows = shapes[s][0], cols = shapes[s][1], nb;
+            uint8_t *p = make_weights(dts[d], rows, cols, &rng, &nb);
+            cmf_qmat m;
+            CHECK(cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "t", NULL) == CMF_OK);
+            int bad = 0;
+            for (size_t n = 1; n <= 30; n++) {
+                bad += check(gemm, &m, n, 0, rows, &rng);
+                if (rows >= 4) bad += check(gemm, &m, n, 1, rows - 1, &rng);
+                if (rows >= 20) bad += check(gemm, &m, n, 3, 19, &rng); /* inside 2 panels */
+            }
+            CHECK_MSG(bad == 0, "%s %s [%llu x %llu]: %d mismatches", tier, cmf_dtype_name(dts[d]),
+                      (unsigned long long)rows, (unsigned long long)cols, bad);
+            cmf_qmat_free(&m);
+            free(p);
+        }
+}
+
+/* An infinite weight (row 3, col 5) and a NaN activation (token 2, col 7): non-finite results
+ * exactly in row 3 and token 2; every other output finite. */
+static void test_nonfinite(gemm_fn gemm, const char *tier) {
+    static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16};
+    const uint64_t rows = 21, cols = 300;
+    const size_t n = 9;
+    kg_rng rng = {99};
+    for (size_t d = 0; d < 3; d++) {
+        uint64_t nb;
+        uint8_t *p = make_weights(dts[d], rows, cols, &rng, &nb);
+        if (dts[d] == CMF_DT_F32) {
+            float inf = INFINITY;
+            memcpy(p + 4 * (3 * cols + 5), &inf, 4);
+        } else
+            st_u16(p + 2 * (3 * cols + 5),
+                   dts[d] == CMF_DT_F16 ? f32_to_f16(INFINITY) : f32_to_bf16(INFINITY));
+        cmf_qmat m;
+        CHECK(cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "t", NULL) == CMF_OK);
+        float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y);
+        for (size_t i = 0; i < n * cols; i++)
+            X[i] = kg_unif(&rng, -1, 1);
+        X[2 * cols + 7] = NAN;
+        CHECK(gemm(&m, X, n, cols, Y, rows, 0, rows));
+        int bad = 0;
+        for (size_t t = 0; t < n; t++)
+            for (uint64_t r = 0; r < rows; r++) {
+                bool want_finite = t != 2 && r != 3;
+                if (want_finite != (bool)isfinite(Y[t * rows + r]) && bad++ < 5)
+                    fprintf(stderr, "  %s %s tok %zu row %llu: %g\n", tier, cmf_dtype_name(dts[d]),
+                            t, (unsigned long long)r, Y[t * rows + r]);
+            }
+        CHECK_MSG(bad == 0, "%s %s: non-finite values misplaced (%d)", tier, cmf_dtype_name(dts[d]),
+                  bad);
+        free(X), free(Y), free(p);
+        cmf_qmat_free(&m);
+    }
+}
+
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv);
+    static const struct {
+        cq_isa isa;
+        gemm_fn fn;
+        const char *name;
+    } k_gemms[] = {{CQ_ISA_AVX2, cq_gemm_float_avx2, "avx2"},
+                   {CQ_ISA_AVX512, cq_gemm_float_avx512, "avx512"}};
+    for (size_t i = 0; i < sizeof k_gemms / sizeof k_gemms[0]; i++) {
+        if (!test_tier_on(k_gemms[i].isa)) continue;
+        cq_cpu_force(k_gemms[i].isa);
+        if (cq_cpu_isa() < k_gemms[i].isa) continue; /* a run by hand on a smaller CPU */
+        test_shapes(k_gemms[i].fn, k_gemms[i].name);
+        test_nonfinite(k_gemms[i].fn, k_gemms[i].name);
+    }
+    TEST_DONE();
+}
