@@ -125,6 +125,76 @@ def stacked_experts(tensors, n_layer, n_expert):
     """Replace each MoE layer's expert tensors by three stacked ones named
     model.layers.N.mlp.experts.{gate,up,down}_proj (f32 arrays), the names the gguf map knows."""
     out = {}
+    for name, (dtype, shape, buf) in tensors.items():
+        if ".mlp.experts." not in name:
+            out[name] = (dtype, shape, buf)
+    for i in range(n_layer):
+        pre = f"model.layers.{i}.mlp.experts."
+        fused = tensors.get(pre + "gate_up_proj")
+        if fused is not None:
+            gu = to_f32(*fused)
+            w = gu.shape[1] // 2
+            roles = {"gate_proj": gu[:, :w, :], "up_proj": gu[:, w:, :], "down_proj": to_f32(*tensors[pre + "down_proj"])}
+        elif pre + "0.gate_proj.weight" in tensors:
+            roles = {r: np.stack([to_f32(*tensors[f"{pre}{e}.{r}.weight"]) for e in range(n_expert)])
+                     for r in ("gate_proj", "up_proj", "down_proj")}
+        else:
+            continue
+        for r, x in roles.items():
+            out[pre + r + ".weight"] = ("F32NP", x.shape, x)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("checkpoint")
+    ap.add_argument("out")
+    ap.add_argument("--tokenizer", help="directory with tokenizer.json (default: the checkpoint's)")
+    a = ap.parse_args()
+    cfg = json.load(open(os.path.join(a.checkpoint, "config.json")))
+    mt = cfg.get("model_type")
+    if mt not in ("qwen2", "qwen3_moe", "qwen2_moe"):
+        sys.exit(f"model_type {mt}: this writer handles qwen2, qwen2_moe and qwen3_moe only")
+    moe = mt in ("qwen3_moe", "qwen2_moe")
+    if mt == "qwen3_moe" and not cfg.get("norm_topk_prob", False):
+        sys.exit("qwen3_moe without norm_topk_prob: llama.cpp's qwen3moe always renormalises the top-k weights")
+    if mt == "qwen2_moe" and cfg.get("norm_topk_prob", False):
+        sys.exit("qwen2_moe with norm_topk_prob: llama.cpp's qwen2moe never renormalises the top-k weights")
+    if mt == "qwen2_moe" and (cfg.get("mlp_only_layers") or cfg.get("decoder_sparse_step", 1) != 1):
+        sys.exit("qwen2_moe with dense layers: llama.cpp's qwen2moe makes every layer MoE")
+    tensors = checkpoint_tensors(a.checkpoint)
+    n_layer = cfg["num_hidden_layers"]
+    n_vocab = tensors["model.embed_tokens.weight"][1][0]
+    rope = cfg.get("rope_theta") or (cfg.get("rope_parameters") or {}).get("rope_theta", 10000.0)
+    arch = {"qwen3_moe": gguf.MODEL_ARCH.QWEN3MOE, "qwen2_moe": gguf.MODEL_ARCH.QWEN2MOE}.get(mt, gguf.MODEL_ARCH.QWEN2)
+
+    w = gguf.GGUFWriter(a.out + ".tmp", gguf.MODEL_ARCH_NAMES[arch])
+    w.add_name(os.path.basename(os.path.normpath(a.checkpoint)))
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+    w.add_context_length(cfg["max_position_embeddings"])
+    w.add_embedding_length(cfg["hidden_size"])
+    w.add_block_count(n_layer)
+    w.add_feed_forward_length(cfg["intermediate_size"])
+    w.add_head_count(cfg["num_attention_heads"])
+    w.add_head_count_kv(cfg["num_key_value_heads"])
+    w.add_rope_freq_base(float(rope))
+    w.add_layer_norm_rms_eps(float(cfg["rms_norm_eps"]))
+    if moe:
+        head_dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+        n_expert = cfg.get("num_experts") or cfg["num_local_experts"]  # transformers 5 renamed it
+        w.add_expert_count(n_expert)
+        w.add_expert_used_count(cfg["num_experts_per_tok"])
+        w.add_expert_feed_forward_length(cfg["moe_intermediate_size"])
+        if cfg.get("shared_expert_intermediate_size"):
+            w.add_expert_shared_feed_forward_length(cfg["shared_expert_intermediate_size"])
+        tensors = stacked_experts(tensors, n_layer, n_expert)
+    add_tokenizer(w, a.tokenizer or a.checkpoint, cfg, n_vocab)
+
+    names = gguf.get_tensor_name_map(arch, n_layer)
+    if cfg.get("tie_word_embeddings") and "lm_head.weight" in tensors:
+        del tensors["lm_head.weight"]
     # tensor by tensor (infos first, then each converted as it is written): a 7B checkpoint's
     # f16 copy would not fit in memory alongside its source
     plan = []
@@ -134,8 +204,7 @@ def stacked_experts(tensors, n_layer, n_expert):
             sys.exit(f"{name}: no GGUF name for this tensor in the {gguf.MODEL_ARCH_NAMES[arch]} map")
         flat = name.endswith("shared_expert_gate.weight")  # [1, hidden] -> llama.cpp's [hidden]
         out_shape = [int(np.prod(shape))] if flat else list(shape)
-        half = len(out_shape) >= 2
-        dt = np.dtype(np.float16 if half else np.float32)
+        dt = np.dtype(np.float16 if len(out_shape) >= 2 else np.float32)
         w.add_tensor_info(new, out_shape, dt, int(np.prod(out_shape)) * dt.itemsize)
         plan.append((dtype, shape, buf, out_shape, dt))
     w.write_header_to_file()
