@@ -77,11 +77,11 @@ static void pack_q4(const cmf_qmat *m, uint64_t r, unsigned nr, size_t nb, uint8
             if (i >= nr || g >= G)
                 s = 0;
             else if (m->dtype == CMF_DT_Q4_TILED)
-                s = f16_to_f32(ld_u16(m->quants + (row * G + g) * CQ_Q4T_TILE));
+                s = _cvtsh_ss(ld_u16(m->quants + (row * G + g) * CQ_Q4T_TILE)); /* F16C */
             else if (m->dtype == CMF_DT_Q4TP)
                 s = ladder[cq_q4tp_code(m, row, g)];
             else
-                s = f16_to_f32(ld_u16(m->scales + 2 * (row * G + g)));
+                s = _cvtsh_ss(ld_u16(m->scales + 2 * (row * G + g)));
             bs[g * PR + i] = s;
         }
     }
