@@ -73,7 +73,7 @@ static void pack_q4(const cmf_qmat *m, uint64_t r, unsigned nr, size_t nb, uint8
         float ladder[32];
         if (m->dtype == CMF_DT_Q4TP && i < nr) cq_avx2_q4tp_ladder(m, row, ladder);
         for (size_t g = 0; g < nb; g++) {
-            float s = 0;
+            float s;
             if (i >= nr || g >= G)
                 s = 0;
             else if (m->dtype == CMF_DT_Q4_TILED)
