@@ -9,10 +9,6 @@
 #include "common/pieces.h"
 #include "engine/act_ops.h"
 
-/* Batches of at least this many tokens take the integer GEMM (below it, repacking each
- * 16-row panel costs more than the f32 kernels lose). */
-#define CQ_QACT_MIN 4
-
 /* A thread's share of a decode product: per part, how many rows of its range are claimed, as
  * job << 32 | rows (a value left by an earlier job counts as none claimed, so nobody has to
  * reset it: the owner's line stays in its own cache until another thread takes from it). */
@@ -210,10 +206,10 @@ static void run_job(cq_sched *sc, mm_job *j) {
     cq_pool_run(sc->m->pool, decode_task, j);
 }
 
-/* Binds the job to the integer GEMM when its batch is large enough and one of its weights
- * has it; returns whether x must be quantized first. */
+/* Binds the job to the integer GEMM when its batch is large enough (cmf_qact_min_tokens) and
+ * one of its weights has it; returns whether x must be quantized first. */
 static bool use_qact(cq_sched *sc, mm_job *j) {
-    if (!sc->qa_mem || j->n < CQ_QACT_MIN || j->each) return false;
+    if (!sc->qa_mem || j->n < cmf_qact_min_tokens() || j->each) return false;
     int any = 0;
     for (unsigned k = 0; k < j->np; k++)
         any |= cmf_qact_supports(j->p[k].w);

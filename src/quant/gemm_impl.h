@@ -46,6 +46,12 @@ void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, 
                     uint64_t r1, void *scratch);
 void cq_qact_quantize_avx512(cmf_qact *a, const float *X, size_t ldx, size_t t0, size_t t1);
 
+/* The AVX2 tier (gemm_i8_avx2.c; also AVX-512 CPUs without VNNI) and its quantizer (the
+ * scalar tier's codes). */
+void cq_gemm_avx2(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
+                  uint64_t r1, void *scratch);
+void cq_qact_quantize_avx2(cmf_qact *a, const float *X, size_t ldx, size_t t0, size_t t1);
+
 /* Batched product for f32 / f16 / bf16 weights (gemm_f32_avx512.c): false (nothing written)
  * when its scratch cannot be allocated. */
 bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,

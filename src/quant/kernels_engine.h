@@ -112,6 +112,15 @@ int cmf_qact_supports(const cmf_qmat *m);
 /* True when the AVX-512 VNNI tier is in effect (CPU support, not lowered by CORTIQ_CPU). */
 int cmf_qact_fast(void);
 
+/* True when a SIMD tier of cmf_matmul_qact is in effect (AVX-512 VNNI or AVX2): the integer
+ * GEMM beats the f32 and int8-activation batched kernels (the engine's prefill_qact). */
+int cmf_qact_simd(void);
+
+/* The fewest tokens for which cmf_matmul_qact beats the int8-activation batched kernels
+ * (CMF_KF_INT8_ACT) on the tier in effect: below it, repacking each panel costs more than
+ * the GEMM gains (bench_gemm --tokens N). */
+size_t cmf_qact_min_tokens(void);
+
 /* Scratch bytes cmf_matmul_qact needs per concurrent call for matrices of `cols` columns. */
 size_t cmf_qact_scratch_bytes(uint64_t cols);
 

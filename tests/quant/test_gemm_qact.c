@@ -1,8 +1,8 @@
 /* test_gemm_qact.c - the integer prefill GEMM (cmf_qact + cmf_matmul_qact):
- *  - activation codes: the AVX-512 quantizer gives the scalar tier's codes byte for byte,
- *    NaN / inf / zero blocks included;
- *  - AVX-512 VNNI tier vs scalar tier: the integer block sums are exact in both, so results
- *    differ only by f32 accumulation order (checked at 1e-5 of sum |w x|);
+ *  - activation codes: the AVX-512 and AVX2 quantizers give the scalar tier's codes byte for
+ *    byte, NaN / inf / zero blocks included;
+ *  - AVX-512 VNNI and AVX2 tiers vs scalar tier: the integer block sums are exact in all, so
+ *    results differ only by f32 accumulation order (checked at 1e-5 of sum |w x|);
  *  - vs the exact f32 product of the dequantized weights and the unquantized activations:
  *    within the documented bound sum_b sum|w| * absmax_b / 254 (+ f32 slack);
  *  - partial panels (rows not a multiple of 16), token counts 1..30, row sub-ranges, q8_row
@@ -40,8 +40,12 @@ static bool avx512_on(void) {
 static bool vnni_on(void) {
     return test_tier_on(CQ_ISA_AVX512) && cq_cpu_detect()->avx512vnni;
 }
+static bool avx2_on(void) {
+    return test_tier_on(CQ_ISA_AVX2) && cq_cpu_detect()->avx2 && cq_cpu_detect()->fma;
+}
 
-static int quantize_matches(size_t n, size_t cols, const float *X) {
+/* The quantizer of tier `tier` gives the scalar tier's codes, scales and sums. */
+static int quantize_matches(cq_isa tier, size_t n, size_t cols, const float *X) {
     size_t sz = cmf_qact_bytes(n, cols);
     void *m1 = amalloc(sz), *m2 = amalloc(sz);
     cmf_qact a, b;
@@ -49,7 +53,7 @@ static int quantize_matches(size_t n, size_t cols, const float *X) {
     cmf_qact_bind(&b, m2, n, cols);
     cq_cpu_force(CQ_ISA_SCALAR);
     cmf_qact_quantize(&a, X, cols);
-    cq_cpu_force(CQ_ISA_AVX512);
+    cq_cpu_force(tier);
     cmf_qact_quantize(&b, X, cols);
     int ok = 1;
     for (size_t t = 0; t < n; t++)
@@ -85,11 +89,13 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
         cmf_qact_bind(&a, am, n, cols);
         cmf_qact_quantize(&a, X, cols);
         size_t ldy = rows + 3;
-        float *Ys = calloc(n * ldy, sizeof *Ys), *Yv = calloc(n * ldy, sizeof *Yv);
-        /* a row sub-range that starts on a panel boundary and one that ends mid-panel */
-        uint64_t splits[3] = {0, rows > 16 ? 16 : rows, rows};
-        for (int half = 0; half < 2; half++) {
-            uint64_t r0 = splits[half], r1 = splits[half + 1];
+        float *Ys = calloc(n * ldy, sizeof *Ys), *Yv = calloc(n * ldy, sizeof *Yv),
+              *Y2 = calloc(n * ldy, sizeof *Y2);
+        /* row sub-ranges that start on a panel boundary (16 rows; 8 for AVX2), one that starts
+         * and ends mid-panel (AVX2: rows 16..19 are a partial panel), and one to the end */
+        uint64_t splits[4] = {0, rows > 16 ? 16 : rows, rows > 20 ? 20 : rows, rows};
+        for (int part = 0; part < 3; part++) {
+            uint64_t r0 = splits[part], r1 = splits[part + 1];
             if (r0 >= r1) continue;
             cq_cpu_force(CQ_ISA_SCALAR);
             cmf_matmul_qact(&m, &a, Ys + r0, ldy, r0, r1, scratch);
@@ -97,6 +103,11 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
                 cq_cpu_force(CQ_ISA_AVX512);
                 CHECK(cmf_qact_fast());
                 cmf_matmul_qact(&m, &a, Yv + r0, ldy, r0, r1, scratch);
+            }
+            if (avx2_on()) {
+                cq_cpu_force(CQ_ISA_AVX2);
+                CHECK(cmf_qact_simd() && !cmf_qact_fast());
+                cmf_matmul_qact(&m, &a, Y2 + r0, ldy, r0, r1, scratch);
             }
         }
         size_t nb = a.kpad / 32;
@@ -123,12 +134,16 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
                               "%s avx512 row %llu tok %zu: %g vs scalar %g",
                               cmf_dtype_get(dt)->name, (unsigned long long)i, t, Yv[t * ldy + i],
                               ys);
+                if (avx2_on())
+                    CHECK_MSG(fabs(Y2[t * ldy + i] - ys) <= 1e-5 * (mag + bound) + 1e-6,
+                              "%s avx2 row %llu tok %zu: %g vs scalar %g", cmf_dtype_get(dt)->name,
+                              (unsigned long long)i, t, Y2[t * ldy + i], ys);
             }
         /* the padding columns of Y (ldy > rows) are never written */
         for (size_t t = 0; t < n; t++)
             for (size_t i = rows; i < ldy && t + 1 < n; i++)
-                CHECK(Ys[t * ldy + i] == 0 && Yv[t * ldy + i] == 0);
-        free(Ys), free(Yv), free(am), free(X);
+                CHECK(Ys[t * ldy + i] == 0 && Yv[t * ldy + i] == 0 && Y2[t * ldy + i] == 0);
+        free(Ys), free(Yv), free(Y2), free(am), free(X);
     }
     free(scratch), free(W), free(payload);
     cmf_qmat_free(&m);
@@ -145,13 +160,19 @@ int main(int argc, char **argv) {
         X[0] = NAN;
         if (cols > 5) X[5] = INFINITY, X[cols + 1 < n * cols ? cols + 1 : 0] = -INFINITY;
         X[n * cols - 1] = 1e-30f;
-        if (avx512_on()) CHECK_MSG(quantize_matches(n, cols, X), "codes differ, cols %zu", cols);
+        if (avx512_on())
+            CHECK_MSG(quantize_matches(CQ_ISA_AVX512, n, cols, X), "avx512 codes differ, cols %zu",
+                      cols);
+        if (avx2_on())
+            CHECK_MSG(quantize_matches(CQ_ISA_AVX2, n, cols, X), "avx2 codes differ, cols %zu",
+                      cols);
         free(X);
     }
-    /* quantizing token ranges separately gives the whole-batch result (both tiers) */
-    for (int tier = 0; tier < 2; tier++) {
-        if (tier && !avx512_on()) break;
-        cq_cpu_force(tier ? CQ_ISA_AVX512 : CQ_ISA_SCALAR);
+    /* quantizing token ranges separately gives the whole-batch result (every tier) */
+    static const cq_isa qtiers[] = {CQ_ISA_SCALAR, CQ_ISA_AVX2, CQ_ISA_AVX512};
+    for (int tier = 0; tier < 3; tier++) {
+        if ((tier == 1 && !avx2_on()) || (tier == 2 && !avx512_on())) continue;
+        cq_cpu_force(qtiers[tier]);
         size_t n = 29, cols = 70, sz = cmf_qact_bytes(n, cols);
         float *X = malloc(n * cols * sizeof *X);
         fill_acts(&r, X, n, cols);
@@ -194,6 +215,8 @@ int main(int argc, char **argv) {
     }
     check_dtype(CMF_DT_Q8_ROW, 20, 100, 400); /* cols % 32 != 0 */
     check_dtype(CMF_DT_Q8_ROW, 33, 17, 401);
+    check_dtype(CMF_DT_Q8_ROW, 11, 4, 402);    /* one partial block, one partial panel */
+    check_dtype(CMF_DT_Q4_TILED, 27, 32, 403); /* one block, a partial panel */
     /* unsupported forms */
     {
         uint64_t nbytes;

@@ -1,0 +1,304 @@
+/* gemm_i8_avx2.c - the AVX2 tier of cmf_matmul_qact (integer prefill GEMM) and its activation
+ * quantizer.
+ *
+ * Weights are repacked per panel of 8 rows so that one 256-bit vector holds 4 consecutive
+ * codes of each of the 8 rows (one int32 lane per row): vpmaddubsw with the token's 4 matching
+ * activation bytes broadcast advances the 8 rows at once, and every loaded weight vector is
+ * reused for up to 6 tokens (2 x 6 accumulators + operands fit the 16 ymm registers).
+ *  - q4 family (codes 0..15): a vpmaddubsw pair is at most 2 * 15 * 127 = 3810, so the 8
+ *    steps of a 32-column block add up in int16 (<= 30480) before one vpmaddwd by ones
+ *    widens them to int32; the offset correction -8 * sum(x) is added there.
+ *  - q8_row: the code q XOR 0x80 would saturate vpmaddubsw (255 * 127 * 2), so the panel
+ *    holds |w| (as u8, <= 128) and w itself: vpsignb gives x * sign(w) and vpmaddubsw
+ *    |w| * (x * sign(w)) = w * x, a pair at most 2 * 128 * 127 = 32512; each step is widened
+ *    by vpmaddwd at once. The signed product needs no offset correction.
+ * Per block the int32 sums are converted to f32 and scaled as in the scalar tier. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "common/bytes.h"
+#include "common/f16.h"
+#include "quant/gemm_impl.h"
+#include "quant/kernel_impl.h"
+
+#define PR   8 /* rows per panel: one int32 lane each */
+#define TMAX 6 /* tokens per pass: half a CMF_QACT_GROUP */
+_Static_assert(CMF_QACT_GROUP == 2 * TMAX, "a token group is two passes");
+
+/* 8 rows of 8 dwords -> 8 vectors, vector j holding dword j of every row (lane i = row i). */
+static inline void transpose8_store(const __m256i v[8], uint8_t *dst) {
+    __m256i a0 = _mm256_unpacklo_epi32(v[0], v[1]), a1 = _mm256_unpackhi_epi32(v[0], v[1]);
+    __m256i a2 = _mm256_unpacklo_epi32(v[2], v[3]), a3 = _mm256_unpackhi_epi32(v[2], v[3]);
+    __m256i a4 = _mm256_unpacklo_epi32(v[4], v[5]), a5 = _mm256_unpackhi_epi32(v[4], v[5]);
+    __m256i a6 = _mm256_unpacklo_epi32(v[6], v[7]), a7 = _mm256_unpackhi_epi32(v[6], v[7]);
+    __m256i b0 = _mm256_unpacklo_epi64(a0, a2), b1 = _mm256_unpackhi_epi64(a0, a2);
+    __m256i b2 = _mm256_unpacklo_epi64(a1, a3), b3 = _mm256_unpackhi_epi64(a1, a3);
+    __m256i b4 = _mm256_unpacklo_epi64(a4, a6), b5 = _mm256_unpackhi_epi64(a4, a6);
+    __m256i b6 = _mm256_unpacklo_epi64(a5, a7), b7 = _mm256_unpackhi_epi64(a5, a7);
+    /* b0: rows 0-3 dword 0 | dword 4, b4: rows 4-7 likewise; b1/b5 dwords 1|5, b2/b6 2|6,
+     * b3/b7 3|7 */
+    __m256i *d = (__m256i *)(void *)dst;
+    _mm256_store_si256(d + 0, _mm256_permute2x128_si256(b0, b4, 0x20));
+    _mm256_store_si256(d + 1, _mm256_permute2x128_si256(b1, b5, 0x20));
+    _mm256_store_si256(d + 2, _mm256_permute2x128_si256(b2, b6, 0x20));
+    _mm256_store_si256(d + 3, _mm256_permute2x128_si256(b3, b7, 0x20));
+    _mm256_store_si256(d + 4, _mm256_permute2x128_si256(b0, b4, 0x31));
+    _mm256_store_si256(d + 5, _mm256_permute2x128_si256(b1, b5, 0x31));
+    _mm256_store_si256(d + 6, _mm256_permute2x128_si256(b2, b6, 0x31));
+    _mm256_store_si256(d + 7, _mm256_permute2x128_si256(b3, b7, 0x31));
+}
+
+/* 16 nibble bytes -> 32 codes in element order (low nibble first). */
+static inline __m256i unpack_nibbles(const uint8_t *nib) {
+    __m128i b = _mm_loadu_si128((const __m128i *)nib), m = _mm_set1_epi8(15);
+    __m128i lo = _mm_and_si128(b, m), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
+    return _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
+}
+
+static inline const uint8_t *q4_nibbles(const cmf_qmat *m, uint64_t row, uint64_t g) {
+    return m->dtype == CMF_DT_Q4_TILED ? m->quants + (row * m->groups + g) * CQ_Q4T_TILE + 2
+                                       : m->quants + (row * m->groups + g) * 16;
+}
+
+/* Pack rows [r, r + nr) of a q4-family matrix: block b's 8 vectors at panel + (8b + k) * 32
+ * (vector k: columns 32b + 4k .. +3 of every row), block scales at bs[8b + i]. Rows past nr
+ * repeat row r with scale 0 (their results are never stored). */
+static void pack_q4(const cmf_qmat *m, uint64_t r, unsigned nr, size_t nb, uint8_t *panel,
+                    float *bs, unsigned nn) {
+    const uint64_t G = m->groups, step = m->dtype == CMF_DT_Q4_TILED ? CQ_Q4T_TILE : 16;
+    const uint8_t *rowp[PR], *next = nn ? q4_nibbles(m, r + PR, 0) : NULL;
+    for (unsigned i = 0; i < PR; i++) {
+        uint64_t row = r + (i < nr ? i : 0);
+        rowp[i] = q4_nibbles(m, row, 0);
+        float ladder[32];
+        if (m->dtype == CMF_DT_Q4TP && i < nr) cq_avx2_q4tp_ladder(m, row, ladder);
+        for (size_t g = 0; g < nb; g++) {
+            float s;
+            if (i >= nr || g >= G)
+                s = 0;
+            else if (m->dtype == CMF_DT_Q4_TILED)
+                s = _cvtsh_ss(ld_u16(m->quants + (row * G + g) * CQ_Q4T_TILE)); /* F16C */
+            else if (m->dtype == CMF_DT_Q4TP)
+                s = ladder[cq_q4tp_code(m, row, g)];
+            else
+                s = _cvtsh_ss(ld_u16(m->scales + 2 * (row * G + g)));
+            bs[g * PR + i] = s;
+        }
+    }
+    for (size_t g = 0; g < nb; g++) {
+        if ((g * step) % 64 < step) cq_prefetch_panel_rows(next, nn, G * step, g * step);
+        __m256i v[PR];
+        for (unsigned i = 0; i < PR; i++)
+            v[i] = g < G ? unpack_nibbles(rowp[i] + g * step) : _mm256_setzero_si256();
+        transpose8_store(v, panel + g * 8 * 32);
+    }
+}
+
+/* Pack rows [r, r + nr) of a q8_row matrix: block b's |w| vectors at panel + (16b + k) * 32
+ * and w's at panel + (16b + 8 + k) * 32 (columns past cols and rows past nr: 0), row scales
+ * at rs[i]. */
+static void pack_q8(const cmf_qmat *m, uint64_t r, unsigned nr, size_t nb, uint8_t *panel,
+                    float *rs, unsigned nn) {
+    const uint64_t C = m->cols;
+    const uint8_t *next = nn ? m->quants + (r + PR) * C : NULL;
+    for (unsigned i = 0; i < PR; i++)
+        rs[i] = i < nr ? f16_to_f32(ld_u16(m->scales + 2 * (r + i))) : 0.0f;
+    for (size_t b = 0; b < nb; b++) {
+        uint64_t c0 = 32 * b, len = C - c0 < 32 ? C - c0 : 32;
+        if (c0 % 64 == 0) cq_prefetch_panel_rows(next, nn, C, c0);
+        __m256i v[PR];
+        for (unsigned i = 0; i < PR; i++) {
+            if (i >= nr) {
+                v[i] = _mm256_setzero_si256();
+            } else if (len == 32) {
+                v[i] = _mm256_loadu_si256((const __m256i *)(m->quants + (r + i) * C + c0));
+            } else {
+                uint8_t tmp[32] = {0};
+                memcpy(tmp, m->quants + (r + i) * C + c0, len);
+                v[i] = _mm256_loadu_si256((const __m256i *)tmp);
+            }
+        }
+        uint8_t *p = panel + b * 16 * 32;
+        transpose8_store(v, p + 8 * 32);
+        for (unsigned k = 0; k < 8; k++)
+            _mm256_store_si256(
+                (__m256i *)(void *)(p + 32 * k),
+                _mm256_abs_epi8(_mm256_load_si256((const __m256i *)(p + 32 * (8 + k)))));
+    }
+}
+
+typedef int32_t u32_unaligned __attribute__((may_alias, aligned(1)));
+
+static inline __m256i bcast4(const int8_t *p) {
+    return _mm256_set1_epi32(*(const u32_unaligned *)p);
+}
+
+/* The T tokens of token group g starting at its token t0 over one packed panel: rowscale
+ * (q8_row) or block scales (q4 family). Every activation operand of a block sits at a constant
+ * offset from one pointer (cmf_qact_index groups a block's tokens). */
+static inline __attribute__((always_inline)) void
+panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int rowscale,
+             const cmf_qact *a, const int32_t *corr, size_t g, size_t t0, const int T, float *Y,
+             size_t ldy, unsigned nr) {
+    enum { G = CMF_QACT_GROUP };
+    __m256 accf[TMAX];
+    __m256i acc[TMAX];
+    const size_t nb = a->nb, e0 = g * nb * G + t0;
+    const int8_t *xg = a->q + 32 * e0;
+    const float *sx = a->scale + e0;
+    const int32_t *cx = corr + e0;
+    const __m256i ones = _mm256_set1_epi16(1);
+    for (int t = 0; t < T; t++)
+        accf[t] = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; b++, xg += 32 * G, sx += G, cx += G) {
+        if (rowscale) {
+            const uint8_t *wb = panel + b * 16 * 32;
+            for (int t = 0; t < T; t++)
+                acc[t] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+            for (int k = 0; k < 8; k++) {
+                __m256i w = _mm256_load_si256((const __m256i *)(wb + 32 * k));
+                __m256i ws = _mm256_load_si256((const __m256i *)(wb + 32 * (8 + k)));
+                for (int t = 0; t < T; t++) {
+                    __m256i x = _mm256_sign_epi8(bcast4(xg + 32 * t + 4 * k), ws);
+                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), ones);
+                    acc[t] = _mm256_add_epi32(acc[t], p);
+                }
+            }
+            for (int t = 0; t < T; t++)
+                accf[t] =
+                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[t]), _mm256_set1_ps(sx[t]), accf[t]);
+        } else {
+            const uint8_t *wb = panel + b * 8 * 32;
+            for (int t = 0; t < T; t++)
+                acc[t] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+            for (int k = 0; k < 8; k++) {
+                __m256i w = _mm256_load_si256((const __m256i *)(wb + 32 * k));
+                for (int t = 0; t < T; t++) {
+                    __m256i p = _mm256_maddubs_epi16(w, bcast4(xg + 32 * t + 4 * k));
+                    acc[t] = _mm256_add_epi16(acc[t], p);
+                }
+            }
+            __m256 d = _mm256_load_ps(bs + b * PR);
+            for (int t = 0; t < T; t++) {
+                __m256i s =
+                    _mm256_add_epi32(_mm256_madd_epi16(acc[t], ones), _mm256_set1_epi32(cx[t]));
+                accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
+                                          _mm256_mul_ps(d, _mm256_set1_ps(sx[t])), accf[t]);
+            }
+        }
+    }
+    const __m256 rsc = rowscale ? _mm256_loadu_ps(rs) : _mm256_set1_ps(1.0f);
+    float *y = Y + (g * G + t0) * ldy;
+    if (nr == PR) {
+        for (int t = 0; t < T; t++)
+            _mm256_storeu_ps(y + (size_t)t * ldy, _mm256_mul_ps(accf[t], rsc));
+    } else {
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)nr),
+                                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int t = 0; t < T; t++)
+            _mm256_maskstore_ps(y + (size_t)t * ldy, mask, _mm256_mul_ps(accf[t], rsc));
+    }
+}
+
+#define DEF_TOKENS(T)                                                                              \
+    static void tokens_##T(const uint8_t *p, const float *bs, const float *rs, int rowscale,       \
+                           const cmf_qact *a, const int32_t *corr, size_t g, size_t t0, float *Y,  \
+                           size_t ldy, unsigned nr) {                                              \
+        if (rowscale)                                                                              \
+            panel_tokens(p, bs, rs, 1, a, corr, g, t0, T, Y, ldy, nr);                             \
+        else                                                                                       \
+            panel_tokens(p, bs, rs, 0, a, corr, g, t0, T, Y, ldy, nr);                             \
+    }
+DEF_TOKENS(1)
+DEF_TOKENS(2)
+DEF_TOKENS(3)
+DEF_TOKENS(4)
+DEF_TOKENS(5)
+DEF_TOKENS(6)
+
+typedef void (*tokens_fn)(const uint8_t *, const float *, const float *, int, const cmf_qact *,
+                          const int32_t *, size_t, size_t, float *, size_t, unsigned);
+static const tokens_fn tokens_by_count[TMAX + 1] = {NULL,     tokens_1, tokens_2, tokens_3,
+                                                    tokens_4, tokens_5, tokens_6};
+
+void cq_gemm_avx2(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
+                  uint64_t r1, void *scratch) {
+    const size_t nb = a->nb, k64 = (a->kpad + 63) / 64 * 64;
+    uint8_t *panel = scratch;
+    float *bs = (float *)(void *)(panel + 16 * k64), *rs = bs;
+    const int rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE;
+    const int32_t *corr = cq_gemm_corr(m, a);
+    for (uint64_t r = r0; r < r1; r += PR) {
+        unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR, nn = cq_next_panel_rows(r, r1, PR);
+        if (rowscale)
+            pack_q8(m, r, nr, nb, panel, rs, nn);
+        else
+            pack_q4(m, r, nr, nb, panel, bs, nn);
+        for (size_t t = 0; t < a->n; t += TMAX) {
+            size_t cnt = a->n - t < TMAX ? a->n - t : TMAX;
+            tokens_by_count[cnt](panel, bs, rs, rowscale, a, corr, t / CMF_QACT_GROUP,
+                                 t % CMF_QACT_GROUP, Y + (r - r0), ldy, nr);
+        }
+    }
+}
+
+/* Same codes as the scalar tier (round to nearest, ties to even; NaN -> 0). */
+void cq_qact_quantize_avx2(cmf_qact *a, const float *X, size_t ldx, size_t t0, size_t t1) {
+    const size_t nb = a->nb, C = a->cols;
+    const __m256 lim = _mm256_set1_ps(3.0e38f), hi = _mm256_set1_ps(127.0f),
+                 lo = _mm256_set1_ps(-127.0f),
+                 absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    for (size_t t = t0; t < t1; t++) {
+        const float *x = X + t * ldx;
+        for (size_t b = 0; b < nb; b++) {
+            size_t e = cmf_qact_index(a, t, b), c0 = 32 * b, len = C - c0 < 32 ? C - c0 : 32;
+            int8_t *q = a->q + 32 * e;
+            __m256 v[4];
+            if (len == 32) {
+                for (int j = 0; j < 4; j++)
+                    v[j] = _mm256_loadu_ps(x + c0 + 8 * j);
+            } else {
+                float tmp[32] = {0};
+                memcpy(tmp, x + c0, len * sizeof *tmp);
+                for (int j = 0; j < 4; j++)
+                    v[j] = _mm256_loadu_ps(tmp + 8 * j);
+            }
+            /* max of |v| with NaN lanes dropped (max_ps returns the second operand on NaN) */
+            __m256 m = _mm256_setzero_ps();
+            for (int j = 0; j < 4; j++)
+                m = _mm256_max_ps(_mm256_and_ps(v[j], absm), m);
+            m = _mm256_min_ps(m, lim);
+            __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+            h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+            h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+            float amax = _mm_cvtss_f32(h);
+            float inv = amax > 0 ? 127.0f / amax : 0.0f;
+            __m256 vi = _mm256_set1_ps(inv);
+            __m256i iv[4];
+            for (int j = 0; j < 4; j++) {
+                __m256 f = _mm256_round_ps(_mm256_mul_ps(v[j], vi),
+                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                f = _mm256_and_ps(f, _mm256_cmp_ps(f, f, _CMP_ORD_Q)); /* NaN -> 0 */
+                iv[j] = _mm256_cvtps_epi32(_mm256_max_ps(_mm256_min_ps(f, hi), lo));
+            }
+            __m256i s =
+                _mm256_add_epi32(_mm256_add_epi32(iv[0], iv[1]), _mm256_add_epi32(iv[2], iv[3]));
+            /* packs work per 128-bit lane: dwords come out in order 0-3 8-11 4-7 12-15 ...;
+             * one dword permute restores element order */
+            __m256i p16a = _mm256_packs_epi32(iv[0], iv[1]),
+                    p16b = _mm256_packs_epi32(iv[2], iv[3]);
+            __m256i p8 = _mm256_packs_epi16(p16a, p16b);
+            p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)(void *)q, p8);
+            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+            int32_t sum = _mm_cvtsi128_si32(s4);
+            a->scale[e] = amax / 127.0f;
+            a->c128[e] = -128 * sum;
+            a->c8[e] = -8 * sum;
+        }
+    }
+}
