@@ -70,10 +70,6 @@ void cq_avx2_i8dec_tok_prepare(void *buf, const float *x, uint64_t cols) {
     }
 }
 
-static inline float h16(const uint8_t *p) {
-    return _cvtsh_ss(ld_u16(p));
-}
-
 /* Splits 64 nibbles into lo = low nibbles (even elements) and hi = high ones. */
 AI void nibbles(__m256i v, __m256i *lo, __m256i *hi) {
     const __m256i m4 = _mm256_set1_epi8(15);
