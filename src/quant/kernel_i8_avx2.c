@@ -12,6 +12,8 @@
 #include <stdlib.h>
 
 #include "quant/hsum_avx2.h"
+#include "quant/quant32_avx2.h"
+#include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 
 static inline float h16(const uint8_t *p) {
@@ -36,32 +38,6 @@ static bool act8_alloc(act8 *a, size_t n, uint64_t cols) {
     return true;
 }
 
-static float hsum_max8(__m256 v) {
-    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_max_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
-
-/* One group of 32 activations to int8 (dx = absmax / 127, round to nearest), its 32 codes
- * returned in natural order: the two saturating packs interleave 4-element pieces, one vpermd
- * puts them back in order. */
-static inline __m256i quant32_codes(const float *x, float *dx) {
-    const __m256 sign = _mm256_set1_ps(-0.0f);
-    __m256 mx = _mm256_setzero_ps();
-    for (int i = 0; i < 32; i += 8)
-        mx = _mm256_max_ps(mx, _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i)));
-    float amax = hsum_max8(mx);
-    __m256 vi = _mm256_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
-    __m256i c[4];
-    for (int i = 0; i < 4; i++)
-        c[i] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * i), vi));
-    /* dwords: lane 0 = elements 0-3, 8-11, 16-19, 24-27; lane 1 = 4-7, 12-15, 20-23, 28-31 */
-    __m256i b = _mm256_packs_epi16(_mm256_packs_epi32(c[0], c[1]), _mm256_packs_epi32(c[2], c[3]));
-    *dx = amax / 127.0f;
-    return _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-}
-
 /* Per group: the codes (q4: reordered [even elements | odd elements] by a byte shuffle within
  * each 16-byte half and a qword permute) and dx; q4 also corr = 8 * the sum of each lane's 4
  * codes (vpmaddubsw + vpmaddwd against ones). Decode runs this once per matrix per thread
@@ -74,7 +50,7 @@ static void prep(act8 *a, const float *X, size_t n, size_t ldx, bool q4) {
     for (size_t t = 0; t < n; t++)
         for (uint64_t g = 0; g < G; g++) {
             int8_t *o = a->xq + t * a->cols + 32 * g;
-            __m256i q = quant32_codes(X + t * ldx + 32 * g, &a->dx[t * G + g]);
+            __m256i q = cq_avx2_quant32(X + t * ldx + 32 * g, &a->dx[t * G + g]);
             if (q4) {
                 q = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(q, eo), _MM_SHUFFLE(3, 1, 2, 0));
                 __m256i l4 = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);
@@ -86,9 +62,8 @@ static void prep(act8 *a, const float *X, size_t n, size_t ldx, bool q4) {
 }
 
 #define MAXT 4
-/* One token: rows stepped through together (divide 8). 4 measured ahead of 2 and 8 for the q4
- * family (8: too many live registers for AVX2's 16); q8_row: level with 8 (vpmaddubsw form). */
-#define Q4_ROWS_TOGETHER 4
+/* q8_row, one token: rows stepped through together (divide 8); level with 8 (vpmaddubsw form).
+ * The q4 family's one-token kernels are kernel_i8dec_avx2.c. */
 #define Q8_ROWS_TOGETHER 4
 #define ALWAYS_INLINE    static inline __attribute__((always_inline))
 _Static_assert(Q8_ROWS_TOGETHER % 2 == 0, "q8_rowN prefetches N / 2 lines per 32 columns");
@@ -205,70 +180,6 @@ ALWAYS_INLINE void q8_nt(const cmf_qmat *m, const act8 *a, size_t t0, const size
     }
 }
 
-/* One token, rows r .. r + N - 1 step by step together, one accumulator each; v[k] = row
- * r + k's unreduced sum, reduced 8 rows at a time by the caller (lad[k]: row r + k's q4tp
- * ladder). A row at a time (q4_nt with NT = 1), each row's two FMA chains and its horizontal
- * sum left the core idle on short rows. */
-ALWAYS_INLINE void q4_rowN(const cmf_qmat *m, const cmf_dtype dt, const act8 *a, uint64_t r,
-                           const int N, const float (*lad)[32], __m256 *v) {
-    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-    const uint64_t G = m->groups;
-    __m256 acc[Q4_ROWS_TOGETHER];
-    uint64_t cw[Q4_ROWS_TOGETHER];
-    for (int k = 0; k < N; k++) {
-        acc[k] = _mm256_setzero_ps();
-        cw[k] = 0;
-    }
-    for (uint64_t g = 0; g < G; g++) {
-        __m256i xq = _mm256_loadu_si256((const __m256i *)(a->xq + 32 * g));
-        __m256i corr = _mm256_loadu_si256((const __m256i *)(a->corr + 8 * g));
-        const float dx = a->dx[g];
-        for (int k = 0; k < N; k++) {
-            const uint8_t *nib;
-            float s;
-            q4_nib_dt(m, dt, r + (uint64_t)k, g, lad[k], &cw[k], &nib, &s);
-            _mm_prefetch((const char *)nib + CQ_PF_DIST, _MM_HINT_T0);
-            __m128i b = _mm_loadu_si128((const __m128i *)nib);
-            __m256i w = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(b, 4), b), m4);
-            __m256i is = _mm256_madd_epi16(_mm256_maddubs_epi16(w, xq), ones);
-            acc[k] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(is, corr)),
-                                     _mm256_set1_ps(s * dx), acc[k]);
-        }
-    }
-    for (int k = 0; k < N; k++)
-        v[k] = acc[k];
-}
-
-/* q4_rows_one_token for the dtype dt. */
-ALWAYS_INLINE void q4_rows_one_token_dt(const cmf_qmat *m, const cmf_dtype dt, const act8 *a,
-                                        float *Y, uint64_t r0, uint64_t r1) {
-    float lad[8][32];
-    uint64_t r = r0;
-    for (; r + 8 <= r1; r += 8) {
-        if (dt == CMF_DT_Q4TP)
-            for (uint64_t k = 0; k < 8; k++)
-                cq_avx2_q4tp_ladder(m, r + k, lad[k]);
-        __m256 v[8];
-        for (int k = 0; k < 8; k += Q4_ROWS_TOGETHER)
-            q4_rowN(m, dt, a, r + (uint64_t)k, Q4_ROWS_TOGETHER, (const float(*)[32])lad + k,
-                    v + k);
-        _mm256_storeu_ps(Y + (r - r0), cq_hsum8x8_avx2(v));
-    }
-    if (r < r1) q4_nt(m, a, 0, 1, Y + (r - r0), 1, r, r1);
-}
-
-/* One token (decode): rows 8 at a time (q4tp: their ladders first), Q4_ROWS_TOGETHER per
- * step; the rest one by one. One copy per dtype, so that q4_nib_dt's choice is made here. */
-static void q4_rows_one_token(const cmf_qmat *m, const act8 *a, float *Y, uint64_t r0,
-                              uint64_t r1) {
-    if (m->dtype == CMF_DT_Q4_TILED)
-        q4_rows_one_token_dt(m, CMF_DT_Q4_TILED, a, Y, r0, r1);
-    else if (m->dtype == CMF_DT_Q4TP)
-        q4_rows_one_token_dt(m, CMF_DT_Q4TP, a, Y, r0, r1);
-    else
-        q4_rows_one_token_dt(m, CMF_DT_Q4_BLOCK, a, Y, r0, r1);
-}
-
 /* q8_row, one token: as q4_rowN, the activations' group and its scale shared by N rows. The
  * weights are widened to 16 bits and multiplied by the activations widened once per call
  * (x16) with vpmaddwd: 4 multiply-port operations per 32 weights instead of 6 for
@@ -316,20 +227,16 @@ static void q8_rows_one_token(const cmf_qmat *m, const act8 *a, float *Y, uint64
     if (r < r1) q8_nt(m, a, 0, 1, Y + (r - r0), 1, r, r1);
 }
 
-#define CQ_Q4_ROWS_TOGETHER_MAX_COLS 1024
-
 bool cq_avx2_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                        size_t ldy, uint64_t r0, uint64_t r1) {
+    /* one q4 token: the pair kernels of kernel_i8dec_avx2.c */
+    if (n == 1 && cq_avx2_i8dec_matvec(m, X, Y, r0, r1)) return true;
     act8 a;
     if (m->cols % 32 || !act8_alloc(&a, n, m->cols)) return false;
     bool q8 = m->dtype == CMF_DT_Q8_ROW;
     prep(&a, X, n, ldx, !q8);
-    /* Several q4 rows step by step pay off only on short rows: from DRAM (2 threads, 512 MiB)
-     * 4 interleaved rows of 576 columns ran q4_tiled +14 %, but rows of 4096 columns -22 %
-     * (q4_tiled and q4tp): their streams then sit kilobytes apart and the prefetch distance no
-     * longer leads the next rows. q8 and the stream kernels gained at both lengths. */
-    if (n == 1 && (q8 || m->cols <= CQ_Q4_ROWS_TOGETHER_MAX_COLS)) {
-        q8 ? q8_rows_one_token(m, &a, Y, r0, r1) : q4_rows_one_token(m, &a, Y, r0, r1);
+    if (n == 1 && q8) {
+        q8_rows_one_token(m, &a, Y, r0, r1);
         return true;
     }
     size_t t = 0;

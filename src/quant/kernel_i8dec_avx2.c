@@ -1,0 +1,254 @@
+/* kernel_i8dec_avx2.c - one-token matrix-vector products with int8 activations for q4_tiled,
+ * q4_block and q4tp on the AVX2 tier (CMF_KF_INT8_ACT, cols % 32 == 0).
+ *
+ * Decode streams every weight once per token, so what counts is the instructions per weight.
+ * The token is quantized once (dx = absmax/127 per 32-group, as kernel_i8_avx2.c does) into a
+ * record per pair of groups, in the order one 256-bit load of the pair's 32 nibble bytes
+ * gives (group 2p in the low 128-bit lane, 2p+1 in the high one):
+ *   xe: the even elements (low nibbles) of both groups, xo: the odd ones (high nibbles),
+ *   corr: 8 * the sum of the 8 codes each int32 lane covers (the -8 offset of the nibbles),
+ *   dx: each group's scale in its four lanes.
+ * Per pair and row: one and and one shift+and split the nibbles, two vpmaddubsw multiply them
+ * by xe and xo, and their int16 results are added before one vpmaddwd (each int16 lane then
+ * sums 4 products, |4 * 15 * 127| < 2^15), the offset comes off in int32, one cvt and one
+ * FMA by [s_2p * dx_2p x4 | s_2p+1 * dx_2p+1 x4] add the pair to the row's accumulator. That
+ * is ~7 vector operations per 32 weights where the per-group form (kernel_i8_avx2.c's q4_nt)
+ * took ~13. The two scales come from one f16 pair (q4_block), two tile heads (q4_tiled) or
+ * the row's ladder (q4tp) and are spread to their lanes with one vpermps / vinsertf128.
+ *
+ * The token is laid out once per decode job and thread (cmf_tok8_* in kernel.c) or once per
+ * call (cq_avx2_i8dec_matvec). Rows run one at a time, 4 groups per step, and are reduced
+ * 8 at a time. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "quant/hsum_avx2.h"
+#include "quant/kernel_i8dec.h"
+#include "quant/kernel_impl.h"
+#include "quant/quant32_avx2.h"
+
+#define AI static inline __attribute__((always_inline))
+
+/* One pair of groups of the prepared token (128 bytes, two cache lines). */
+typedef struct {
+    int8_t xe[32], xo[32];
+    int32_t corr[8];
+    float dx[8];
+} pair8;
+
+static uint64_t pairs_of(uint64_t cols) {
+    return (cols / 32 + 1) / 2;
+}
+
+size_t cq_avx2_i8dec_tok_bytes(uint64_t cols) {
+    return cols % 32 ? 0 : pairs_of(cols) * sizeof(pair8);
+}
+
+void cq_avx2_i8dec_tok_prepare(void *buf, const float *x, uint64_t cols) {
+    const uint64_t G = cols / 32, P = pairs_of(cols);
+    pair8 *t = buf;
+    const __m256i eo = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15, 0, 2,
+                                        4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (uint64_t p = 0; p < P; p++) {
+        float da = 0, db = 0;
+        __m256i qa = cq_avx2_quant32(x + 64 * p, &da), qb = _mm256_setzero_si256();
+        if (2 * p + 1 < G) qb = cq_avx2_quant32(x + 64 * p + 32, &db); /* else zero padding */
+        /* sums of 4 consecutive codes; pairs of them added: lanes [a0-7 a8-15 b0-7 b8-15 |
+         * a16-23 a24-31 b16-23 b24-31], put in order by one vpermd */
+        __m256i sa = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, qa), ones16);
+        __m256i sb = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, qb), ones16);
+        __m256i c = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(sa, sb),
+                                                _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));
+        /* each group as [even elements | odd elements] */
+        qa = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(qa, eo), _MM_SHUFFLE(3, 1, 2, 0));
+        qb = _mm256_permute4x64_epi64(_mm256_shuffle_epi8(qb, eo), _MM_SHUFFLE(3, 1, 2, 0));
+        _mm256_store_si256((__m256i *)(void *)t[p].xe, _mm256_permute2x128_si256(qa, qb, 0x20));
+        _mm256_store_si256((__m256i *)(void *)t[p].xo, _mm256_permute2x128_si256(qa, qb, 0x31));
+        _mm256_store_si256((__m256i *)(void *)t[p].corr, _mm256_slli_epi32(c, 3));
+        _mm256_store_ps(t[p].dx, _mm256_set_m128(_mm_set1_ps(db), _mm_set1_ps(da)));
+    }
+}
+
+/* Splits 64 nibbles into lo = low nibbles (even elements) and hi = high ones. */
+AI void nibbles(__m256i v, __m256i *lo, __m256i *hi) {
+    const __m256i m4 = _mm256_set1_epi8(15);
+    *lo = _mm256_and_si256(v, m4);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+}
+
+/* The pair's integer sums against the token, minus the offset, as floats. */
+AI __m256 pair_dot(const pair8 *t, __m256i v) {
+    __m256i lo, hi;
+    nibbles(v, &lo, &hi);
+    __m256i s = _mm256_add_epi16(
+        _mm256_maddubs_epi16(lo, _mm256_load_si256((const __m256i *)(const void *)t->xe)),
+        _mm256_maddubs_epi16(hi, _mm256_load_si256((const __m256i *)(const void *)t->xo)));
+    s = _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+    s = _mm256_sub_epi32(s, _mm256_load_si256((const __m256i *)(const void *)t->corr));
+    return _mm256_cvtepi32_ps(s);
+}
+
+/* Four f16 scales (as one integer) to [s0 x4 | s1 x4] and [s2 x4 | s3 x4]. */
+AI void scales4(uint64_t h, __m256 *sa, __m256 *sb) {
+    __m256 s = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)h)));
+    *sa = _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+    *sb = _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3));
+}
+
+/* q4tp: the ladder's scales of the next two codes in cw, in their lanes. */
+AI __m256 tp_scales2(const float *lad, uint64_t *cw) {
+    __m256 s = _mm256_set_m128(_mm_broadcast_ss(lad + ((*cw >> 5) & 31)),
+                               _mm_broadcast_ss(lad + (*cw & 31)));
+    *cw >>= 10;
+    return s;
+}
+
+/* Groups g .. g + 3 of row r (a quad: pairs A and B): the nibble vectors and the scales in
+ * their lanes. One prefetch per 64 bytes of the stream (q4_tiled: 72, two). */
+AI void quad_load(const cmf_qmat *m, const cmf_dtype dt, uint64_t r, uint64_t g, const float *lad,
+                  uint64_t *cw, __m256i *va, __m256i *vb, __m256 *sa, __m256 *sb) {
+    const uint64_t G = m->groups;
+    if (dt == CMF_DT_Q4_TILED) {
+        const uint8_t *t = m->quants + (r * G + g) * CQ_Q4T_TILE;
+        cq_prefetch_weights(t);
+        cq_prefetch_weights(t + 64);
+        *va = _mm256_loadu2_m128i((const __m128i *)(t + 20), (const __m128i *)(t + 2));
+        *vb = _mm256_loadu2_m128i((const __m128i *)(t + 56), (const __m128i *)(t + 38));
+        scales4((uint64_t)ld_u16(t) | (uint64_t)ld_u16(t + 18) << 16 |
+                    (uint64_t)ld_u16(t + 36) << 32 | (uint64_t)ld_u16(t + 54) << 48,
+                sa, sb);
+        return;
+    }
+    const uint8_t *q = m->quants + (r * G + g) * 16;
+    cq_prefetch_weights(q);
+    *va = _mm256_loadu_si256((const __m256i *)q);
+    *vb = _mm256_loadu_si256((const __m256i *)(q + 32));
+    if (dt == CMF_DT_Q4TP) {
+        if ((g & 7) == 0) *cw = cq_q4tp_codes8(m, r, g);
+        *sa = tp_scales2(lad, cw);
+        *sb = tp_scales2(lad, cw);
+    } else {
+        uint64_t h;
+        memcpy(&h, m->scales + 2 * (r * G + g), 8);
+        scales4(h, sa, sb);
+    }
+}
+
+/* The last 1-3 groups of row r from group g (the token's pairs padded with zeros): one pair
+ * at a time, a lone last group's nibbles loaded into the low lane only. */
+AI __m256 tail(const cmf_qmat *m, const cmf_dtype dt, const pair8 *tok, uint64_t r, uint64_t g,
+               const float *lad, uint64_t *cw, __m256 acc) {
+    const uint64_t G = m->groups;
+    for (; g < G; g += 2) {
+        const bool two = g + 1 < G;
+        __m256i v;
+        __m256 sv;
+        if (dt == CMF_DT_Q4_TILED) {
+            const uint8_t *t = m->quants + (r * G + g) * CQ_Q4T_TILE;
+            __m128i l = _mm_loadu_si128((const __m128i *)(t + 2));
+            v = two ? _mm256_inserti128_si256(_mm256_castsi128_si256(l),
+                                              _mm_loadu_si128((const __m128i *)(t + 20)), 1)
+                    : _mm256_castsi128_si256(l);
+            __m256 s1;
+            scales4((uint64_t)ld_u16(t) | (two ? (uint64_t)ld_u16(t + 18) << 16 : 0), &sv, &s1);
+        } else {
+            const uint8_t *q = m->quants + (r * G + g) * 16;
+            v = two ? _mm256_loadu_si256((const __m256i *)q)
+                    : _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)q));
+            if (dt == CMF_DT_Q4TP) {
+                if ((g & 7) == 0) *cw = cq_q4tp_codes8(m, r, g);
+                sv = tp_scales2(lad, cw); /* a lone group's second lane: zeros in the token */
+            } else {
+                const uint8_t *h = m->scales + 2 * (r * G + g);
+                __m256 s1;
+                scales4(two ? ld_u32(h) : ld_u16(h), &sv, &s1);
+            }
+        }
+        if (!two) v = _mm256_zextsi128_si256(_mm256_castsi256_si128(v));
+        const pair8 *t = tok + g / 2;
+        acc = _mm256_fmadd_ps(pair_dot(t, v), _mm256_mul_ps(sv, _mm256_load_ps(t->dx)), acc);
+    }
+    return acc;
+}
+
+/* Row r's unreduced sum, quad by quad, in two accumulators (pairs A and B) so that the FMA
+ * chain does not bound it. Stepping 2 or 4 rows together (shared token loads, one accumulator
+ * each) ran 0-14 % slower in cache at 896 columns. */
+AI __m256 row_sum(const cmf_qmat *m, const cmf_dtype dt, const pair8 *tok, uint64_t r,
+                  const float *lad) {
+    const uint64_t G = m->groups, Q = G / 4;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    uint64_t cw = 0;
+    for (uint64_t q = 0; q < Q; q++) {
+        const pair8 *t = tok + 2 * q;
+        __m256i va, vb;
+        __m256 sa, sb;
+        quad_load(m, dt, r, 4 * q, lad, &cw, &va, &vb, &sa, &sb);
+        acc0 =
+            _mm256_fmadd_ps(pair_dot(&t[0], va), _mm256_mul_ps(sa, _mm256_load_ps(t[0].dx)), acc0);
+        acc1 =
+            _mm256_fmadd_ps(pair_dot(&t[1], vb), _mm256_mul_ps(sb, _mm256_load_ps(t[1].dx)), acc1);
+    }
+    if (4 * Q < G) acc0 = tail(m, dt, tok, r, 4 * Q, lad, &cw, acc0);
+    return _mm256_add_ps(acc0, acc1);
+}
+
+/* Rows [r0, r1) of dtype dt, reduced 8 at a time (q4tp: the 8 rows' ladders first); the rest
+ * one by one. */
+AI void rows_dt(const cmf_qmat *m, const cmf_dtype dt, const pair8 *tok, float *y, uint64_t r0,
+                uint64_t r1) {
+    float lad[8][32];
+    __m256 v[8];
+    uint64_t r = r0;
+    for (; r + 8 <= r1; r += 8) {
+        if (dt == CMF_DT_Q4TP)
+            for (uint64_t k = 0; k < 8; k++)
+                cq_avx2_q4tp_ladder(m, r + k, lad[k]);
+        for (int k = 0; k < 8; k++)
+            v[k] = row_sum(m, dt, tok, r + (uint64_t)k, lad[k]);
+        _mm256_storeu_ps(y + (r - r0), cq_hsum8x8_avx2(v));
+    }
+    for (int k = 1; k < 8; k++)
+        v[k] = _mm256_setzero_ps();
+    for (; r < r1; r++) {
+        if (dt == CMF_DT_Q4TP) cq_avx2_q4tp_ladder(m, r, lad[0]);
+        v[0] = row_sum(m, dt, tok, r, lad[0]);
+        y[r - r0] = _mm256_cvtss_f32(cq_hsum8x8_avx2(v));
+    }
+}
+
+/* One copy per dtype, so that quad_load's choices are made at compile time. */
+static void rows_q4_tiled(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0, uint64_t r1) {
+    rows_dt(m, CMF_DT_Q4_TILED, tok, y, r0, r1);
+}
+static void rows_q4_block(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0, uint64_t r1) {
+    rows_dt(m, CMF_DT_Q4_BLOCK, tok, y, r0, r1);
+}
+static void rows_q4tp(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0, uint64_t r1) {
+    rows_dt(m, CMF_DT_Q4TP, tok, y, r0, r1);
+}
+
+bool cq_avx2_i8dec_supports(const cmf_qmat *m) {
+    return m->cols % 32 == 0 &&
+           (m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || m->dtype == CMF_DT_Q4TP);
+}
+
+void cq_avx2_i8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
+                              uint64_t r1) {
+    if (m->dtype == CMF_DT_Q4_TILED)
+        rows_q4_tiled(m, buf, y, r0, r1);
+    else if (m->dtype == CMF_DT_Q4TP)
+        rows_q4tp(m, buf, y, r0, r1);
+    else
+        rows_q4_block(m, buf, y, r0, r1);
+}
+
+bool cq_avx2_i8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t r0, uint64_t r1) {
+    if (!cq_avx2_i8dec_supports(m)) return false;
+    void *tok = cq_kernel_scratch(CQ_SCRATCH_ACT, cq_avx2_i8dec_tok_bytes(m->cols));
+    if (!tok) return false;
+    cq_avx2_i8dec_tok_prepare(tok, x, m->cols);
+    cq_avx2_i8dec_tok_matvec(m, tok, y, r0, r1);
+    return true;
+}

@@ -1,0 +1,146 @@
+/* test_kernel_i8dec_avx2.c - the AVX2 tier's one-token int8-activation kernels for the 4-bit
+ * class (kernel_i8dec_avx2.c) against a double-precision reference that quantizes the
+ * activations the same way (dx = absmax/127 per 32-group, round to nearest even). With the
+ * activation rounding taken out of the comparison, the kernels must match within float
+ * summation error, so a wrong offset, scale, lane or nibble order shows even where the looser
+ * CMF_KF_INT8_ACT bound of test_kernel.c would hide it. The dispatcher (cmf_matmul_ex) and the
+ * prepared token (cmf_tok8_*) on the AVX2 tier must give the same bits, over any row chunks. */
+#include <math.h>
+
+#include "common/cpu.h"
+#include "common/test.h"
+#include "common/tier.h"
+#include "cortiq/kernels.h"
+#include "cortiq/quant.h"
+#include "quant/kernel_gen.h"
+#include "quant/kernel_i8dec.h"
+#include "quant/kernel_impl.h"
+#include "quant/kernels_engine.h"
+
+static const cmf_dtype k_dts[] = {CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP};
+/* group counts: tails of 1-3 groups after 0, 1 or more steps of 4, codes words of q4tp (8
+ * groups) cut at every phase, the widths of real models (576, 896, 4864 columns) */
+static const uint64_t k_groups[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 15, 17, 18, 28, 39, 152};
+
+/* x quantized as the kernels do it, returned dequantized (xq * dx) in xd. */
+static void quantize_like_kernel(const float *x, uint64_t cols, double *xd) {
+    for (uint64_t g = 0; g < cols / 32; g++) {
+        float amax = 0;
+        for (int i = 0; i < 32; i++)
+            amax = fmaxf(amax, fabsf(x[32 * g + i]));
+        float inv = amax > 0 ? 127.0f / amax : 0.0f, dx = amax / 127.0f;
+        for (int i = 0; i < 32; i++) {
+            float q = nearbyintf(x[32 * g + i] * inv);
+            if (q > 127) q = 127;
+            if (q < -127) q = -127;
+            xd[32 * g + i] = (double)q * dx;
+        }
+    }
+}
+
+/* The kernel on a random m of dt against the reference; the count of mismatches. */
+static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
+    kg_opts o = {0, 0};
+    uint64_t nb;
+    uint8_t *p = kg_payload(dt, rows, cols, rng, &o, &nb);
+    cmf_qmat m;
+    CHECK(cmf_qmat_init(&m, dt, rows, cols, p, nb, "t", NULL) == CMF_OK);
+    float *x = malloc(cols * sizeof *x), *y = malloc(rows * sizeof *y),
+          *y2 = malloc(rows * sizeof *y2), *w = malloc(cols * sizeof *w);
+    double *xd = malloc(cols * sizeof *xd);
+    for (uint64_t i = 0; i < cols; i++)
+        x[i] = kg_unif(rng, -1, 1) * (i % 29 == 0 ? 20.0f : 1.0f);
+    if (cols >= 64) /* an all-zero group (dx = 0) */
+        for (int i = 32; i < 64; i++)
+            x[i] = 0;
+    quantize_like_kernel(x, cols, xd);
+    int bad = 0;
+    CHECK(cq_avx2_i8dec_matvec(&m, x, y, 0, rows));
+    for (uint64_t r = 0; r < rows; r++) {
+        cmf_qmat_dequant_row(&m, r, w);
+        double s = 0, mag = 0;
+        for (uint64_t i = 0; i < cols; i++) {
+            s += w[i] * xd[i];
+            mag += fabs(w[i] * xd[i]);
+        }
+        if (!(fabs(y[r] - s) <= 1e-5 * mag + 1e-30) && bad++ < 3)
+            fprintf(stderr, "  %s [%llu x %llu] row %llu: got %.9g want %.9g (sum|wx| %.3g)\n",
+                    cmf_dtype_name(dt), (unsigned long long)rows, (unsigned long long)cols,
+                    (unsigned long long)r, y[r], s, mag);
+    }
+    /* the dispatcher takes this kernel for one token on the AVX2 tier */
+    cmf_matmul_ex(&m, x, 1, cols, y2, rows, 0, rows, CMF_KF_INT8_ACT);
+    for (uint64_t r = 0; r < rows; r++)
+        if (y2[r] != y[r] && bad++ < 3)
+            fprintf(stderr, "  %s: cmf_matmul_ex gave %.9g, the decode kernel %.9g\n",
+                    cmf_dtype_name(dt), y2[r], y[r]);
+    /* the prepared token: prepared once, run over chunks of 1, 3, 8 and 13 rows (rows reduced
+     * 8 together or one by one give the same bits) */
+    CHECK(cmf_tok8_supports(&m) == CMF_TOK8_I8DEC);
+    size_t tb = cmf_tok8_bytes(cols);
+    CHECK(tb == cq_avx2_i8dec_tok_bytes(cols) && tb > 0);
+    void *tok = aligned_alloc(64, (tb + 63) / 64 * 64);
+    cmf_tok8_prepare(tok, x, cols, CMF_TOK8_I8DEC);
+    static const uint64_t chunks[] = {1, 3, 8, 13};
+    for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
+        for (uint64_t r0 = 0; r0 < rows; r0 += chunks[c])
+            cmf_matvec_tok8(&m, tok, y2 + r0, r0, r0 + chunks[c] < rows ? r0 + chunks[c] : rows);
+        for (uint64_t r = 0; r < rows; r++)
+            if (y2[r] != y[r] && bad++ < 3)
+                fprintf(stderr, "  %s: chunks of %llu, row %llu: %.9g vs %.9g\n",
+                        cmf_dtype_name(dt), (unsigned long long)chunks[c], (unsigned long long)r,
+                        y2[r], y[r]);
+    }
+    free(tok);
+    cmf_qmat_free(&m);
+    free(p);
+    free(x);
+    free(y);
+    free(y2);
+    free(w);
+    free(xd);
+    return bad;
+}
+
+/* Other dtypes and widths are refused, writing nothing. */
+static void test_refused(void) {
+    kg_rng rng = {5};
+    static const cmf_dtype other[] = {CMF_DT_F32, CMF_DT_Q8_ROW, CMF_DT_Q1T};
+    volatile uint64_t two = 2; /* not constant: GCC's overflow check misreads kg_payload */
+    for (size_t d = 0; d < sizeof other / sizeof other[0]; d++) {
+        kg_opts o = {0, 0};
+        uint64_t nb;
+        uint8_t *p = kg_payload(other[d], two, 64, &rng, &o, &nb);
+        cmf_qmat m;
+        CHECK(cmf_qmat_init(&m, other[d], 2, 64, p, nb, "t", NULL) == CMF_OK);
+        float x[64] = {1}, y[2] = {7, 7};
+        CHECK(!cq_avx2_i8dec_matvec(&m, x, y, 0, 2));
+        CHECK(y[0] == 7 && y[1] == 7);
+        CHECK(cmf_tok8_supports(&m) == 0);
+        cmf_qmat_free(&m);
+        free(p);
+    }
+    CHECK(cq_avx2_i8dec_tok_bytes(48) == 0 && cmf_tok8_bytes(48) == 0);
+}
+
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv); /* registered for the avx2 tier only */
+    cq_cpu_force(CQ_ISA_AVX2);    /* also on AVX-512 machines: the tier's dispatch */
+    if (cq_cpu_isa() != CQ_ISA_AVX2) {
+        printf("SKIP: CPU lacks AVX2\n");
+        return 77;
+    }
+    kg_rng rng = {2025};
+    for (size_t d = 0; d < sizeof k_dts / sizeof k_dts[0]; d++)
+        for (size_t s = 0; s < sizeof k_groups / sizeof k_groups[0]; s++) {
+            uint64_t rows = 1 + (s * 7) % 13, cols = 32 * k_groups[s];
+            int bad = check(k_dts[d], rows, cols, &rng);
+            CHECK_MSG(bad == 0, "%s [%llu x %llu]: %d mismatches", cmf_dtype_name(k_dts[d]),
+                      (unsigned long long)rows, (unsigned long long)cols, bad);
+            bad = check(k_dts[d], 19, cols, &rng); /* two blocks of 8 rows and 3 alone */
+            CHECK_MSG(bad == 0, "%s [19 x %llu]: %d mismatches", cmf_dtype_name(k_dts[d]),
+                      (unsigned long long)cols, bad);
+        }
+    test_refused();
+    TEST_DONE();
+}
