@@ -3,7 +3,9 @@
  * what `cortiq serve --parallel` does) or one session after the other (what slots decoding
  * independently would do). Rounds alternate between the two so that load from other processes
  * hits both alike; the best round of each is printed.
- * usage: bench_batch_decode MODEL.cmf [threads] [steps] [rounds] */
+ * usage: bench_batch_decode MODEL.cmf [threads] [steps] [rounds] [act]
+ * act: 0 default, 1 int8 activations (CORTIQ_ACT_INT8: q8_row decode through the prepared
+ * int8 tokens too), 2 f32 activations. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -47,10 +49,11 @@ static double run(cortiq_model *m, cortiq_session **s, int ns, int steps, int ba
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s MODEL.cmf [threads] [steps] [rounds]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL.cmf [threads] [steps] [rounds] [act 0|1|2]\n", argv[0]);
         return 2;
     }
-    cortiq_load_opts lo = {.threads = argc > 2 ? (unsigned)atoi(argv[2]) : 0};
+    cortiq_load_opts lo = {.threads = argc > 2 ? (unsigned)atoi(argv[2]) : 0,
+                           .act = argc > 5 ? (cortiq_act_mode)atoi(argv[5]) : CORTIQ_ACT_DEFAULT};
     int steps = argc > 3 ? atoi(argv[3]) : 32, rounds = argc > 4 ? atoi(argv[4]) : 3;
     cortiq_model *m;
     cmf_err err;

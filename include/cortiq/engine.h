@@ -56,10 +56,12 @@ typedef enum cortiq_act_mode {
      *    with the rounding of llama.cpp's Q8_0 activations (logits within ~2e-2, PPL within
      *    ~0.5 % on the real models measured);
      *  - every other product on integer-coded weights (q4_block, q4_tiled, q4tp, vbit,
-     *    vbit_ro: decode, and batches where the GEMM does not run; q8_row: those batches only)
-     *    uses int8 activations (CMF_KF_INT8_ACT, the int8 matvec kernels);
-     *  - one token through q8_row weights, and products on float weights (f16, bf16, f32),
-     *    keep f32 activations (for q8_row as fast or faster from memory than int8).
+     *    vbit_ro: decode, and batches where the GEMM does not run; q8_row: those batches, and
+     *    one token where the CPU has AVX-512 VNNI) uses int8 activations (CMF_KF_INT8_ACT, the
+     *    int8 matvec kernels; a decode step of several sessions then loads each weight once
+     *    for all of them, with each session's bits as alone);
+     *  - one token through q8_row weights without AVX-512 VNNI, and products on float weights
+     *    (f16, bf16, f32), keep f32 activations (for q8_row there as fast or faster than int8).
      * The 12 + 12 real-model greedy chat continuations of tests/engine/test_real_chat.c stay
      * identical to transformers' with these defaults. */
     CORTIQ_ACT_DEFAULT = 0,

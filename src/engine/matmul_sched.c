@@ -134,11 +134,21 @@ static void batch_task(void *ctx, unsigned tid, unsigned nt) {
     glu_rows(j, r0, r1);
 }
 
-/* Rows [r0, r1) of part p for the ntok tokens of a decode job: f32 activations take the
- * one-token kernels of all the tokens at once (each weight decoded once, every token's bits
- * as alone: cmf_matvec_multi), prepared int8 tokens run in turn. */
+_Static_assert(CQ_DECODE_MAX <= CMF_TOK8_MULTI_MAX, "a decode job's tokens fit one multi call");
+
+/* Rows [r0, r1) of part p for the ntok tokens of a decode job: the one-token kernels of all
+ * the tokens at once, each weight loaded and decoded once and every token's bits as alone:
+ * prepared int8 tokens through cmf_matvec_tok8_multi, f32 activations through
+ * cmf_matvec_multi. */
 static void piece_rows(const mm_job *j, const mm_part *p, uint64_t r0, uint64_t r1,
                        const void *const *tok, size_t ntok) {
+    if (ntok > 1 && tok[0] && p->tok8) {
+        float *ys[CQ_DECODE_MAX];
+        for (size_t b = 0; b < ntok; b++)
+            ys[b] = p->y + b * p->ldy + r0;
+        cmf_matvec_tok8_multi(p->w, tok, ntok, ys, r0, r1);
+        return;
+    }
     if (ntok > 1 && !(tok[0] && p->tok8) && !part_flags(j, p)) {
         const float *xs[CQ_DECODE_MAX];
         float *ys[CQ_DECODE_MAX];

@@ -4,6 +4,8 @@
 
 #include <stddef.h>
 
+#include "quant/kernel_impl.h"
+
 #define FLOAT_GEMMS (CQ_ISA_BIT(CQ_ISA_AVX2) | CQ_ISA_BIT(CQ_ISA_AVX512))
 #define HALF_GEMMS  (FLOAT_GEMMS | CQ_ISA_BIT(CQ_ISA_AMX))
 /* vbit and vbit_ro share codec and kernels: cq_bind_vbit reads the row-offset table of vbit_ro
@@ -29,7 +31,7 @@ static const cq_dtype_ops k_ops[CMF_DT_COUNT] = {
                        .quantized = true,
                        .decode_row = qc_q8_row_row,
                        .bind = cq_bind_q8_row,
-                       .int8_act = CQ_INT8_BATCH,
+                       .int8_act = CQ_INT8_TOK8,
                        .qact = CQ_COLS_ANY},
     [CMF_DT_Q4_BLOCK] = {.encode = qc_q4_block_encode,
                          .quantized = true,
@@ -76,5 +78,14 @@ const cq_dtype_ops *cq_dtype_ops_get(cmf_dtype dt) {
 bool cq_dtype_int8_act(cmf_dtype dt, size_t n_tokens) {
     const cq_dtype_ops *o = cq_dtype_ops_get(dt);
     if (!o) return false;
-    return o->int8_act == CQ_INT8_ALWAYS || (o->int8_act == CQ_INT8_BATCH && n_tokens > 1);
+    switch (o->int8_act) {
+    case CQ_INT8_ALWAYS:
+        return true;
+    case CQ_INT8_BATCH:
+        return n_tokens > 1;
+    case CQ_INT8_TOK8:
+        return n_tokens > 1 || cq_vnni_tier();
+    default:
+        return false;
+    }
 }

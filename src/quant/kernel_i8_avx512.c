@@ -360,3 +360,131 @@ void cq_avx512_q8_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint6
                              uint64_t r1) {
     q8_rows_one_token(m, buf, y, r0, r1);
 }
+
+/* ---- several prepared tokens over the same rows (cmf_matvec_tok8_multi) ----
+ *
+ * Each token's result must be the bits q8_rows_one_token gives it alone, so every token keeps
+ * its own accumulators in the same order of operations (the same 64-column steps, the same
+ * 16-row blocks from r0 reduced by hsum16, the rest one row at a time); what the tokens share
+ * is each weight vector's load and its 128 * sum(w) (exact integers either way). */
+
+/* Rows r .. r + R - 1 for NT tokens: v[k][at + j] = row r + j's unreduced sum for token k, as
+ * q8_rowN leaves it. NT * R accumulators stay in registers (NT * R <= 16). */
+ALWAYS_INLINE void q8_rowN_multi(const cmf_qmat *m, const act8 *const *a, const int NT, uint64_t r,
+                                 const int R, __m512 (*v)[16], int at) {
+    const uint64_t C = m->cols, C64 = C & ~(uint64_t)63;
+    const __m512i c128 = _mm512_set1_epi8((char)128);
+    const uint8_t *w0 = m->quants + r * C;
+    __m512 acc[8][4];
+    for (int k = 0; k < NT; k++)
+        for (int j = 0; j < R; j++)
+            acc[k][j] = _mm512_setzero_ps();
+    for (uint64_t i = 0; i < C; i += 64) {
+        __mmask64 km = i < C64 ? ~(__mmask64)0 : (((__mmask64)1 << (C - i)) - 1);
+        __mmask16 kl = i < C64 ? 0xFFFF : 0x00FF;
+        cq_prefetch_span(w0, (uint64_t)R, i, (unsigned)R);
+        __m512i wv[4], ws[4];
+        for (int j = 0; j < R; j++) {
+            wv[j] = _mm512_maskz_loadu_epi8(km, w0 + (uint64_t)j * C + i);
+            ws[j] = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, wv[j]);
+        }
+        for (int k = 0; k < NT; k++) {
+            __m512i xq = _mm512_maskz_loadu_epi8(km, a[k]->xq + i);
+            __m512 dx = _mm512_maskz_loadu_ps(kl, a[k]->dxl + i / 4);
+            for (int j = 0; j < R; j++) {
+                __m512i is =
+                    _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), xq, wv[j]), ws[j]);
+                acc[k][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), dx, acc[k][j]);
+            }
+        }
+    }
+    for (int j = 0; j < R; j++) {
+        __m512 rs = _mm512_set1_ps(h16(m->scales + 2 * (r + (uint64_t)j)));
+        for (int k = 0; k < NT; k++)
+            v[k][at + j] = _mm512_mul_ps(acc[k][j], rs);
+    }
+}
+
+/* Row r alone (the rows past the last 16-row block), as q8_block_nt with NT = 1 gives it. */
+ALWAYS_INLINE void q8_row1_multi(const cmf_qmat *m, const act8 *const *a, const int NT, uint64_t r,
+                                 float *const *y, uint64_t at) {
+    const uint64_t C = m->cols, C64 = C & ~(uint64_t)63;
+    const __m512i c128 = _mm512_set1_epi8((char)128);
+    const uint8_t *w = m->quants + r * C;
+    float rs = h16(m->scales + 2 * r);
+    __m512 acc[8];
+    for (int k = 0; k < NT; k++)
+        acc[k] = _mm512_setzero_ps();
+    for (uint64_t i = 0; i < C; i += 64) {
+        __mmask64 km = i < C64 ? ~(__mmask64)0 : (((__mmask64)1 << (C - i)) - 1);
+        __mmask16 kl = i < C64 ? 0xFFFF : 0x00FF;
+        _mm_prefetch((const char *)w + i + CQ_PF_DIST, _MM_HINT_T0);
+        __m512i wv = _mm512_maskz_loadu_epi8(km, w + i);
+        __m512i ws = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c128, wv);
+        for (int k = 0; k < NT; k++) {
+            __m512i xq = _mm512_maskz_loadu_epi8(km, a[k]->xq + i);
+            __m512i is = _mm512_sub_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), xq, wv), ws);
+            __m512 dx = _mm512_maskz_loadu_ps(kl, a[k]->dxl + i / 4);
+            acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(is), dx, acc[k]);
+        }
+    }
+    for (int k = 0; k < NT; k++)
+        y[k][at] = _mm512_reduce_add_ps(acc[k]) * rs;
+}
+
+/* NT tokens (a compile-time constant at each call): rows by 16-row blocks from r0, R rows per
+ * step with R = 4 up to 4 tokens and 2 above (NT * R accumulators). */
+ALWAYS_INLINE void q8_rows_multi_nt(const cmf_qmat *m, const act8 *const *a, const int NT,
+                                    float *const *y, uint64_t r0, uint64_t r1) {
+    const int R = NT <= 4 ? 4 : 2;
+    uint64_t r = r0;
+    for (; r + 16 <= r1; r += 16) {
+        __m512 v[8][16];
+        for (int k = 0; k < 16; k += R)
+            q8_rowN_multi(m, a, NT, r + (uint64_t)k, R, v, k);
+        for (int t = 0; t < NT; t++)
+            _mm512_storeu_ps(y[t] + (r - r0), cq_hsum16_avx512(v[t]));
+    }
+    for (; r < r1; r++)
+        q8_row1_multi(m, a, NT, r, y, r - r0);
+}
+
+void cq_avx512_q8_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
+                                   float *const *y, uint64_t r0, uint64_t r1) {
+    const act8 *a[CMF_TOK8_MULTI_MAX];
+    for (size_t t = 0; t < n; t++)
+        a[t] = buf[t];
+    /* at most 8 tokens per pass: the weights of a pass's 16 rows are in cache for the next */
+    for (size_t t = 0; t < n;) {
+        size_t nt = n - t;
+        const act8 *const *at = a + t;
+        float *const *yt = y + t;
+        switch (nt > 8 ? 8 : nt) {
+        case 1:
+            q8_rows_multi_nt(m, at, 1, yt, r0, r1);
+            break;
+        case 2:
+            q8_rows_multi_nt(m, at, 2, yt, r0, r1);
+            break;
+        case 3:
+            q8_rows_multi_nt(m, at, 3, yt, r0, r1);
+            break;
+        case 4:
+            q8_rows_multi_nt(m, at, 4, yt, r0, r1);
+            break;
+        case 5:
+            q8_rows_multi_nt(m, at, 5, yt, r0, r1);
+            break;
+        case 6:
+            q8_rows_multi_nt(m, at, 6, yt, r0, r1);
+            break;
+        case 7:
+            q8_rows_multi_nt(m, at, 7, yt, r0, r1);
+            break;
+        default:
+            q8_rows_multi_nt(m, at, 8, yt, r0, r1);
+            break;
+        }
+        t += nt > 8 ? 8 : nt;
+    }
+}

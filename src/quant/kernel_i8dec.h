@@ -29,6 +29,11 @@ size_t cq_avx512_i8dec_tok_bytes(uint64_t cols);
 void cq_avx512_i8dec_tok_prepare(void *buf, const float *x, uint64_t cols);
 void cq_avx512_i8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
                                 uint64_t r1);
+/* n (<= CMF_TOK8_MULTI_MAX) prepared tokens over rows [r0, r1): y[t] gets the bits
+ * cq_avx512_i8dec_tok_matvec gives buf[t] alone, each weight step loaded and decoded once for
+ * up to 4 tokens. */
+void cq_avx512_i8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
+                                      float *const *y, uint64_t r0, uint64_t r1);
 
 /* The AVX2 tier's one-token kernels for q4_tiled, q4_block and q4tp (kernel_i8dec_avx2.c),
  * the same contract: cq_avx2_i8dec_matvec quantizes x per call (false, writing nothing, for

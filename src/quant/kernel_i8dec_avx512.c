@@ -241,6 +241,13 @@ TGT_INL void side_prefetch(const cmf_qmat *m, const cmf_dtype dt, uint64_t r) {
 
 /* ---- q4 family ---- */
 
+/* One token's activations for the tail steps (set per token from its act: tok_tail_init). */
+typedef struct {
+    __m512 dx_t;                  /* tail step: dx of group GF + l/4 in lane l (0 past G) */
+    __m512i xlo_p, xhi_p, corr_p; /* tails of two rows in one step: groups GF, GF + 1 twice */
+    __m512 dx_p;
+} q4_tok_tail;
+
 typedef struct {
     __m512i tidx;    /* q4_tiled: nibble bytes of 4 tiles from (A = p[0..64), B = p[8..72)) */
     __m512i widx;    /* q4_tiled: f16 scale word of tile k (word 9k of A) at position 4c + k */
@@ -248,12 +255,10 @@ typedef struct {
     __m512i cperm, cshift;     /* q4tp: 16 5-bit codes to dword lanes (vpermb, vpmultishiftqb) */
     __m512i widx_t;            /* tail step, q4_tiled: scale word of tile l/4 at word l */
     __m512i cperm_t, cshift_t; /* tail step, q4tp: code l/4 to dword lane l */
-    __m512 dx_t;               /* tail step: dx of group GF + l/4 in lane l (0 past G) */
     /* q4_tiled tails of 1-2 groups, two rows in one step: lanes 0..7 row r, 8..15 row r + 1 */
-    __m512i tidx_p, widx_p;       /* nibble bytes and scale words of tiles 0, 1 of A and of B */
-    __m512i xlo_p, xhi_p, corr_p; /* groups GF, GF + 1 twice */
-    __m512 dx_p;
-    __m512 lads[16][2]; /* q4tp: the ladders of the 16 rows in hand */
+    __m512i tidx_p, widx_p; /* nibble bytes and scale words of tiles 0, 1 of A and of B */
+    q4_tok_tail tt;         /* the token's (one-token calls) */
+    __m512 lads[16][2];     /* q4tp: the ladders of the 16 rows in hand */
 } q4_tab;
 
 TGT static void q4_tab_init(q4_tab *t) {
@@ -305,19 +310,25 @@ TGT static void q4_tab_init(q4_tab *t) {
     t->widx_p = _mm512_loadu_si512(wi);
 }
 
-/* Groups [g0, g0 + ng) of row r (g0 % 16 == 0, 1 <= ng <= 16) into acc0/acc1. NG16 is
- * true when ng == 16 (then every load is a full one). */
-TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r, uint64_t g0,
-                    unsigned ng, const bool NG16, const cmf_dtype dt, const __m512 *lad,
-                    const uint8_t *pfl, __m512 *acc0, __m512 *acc1, __m512 *accL) {
+/* The weights of groups [g0, g0 + ng) of row r (g0 % 16 == 0, 1 <= ng <= 16), decoded for
+ * the activations of any number of tokens (q4_blk_acc): per step of 4 groups the low and high
+ * nibbles, and the 16 groups' scales. NG16 is true when ng == 16 (then every load is a full
+ * one). */
+typedef struct {
+    __m512i lo[4], hi[4];
+    __m512 sc;
+} q4_w;
+
+TGT_INL void q4_blk_w(const cmf_qmat *m, const q4_tab *t, uint64_t r, uint64_t g0, unsigned ng,
+                      const bool NG16, const cmf_dtype dt, const __m512 *lad, const uint8_t *pfl,
+                      q4_w *w) {
     const uint64_t G = m->groups;
     const __m512i m4 = _mm512_set1_epi8(15);
-    __m512i I[4];
     __m512i sv = _mm512_setzero_si512();
     const __mmask16 kg = NG16 ? 0xFFFF : (__mmask16)((1u << ng) - 1);
     for (unsigned c = 0; c < 4; c++) {
-        if (!NG16 && 4 * c >= ng) {
-            I[c] = _mm512_setzero_si512();
+        if (!NG16 && 4 * c >= ng) { /* no groups: q4_blk_acc reads none of these */
+            w->lo[c] = w->hi[c] = _mm512_setzero_si512();
             continue;
         }
         unsigned vg = NG16 || ng - 4 * c >= 4 ? 4 : ng - 4 * c;
@@ -356,18 +367,14 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
             const uint8_t *p = m->quants + (r * G + g) * 16;
             nib = vg == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_mask(16 * vg), p);
         }
-        const int8_t *xc = a->xe + 32 * g;
         /* high nibble: one GF(2) affine op (bits 4..7 -> 0..3) instead of shift + and */
-        __m512i lo = _mm512_and_si512(nib, m4),
-                hi = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
-        __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xc));
-        I[c] = _mm512_dpbusd_epi32(s, hi, _mm512_loadu_si512(xc + 64));
+        w->lo[c] = _mm512_and_si512(nib, m4);
+        w->hi[c] = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
     }
-    __m512 sc;
     if (dt == CMF_DT_Q4_TILED) {
-        sc = _mm512_cvtph_ps(_mm512_castsi512_si256(sv));
+        w->sc = _mm512_cvtph_ps(_mm512_castsi512_si256(sv));
     } else if (dt == CMF_DT_Q4_BLOCK) {
-        sc = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(kg, m->scales + 2 * (r * G + g0)));
+        w->sc = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(kg, m->scales + 2 * (r * G + g0)));
     } else { /* q4tp: ladder[code] for the 16 groups, codes from their 10 bytes */
         uint64_t off = 10 * (g0 / 16), left = m->code_bytes - off;
         __m128i cb = _mm_maskz_loadu_epi8((__mmask16)((1u << (left < 10 ? left : 10)) - 1),
@@ -377,9 +384,25 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
          * low 5 bits, so the bits above the code need no masking */
         __m512i idx = _mm512_multishift_epi64_epi8(
             t->cshift, _mm512_permutexvar_epi8(t->cperm, _mm512_castsi128_si512(cb)));
-        sc = _mm512_permutex2var_ps(lad[0], idx, lad[1]);
+        w->sc = _mm512_permutex2var_ps(lad[0], idx, lad[1]);
     }
-    __m512 sdx = _mm512_maskz_mul_ps(kg, sc, _mm512_loadu_ps(a->dx + g0));
+}
+
+/* Decoded groups [g0, g0 + ng) (q4_blk_w) against one token's activations into acc0/acc1. */
+TGT_INL void q4_blk_acc(const q4_tab *t, const act *a, const q4_w *w, uint64_t g0, unsigned ng,
+                        const bool NG16, __m512 *acc0, __m512 *acc1, __m512 *accL) {
+    __m512i I[4];
+    const __mmask16 kg = NG16 ? 0xFFFF : (__mmask16)((1u << ng) - 1);
+    for (unsigned c = 0; c < 4; c++) {
+        if (!NG16 && 4 * c >= ng) {
+            I[c] = _mm512_setzero_si512();
+            continue;
+        }
+        const int8_t *xc = a->xe + 32 * (g0 + 4 * c);
+        __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), w->lo[c], _mm512_loadu_si512(xc));
+        I[c] = _mm512_dpbusd_epi32(s, w->hi[c], _mm512_loadu_si512(xc + 64));
+    }
+    __m512 sdx = _mm512_maskz_mul_ps(kg, w->sc, _mm512_loadu_ps(a->dx + g0));
     *accL = _mm512_fmadd_ps(sdx, _mm512_loadu_ps(a->sg + g0), *accL);
     *acc0 =
         _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[0]), _mm512_permutexvar_ps(t->cidx[0], sdx), *acc0);
@@ -391,6 +414,15 @@ TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r
         *acc1 = _mm512_fmadd_ps(_mm512_cvtepi32_ps(I[3]), _mm512_permutexvar_ps(t->cidx[3], sdx),
                                 *acc1);
     }
+}
+
+/* Groups [g0, g0 + ng) of row r into acc0/acc1 (q4_blk_w, then q4_blk_acc). */
+TGT_INL void q4_blk(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r, uint64_t g0,
+                    unsigned ng, const bool NG16, const cmf_dtype dt, const __m512 *lad,
+                    const uint8_t *pfl, __m512 *acc0, __m512 *acc1, __m512 *accL) {
+    q4_w w;
+    q4_blk_w(m, t, r, g0, ng, NG16, dt, lad, pfl, &w);
+    q4_blk_acc(t, a, &w, g0, ng, NG16, acc0, acc1, accL);
 }
 
 /* q4tp tails: the ladder index of code l/4 in dword lane l (codes 0..3, from the row's code
@@ -405,50 +437,61 @@ TGT_INL __m512i tail_code_idx(const cmf_qmat *m, const q4_tab *t, uint64_t r, ui
         t->cshift_t, _mm512_permutexvar_epi8(t->cperm_t, _mm512_castsi128_si512(cb)));
 }
 
-/* The tails of two rows in one step (q4t_tail_pair, q4tp_tail_pair): lanes 0..7 of nib / sc are
- * row a's groups GF, GF + 1, lanes 8..15 row b's, against the tail activations held twice in t. */
-TGT_INL void tail_pair_acc(const q4_tab *t, __m512i nib, __m512 sc, __m512 *acc_a, __m512 *acc_b) {
-    __m512i lo = _mm512_and_si512(nib, _mm512_set1_epi8(15)),
-            hi = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
-    __m512i s = _mm512_dpbusd_epi32(t->corr_p, lo, t->xlo_p);
-    s = _mm512_dpbusd_epi32(s, hi, t->xhi_p);
-    __m512 f = _mm512_cvtepi32_ps(s), sdx = _mm512_mul_ps(sc, t->dx_p);
+/* The tails of two rows in one step (q4t_tail_pair, q4tp_tail_pair): lanes 0..7 of lo, hi / sc
+ * are row a's groups GF, GF + 1, lanes 8..15 row b's, against the tail activations held twice
+ * in tt. */
+TGT_INL void tail_pair_acc(const q4_tok_tail *tt, __m512i lo, __m512i hi, __m512 sc, __m512 *acc_a,
+                           __m512 *acc_b) {
+    __m512i s = _mm512_dpbusd_epi32(tt->corr_p, lo, tt->xlo_p);
+    s = _mm512_dpbusd_epi32(s, hi, tt->xhi_p);
+    __m512 f = _mm512_cvtepi32_ps(s), sdx = _mm512_mul_ps(sc, tt->dx_p);
     *acc_a = _mm512_mask3_fmadd_ps(f, sdx, *acc_a, 0x00FF);
     *acc_b = _mm512_mask3_fmadd_ps(f, sdx, *acc_b, 0xFF00);
 }
 
 /* The tail of row r, groups [g0, g0 + ng) with g0 % 16 == 0 and ng <= 4, into acc: a
  * single step whose scales are built straight in lane order (lane l: group g0 + l/4), so
- * the tail pays no 16-group scale vector, no vpermps and no second accumulator's FMA. */
-TGT_INL void q4_tail4(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r, uint64_t g0,
-                      unsigned ng, const cmf_dtype dt, const __m512 *lad, __m512 *acc) {
+ * the tail pays no 16-group scale vector, no vpermps and no second accumulator's FMA.
+ * q4_tail4_w decodes it (low nibbles in lo[0], high in hi[0], scales in sc) for any number of
+ * tokens; q4_tail4_acc adds one token's product, dxt: its dx of group g0 + l/4 in lane l. */
+TGT_INL void q4_tail4_w(const cmf_qmat *m, const q4_tab *t, uint64_t r, uint64_t g0, unsigned ng,
+                        const cmf_dtype dt, const __m512 *lad, q4_w *w) {
     const uint64_t G = m->groups;
     __m512i nib;
-    __m512 sc;
     if (dt == CMF_DT_Q4_TILED) {
         const uint8_t *p = m->quants + (r * G + g0) * CQ_Q4T_TILE;
         unsigned nb = CQ_Q4T_TILE * ng;
         __m512i A = _mm512_maskz_loadu_epi8(bytes_mask(nb), p),
                 B = _mm512_maskz_loadu_epi8(bytes_mask(nb > 8 ? nb - 8 : 0), p + 8);
         nib = _mm512_permutex2var_epi8(A, t->tidx, B);
-        sc = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(t->widx_t, A)));
+        w->sc = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(t->widx_t, A)));
     } else {
         nib = _mm512_maskz_loadu_epi8(bytes_mask(16 * ng), m->quants + (r * G + g0) * 16);
         if (dt == CMF_DT_Q4_BLOCK) {
             __m512 s16 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16((__mmask16)((1u << ng) - 1),
                                                                   m->scales + 2 * (r * G + g0)));
-            sc = _mm512_permutexvar_ps(t->cidx[0], s16);
+            w->sc = _mm512_permutexvar_ps(t->cidx[0], s16);
         } else { /* 4 codes: at most 3 bytes */
-            sc = _mm512_permutex2var_ps(lad[0], tail_code_idx(m, t, r, g0, 3), lad[1]);
+            w->sc = _mm512_permutex2var_ps(lad[0], tail_code_idx(m, t, r, g0, 3), lad[1]);
         }
     }
+    w->lo[0] = _mm512_and_si512(nib, _mm512_set1_epi8(15));
+    w->hi[0] = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
+}
+
+TGT_INL void q4_tail4_acc(const act *a, const q4_w *w, uint64_t g0, __m512 dxt, __m512 *acc) {
     const int8_t *xc = a->xe + 32 * g0;
-    __m512i lo = _mm512_and_si512(nib, _mm512_set1_epi8(15)),
-            hi = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
     __m512i s = _mm512_loadu_si512(a->corr + 4 * g0);
-    s = _mm512_dpbusd_epi32(s, lo, _mm512_loadu_si512(xc));
-    s = _mm512_dpbusd_epi32(s, hi, _mm512_loadu_si512(xc + 64));
-    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(sc, t->dx_t), *acc);
+    s = _mm512_dpbusd_epi32(s, w->lo[0], _mm512_loadu_si512(xc));
+    s = _mm512_dpbusd_epi32(s, w->hi[0], _mm512_loadu_si512(xc + 64));
+    *acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(w->sc, dxt), *acc);
+}
+
+TGT_INL void q4_tail4(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t r, uint64_t g0,
+                      unsigned ng, const cmf_dtype dt, const __m512 *lad, __m512 *acc) {
+    q4_w w;
+    q4_tail4_w(m, t, r, g0, ng, dt, lad, &w);
+    q4_tail4_acc(a, &w, g0, t->tt.dx_t, acc);
 }
 
 /* The ladders of rows r0 .. r0 + n - 1 (n <= 16): rungs 0..15 of row k are 2^(lo_k + i st_k)
@@ -475,32 +518,48 @@ TGT_INL void q4tp_ladders(const cmf_qmat *m, uint64_t r0, unsigned n, __m512 lad
 /* q4_tiled: the tails of rows r and r + 1, groups [g0, g0 + ng) with ng <= 2, in one step
  * (rows of 18 groups, e.g. SmolLM2's 576 columns, otherwise spend a whole step on 2 groups):
  * lanes 0..7 go to row r's accumulator, 8..15 to row r + 1's. */
-TGT_INL void q4t_tail_pair(const cmf_qmat *m, const q4_tab *t, uint64_t r, uint64_t g0, unsigned ng,
-                           __m512 *acc_a, __m512 *acc_b) {
+TGT_INL void q4t_tail_pair_w(const cmf_qmat *m, const q4_tab *t, uint64_t r, uint64_t g0,
+                             unsigned ng, q4_w *w) {
     const uint8_t *p = m->quants + (r * m->groups + g0) * CQ_Q4T_TILE;
     __mmask64 k = bytes_mask(CQ_Q4T_TILE * ng);
     __m512i A = _mm512_maskz_loadu_epi8(k, p),
             B = _mm512_maskz_loadu_epi8(k, p + m->groups * CQ_Q4T_TILE);
     __m512i nib = _mm512_permutex2var_epi8(A, t->tidx_p, B);
-    __m512 sc = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(A, t->widx_p, B)));
-    tail_pair_acc(t, nib, sc, acc_a, acc_b);
+    w->sc = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutex2var_epi16(A, t->widx_p, B)));
+    w->lo[0] = _mm512_and_si512(nib, _mm512_set1_epi8(15));
+    w->hi[0] = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
+}
+
+TGT_INL void q4t_tail_pair(const cmf_qmat *m, const q4_tab *t, uint64_t r, uint64_t g0, unsigned ng,
+                           __m512 *acc_a, __m512 *acc_b) {
+    q4_w w;
+    q4t_tail_pair_w(m, t, r, g0, ng, &w);
+    tail_pair_acc(&t->tt, w.lo[0], w.hi[0], w.sc, acc_a, acc_b);
 }
 
 /* q4tp: the tails of rows r and r + 1, groups [g0, g0 + ng) with ng <= 2, in one step like
  * q4t_tail_pair; each half takes its scales from its own row's ladder (lad[0..1] row r,
  * lad[2..3] row r + 1). A tail step per row was a quarter of the time of rows of 18-20 groups. */
-TGT_INL void q4tp_tail_pair(const cmf_qmat *m, const q4_tab *t, uint64_t r, uint64_t g0,
-                            unsigned ng, const __m512 *lad, __m512 *acc_a, __m512 *acc_b) {
+TGT_INL void q4tp_tail_pair_w(const cmf_qmat *m, const q4_tab *t, uint64_t r, uint64_t g0,
+                              unsigned ng, const __m512 *lad, q4_w *w) {
     const uint64_t G = m->groups;
     const uint8_t *p = m->quants + (r * G + g0) * 16;
     __mmask32 k = ng >= 2 ? 0xFFFFFFFFu : 0xFFFFu;
     __m512i nib = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_maskz_loadu_epi8(k, p)),
                                      _mm256_maskz_loadu_epi8(k, p + G * 16), 1);
     /* codes 0, 1 (bits 0..9): 2 bytes */
-    __m512 sc = _mm512_shuffle_f32x4(
+    w->sc = _mm512_shuffle_f32x4(
         _mm512_permutex2var_ps(lad[0], tail_code_idx(m, t, r, g0, 2), lad[1]),
         _mm512_permutex2var_ps(lad[2], tail_code_idx(m, t, r + 1, g0, 2), lad[3]), 0x44);
-    tail_pair_acc(t, nib, sc, acc_a, acc_b);
+    w->lo[0] = _mm512_and_si512(nib, _mm512_set1_epi8(15));
+    w->hi[0] = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
+}
+
+TGT_INL void q4tp_tail_pair(const cmf_qmat *m, const q4_tab *t, uint64_t r, uint64_t g0,
+                            unsigned ng, const __m512 *lad, __m512 *acc_a, __m512 *acc_b) {
+    q4_w w;
+    q4tp_tail_pair_w(m, t, r, g0, ng, lad, &w);
+    tail_pair_acc(&t->tt, w.lo[0], w.hi[0], w.sc, acc_a, acc_b);
 }
 
 /* Rows r .. r + N - 1 (N = 1 or 4) into y[0 .. N), unreduced, step by step together so that
@@ -604,6 +663,157 @@ TGT_INL void q4_rows(const cmf_qmat *m, const act *a, q4_tab *t, const cmf_dtype
         }
     }
 }
+
+/* Token a's tail activations from group GF (the rows' last 16-group boundary). */
+TGT_INL void tok_tail_init(const q4_tab *t, const act *a, uint64_t GF, q4_tok_tail *tt) {
+    tt->dx_t = _mm512_permutexvar_ps(t->cidx[0], _mm512_loadu_ps(a->dx + GF));
+    tt->dx_p = _mm512_shuffle_f32x4(tt->dx_t, tt->dx_t, 0x44);
+    __m512i xlo = _mm512_loadu_si512(a->xe + 32 * GF),
+            xhi = _mm512_loadu_si512(a->xe + 32 * GF + 64),
+            corr = _mm512_loadu_si512(a->corr + 4 * GF);
+    tt->xlo_p = _mm512_shuffle_i32x4(xlo, xlo, 0x44);
+    tt->xhi_p = _mm512_shuffle_i32x4(xhi, xhi, 0x44);
+    tt->corr_p = _mm512_shuffle_i32x4(corr, corr, 0x44);
+}
+
+/* ---- q4 family, several prepared tokens over the same rows ----
+ *
+ * Each token must get the bits q4_rows gives it alone, so every token keeps its own
+ * accumulators and order of operations (the same 16-group blocks and tails, the same rows in
+ * steps of 4 with paired tails, the same 16-row reductions); what the tokens share is each
+ * step's loads, nibble decode and scales (q4tp: the rows' ladders). A row's blocks run for
+ * all the tokens before the next row's, so a token holds 3 accumulators, not 3 per row of a
+ * step; the step's tails then add to the stored sums. */
+
+/* Rows r .. r + N - 1 (N = 1 or 4) for NT tokens: y[j][at + k] = row r + k's unreduced sum
+ * for token j, as q4_rows_n leaves it for that token alone; tt[j]: token j's tail data. */
+TGT_INL void q4_rows_n_multi(const cmf_qmat *m, const act *const *a, const q4_tok_tail *tt,
+                             const int NT, const q4_tab *t, const cmf_dtype dt, uint64_t r,
+                             const __m512 *lad, const int N, __m512 (*y)[16], int at) {
+    const uint64_t G = m->groups, GF = G & ~(uint64_t)15;
+    const unsigned tail = (unsigned)(G - GF);
+    const uint64_t bpg = dt == CMF_DT_Q4_TILED ? CQ_Q4T_TILE : 16;
+    const uint8_t *span = m->quants + r * G * bpg;
+    const uint64_t lines = (tail * bpg + 63) / 64;
+    __m512 s0[4][4], s1[4][4], sL[4][4]; /* [token][row] after the blocks */
+    for (int k = 0; k < N; k++) {
+        __m512 acc0[4], acc1[4], accL[4];
+        for (int j = 0; j < NT; j++)
+            acc0[j] = acc1[j] = accL[j] = _mm512_setzero_ps();
+        for (uint64_t g = 0; g < GF; g += 16) {
+            q4_w w;
+            q4_blk_w(m, t, r + (uint64_t)k, g, 16, true, dt, lad + 2 * k,
+                     span + (uint64_t)N * bpg * g + 16 * bpg * (uint64_t)k, &w);
+            for (int j = 0; j < NT; j++)
+                q4_blk_acc(t, a[j], &w, g, 16, true, &acc0[j], &acc1[j], &accL[j]);
+        }
+        if (tail > 4) {
+            q4_w w;
+            q4_blk_w(m, t, r + (uint64_t)k, GF, tail, false, dt, lad + 2 * k,
+                     span + (uint64_t)N * bpg * GF + 64 * (uint64_t)k * lines, &w);
+            for (int j = 0; j < NT; j++)
+                q4_blk_acc(t, a[j], &w, GF, tail, false, &acc0[j], &acc1[j], &accL[j]);
+        }
+        for (int j = 0; j < NT; j++)
+            s0[j][k] = acc0[j], s1[j][k] = acc1[j], sL[j][k] = accL[j];
+    }
+    if (tail > 0 && tail <= 4)
+        cq_prefetch_span(span, (uint64_t)N, bpg * GF, (unsigned)((N * tail * bpg + 63) / 64));
+    if (tail > 4) {
+        /* done with the blocks */
+    } else if (N > 1 && tail > 0 && tail <= 2 && dt != CMF_DT_Q4_BLOCK) {
+        for (int k = 0; k < N; k += 2) {
+            q4_w w;
+            if (dt == CMF_DT_Q4_TILED)
+                q4t_tail_pair_w(m, t, r + (uint64_t)k, GF, tail, &w);
+            else
+                q4tp_tail_pair_w(m, t, r + (uint64_t)k, GF, tail, lad + 2 * k, &w);
+            for (int j = 0; j < NT; j++)
+                tail_pair_acc(&tt[j], w.lo[0], w.hi[0], w.sc, &s1[j][k], &s1[j][k + 1]);
+        }
+    } else if (tail > 0) {
+        for (int k = 0; k < N; k++) {
+            q4_w w;
+            q4_tail4_w(m, t, r + (uint64_t)k, GF, tail, dt, lad + 2 * k, &w);
+            for (int j = 0; j < NT; j++)
+                q4_tail4_acc(a[j], &w, GF, tt[j].dx_t, &s1[j][k]);
+        }
+    }
+    for (int j = 0; j < NT; j++)
+        for (int k = 0; k < N; k++)
+            y[j][at + k] =
+                _mm512_fnmadd_ps(_mm512_set1_ps(8.0f), sL[j][k], _mm512_add_ps(s0[j][k], s1[j][k]));
+}
+
+/* Rows [r0, r1) for NT tokens, laid out as q4_rows lays them out for one. */
+TGT_INL void q4_rows_multi(const cmf_qmat *m, const act *const *a, const q4_tok_tail *tt,
+                           const int NT, q4_tab *t, const cmf_dtype dt, float *const *y,
+                           uint64_t r0, uint64_t r1) {
+    const bool quads = dt == CMF_DT_Q4TP || (m->groups < 32 && m->groups % 16 <= 2);
+    __m512 v[4][16];
+    uint64_t c0 = r0;
+    for (; c0 + 16 <= r1; c0 += 16) {
+        side_prefetch(m, dt, c0 + 16);
+        if (dt == CMF_DT_Q4TP) q4tp_ladders(m, c0, 16, t->lads);
+        if (quads)
+            for (unsigned k = 0; k < 16; k += 4)
+                q4_rows_n_multi(m, a, tt, NT, t, dt, c0 + k, &t->lads[k][0], 4, v, (int)k);
+        else
+            for (unsigned k = 0; k < 16; k++)
+                q4_rows_n_multi(m, a, tt, NT, t, dt, c0 + k, &t->lads[0][0], 1, v, (int)k);
+        for (int j = 0; j < NT; j++)
+            _mm512_storeu_ps(y[j] + (c0 - r0), cq_hsum16_avx512(v[j]));
+    }
+    if (c0 < r1) {
+        if (dt == CMF_DT_Q4TP) q4tp_ladders(m, c0, (unsigned)(r1 - c0), t->lads);
+        for (uint64_t r = c0; r < r1; r++) {
+            q4_rows_n_multi(m, a, tt, NT, t, dt, r, &t->lads[quads ? r - c0 : 0][0], 1, v, 0);
+            for (int j = 0; j < NT; j++)
+                y[j][r - r0] = _mm512_reduce_add_ps(v[j][0]);
+        }
+    }
+}
+
+#define Q4_MULTI_DT(NT)                                                                            \
+    do {                                                                                           \
+        if (m->dtype == CMF_DT_Q4_TILED)                                                           \
+            q4_rows_multi(m, at, tt, NT, &t, CMF_DT_Q4_TILED, yt, r0, r1);                         \
+        else if (m->dtype == CMF_DT_Q4_BLOCK)                                                      \
+            q4_rows_multi(m, at, tt, NT, &t, CMF_DT_Q4_BLOCK, yt, r0, r1);                         \
+        else                                                                                       \
+            q4_rows_multi(m, at, tt, NT, &t, CMF_DT_Q4TP, yt, r0, r1);                             \
+    } while (0)
+
+/* The tokens 4 at a time: 3 accumulators each, beside a step's 9 decoded vectors. */
+TGT static void q4_multi(const cmf_qmat *m, const act *const *a, size_t n, float *const *y,
+                         uint64_t r0, uint64_t r1) {
+    q4_tab t;
+    q4_tab_init(&t);
+    const uint64_t GF = m->groups & ~(uint64_t)15;
+    for (size_t t0 = 0; t0 < n; t0 += 4) {
+        size_t nt = n - t0 < 4 ? n - t0 : 4;
+        const act *const *at = a + t0;
+        float *const *yt = y + t0;
+        q4_tok_tail tt[4];
+        for (size_t j = 0; j < nt; j++)
+            tok_tail_init(&t, at[j], GF, &tt[j]);
+        switch (nt) {
+        case 1:
+            Q4_MULTI_DT(1);
+            break;
+        case 2:
+            Q4_MULTI_DT(2);
+            break;
+        case 3:
+            Q4_MULTI_DT(3);
+            break;
+        default:
+            Q4_MULTI_DT(4);
+            break;
+        }
+    }
+}
+#undef Q4_MULTI_DT
 
 /* ---- vbit / vbit_ro ---- */
 
@@ -736,14 +946,7 @@ TGT static void q4_dispatch(const cmf_qmat *m, const act *a, float *y, uint64_t 
     q4_tab t;
     q4_tab_init(&t);
     const uint64_t GF = m->groups & ~(uint64_t)15;
-    t.dx_t = _mm512_permutexvar_ps(t.cidx[0], _mm512_loadu_ps(a->dx + GF));
-    t.dx_p = _mm512_shuffle_f32x4(t.dx_t, t.dx_t, 0x44);
-    t.xlo_p = _mm512_loadu_si512(a->xe + 32 * GF);
-    t.xhi_p = _mm512_loadu_si512(a->xe + 32 * GF + 64);
-    t.corr_p = _mm512_loadu_si512(a->corr + 4 * GF);
-    t.xlo_p = _mm512_shuffle_i32x4(t.xlo_p, t.xlo_p, 0x44);
-    t.xhi_p = _mm512_shuffle_i32x4(t.xhi_p, t.xhi_p, 0x44);
-    t.corr_p = _mm512_shuffle_i32x4(t.corr_p, t.corr_p, 0x44);
+    tok_tail_init(&t, a, GF, &t.tt);
     if (m->dtype == CMF_DT_Q4_TILED)
         q4_rows(m, a, &t, CMF_DT_Q4_TILED, y, r0, r1);
     else if (m->dtype == CMF_DT_Q4_BLOCK)
@@ -797,4 +1000,17 @@ void cq_avx512_i8dec_tok_prepare(void *buf, const float *x, uint64_t cols) {
 void cq_avx512_i8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
                                 uint64_t r1) {
     rows_with(m, buf, y, r0, r1);
+}
+
+void cq_avx512_i8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
+                                      float *const *y, uint64_t r0, uint64_t r1) {
+    if (m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO) {
+        for (size_t j = 0; j < n; j++)
+            vb_rows(m, buf[j], y[j], r0, r1);
+        return;
+    }
+    const act *a[CMF_TOK8_MULTI_MAX];
+    for (size_t j = 0; j < n; j++)
+        a[j] = buf[j];
+    q4_multi(m, a, n, y, r0, r1);
 }

@@ -264,6 +264,10 @@ size_t cq_avx512_q8_tok_bytes(uint64_t cols);
 void cq_avx512_q8_tok_prepare(void *buf, const float *x, uint64_t cols);
 void cq_avx512_q8_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
                              uint64_t r1);
+/* n (<= CMF_TOK8_MULTI_MAX) prepared tokens over rows [r0, r1): y[t] gets the bits
+ * cq_avx512_q8_tok_matvec gives buf[t] alone, each weight vector loaded once for the tokens. */
+void cq_avx512_q8_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
+                                   float *const *y, uint64_t r0, uint64_t r1);
 /* One-token products of T tokens over rows [r0, r1) of f32, f16 or bf16 weights
  * (f32 activations): Y[t][r - r0] gets the bits the one-token kernel gives token t alone,
  * each weight decoded once for the T tokens. False, writing nothing, for another dtype. */

@@ -54,6 +54,12 @@ void cmf_matvec_multi(const cmf_qmat *m, const float *const *x, size_t n, float 
 void cmf_tok8_prepare(void *buf, const float *x, uint64_t cols, int layouts);
 void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_begin,
                      uint64_t row_end);
+/* n (<= CMF_TOK8_MULTI_MAX) prepared tokens over the same rows (batched decode): y[t] as
+ * cmf_matvec_tok8(m, tok[t], y[t], row_begin, row_end) gives it, bit for bit, each weight
+ * vector loaded (and its codes decoded) once for several tokens instead of once per token. */
+#define CMF_TOK8_MULTI_MAX 16
+void cmf_matvec_tok8_multi(const cmf_qmat *m, const void *const *tok, size_t n, float *const *y,
+                           uint64_t row_begin, uint64_t row_end);
 
 /* ---- Integer prefill GEMM (int8 activations x integer weight codes) ----
  *

@@ -28,8 +28,11 @@ int main(void) {
         CHECK(cmf_dtype_from_name(t->name, &back) && back == (cmf_dtype)id);
     }
     CHECK(cq_dtype_ops_get(CMF_DT_COUNT) == NULL);
-    /* int8 activations: q8_row from 2 tokens, the 4-bit class and vbit always, others never */
-    CHECK(!cq_dtype_int8_act(CMF_DT_Q8_ROW, 1) && cq_dtype_int8_act(CMF_DT_Q8_ROW, 2));
+    /* int8 activations: q8_row from 2 tokens, and for one token exactly where the prepared
+     * int8 token path runs (cmf_tok8_bytes > 0: a batched decode step shares its weight loads
+     * with each token's arithmetic as alone); the 4-bit class and vbit always, others never */
+    CHECK(cq_dtype_int8_act(CMF_DT_Q8_ROW, 2));
+    CHECK(cq_dtype_int8_act(CMF_DT_Q8_ROW, 1) == (cmf_tok8_bytes(64) > 0));
     static const cmf_dtype always[] = {CMF_DT_Q4_BLOCK, CMF_DT_Q4_TILED, CMF_DT_Q4TP, CMF_DT_VBIT,
                                        CMF_DT_VBIT_RO};
     for (size_t i = 0; i < sizeof always / sizeof *always; i++)
