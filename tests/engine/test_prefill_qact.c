@@ -6,8 +6,8 @@
  *    the argmax agrees at >= 90 % of the positions, and the path really ran (nonzero difference);
  *  - decode (one token at a time) and batches below the GEMM's threshold: int8 activations
  *    (CMF_KF_INT8_ACT) within the same 3e-2, and really taken (nonzero difference); except
- *    one token through q8_row weights where the prepared int8 token path does not run (no
- *    AVX-512 VNNI in effect), which keeps f32 activations (equal to the exact run) while q8
+ *    one token through q8_row weights where AVX-512 VNNI is not in effect (q8's prepared int8
+ *    token exists only there: cq_dtype_int8_act's CQ_INT8_TOK8), which keeps f32 activations (equal to the exact run) while q8
  *    batches below the threshold still take int8. */
 #include <math.h>
 #include <string.h>
@@ -58,7 +58,7 @@ static void run(const char *fam, const char *quant) {
         printf("%-12s %-4s int8 decode: logits max rel diff %.3g\n", fam, quant, rel1);
         CHECK_MSG(rel1 <= 3e-2 && rel3 <= 3e-2, "%s %s: int8 decode differs by %.3g / %.3g", fam,
                   quant, rel1, rel3);
-        if (cq_cpu_isa() >= CQ_ISA_AVX2 && !strcmp(quant, "q8") && !cmf_tok8_bytes(64)) {
+        if (cq_cpu_isa() >= CQ_ISA_AVX2 && !strcmp(quant, "q8") && !cmf_qact_fast()) {
             CHECK_MSG(rel1 == 0, "%s q8: one-token products took int8 (%.3g off)", fam, rel1);
             CHECK_MSG(rel3 > 0, "%s q8: int8 small batches did not run", fam);
         } else if (cq_cpu_isa() >= CQ_ISA_AVX2) {
