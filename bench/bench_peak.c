@@ -178,9 +178,9 @@ int main(int argc, char **argv) {
             printf("| %s | – | not on this CPU | – |\n", rows[i].name);
             continue;
         }
-        double g = rate(rows[i].fn, threads, secs) * rows[i].ops;
-        printf("| %s | %.0f | %.1f | %.1f |\n", rows[i].name, rows[i].ops, g / 1e9,
-               g / threads / clk_all);
+        double per = rate(rows[i].fn, threads, secs) * rows[i].ops; /* ops per second, one thread */
+        printf("| %s | %.0f | %.1f | %.1f |\n", rows[i].name, rows[i].ops, per * threads / 1e9,
+               per / clk_all);
     }
     return 0;
 }
