@@ -19,6 +19,7 @@
 #include "common/bytes.h"
 #include "common/f16.h"
 #include "quant/gemm_impl.h"
+#include "quant/gemm_q4_codes.h"
 #include "quant/kernel_impl.h"
 
 #define PR   8 /* rows per panel: one int32 lane each */
@@ -48,28 +49,16 @@ static inline void transpose8_store(const __m256i v[8], uint8_t *dst) {
     _mm256_store_si256(d + 7, _mm256_permute2x128_si256(b3, b7, 0x31));
 }
 
-/* 16 nibble bytes -> 32 codes in element order (low nibble first). */
-static inline __m256i unpack_nibbles(const uint8_t *nib) {
-    __m128i b = _mm_loadu_si128((const __m128i *)nib), m = _mm_set1_epi8(15);
-    __m128i lo = _mm_and_si128(b, m), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
-    return _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
-}
-
-static inline const uint8_t *q4_nibbles(const cmf_qmat *m, uint64_t row, uint64_t g) {
-    return m->dtype == CMF_DT_Q4_TILED ? m->quants + (row * m->groups + g) * CQ_Q4T_TILE + 2
-                                       : m->quants + (row * m->groups + g) * 16;
-}
-
 /* Pack rows [r, r + nr) of a q4-family matrix: block b's 8 vectors at panel + (8b + k) * 32
  * (vector k: columns 32b + 4k .. +3 of every row), block scales at bs[8b + i]. Rows past nr
  * repeat row r with scale 0 (their results are never stored). */
 static void pack_q4(const cmf_qmat *m, uint64_t r, unsigned nr, size_t nb, uint8_t *panel,
                     float *bs, unsigned nn) {
     const uint64_t G = m->groups, step = m->dtype == CMF_DT_Q4_TILED ? CQ_Q4T_TILE : 16;
-    const uint8_t *rowp[PR], *next = nn ? q4_nibbles(m, r + PR, 0) : NULL;
+    const uint8_t *rowp[PR], *next = nn ? cq_q4_nibbles(m, r + PR, 0) : NULL;
     for (unsigned i = 0; i < PR; i++) {
         uint64_t row = r + (i < nr ? i : 0);
-        rowp[i] = q4_nibbles(m, row, 0);
+        rowp[i] = cq_q4_nibbles(m, row, 0);
         float ladder[32];
         if (m->dtype == CMF_DT_Q4TP && i < nr) cq_avx2_q4tp_ladder(m, row, ladder);
         for (size_t g = 0; g < nb; g++) {
@@ -89,7 +78,7 @@ static void pack_q4(const cmf_qmat *m, uint64_t r, unsigned nr, size_t nb, uint8
         if ((g * step) % 64 < step) cq_prefetch_panel_rows(next, nn, G * step, g * step);
         __m256i v[PR];
         for (unsigned i = 0; i < PR; i++)
-            v[i] = g < G ? unpack_nibbles(rowp[i] + g * step) : _mm256_setzero_si256();
+            v[i] = g < G ? cq_unpack_nibbles(rowp[i] + g * step) : _mm256_setzero_si256();
         transpose8_store(v, panel + g * 8 * 32);
     }
 }

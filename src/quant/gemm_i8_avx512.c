@@ -12,25 +12,13 @@
 #include "common/bytes.h"
 #include "common/f16.h"
 #include "quant/gemm_impl.h"
+#include "quant/gemm_q4_codes.h"
 #include "quant/kernel_impl.h"
 #include "quant/transpose_avx512.h"
 
 #define PR     16             /* rows per panel: one int32 lane each */
 #define TMAX   CMF_QACT_GROUP /* tokens per pass: 2 x 12 accumulators + weights fit 32 registers */
 #define A64(x) (((x) + 63) & ~(size_t)63)
-
-/* 16 nibble bytes -> 32 codes in element order (low nibble first), as a 256-bit vector. */
-static inline __m256i unpack_nibbles(const uint8_t *nib) {
-    __m128i b = _mm_loadu_si128((const __m128i *)nib), m = _mm_set1_epi8(15);
-    __m128i lo = _mm_and_si128(b, m), hi = _mm_and_si128(_mm_srli_epi16(b, 4), m);
-    return _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
-}
-
-/* Per-row view of the weights for packing: the nibbles and scale of group g of a row. */
-static inline const uint8_t *q4_nibbles(const cmf_qmat *m, uint64_t row, uint64_t g) {
-    return m->dtype == CMF_DT_Q4_TILED ? m->quants + (row * m->groups + g) * CQ_Q4T_TILE + 2
-                                       : m->quants + (row * m->groups + g) * 16;
-}
 
 /* Pack rows [r, r + nr) (rows past nr are zero) straight from the payload: for every 64
  * columns c, the 16 rows' codes are built in registers, transposed, and stored as 16 vectors
@@ -44,7 +32,7 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, u
     const uint8_t *next = NULL;
     uint64_t rb = 0;
     if (nn) {
-        next = m->dtype == CMF_DT_Q8_ROW ? m->quants + (r + PR) * C : q4_nibbles(m, r + PR, 0);
+        next = m->dtype == CMF_DT_Q8_ROW ? m->quants + (r + PR) * C : cq_q4_nibbles(m, r + PR, 0);
         rb = m->dtype == CMF_DT_Q8_ROW ? C : G * (m->dtype == CMF_DT_Q4_TILED ? CQ_Q4T_TILE : 16);
     }
     if (m->dtype == CMF_DT_Q8_ROW) {
@@ -95,7 +83,7 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, u
     const uint64_t step = m->dtype == CMF_DT_Q4_TILED ? CQ_Q4T_TILE : 16;
     const uint8_t *rowp[PR];
     for (unsigned i = 0; i < PR; i++)
-        rowp[i] = q4_nibbles(m, r + (i < nr ? i : 0), 0);
+        rowp[i] = cq_q4_nibbles(m, r + (i < nr ? i : 0), 0);
     for (size_t c = 0; c < k64 / 64; c++) {
         uint64_t g0 = 2 * c;
         int pair = g0 + 1 < G;
@@ -106,8 +94,8 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, u
 #pragma GCC unroll 16
         for (unsigned i = 0; i < PR; i++) {
             const uint8_t *p = rowp[i] + g0 * step;
-            __m256i a = unpack_nibbles(p);
-            __m256i b = pair ? unpack_nibbles(p + step) : _mm256_setzero_si256();
+            __m256i a = cq_unpack_nibbles(p);
+            __m256i b = pair ? cq_unpack_nibbles(p + step) : _mm256_setzero_si256();
             v[i] = _mm512_maskz_mov_epi64(i < nr ? 0xFF : 0,
                                           _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1));
         }
