@@ -87,8 +87,8 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
 /* The prepared-token path is the one-token int8 kernels of the tier in effect (CORTIQ_CPU may
  * lower it). AVX-512: its VNNI test (try_i8 in kernel_avx512.c); a prepared token holds q8_row's
  * layout (kernel_i8_avx512.c) and, where the CPU has VBMI and GFNI, the 4-bit class's and
- * vbit's after it (kernel_i8dec_avx512.c). AVX2: the 4-bit class's pair layout only
- * (kernel_i8dec_avx2.c). */
+ * vbit's after it (kernel_i8dec_avx512.c). AVX2: the 4-bit class's pair layout, which vbit
+ * reads too (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2.c). */
 static bool tok8_tier(void) {
     return cq_vnni_tier();
 }

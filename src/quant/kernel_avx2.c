@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "quant/hsum_avx2.h"
+#include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 
 static inline float h16(const uint8_t *p) {
@@ -449,6 +450,12 @@ static void mm_q4_block(const cmf_qmat *m, const float *X, size_t n, size_t ldx,
         if (!(flags & CMF_KF_INT8_ACT) || !cq_avx2_i8_matmul(m, X, n, ldx, Y, ldy, r0, r1))        \
             F(m, X, n, ldx, Y, ldy, r0, r1, flags);                                                \
     }
+/* vbit: int8 activations for one token only (kernel_i8dec_vbit_avx2.c); batches stay in f32. */
+static void mm_vbit_x(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
+                      uint64_t r0, uint64_t r1, unsigned flags) {
+    if (!(flags & CMF_KF_INT8_ACT) || n != 1 || !cq_avx2_i8dec_matvec(m, X, Y, r0, r1))
+        mm_vbit(m, X, n, ldx, Y, ldy, r0, r1, flags);
+}
 WITH_I8(mm_q4_tiled_x, mm_q4_tiled)
 WITH_I8(mm_q4tp_x, mm_q4tp)
 WITH_I8(mm_q8_row_x, mm_q8_row)
@@ -461,9 +468,9 @@ const cq_kernel_table cq_kernels_avx2 = {
             [CMF_DT_BF16] = mm_bf16,
             [CMF_DT_Q8_ROW] = mm_q8_row_x,
             [CMF_DT_Q4_BLOCK] = mm_q4_block,
-            [CMF_DT_VBIT] = mm_vbit,
+            [CMF_DT_VBIT] = mm_vbit_x,
             [CMF_DT_Q8_2F] = mm_q8_2f_scaled,
-            [CMF_DT_VBIT_RO] = mm_vbit,
+            [CMF_DT_VBIT_RO] = mm_vbit_x,
             [CMF_DT_Q4_TILED] = mm_q4_tiled_x,
             [CMF_DT_Q1] = mm_q1,
             [CMF_DT_Q1S] = mm_q1s,

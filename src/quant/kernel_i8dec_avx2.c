@@ -18,23 +18,17 @@
  *
  * The token is laid out once per decode job and thread (cmf_tok8_* in kernel.c) or once per
  * call (cq_avx2_i8dec_matvec). Rows run one at a time, 4 groups per step, and are reduced
- * 8 at a time. */
+ * 8 at a time. vbit rows take the same token (kernel_i8dec_vbit_avx2.c). */
 #include <immintrin.h>
 #include <string.h>
 
 #include "quant/hsum_avx2.h"
 #include "quant/kernel_i8dec.h"
+#include "quant/kernel_i8dec_avx2.h"
 #include "quant/kernel_impl.h"
 #include "quant/quant32_avx2.h"
 
 #define AI static inline __attribute__((always_inline))
-
-/* One pair of groups of the prepared token (128 bytes, two cache lines). */
-typedef struct {
-    int8_t xe[32], xo[32];
-    int32_t corr[8];
-    float dx[8];
-} pair8;
 
 static uint64_t pairs_of(uint64_t cols) {
     return (cols / 32 + 1) / 2;
@@ -231,12 +225,15 @@ static void rows_q4tp(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0
 
 bool cq_avx2_i8dec_supports(const cmf_qmat *m) {
     return m->cols % 32 == 0 &&
-           (m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || m->dtype == CMF_DT_Q4TP);
+           (m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || m->dtype == CMF_DT_Q4TP ||
+            m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO);
 }
 
 void cq_avx2_i8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
                               uint64_t r1) {
-    if (m->dtype == CMF_DT_Q4_TILED)
+    if (m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO)
+        cq_avx2_i8dec_vbit_rows(m, buf, y, r0, r1);
+    else if (m->dtype == CMF_DT_Q4_TILED)
         rows_q4_tiled(m, buf, y, r0, r1);
     else if (m->dtype == CMF_DT_Q4TP)
         rows_q4tp(m, buf, y, r0, r1);

@@ -1,10 +1,10 @@
 /* test_kernel_i8dec_avx2.c - the AVX2 tier's one-token int8-activation kernels for the 4-bit
- * class (kernel_i8dec_avx2.c) against a double-precision reference that quantizes the
- * activations the same way (dx = absmax/127 per 32-group, round to nearest even). With the
- * activation rounding taken out of the comparison, the kernels must match within float
- * summation error, so a wrong offset, scale, lane or nibble order shows even where the looser
- * CMF_KF_INT8_ACT bound of test_kernel.c would hide it. The dispatcher (cmf_matmul_ex) and the
- * prepared token (cmf_tok8_*) on the AVX2 tier must give the same bits, over any row chunks. */
+ * class and vbit (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2.c) against a double-precision
+ * reference that quantizes the activations the same way (dx = absmax/127 per 32-group, round to
+ * nearest even). With the activation rounding taken out of the comparison, the kernels must match
+ * within float summation error, so a wrong offset, scale, lane or nibble order shows even where the
+ * looser CMF_KF_INT8_ACT bound of test_kernel.c would hide it. The dispatcher (cmf_matmul_ex) and
+ * the prepared token (cmf_tok8_*) on the AVX2 tier must give the same bits, over any row chunks. */
 #include <math.h>
 
 #include "common/cpu.h"
@@ -17,7 +17,10 @@
 #include "quant/kernel_impl.h"
 #include "quant/kernels_engine.h"
 
-static const cmf_dtype k_dts[] = {CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP};
+/* vbit rows get random widths (3, 4, 5, 6, 8) with random codes, so 0 and 2^b - 1 occur and
+ * the last groups of a payload take the zero-padded copy */
+static const cmf_dtype k_dts[] = {CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP, CMF_DT_VBIT,
+                                  CMF_DT_VBIT_RO};
 /* group counts: tails of 1-3 groups after 0, 1 or more steps of 4, codes words of q4tp (8
  * groups) cut at every phase, the widths of real models (576, 896, 4864 columns) */
 static const uint64_t k_groups[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 15, 17, 18, 28, 39, 152};

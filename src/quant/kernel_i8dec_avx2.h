@@ -1,0 +1,25 @@
+/* kernel_i8dec_avx2.h - the prepared token of the AVX2 tier's one-token int8 kernels, shared by
+ * the 4-bit class (kernel_i8dec_avx2.c) and vbit (kernel_i8dec_vbit_avx2.c). Internal to
+ * src/quant. */
+#ifndef CORTIQ_QUANT_KERNEL_I8DEC_AVX2_H
+#define CORTIQ_QUANT_KERNEL_I8DEC_AVX2_H
+
+#include <stdint.h>
+
+#include "quant/kernels_engine.h"
+
+/* One pair of groups (2p, 2p + 1) of the prepared token, 128 bytes: xe the even elements of
+ * both groups (group 2p in bytes 0-15), xo the odd ones, corr[j] 8 * the sum of elements
+ * 8j .. 8j + 7 of the pair's 64 (lanes 0-3 group 2p, 4-7 group 2p + 1), dx each group's
+ * activation scale in its four lanes. A missing group 2p + 1 is all zeros. */
+typedef struct {
+    int8_t xe[32], xo[32];
+    int32_t corr[8];
+    float dx[8];
+} pair8;
+
+/* Rows [r0, r1) of a vbit / vbit_ro matrix (cols % 32 == 0) against a prepared token. */
+void cq_avx2_i8dec_vbit_rows(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0,
+                             uint64_t r1);
+
+#endif

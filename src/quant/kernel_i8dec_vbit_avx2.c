@@ -1,0 +1,167 @@
+/* kernel_i8dec_vbit_avx2.c - one-token matrix-vector products with int8 activations for vbit
+ * and vbit_ro on the AVX2 tier (CMF_KF_INT8_ACT, cols % 32 == 0), on the prepared token of the
+ * 4-bit class (pair8, kernel_i8dec_avx2.h).
+ *
+ * A row of width b holds codes u in [0, 2^b - 1], MSB-first, w = (u - L) * scale[group] with
+ * L = 2^(b-1) - 1. The integer sum of u * x per group comes off by L * sum(x) (from the token's
+ * corr = 8 * sum), is converted once and scaled by scale * dx, as the 4-bit class does.
+ *  - b = 4: a group is 16 bytes as in q4_block, but the high nibble holds the even element, so
+ *    the nibble halves meet xe and xo the other way round (vpmaddubsw; 15 * 127 * 2 fits int16).
+ *  - b = 3, 5, 6, 8: each 128-bit lane loads the 16 bytes that hold 8 even and 8 odd codes
+ *    (values 0-15 from the group's start, 16-31 from byte 2b), a byte shuffle forms each code's
+ *    big-endian byte pair and a multiply-high by 2^(16 - shift) and a mask isolate it (AVX2 has
+ *    no 16-bit variable shift), giving int16 codes in xe / xo's order. They multiply the token
+ *    widened to int16 with vpmaddwd, where an 8-bit code times 127 cannot saturate as it would
+ *    in vpmaddubsw.
+ * Rows of mixed widths run one at a time and are reduced 8 at a time. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "quant/hsum_avx2.h"
+#include "quant/kernel_i8dec_avx2.h"
+#include "quant/kernel_impl.h"
+
+#define AI static inline __attribute__((always_inline))
+
+/* Shuffle and shift of the 8 even (e) and 8 odd (o) codes of a lane, both lanes alike. */
+typedef struct {
+    __m256i shuf_e, shuf_o, mul_e, mul_o, mask, L;
+    unsigned b;
+} vb_tab;
+
+static void vb_tab_init(vb_tab *t, unsigned b) {
+    uint8_t shuf[2][32];
+    uint16_t mul[2][16];
+    for (unsigned odd = 0; odd < 2; odd++)
+        for (unsigned k = 0; k < 16; k++) {
+            unsigned bit = (2 * (k % 8) + odd) * b, byte = bit >> 3;
+            shuf[odd][2 * k] = (uint8_t)(byte + 1); /* low byte of the word: the next one */
+            shuf[odd][2 * k + 1] = (uint8_t)byte;
+            mul[odd][k] = (uint16_t)(1u << ((bit & 7) + b)); /* (word * 2^(16-sr)) >> 16 */
+        }
+    t->shuf_e = _mm256_loadu_si256((const __m256i *)shuf[0]);
+    t->shuf_o = _mm256_loadu_si256((const __m256i *)shuf[1]);
+    t->mul_e = _mm256_loadu_si256((const __m256i *)mul[0]);
+    t->mul_o = _mm256_loadu_si256((const __m256i *)mul[1]);
+    t->mask = _mm256_set1_epi16((short)((1 << b) - 1));
+    t->L = _mm256_set1_epi32((1 << (b - 1)) - 1);
+    t->b = b;
+}
+
+CQ_DEFINE_VBIT_TABS(vb_tabs, vb_tab, vb_tab_init)
+
+/* Group at p against the 16 even and 16 odd token codes at xe, xo: 8 int32 partial sums. */
+AI __m256i group_dot(const uint8_t *p, const vb_tab *t, const int8_t *xe, const int8_t *xo) {
+    __m256i v = _mm256_loadu2_m128i((const __m128i *)(p + 2 * t->b), (const __m128i *)p);
+    __m256i e =
+        _mm256_and_si256(_mm256_mulhi_epu16(_mm256_shuffle_epi8(v, t->shuf_e), t->mul_e), t->mask);
+    __m256i o =
+        _mm256_and_si256(_mm256_mulhi_epu16(_mm256_shuffle_epi8(v, t->shuf_o), t->mul_o), t->mask);
+    __m256i xe16 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(const void *)xe));
+    __m256i xo16 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(const void *)xo));
+    return _mm256_add_epi32(_mm256_madd_epi16(e, xe16), _mm256_madd_epi16(o, xo16));
+}
+
+/* Two f16 scales to [s0 x4 | s1 x4]. */
+AI __m256 scales2(uint32_t h) {
+    __m256 s = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128((int)h)));
+    return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+}
+
+/* Row of width b != 4, pair by pair: the two groups' sums folded into their 128-bit halves,
+ * the offset L * sum taken off, one FMA by [s_2p * dx x4 | s_2p+1 * dx x4]. Groups near the
+ * end of the payload are read from a zero-padded copy (16-byte lanes reach past the group). */
+static __m256 row_generic(const cmf_qmat *m, const pair8 *tok, uint64_t r, const vb_tab *t) {
+    const uint64_t G = m->groups;
+    const unsigned gb = 4 * t->b;
+    const uint8_t *row = cq_vbit_row(m, r), *sc = m->scales + 2 * r * G, *end = m->data + m->nbytes;
+    uint8_t bounce[2][48];
+    __m256 acc = _mm256_setzero_ps();
+    for (uint64_t g = 0; g < G; g += 2) {
+        const pair8 *x = tok + g / 2;
+        const uint8_t *pa = row + gb * g;
+        cq_prefetch_weights(pa);
+        __m256i a = group_dot(cq_vbit_group_src(pa, t->b, end, bounce[0]), t, x->xe, x->xo);
+        __m256i b = _mm256_setzero_si256();
+        uint32_t h = ld_u16(sc + 2 * g);
+        if (g + 1 < G) {
+            b = group_dot(cq_vbit_group_src(pa + gb, t->b, end, bounce[1]), t, x->xe + 16,
+                          x->xo + 16);
+            h = ld_u32(sc + 2 * g);
+        }
+        __m256i s = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+                                     _mm256_permute2x128_si256(a, b, 0x31));
+        __m256i off = _mm256_mullo_epi32(
+            _mm256_srai_epi32(_mm256_load_si256((const __m256i *)(const void *)x->corr), 3), t->L);
+        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(s, off)),
+                              _mm256_mul_ps(scales2(h), _mm256_load_ps(x->dx)), acc);
+    }
+    return acc;
+}
+
+/* A pair of 4-bit groups (32 bytes) against the token: the high nibbles are the even codes.
+ * sum(u * x) - 7 * sum(x) = dot - corr + corr / 8. */
+AI __m256 pair_dot4(const pair8 *x, __m256i v) {
+    const __m256i m4 = _mm256_set1_epi8(15);
+    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+    __m256i s = _mm256_add_epi16(
+        _mm256_maddubs_epi16(hi, _mm256_load_si256((const __m256i *)(const void *)x->xe)),
+        _mm256_maddubs_epi16(lo, _mm256_load_si256((const __m256i *)(const void *)x->xo)));
+    s = _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+    __m256i c = _mm256_load_si256((const __m256i *)(const void *)x->corr);
+    s = _mm256_add_epi32(_mm256_sub_epi32(s, c), _mm256_srai_epi32(c, 3));
+    return _mm256_cvtepi32_ps(s);
+}
+
+/* Row of width 4, 4 groups per step in two accumulators; a last lone group in the low lane. */
+static __m256 row4(const cmf_qmat *m, const pair8 *tok, uint64_t r) {
+    const uint64_t G = m->groups;
+    const uint8_t *q = cq_vbit_row(m, r), *sc = m->scales + 2 * r * G;
+    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    uint64_t g = 0;
+    for (; g + 4 <= G; g += 4) {
+        const pair8 *x = tok + g / 2;
+        cq_prefetch_weights(q + 16 * g);
+        __m256i va = _mm256_loadu_si256((const __m256i *)(q + 16 * g));
+        __m256i vb = _mm256_loadu_si256((const __m256i *)(q + 16 * g + 32));
+        acc0 = _mm256_fmadd_ps(pair_dot4(&x[0], va),
+                               _mm256_mul_ps(scales2(ld_u32(sc + 2 * g)), _mm256_load_ps(x[0].dx)),
+                               acc0);
+        acc1 = _mm256_fmadd_ps(
+            pair_dot4(&x[1], vb),
+            _mm256_mul_ps(scales2(ld_u32(sc + 2 * g + 4)), _mm256_load_ps(x[1].dx)), acc1);
+    }
+    for (; g < G; g += 2) {
+        const bool two = g + 1 < G;
+        __m256i v = two ? _mm256_loadu_si256((const __m256i *)(q + 16 * g))
+                        : _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(q + 16 * g)));
+        const pair8 *x = tok + g / 2;
+        __m256 sv = scales2(two ? ld_u32(sc + 2 * g) : ld_u16(sc + 2 * g));
+        acc0 = _mm256_fmadd_ps(pair_dot4(x, v), _mm256_mul_ps(sv, _mm256_load_ps(x->dx)), acc0);
+    }
+    return _mm256_add_ps(acc0, acc1);
+}
+
+AI __m256 row_sum(const cmf_qmat *m, const pair8 *tok, uint64_t r, const vb_tab *tabs) {
+    const unsigned b = cq_vbit_bits(m, r);
+    return b == 4 ? row4(m, tok, r) : row_generic(m, tok, r, &tabs[b]);
+}
+
+void cq_avx2_i8dec_vbit_rows(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0,
+                             uint64_t r1) {
+    vb_tab tabs_[9];
+    const vb_tab *tabs = vb_tabs(tabs_);
+    __m256 v[8];
+    uint64_t r = r0;
+    for (; r + 8 <= r1; r += 8) {
+        for (int k = 0; k < 8; k++)
+            v[k] = row_sum(m, tok, r + (uint64_t)k, tabs);
+        _mm256_storeu_ps(y + (r - r0), cq_hsum8x8_avx2(v));
+    }
+    for (int k = 1; k < 8; k++)
+        v[k] = _mm256_setzero_ps();
+    for (; r < r1; r++) {
+        v[0] = row_sum(m, tok, r, tabs);
+        y[r - r0] = _mm256_cvtss_f32(cq_hsum8x8_avx2(v));
+    }
+}
