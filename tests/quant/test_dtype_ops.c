@@ -5,6 +5,23 @@
 #include "common/test.h"
 #include "cortiq/dtype.h"
 #include "quant/dtype_ops.h"
+#include "quant/kernel_gen.h"
+#include "quant/kernels_engine.h"
+
+/* Whether the prepared int8 token path takes a q8_row matrix on this CPU and tier. */
+static bool q8_has_tok8(void) {
+    kg_rng rng = {7};
+    kg_opts o = {0, 0};
+    uint64_t nb;
+    volatile uint64_t one = 1; /* not constant: GCC's overflow check misreads kg_payload */
+    uint8_t *p = kg_payload(CMF_DT_Q8_ROW, one, 64, &rng, &o, &nb);
+    cmf_qmat m;
+    CHECK(cmf_qmat_init(&m, CMF_DT_Q8_ROW, 1, 64, p, nb, "t", NULL) == CMF_OK);
+    bool has = cmf_tok8_supports(&m) != 0;
+    cmf_qmat_free(&m);
+    free(p);
+    return has;
+}
 
 int main(void) {
     for (unsigned id = 0; id < CMF_DT_COUNT; id++) {
@@ -29,10 +46,11 @@ int main(void) {
     }
     CHECK(cq_dtype_ops_get(CMF_DT_COUNT) == NULL);
     /* int8 activations: q8_row from 2 tokens, and for one token exactly where the prepared
-     * int8 token path runs (cmf_tok8_bytes > 0: a batched decode step shares its weight loads
-     * with each token's arithmetic as alone); the 4-bit class and vbit always, others never */
+     * int8 token path takes q8_row (AVX-512 VNNI; not AVX2, whose prepared token is the 4-bit
+     * class's: a batched decode step shares its weight loads with each token's arithmetic as
+     * alone); the 4-bit class and vbit always, others never */
     CHECK(cq_dtype_int8_act(CMF_DT_Q8_ROW, 2));
-    CHECK(cq_dtype_int8_act(CMF_DT_Q8_ROW, 1) == (cmf_tok8_bytes(64) > 0));
+    CHECK(cq_dtype_int8_act(CMF_DT_Q8_ROW, 1) == q8_has_tok8());
     static const cmf_dtype always[] = {CMF_DT_Q4_BLOCK, CMF_DT_Q4_TILED, CMF_DT_Q4TP, CMF_DT_VBIT,
                                        CMF_DT_VBIT_RO};
     for (size_t i = 0; i < sizeof always / sizeof *always; i++)
