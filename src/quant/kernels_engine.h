@@ -82,7 +82,7 @@ void cmf_matvec_tok8_multi(const cmf_qmat *m, const void *const *tok, size_t n, 
 /* Storage is grouped by CMF_QACT_GROUP tokens so the kernels address a group's tokens at
  * constant offsets: the entry of token t, block b is at index
  *   cmf_qact_index(a, t, b) = ((t / G) * nblocks + b) * G + t % G      (G = CMF_QACT_GROUP)
- * in scale / c128 / c8, and its 32 codes start at q + 32 * cmf_qact_index(a, t, b). */
+ * in scale / c128 / c8 / c127, and its 32 codes start at q + 32 * cmf_qact_index(a, t, b). */
 #define CMF_QACT_GROUP 12
 typedef struct cmf_qact {
     size_t n;      /* tokens */
@@ -93,6 +93,7 @@ typedef struct cmf_qact {
     float *scale;  /* s of each entry */
     int32_t *c128; /* -128 * (sum of the entry's codes) */
     int32_t *c8;   /* -8 * (sum of the entry's codes) */
+    int32_t *c127; /* -127 * (sum of the entry's codes) */
 } cmf_qact;
 
 static inline size_t cmf_qact_index(const cmf_qact *a, size_t t, size_t b) {
