@@ -116,8 +116,8 @@ size_t cmf_qact_min_tokens(void) {
 }
 
 /* Panel codes (16 rows, cols rounded up to 64) + block scales + row scales; the AVX2 tier
- * (8 rows, q8_row's |w| and w) and the scalar tier (one row of codes and its block scales)
- * use less. */
+ * (8 rows, q8_row's and vbit's |w| and sign) and the scalar tier (one row of codes and its block
+ * scales) use less. */
 size_t cmf_qact_scratch_bytes(uint64_t cols) {
     size_t kpad = (size_t)(cols + 63) / 64 * 64, nb = kpad / 32;
     return 16 * kpad + ALIGN64(16 * nb * 4) + 64;
