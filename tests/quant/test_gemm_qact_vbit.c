@@ -2,10 +2,11 @@
  * tier against the exact integer sums. Scales of 1 and integer activations whose blocks each
  * reach +-127 (activation scale 1, codes = the values) make every f32 step exact, so each tier
  * must give sum (u - L) * x to the last bit, whatever its code form:
- *  - mixed widths 3..8, panels of only 3- and 4-bit rows (AVX2's unsigned form) and mixed ones;
+ *  - mixed widths 3..8, AVX2 panels of at most 4 bits (its unsigned form) and wider ones
+ *    (its |v| and sign form) up to 5, 6 and 8 bits;
  *  - the extremes: 8-bit u = 255 (v = 128) and u = 0 (v = -127), rows of all-max and all-min
- *    codes against all +127 / -127 tokens (AVX2's int16 sums and saturating pairs at their
- *    limits);
+ *    codes of each panel's widest width against all +127 / -127 tokens (AVX2's int16 sums and
+ *    saturating pairs at their limits);
  *  - odd row counts, row ranges not starting or ending on a panel (8 / 16 rows), cols 32, 96,
  *    896, token counts across the groups of 12 and the AVX2 passes of 6. */
 #include <stdlib.h>
@@ -27,12 +28,21 @@ static void put_bits(uint8_t *row, uint64_t pos, unsigned bits, unsigned v) {
         if (v >> (bits - 1 - k) & 1u) row[pos / 8] |= (uint8_t)(0x80u >> (pos % 8));
 }
 
-/* Row r's width: rows 0-15 of 3 or 4 bits (whole AVX2 panels of the narrow form), then mixed;
- * rows 20 and 21 of 8 bits (all-max and all-min codes). */
+/* Row r's width: the AVX2 panels of rows 0-7, 8-15, 16-23 at most 4 (its unsigned form), 5
+ * and 6 bits wide (its |v| and sign form, as every wider panel), then any width. Each of those
+ * panels, and rows 24-31, hold a row of the panel's widest codes all at their maximum and one all 0
+ * (extremes). */
+static const struct {
+    uint64_t row;
+    unsigned bits, max;
+} k_extreme[] = {{2, 4, 1},  {3, 4, 0},  {10, 5, 1}, {11, 5, 0},
+                 {18, 6, 1}, {19, 6, 0}, {26, 8, 1}, {27, 8, 0}};
+
 static unsigned width_of(kg_rng *r, uint64_t row) {
     static const unsigned widths[5] = {3, 4, 5, 6, 8};
-    if (row == 20 || row == 21) return 8;
-    return row < 16 ? 3 + kg_u32(r, 2) : widths[kg_u32(r, 5)];
+    for (size_t i = 0; i < sizeof k_extreme / sizeof *k_extreme; i++)
+        if (k_extreme[i].row == row) return k_extreme[i].bits;
+    return row < 24 ? 3 + kg_u32(r, (unsigned)(row / 8) + 2) : widths[kg_u32(r, 5)];
 }
 
 /* A vbit / vbit_ro payload with all scales 1; u[r * cols + c] receives the codes. */
@@ -55,8 +65,8 @@ static uint8_t *payload(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *r, u
         unsigned b = bits[i], max = (1u << b) - 1;
         for (uint64_t c = 0; c < cols; c++) {
             unsigned k = kg_u32(r, 4), v = k == 0 ? 0 : k == 1 ? max : kg_u32(r, max + 1);
-            if (i == 20) v = max;
-            if (i == 21) v = 0;
+            for (size_t e = 0; e < sizeof k_extreme / sizeof *k_extreme; e++)
+                if (k_extreme[e].row == i) v = k_extreme[e].max ? max : 0;
             u[i * cols + c] = v;
             put_bits(p + hdr + off, c * b, b, v);
         }
