@@ -14,7 +14,7 @@
     {                                                                                              \
         .encode = qc_vbit_encode, .quantized = true, .validate = qc_vbit_validate,                 \
         .decode_row_checked = qc_vbit_row, .decode_all = qc_vbit_all, .bind = cq_bind_vbit,        \
-        .int8_act = CQ_INT8_ALWAYS                                                                 \
+        .int8_act = CQ_INT8_ALWAYS, .qact = CQ_COLS_32                                             \
     }
 
 static const cq_dtype_ops k_ops[CMF_DT_COUNT] = {

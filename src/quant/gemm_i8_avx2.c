@@ -12,6 +12,10 @@
  *    holds |w| (as u8, <= 128) and w itself: vpsignb gives x * sign(w) and vpmaddubsw
  *    |w| * (x * sign(w)) = w * x, a pair at most 2 * 128 * 127 = 32512; each step is widened
  *    by vpmaddwd at once. The signed product needs no offset correction.
+ *  - vbit / vbit_ro: v = u - L lies in [-127, 128], so in general the q8_row form (|v| <= 128
+ *    as u8, the sign from v saturated to int8) with block scales. A panel whose rows are all
+ *    3 or 4 bits takes the q4 form instead, codes v + 8 in [1, 16] with the -8 * sum(x)
+ *    correction (a block's int16 sum stays within 8 * 2 * 16 * 127 = 32512).
  * Per block the int32 sums are converted to f32 and scaled as in the scalar tier. */
 #include <immintrin.h>
 #include <string.h>
@@ -20,9 +24,13 @@
 #include "common/f16.h"
 #include "quant/gemm_impl.h"
 #include "quant/gemm_q4_codes.h"
+#include "quant/gemm_vbit_codes.h"
 #include "quant/kernel_impl.h"
 
-#define PR   8 /* rows per panel: one int32 lane each */
+#define PR 8 /* rows per panel: one int32 lane each */
+/* The panel's code form: unsigned codes with an offset (q4 family, narrow vbit panels), or
+ * |w| and sign(w) with a row scale (q8_row) or block scales (vbit). */
+enum { FORM_U, FORM_SIGN_ROW, FORM_SIGN_BLOCK };
 #define TMAX 6 /* tokens per pass: half a CMF_QACT_GROUP */
 _Static_assert(CMF_QACT_GROUP == 2 * TMAX, "a token group is two passes");
 
@@ -116,17 +124,63 @@ static void pack_q8(const cmf_qmat *m, uint64_t r, unsigned nr, size_t nb, uint8
     }
 }
 
+/* Pack rows [r, r + nr) of a vbit / vbit_ro matrix, returning the form: FORM_U (all rows of 3
+ * or 4 bits) in pack_q4's layout, else FORM_SIGN_BLOCK in pack_q8's; block scales at
+ * bs[8b + i] (rows past nr: scale 0 and codes 0). */
+static int pack_vbit(const cmf_qmat *m, const cq_vbit_utab *tabs, uint64_t r, unsigned nr,
+                     size_t nb, uint8_t *panel, float *bs, unsigned nn) {
+    const uint64_t G = m->groups;
+    const uint8_t *end = m->data + m->nbytes, *rowp[PR];
+    unsigned bw[PR];
+    int narrow = 1;
+    for (unsigned i = 0; i < PR; i++) {
+        uint64_t row = r + (i < nr ? i : 0);
+        rowp[i] = cq_vbit_row(m, row);
+        bw[i] = cq_vbit_bits(m, row);
+        narrow &= bw[i] <= 4;
+        for (size_t g = 0; g < nb; g++)
+            bs[g * PR + i] = i < nr && g < G ? cq_vbit_scale(m, row, g) : 0.0f;
+    }
+    const __m256i eight = _mm256_set1_epi16(8);
+    for (size_t g = 0; g < nb; g++) {
+        cq_vbit_prefetch_rows(m, r + PR, nn, g);
+        __m256i va[PR], vs[PR];
+        for (unsigned i = 0; i < PR; i++) {
+            va[i] = vs[i] = _mm256_setzero_si256();
+            if (i >= nr || g >= G) continue;
+            uint8_t bounce[48];
+            const unsigned b = bw[i];
+            __m256i lo, hi;
+            cq_vbit_group_v16(cq_vbit_group_src(rowp[i] + 4 * b * g, b, end, bounce), &tabs[b], b,
+                              &lo, &hi);
+            if (narrow) {
+                va[i] = cq_vbit_packus(_mm256_add_epi16(lo, eight), _mm256_add_epi16(hi, eight));
+            } else {
+                va[i] = cq_vbit_packus(_mm256_abs_epi16(lo), _mm256_abs_epi16(hi));
+                vs[i] = cq_vbit_packs(lo, hi); /* 128 -> 127: the sign survives */
+            }
+        }
+        if (narrow) {
+            transpose8_store(va, panel + g * 8 * 32);
+        } else {
+            transpose8_store(va, panel + g * 16 * 32);
+            transpose8_store(vs, panel + g * 16 * 32 + 8 * 32);
+        }
+    }
+    return narrow ? FORM_U : FORM_SIGN_BLOCK;
+}
+
 typedef int32_t u32_unaligned __attribute__((may_alias, aligned(1)));
 
 static inline __m256i bcast4(const int8_t *p) {
     return _mm256_set1_epi32(*(const u32_unaligned *)p);
 }
 
-/* The T tokens of token group g starting at its token t0 over one packed panel: rowscale
- * (q8_row) or block scales (q4 family). Every activation operand of a block sits at a constant
- * offset from one pointer (cmf_qact_index groups a block's tokens). */
+/* The T tokens of token group g starting at its token t0 over one packed panel of the given
+ * form. Every activation operand of a block sits at a constant offset from one pointer
+ * (cmf_qact_index groups a block's tokens). */
 static inline __attribute__((always_inline)) void
-panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int rowscale,
+panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int form,
              const cmf_qact *a, const int32_t *corr, size_t g, size_t t0, const int T, float *Y,
              size_t ldy, unsigned nr) {
     enum { G = CMF_QACT_GROUP };
@@ -140,7 +194,7 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int r
     for (int t = 0; t < T; t++)
         accf[t] = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; b++, xg += 32 * G, sx += G, cx += G) {
-        if (rowscale) {
+        if (form != FORM_U) {
             const uint8_t *wb = panel + b * 16 * 32;
             for (int t = 0; t < T; t++)
                 acc[t] = _mm256_setzero_si256();
@@ -154,9 +208,16 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int r
                     acc[t] = _mm256_add_epi32(acc[t], p);
                 }
             }
-            for (int t = 0; t < T; t++)
-                accf[t] =
-                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[t]), _mm256_set1_ps(sx[t]), accf[t]);
+            if (form == FORM_SIGN_ROW) {
+                for (int t = 0; t < T; t++)
+                    accf[t] =
+                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[t]), _mm256_set1_ps(sx[t]), accf[t]);
+            } else {
+                __m256 d = _mm256_load_ps(bs + b * PR);
+                for (int t = 0; t < T; t++)
+                    accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[t]),
+                                              _mm256_mul_ps(d, _mm256_set1_ps(sx[t])), accf[t]);
+            }
         } else {
             const uint8_t *wb = panel + b * 8 * 32;
             for (int t = 0; t < T; t++)
@@ -178,7 +239,7 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int r
             }
         }
     }
-    const __m256 rsc = rowscale ? _mm256_loadu_ps(rs) : _mm256_set1_ps(1.0f);
+    const __m256 rsc = form == FORM_SIGN_ROW ? _mm256_loadu_ps(rs) : _mm256_set1_ps(1.0f);
     float *y = Y + (g * G + t0) * ldy;
     if (nr == PR) {
         for (int t = 0; t < T; t++)
@@ -192,13 +253,15 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int r
 }
 
 #define DEF_TOKENS(T)                                                                              \
-    static void tokens_##T(const uint8_t *p, const float *bs, const float *rs, int rowscale,       \
+    static void tokens_##T(const uint8_t *p, const float *bs, const float *rs, int form,           \
                            const cmf_qact *a, const int32_t *corr, size_t g, size_t t0, float *Y,  \
                            size_t ldy, unsigned nr) {                                              \
-        if (rowscale)                                                                              \
-            panel_tokens(p, bs, rs, 1, a, corr, g, t0, T, Y, ldy, nr);                             \
+        if (form == FORM_SIGN_ROW)                                                                 \
+            panel_tokens(p, bs, rs, FORM_SIGN_ROW, a, corr, g, t0, T, Y, ldy, nr);                 \
+        else if (form == FORM_SIGN_BLOCK)                                                          \
+            panel_tokens(p, bs, rs, FORM_SIGN_BLOCK, a, corr, g, t0, T, Y, ldy, nr);               \
         else                                                                                       \
-            panel_tokens(p, bs, rs, 0, a, corr, g, t0, T, Y, ldy, nr);                             \
+            panel_tokens(p, bs, rs, FORM_U, a, corr, g, t0, T, Y, ldy, nr);                        \
     }
 DEF_TOKENS(1)
 DEF_TOKENS(2)
@@ -217,17 +280,24 @@ void cq_gemm_avx2(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, ui
     const size_t nb = a->nb, k64 = (a->kpad + 63) / 64 * 64;
     uint8_t *panel = scratch;
     float *bs = (float *)(void *)(panel + 16 * k64), *rs = bs;
-    const int rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE;
-    const int32_t *corr = cq_gemm_corr(m, a);
+    const int rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE, vbit = cq_gemm_vbit(m);
+    cq_vbit_utab tabs_[9];
+    const cq_vbit_utab *tabs = vbit ? cq_vbit_utabs(tabs_) : NULL;
     for (uint64_t r = r0; r < r1; r += PR) {
         unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR, nn = cq_next_panel_rows(r, r1, PR);
-        if (rowscale)
+        int form = FORM_U;
+        if (rowscale) {
             pack_q8(m, r, nr, nb, panel, rs, nn);
-        else
+            form = FORM_SIGN_ROW;
+        } else if (vbit) {
+            form = pack_vbit(m, tabs, r, nr, nb, panel, bs, nn);
+        } else {
             pack_q4(m, r, nr, nb, panel, bs, nn);
+        }
         for (size_t t = 0; t < a->n; t += TMAX) {
             size_t cnt = a->n - t < TMAX ? a->n - t : TMAX;
-            tokens_by_count[cnt](panel, bs, rs, rowscale, a, corr, t / CMF_QACT_GROUP,
+            /* the unsigned form's offset is 8 (q4 family, narrow vbit panels) */
+            tokens_by_count[cnt](panel, bs, rs, form, a, a->c8, t / CMF_QACT_GROUP,
                                  t % CMF_QACT_GROUP, Y + (r - r0), ldy, nr);
         }
     }
@@ -288,6 +358,7 @@ void cq_qact_quantize_avx2(cmf_qact *a, const float *X, size_t ldx, size_t t0, s
             a->scale[e] = amax / 127.0f;
             a->c128[e] = -128 * sum;
             a->c8[e] = -8 * sum;
+            a->c127[e] = -127 * sum;
         }
     }
 }

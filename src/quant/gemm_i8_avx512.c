@@ -13,12 +13,58 @@
 #include "common/f16.h"
 #include "quant/gemm_impl.h"
 #include "quant/gemm_q4_codes.h"
+#include "quant/gemm_vbit_codes.h"
 #include "quant/kernel_impl.h"
 #include "quant/transpose_avx512.h"
 
 #define PR     16             /* rows per panel: one int32 lane each */
 #define TMAX   CMF_QACT_GROUP /* tokens per pass: 2 x 12 accumulators + weights fit 32 registers */
 #define A64(x) (((x) + 63) & ~(size_t)63)
+
+/* The 32 codes u - L + 127 of group g of a width-b vbit row: the bytes themselves at 8 bits
+ * (L = 127), else decoded (gemm_vbit_codes.h). */
+static inline __m256i vbit_codes(const uint8_t *row, unsigned b, uint64_t g, const cq_vbit_utab *tb,
+                                 const uint8_t *end) {
+    if (b == 8) return _mm256_loadu_si256((const __m256i *)(row + 32 * g));
+    const __m256i off = _mm256_set1_epi16(127);
+    uint8_t bounce[48];
+    __m256i lo, hi;
+    cq_vbit_group_v16(cq_vbit_group_src(row + 4 * b * g, b, end, bounce), tb, b, &lo, &hi);
+    return cq_vbit_packus(_mm256_add_epi16(lo, off), _mm256_add_epi16(hi, off));
+}
+
+/* Pack rows [r, r + nr) of a vbit / vbit_ro matrix in pack_panel's layout: codes u - L + 127
+ * (offset 127 for every width, so one correction serves the panel), block scales at
+ * bs[block][16]; rows past nr and the block past an odd group count: codes 0, scale 0. */
+static void pack_vbit(const cmf_qmat *m, const cq_vbit_utab *tabs, uint64_t r, unsigned nr,
+                      size_t k64, uint8_t *panel, float *bs, unsigned nn) {
+    const uint64_t G = m->groups;
+    const size_t nb = k64 / 32;
+    const uint8_t *end = m->data + m->nbytes, *rowp[PR];
+    unsigned bw[PR];
+    for (unsigned i = 0; i < PR; i++) {
+        uint64_t row = r + (i < nr ? i : 0);
+        rowp[i] = cq_vbit_row(m, row);
+        bw[i] = cq_vbit_bits(m, row);
+        for (size_t g = 0; g < nb; g++)
+            bs[g * PR + i] = i < nr && g < G ? cq_vbit_scale(m, row, g) : 0.0f;
+    }
+    for (size_t c = 0; c < k64 / 64; c++) {
+        uint64_t g0 = 2 * c;
+        cq_vbit_prefetch_rows(m, r + PR, nn, g0);
+        if (g0 + 1 < G) cq_vbit_prefetch_rows(m, r + PR, nn, g0 + 1);
+        __m512i v[16];
+        for (unsigned i = 0; i < PR; i++) {
+            __m256i lo = _mm256_setzero_si256(), hi = lo;
+            if (i < nr) {
+                lo = vbit_codes(rowp[i], bw[i], g0, &tabs[bw[i]], end);
+                if (g0 + 1 < G) hi = vbit_codes(rowp[i], bw[i], g0 + 1, &tabs[bw[i]], end);
+            }
+            v[i] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+        }
+        cq_transpose16_store(v, panel + 16 * c * 64);
+    }
+}
 
 /* Pack rows [r, r + nr) (rows past nr are zero) straight from the payload: for every 64
  * columns c, the 16 rows' codes are built in registers, transposed, and stored as 16 vectors
@@ -182,11 +228,16 @@ void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, 
     uint8_t *panel = scratch;
     float *bs = (float *)(void *)(panel + PR * k64);
     float *rs = (float *)(void *)((uint8_t *)bs + A64(nb64 * PR * 4));
-    const int rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE;
+    const int rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE, vbit = cq_gemm_vbit(m);
     const int32_t *corr = cq_gemm_corr(m, a);
+    cq_vbit_utab tabs_[9];
+    const cq_vbit_utab *tabs = vbit ? cq_vbit_utabs(tabs_) : NULL;
     for (uint64_t r = r0; r < r1; r += PR) {
-        unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR;
-        pack_panel(m, r, nr, k64, panel, bs, rs, cq_next_panel_rows(r, r1, PR));
+        unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR, nn = cq_next_panel_rows(r, r1, PR);
+        if (vbit)
+            pack_vbit(m, tabs, r, nr, k64, panel, bs, nn);
+        else
+            pack_panel(m, r, nr, k64, panel, bs, rs, nn);
         __mmask16 mask = (__mmask16)((1u << nr) - 1);
         for (size_t g = 0; g * TMAX < a->n; g++) {
             size_t cnt = a->n - g * TMAX < TMAX ? a->n - g * TMAX : TMAX;
@@ -235,6 +286,7 @@ void cq_qact_quantize_avx512(cmf_qact *a, const float *X, size_t ldx, size_t t0,
             a->scale[e] = amax / 127.0f;
             a->c128[e] = -128 * sum;
             a->c8[e] = -8 * sum;
+            a->c127[e] = -127 * sum;
         }
     }
 }

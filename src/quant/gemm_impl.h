@@ -11,16 +11,22 @@
 
 /* Every supported dtype stores w = (code - off) * scale with an unsigned byte code:
  * q8_row as (q XOR 0x80) with off 128 and one scale per row; the q4 family as the nibble
- * with off 8 and one scale per 32 columns. */
+ * with off 8 and vbit / vbit_ro as u - L + 127 (v = u - L in [-127, 128] for every width) with
+ * off 127, both with one scale per 32 columns. (The AVX2 tier holds |w| and its sign instead
+ * for q8_row and vbit: gemm_i8_avx2.c.) */
 typedef enum { CQ_GEMM_ROWSCALE, CQ_GEMM_BLOCKSCALE } cq_gemm_kind;
 
 static inline cq_gemm_kind cq_gemm_kind_of(const cmf_qmat *m) {
     return m->dtype == CMF_DT_Q8_ROW ? CQ_GEMM_ROWSCALE : CQ_GEMM_BLOCKSCALE;
 }
 
+static inline bool cq_gemm_vbit(const cmf_qmat *m) {
+    return m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO;
+}
+
 /* -off * (sum of activation codes) of token t, block b: the offset correction. */
 static inline const int32_t *cq_gemm_corr(const cmf_qmat *m, const cmf_qact *a) {
-    return m->dtype == CMF_DT_Q8_ROW ? a->c128 : a->c8;
+    return m->dtype == CMF_DT_Q8_ROW ? a->c128 : cq_gemm_vbit(m) ? a->c127 : a->c8;
 }
 
 /* The panel GEMMs (gemm_i8_avx512.c, gemm_f32_avx512.c, gemm_f32_avx2.c) pack `pr` rows per panel,

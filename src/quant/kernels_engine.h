@@ -69,20 +69,22 @@ void cmf_matvec_tok8_multi(const cmf_qmat *m, const void *const *tok, size_t n, 
  * int8 codes q = round(x / s), s = absmax / 127, plus the sum of the codes), then any
  * number of matrices sharing that input (q/k/v, gate/up) run cmf_matmul_qact on it.
  *
- * The weights must be integer codes times a scale: q8_row, q4_tiled, q4tp, and q4_block
- * with cols % 32 == 0 (cmf_qact_supports). Per 32-column block the integer dot product is
+ * The weights must be integer codes times a scale: q8_row, q4_tiled, q4tp, and q4_block,
+ * vbit and vbit_ro with cols % 32 == 0 (cmf_qact_supports; the code form of each per tier:
+ * gemm_impl.h, docs/KERNELS.md). Per 32-column block the integer dot product is
  * exact; it is scaled by s (activation) x the weight's scale in f32. The result therefore
  * carries only the activation rounding error, bounded per block by sum|w| * absmax / 254
  * (the same arithmetic as llama.cpp's Q8_0 activations).
  *
  * Tiers: AVX-512 VNNI (panels of 16 weight rows repacked so one vpdpbusd feeds 16 rows,
- * up to 12 tokens per pass), and a portable scalar tier computing the same integer sums
- * (the reference the tests compare against). cmf_qact_fast() says whether the fast tier runs
- * in this process (callers with an f32 path of their own use it only when it does). */
+ * up to 12 tokens per pass), AVX2 (8-row panels, vpmaddubsw), and a portable scalar tier computing
+ * the same integer sums (the reference the tests compare against). cmf_qact_fast() says whether the
+ * fast tier runs in this process (callers with an f32 path of their own use it only when it does).
+ */
 /* Storage is grouped by CMF_QACT_GROUP tokens so the kernels address a group's tokens at
  * constant offsets: the entry of token t, block b is at index
  *   cmf_qact_index(a, t, b) = ((t / G) * nblocks + b) * G + t % G      (G = CMF_QACT_GROUP)
- * in scale / c128 / c8, and its 32 codes start at q + 32 * cmf_qact_index(a, t, b). */
+ * in scale / c128 / c8 / c127, and its 32 codes start at q + 32 * cmf_qact_index(a, t, b). */
 #define CMF_QACT_GROUP 12
 typedef struct cmf_qact {
     size_t n;      /* tokens */
@@ -93,6 +95,7 @@ typedef struct cmf_qact {
     float *scale;  /* s of each entry */
     int32_t *c128; /* -128 * (sum of the entry's codes) */
     int32_t *c8;   /* -8 * (sum of the entry's codes) */
+    int32_t *c127; /* -127 * (sum of the entry's codes) */
 } cmf_qact;
 
 static inline size_t cmf_qact_index(const cmf_qact *a, size_t t, size_t b) {

@@ -20,7 +20,7 @@ static size_t qact_entries(size_t n, size_t nb) {
 
 size_t cmf_qact_bytes(size_t n, size_t cols) {
     size_t nb = (cols + 31) / 32, e = qact_entries(n, nb);
-    return ALIGN64(32 * e) + 3 * ALIGN64(4 * e);
+    return ALIGN64(32 * e) + 4 * ALIGN64(4 * e);
 }
 
 void cmf_qact_bind(cmf_qact *a, void *mem, size_t n, size_t cols) {
@@ -37,6 +37,8 @@ void cmf_qact_bind(cmf_qact *a, void *mem, size_t n, size_t cols) {
     a->c128 = (int32_t *)(void *)p;
     p += ALIGN64(4 * e);
     a->c8 = (int32_t *)(void *)p;
+    p += ALIGN64(4 * e);
+    a->c127 = (int32_t *)(void *)p;
 }
 
 /* The tier that runs: AVX-512 VNNI where it is in effect, else AVX2 on any CPU tier from AVX2
@@ -89,6 +91,7 @@ void cmf_qact_quantize_rows(cmf_qact *a, const float *X, size_t ldx, size_t t_be
             a->scale[e] = amax / 127.0f;
             a->c128[e] = -128 * sum;
             a->c8[e] = -8 * sum;
+            a->c127[e] = -127 * sum;
         }
     }
 }
@@ -113,8 +116,8 @@ size_t cmf_qact_min_tokens(void) {
 }
 
 /* Panel codes (16 rows, cols rounded up to 64) + block scales + row scales; the AVX2 tier
- * (8 rows, q8_row's |w| and w) and the scalar tier (one row of codes and its block scales)
- * use less. */
+ * (8 rows, q8_row's and vbit's |w| and sign) and the scalar tier (one row of codes and its block
+ * scales) use less. */
 size_t cmf_qact_scratch_bytes(uint64_t cols) {
     size_t kpad = (size_t)(cols + 63) / 64 * 64, nb = kpad / 32;
     return 16 * kpad + ALIGN64(16 * nb * 4) + 64;
@@ -133,6 +136,19 @@ static void row_codes(const cmf_qmat *m, uint64_t r, size_t kpad, uint8_t *codes
         float s = f16_to_f32(ld_u16(m->scales + 2 * r));
         for (size_t b = 0; b < kpad / 32; b++)
             bscale[b] = s;
+        return;
+    }
+    if (cq_gemm_vbit(m)) { /* u - L + 127, MSB-first b-bit codes */
+        const unsigned b = cq_vbit_bits(m, r);
+        const uint8_t *p = cq_vbit_row(m, r);
+        for (uint64_t i = 0; i < C; i++) {
+            unsigned u = 0;
+            for (uint64_t k = i * b; k < (i + 1) * b; k++)
+                u = u << 1 | (p[k / 8] >> (7 - k % 8) & 1u);
+            codes[i] = (uint8_t)(u + 128 - (1u << (b - 1)));
+        }
+        for (size_t g = 0; g < kpad / 32; g++)
+            bscale[g] = g < G ? cq_vbit_scale(m, r, g) : 0.0f;
         return;
     }
     float lo = 0, step = 0;

@@ -6,7 +6,8 @@
  *  - vs the exact f32 product of the dequantized weights and the unquantized activations:
  *    within the documented bound sum_b sum|w| * absmax_b / 254 (+ f32 slack);
  *  - partial panels (rows not a multiple of 16), token counts 1..30, row sub-ranges, q8_row
- *    with cols not a multiple of 32. */
+ *    with cols not a multiple of 32; vbit / vbit_ro of random widths (their exact integer sums:
+ *    test_gemm_qact_vbit.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,7 +62,7 @@ static int quantize_matches(cq_isa tier, size_t n, size_t cols, const float *X) 
             size_t e = cmf_qact_index(&a, t, k);
             ok &= memcmp(a.q + 32 * e, b.q + 32 * e, 32) == 0 &&
                   memcmp(&a.scale[e], &b.scale[e], 4) == 0 && a.c128[e] == b.c128[e] &&
-                  a.c8[e] == b.c8[e];
+                  a.c8[e] == b.c8[e] && a.c127[e] == b.c127[e];
         }
     free(m1), free(m2);
     return ok;
@@ -204,10 +205,11 @@ int main(int argc, char **argv) {
         int sum = 0;
         for (int i = 0; i < 32; i++)
             sum += a.q[i];
-        CHECK(a.c128[0] == -128 * sum && a.c8[0] == -8 * sum);
+        CHECK(a.c128[0] == -128 * sum && a.c8[0] == -8 * sum && a.c127[0] == -127 * sum);
         free(am);
     }
-    static const cmf_dtype dts[] = {CMF_DT_Q8_ROW, CMF_DT_Q4_TILED, CMF_DT_Q4TP, CMF_DT_Q4_BLOCK};
+    static const cmf_dtype dts[] = {CMF_DT_Q8_ROW,   CMF_DT_Q4_TILED, CMF_DT_Q4TP,
+                                    CMF_DT_Q4_BLOCK, CMF_DT_VBIT,     CMF_DT_VBIT_RO};
     for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
         check_dtype(dts[i], 37, 128, 100 + i);
         check_dtype(dts[i], 16, 96, 200 + i);
