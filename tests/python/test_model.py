@@ -83,8 +83,11 @@ def test_logits_match_transformers(model):
     assert got.shape == ref.shape == (tokens.size, model.vocab_size)
     rel = np.abs(got - ref).max() / np.abs(ref).max()
     assert rel <= 1e-4, f"logits max relative difference {rel:.3g} > 1e-4"
-    # a fresh context each call: the same ids give the same logits
-    assert np.array_equal(model.logits(tokens[:8]), got[:8])
+    # a fresh context each call: the same ids give the same logits, and a prefix the logits of
+    # the longer call (to rounding: a batch of 8 may take other kernels than the whole prompt)
+    head = model.logits(tokens[:8])
+    assert np.array_equal(head, model.logits(tokens[:8]))
+    assert np.abs(head - got[:8]).max() <= 1e-5 * np.abs(got[:8]).max()
 
 
 def test_greedy_ids_match_transformers(model):
