@@ -4,6 +4,7 @@
 #include <immintrin.h>
 #include <stdlib.h>
 
+#include "quant/gemm_vbit_codes.h"
 #include "quant/hsum_avx2.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
@@ -269,44 +270,18 @@ static inline void dec_q1t(const uint8_t *t, const q1t_tab *tb, __m256 w[4]) {
     }
 }
 
-/* vbit: lanes of 8 values; a shuffle forms each value's big-endian byte pair and a
- * multiply-high by 2^(16 - shift) shifts it right (AVX2 has no 16-bit variable shift). */
-typedef struct {
-    __m256i shuf, mul, mask, bias;
-    unsigned b;
-} vbit_tab;
-
-static void vbit_tab_init(vbit_tab *tb, unsigned b) {
-    uint8_t shuf[32];
-    uint16_t mul[16];
-    for (unsigned j = 0; j < 16; j++) { /* lanes 0 and 1; lanes 2 and 3 repeat the pattern */
-        unsigned lane = j / 8, bit = j * b, k = bit >> 3, rel = k - lane * b;
-        shuf[2 * j] = (uint8_t)(rel + 1);
-        shuf[2 * j + 1] = (uint8_t)rel;
-        mul[j] = (uint16_t)(1u << ((bit & 7) + b)); /* (word * 2^(16-sr)) >> 16 = word >> sr */
-    }
-    tb->shuf = _mm256_loadu_si256((const __m256i *)shuf);
-    tb->mul = _mm256_loadu_si256((const __m256i *)mul);
-    tb->mask = _mm256_set1_epi16((short)((1 << b) - 1));
-    tb->bias = _mm256_set1_epi16((short)((1 << (b - 1)) - 1));
-    tb->b = b;
-}
-
-static inline void vbit_half(const uint8_t *p, const vbit_tab *tb, __m256 s, __m256 *w0,
-                             __m256 *w1) {
-    __m256i v = _mm256_loadu2_m128i((const __m128i *)(p + tb->b), (const __m128i *)p);
-    v = _mm256_shuffle_epi8(v, tb->shuf);
-    v = _mm256_and_si256(_mm256_mulhi_epu16(v, tb->mul), tb->mask);
-    v = _mm256_sub_epi16(v, tb->bias);
-    *w0 = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(v))), s);
-    *w1 =
-        _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(v, 1))), s);
-}
-
-static inline void dec_vbit(const uint8_t *p, const vbit_tab *tb, __m256 s, __m256 w[4]) {
+/* vbit: the group's codes as v = u - L in int16 (gemm_vbit_codes.h), then to f32 and scaled. */
+static inline void dec_vbit(const uint8_t *p, const cq_vbit_utab *tb, unsigned b, __m256 s,
+                            __m256 w[4]) {
     _mm_prefetch((const char *)p + CQ_PF_DIST, _MM_HINT_T0);
-    vbit_half(p, tb, s, &w[0], &w[1]);
-    vbit_half(p + 2 * tb->b, tb, s, &w[2], &w[3]); /* values 16..31 start at bit 16b = byte 2b */
+    __m256i v[2];
+    cq_vbit_group_v16(p, tb, b, &v[0], &v[1]);
+    for (int h = 0; h < 2; h++) {
+        w[2 * h] = _mm256_mul_ps(
+            _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(v[h]))), s);
+        w[2 * h + 1] = _mm256_mul_ps(
+            _mm256_cvtepi32_ps(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(v[h], 1))), s);
+    }
 }
 
 /* 2^x for the q4tp ladder: Taylor series of 2^f, f in [-0.5, 0.5], times 2^n built as two
@@ -425,13 +400,12 @@ GROUP_KERNEL(mm_q1t, q1t_tab tb; q1t_tab_init(&tb);
              const uint8_t *ovl_e; uint64_t ovl_n; cq_ovl_next(m, r, &ovl_k, &ovl_e, &ovl_n),
                                                    dec_q1t(row + g * CQ_Q1T_TILE, &tb, w), OVL_POST)
 
-CQ_DEFINE_VBIT_TABS(vbit_tabs, vbit_tab, vbit_tab_init)
-GROUP_KERNEL(mm_vbit, vbit_tab tabs_[9]; const vbit_tab *tabs = vbit_tabs(tabs_);
+GROUP_KERNEL(mm_vbit, cq_vbit_utab tabs_[9]; const cq_vbit_utab *tabs = cq_vbit_utabs(tabs_);
              uint8_t bounce[48];
              const uint8_t *end = m->data + m->nbytes, const unsigned b = cq_vbit_bits(m, r);
-             const vbit_tab *tb = &tabs[b]; const uint8_t *row = cq_vbit_row(m, r);
+             const cq_vbit_utab *tb = &tabs[b]; const uint8_t *row = cq_vbit_row(m, r);
              const uint8_t *sc = m->scales + 2 * r * G,
-             dec_vbit(cq_vbit_group_src(row + 4 * b * g, b, end, bounce), tb,
+             dec_vbit(cq_vbit_group_src(row + 4 * b * g, b, end, bounce), tb, b,
                       _mm256_set1_ps(h16(sc + 2 * g)), w),
              NO_POST)
 
