@@ -23,6 +23,14 @@
 
 #define AI static inline __attribute__((always_inline))
 
+/* Two f16 scales at p (x86: little-endian, as stored) in one load; GCC left ld_u32's byte
+ * loads apart in these loops. */
+AI uint32_t scale_pair(const uint8_t *p) {
+    uint32_t h;
+    memcpy(&h, p, 4);
+    return h;
+}
+
 /* Shuffle and shift of the 8 even (e) and 8 odd (o) codes of a lane, both lanes alike. */
 typedef struct {
     __m256i shuf_e, shuf_o, mul_e, mul_o, mask, L;
@@ -87,7 +95,7 @@ static __m256 row_generic(const cmf_qmat *m, const pair8 *tok, uint64_t r, const
         if (g + 1 < G) {
             b = group_dot(cq_vbit_group_src(pa + gb, t->b, end, bounce[1]), t, x->xe + 16,
                           x->xo + 16);
-            h = ld_u32(sc + 2 * g);
+            h = scale_pair(sc + 2 * g);
         }
         __m256i s = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
                                      _mm256_permute2x128_si256(a, b, 0x31));
@@ -124,19 +132,19 @@ static __m256 row4(const cmf_qmat *m, const pair8 *tok, uint64_t r) {
         cq_prefetch_weights(q + 16 * g);
         __m256i va = _mm256_loadu_si256((const __m256i *)(q + 16 * g));
         __m256i vb = _mm256_loadu_si256((const __m256i *)(q + 16 * g + 32));
-        acc0 = _mm256_fmadd_ps(pair_dot4(&x[0], va),
-                               _mm256_mul_ps(scales2(ld_u32(sc + 2 * g)), _mm256_load_ps(x[0].dx)),
-                               acc0);
+        acc0 = _mm256_fmadd_ps(
+            pair_dot4(&x[0], va),
+            _mm256_mul_ps(scales2(scale_pair(sc + 2 * g)), _mm256_load_ps(x[0].dx)), acc0);
         acc1 = _mm256_fmadd_ps(
             pair_dot4(&x[1], vb),
-            _mm256_mul_ps(scales2(ld_u32(sc + 2 * g + 4)), _mm256_load_ps(x[1].dx)), acc1);
+            _mm256_mul_ps(scales2(scale_pair(sc + 2 * g + 4)), _mm256_load_ps(x[1].dx)), acc1);
     }
     for (; g < G; g += 2) {
         const bool two = g + 1 < G;
         __m256i v = two ? _mm256_loadu_si256((const __m256i *)(q + 16 * g))
                         : _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(q + 16 * g)));
         const pair8 *x = tok + g / 2;
-        __m256 sv = scales2(two ? ld_u32(sc + 2 * g) : ld_u16(sc + 2 * g));
+        __m256 sv = scales2(two ? scale_pair(sc + 2 * g) : ld_u16(sc + 2 * g));
         acc0 = _mm256_fmadd_ps(pair_dot4(x, v), _mm256_mul_ps(sv, _mm256_load_ps(x->dx)), acc0);
     }
     return _mm256_add_ps(acc0, acc1);
