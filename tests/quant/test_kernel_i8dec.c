@@ -13,6 +13,7 @@
 #include "cortiq/kernels.h"
 #include "quant/kernels_engine.h"
 #include "cortiq/quant.h"
+#include "quant/i8dec_ref.h"
 #include "quant/kernel_gen.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
@@ -22,57 +23,25 @@ static const cmf_dtype k_dts[] = {CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP,
 /* group counts: tails only, whole 16-group blocks, blocks plus tails of every phase */
 static const uint64_t k_groups[] = {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 21, 32, 39, 128};
 
-/* x quantized as the kernels do it, returned dequantized (xq * dx) in xd. */
-static void quantize_like_kernel(const float *x, uint64_t cols, double *xd) {
-    for (uint64_t g = 0; g < cols / 32; g++) {
-        float amax = 0;
-        for (int i = 0; i < 32; i++)
-            amax = fmaxf(amax, fabsf(x[32 * g + i]));
-        float inv = amax > 0 ? 127.0f / amax : 0.0f, dx = amax / 127.0f;
-        for (int i = 0; i < 32; i++) {
-            float q = nearbyintf(x[32 * g + i] * inv);
-            if (q > 127) q = 127;
-            if (q < -127) q = -127;
-            xd[32 * g + i] = (double)q * dx;
-        }
-    }
-}
-
 /* The kernel on payload p (freed here) against the reference; the count of mismatches. */
 static int check_payload(cmf_dtype dt, uint8_t *p, uint64_t nb, uint64_t rows, uint64_t cols,
                          kg_rng *rng) {
     cmf_qmat m;
     CHECK(cmf_qmat_init(&m, dt, rows, cols, p, nb, "t", NULL) == CMF_OK);
     float *x = malloc(cols * sizeof *x), *y = malloc(rows * sizeof *y),
-          *y2 = malloc(rows * sizeof *y2), *w = malloc(cols * sizeof *w);
+          *y2 = malloc(rows * sizeof *y2);
     double *xd = malloc(cols * sizeof *xd);
-    for (uint64_t i = 0; i < cols; i++)
-        x[i] = kg_unif(rng, -1, 1) * (i % 29 == 0 ? 20.0f : 1.0f);
-    if (cols >= 64) /* an all-zero group (dx = 0) */
-        for (int i = 32; i < 64; i++)
-            x[i] = 0;
-    quantize_like_kernel(x, cols, xd);
+    i8ref_token(rng, cols, x, xd);
     int bad = 0;
     CHECK(cq_avx512_i8dec_matvec(&m, x, y, 0, rows));
     cq_cpu_force(CQ_ISA_AVX512); /* CORTIQ_CPU may cap it: then only the kernel is checked */
     bool dispatch = cq_cpu_isa() == CQ_ISA_AVX512;
     if (dispatch) cmf_matmul_ex(&m, x, 1, cols, y2, rows, 0, rows, CMF_KF_INT8_ACT);
-    for (uint64_t r = 0; r < rows; r++) {
-        cmf_qmat_dequant_row(&m, r, w);
-        double s = 0, mag = 0;
-        for (uint64_t i = 0; i < cols; i++) {
-            s += w[i] * xd[i];
-            mag += fabs(w[i] * xd[i]);
-        }
-        if (!(fabs(y[r] - s) <= 1e-5 * mag + 1e-30) && bad++ < 3)
-            fprintf(stderr, "  %s [%llu x %llu] row %llu: got %.9g want %.9g (sum|wx| %.3g)\n",
-                    cmf_dtype_name(dt), (unsigned long long)rows, (unsigned long long)cols,
-                    (unsigned long long)r, y[r], s, mag);
-        if (dispatch && y2[r] != y[r] &&
-            bad++ < 3) /* the dispatcher must take this path for one token */
+    i8ref_check_rows(&m, y, xd, &bad);
+    for (uint64_t r = 0; r < rows; r++) /* the dispatcher must take this path for one token */
+        if (dispatch && y2[r] != y[r] && bad++ < 3)
             fprintf(stderr, "  %s: cmf_matmul_ex gave %.9g, the decode kernel %.9g\n",
                     cmf_dtype_name(dt), y2[r], y[r]);
-    }
     /* the prepared token (cmf_tok8_*, decode's row chunks): prepared once, run over chunks of
      * 16 and of 32 rows, bit for bit the one-call result (chunks start on 16-row blocks) */
     if (dispatch) {
@@ -105,7 +74,6 @@ static int check_payload(cmf_dtype dt, uint8_t *p, uint64_t nb, uint64_t rows, u
     free(x);
     free(y);
     free(y2);
-    free(w);
     free(xd);
     return bad;
 }

@@ -12,6 +12,7 @@
 #include "common/tier.h"
 #include "cortiq/kernels.h"
 #include "cortiq/quant.h"
+#include "quant/i8dec_ref.h"
 #include "quant/kernel_gen.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
@@ -25,22 +26,6 @@ static const cmf_dtype k_dts[] = {CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP,
  * groups) cut at every phase, the widths of real models (576, 896, 4864 columns) */
 static const uint64_t k_groups[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 15, 17, 18, 28, 39, 152};
 
-/* x quantized as the kernels do it, returned dequantized (xq * dx) in xd. */
-static void quantize_like_kernel(const float *x, uint64_t cols, double *xd) {
-    for (uint64_t g = 0; g < cols / 32; g++) {
-        float amax = 0;
-        for (int i = 0; i < 32; i++)
-            amax = fmaxf(amax, fabsf(x[32 * g + i]));
-        float inv = amax > 0 ? 127.0f / amax : 0.0f, dx = amax / 127.0f;
-        for (int i = 0; i < 32; i++) {
-            float q = nearbyintf(x[32 * g + i] * inv);
-            if (q > 127) q = 127;
-            if (q < -127) q = -127;
-            xd[32 * g + i] = (double)q * dx;
-        }
-    }
-}
-
 /* The kernel on a random m of dt against the reference; the count of mismatches. */
 static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
     kg_opts o = {0, 0};
@@ -49,28 +34,12 @@ static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
     cmf_qmat m;
     CHECK(cmf_qmat_init(&m, dt, rows, cols, p, nb, "t", NULL) == CMF_OK);
     float *x = malloc(cols * sizeof *x), *y = malloc(rows * sizeof *y),
-          *y2 = malloc(rows * sizeof *y2), *w = malloc(cols * sizeof *w);
+          *y2 = malloc(rows * sizeof *y2);
     double *xd = malloc(cols * sizeof *xd);
-    for (uint64_t i = 0; i < cols; i++)
-        x[i] = kg_unif(rng, -1, 1) * (i % 29 == 0 ? 20.0f : 1.0f);
-    if (cols >= 64) /* an all-zero group (dx = 0) */
-        for (int i = 32; i < 64; i++)
-            x[i] = 0;
-    quantize_like_kernel(x, cols, xd);
+    i8ref_token(rng, cols, x, xd);
     int bad = 0;
     CHECK(cq_avx2_i8dec_matvec(&m, x, y, 0, rows));
-    for (uint64_t r = 0; r < rows; r++) {
-        cmf_qmat_dequant_row(&m, r, w);
-        double s = 0, mag = 0;
-        for (uint64_t i = 0; i < cols; i++) {
-            s += w[i] * xd[i];
-            mag += fabs(w[i] * xd[i]);
-        }
-        if (!(fabs(y[r] - s) <= 1e-5 * mag + 1e-30) && bad++ < 3)
-            fprintf(stderr, "  %s [%llu x %llu] row %llu: got %.9g want %.9g (sum|wx| %.3g)\n",
-                    cmf_dtype_name(dt), (unsigned long long)rows, (unsigned long long)cols,
-                    (unsigned long long)r, y[r], s, mag);
-    }
+    i8ref_check_rows(&m, y, xd, &bad);
     /* the dispatcher takes this kernel for one token on the AVX2 tier */
     cmf_matmul_ex(&m, x, 1, cols, y2, rows, 0, rows, CMF_KF_INT8_ACT);
     for (uint64_t r = 0; r < rows; r++)
@@ -100,7 +69,6 @@ static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
     free(x);
     free(y);
     free(y2);
-    free(w);
     free(xd);
     return bad;
 }
