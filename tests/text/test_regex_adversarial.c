@@ -106,9 +106,11 @@ static bool ids_push(int32_t **v, size_t *n, size_t *cap, const int32_t *add, si
 }
 
 /* Reference ids: cut at unlimited-Oniguruma match boundaries (HF find_iter: every match and every
- * gap is a pre-token) into chunks of <= CHUNK bytes, encode each chunk alone. */
+ * gap is a pre-token) into chunks of <= CHUNK bytes, encode each chunk alone. *limited is set when
+ * a chunk stopped at the time limit: a chunk with no cut in it is as long as the text, so it can
+ * trip the limit the first encode only came near (thread CPU time varies with a busy machine). */
 static bool reference(const cmf_tokenizer *tok, regex_t *re, const char *s, size_t len,
-                      int32_t **ids, size_t *n) {
+                      int32_t **ids, size_t *n, bool *limited) {
     OnigRegion *rg = onig_region_new();
     size_t cap = 0, chunk_start = 0, pos = 0, last_cut = 0;
     *ids = NULL;
@@ -133,9 +135,10 @@ static bool reference(const cmf_tokenizer *tok, regex_t *re, const char *s, size
             int32_t *part;
             size_t k;
             cmf_err err;
-            ok = cmf_tokenizer_encode(tok, s + chunk_start, end - chunk_start, false, &part, &k,
-                                      &err) == CMF_OK &&
-                 ids_push(ids, n, &cap, part, k);
+            cmf_status st = cmf_tokenizer_encode(tok, s + chunk_start, end - chunk_start, false,
+                                                 &part, &k, &err);
+            if (st == CMF_E_LIMIT) *limited = true;
+            ok = st == CMF_OK && ids_push(ids, n, &cap, part, k);
             if (ok) free(part);
             chunk_start = end;
         }
@@ -182,8 +185,11 @@ static void run_case(cmf_tokenizer *tok, const char *tname, const char *re_src, 
                 CHECK(pretok_text(tok, text, len, &pt));
                 int32_t *ref;
                 size_t rn;
-                bool ref_ok = reference(tok, re, pt.p, pt.len, &ref, &rn);
-                CHECK_MSG(ref_ok, "%s on %s: reference failed", tname, ADV_INPUTS[k].name);
+                bool limited = false;
+                bool ref_ok = reference(tok, re, pt.p, pt.len, &ref, &rn, &limited);
+                /* a pattern that may stop at the limit may stop there in the reference too */
+                CHECK_MSG(ref_ok || (limited && !must), "%s on %s: reference failed", tname,
+                          ADV_INPUTS[k].name);
                 CHECK_MSG(!ref_ok || (rn == n && !memcmp(ref, ids, n * sizeof *ids)),
                           "%s on %s: %zu ids, chunked reference %zu", tname, ADV_INPUTS[k].name, n,
                           rn);
