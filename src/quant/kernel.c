@@ -137,9 +137,8 @@ void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_
 void cmf_matvec_tok8_multi(const cmf_qmat *m, const void *const *tok, size_t n, float *const *y,
                            uint64_t row_begin, uint64_t row_end) {
     if (n == 0 || row_begin >= row_end) return;
-    if (tok8_avx2()) { /* no shared-decode kernel on AVX2 yet: the one-token one, token by token */
-        for (size_t t = 0; t < n; t++)
-            cq_avx2_i8dec_tok_matvec(m, tok[t], y[t], row_begin, row_end);
+    if (tok8_avx2()) {
+        cq_avx2_i8dec_tok_matvec_multi(m, tok, n, y, row_begin, row_end);
         return;
     }
     if (m->dtype == CMF_DT_Q8_ROW) {

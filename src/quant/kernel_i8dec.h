@@ -46,5 +46,10 @@ size_t cq_avx2_i8dec_tok_bytes(uint64_t cols);
 void cq_avx2_i8dec_tok_prepare(void *buf, const float *x, uint64_t cols);
 void cq_avx2_i8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
                               uint64_t r1);
+/* n (<= CMF_TOK8_MULTI_MAX) prepared tokens over rows [r0, r1): y[t] gets the bits
+ * cq_avx2_i8dec_tok_matvec gives buf[t] alone; the 4-bit class's weights loaded and split once
+ * for up to 4 tokens (vbit: token by token). */
+void cq_avx2_i8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
+                                    float *const *y, uint64_t r0, uint64_t r1);
 
 #endif

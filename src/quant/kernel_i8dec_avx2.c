@@ -18,7 +18,8 @@
  *
  * The token is laid out once per decode job and thread (cmf_tok8_* in kernel.c) or once per
  * call (cq_avx2_i8dec_matvec). Rows run one at a time, 4 groups per step, and are reduced
- * 8 at a time. vbit rows take the same token (kernel_i8dec_vbit_avx2.c). */
+ * 8 at a time. Batched decode (several sessions' tokens over the same rows) loads and splits
+ * each quad once for up to 4 tokens. vbit rows take the same token (kernel_i8dec_vbit_avx2.c). */
 #include <immintrin.h>
 #include <string.h>
 
@@ -71,16 +72,21 @@ AI void nibbles(__m256i v, __m256i *lo, __m256i *hi) {
     *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
 }
 
-/* The pair's integer sums against the token, minus the offset, as floats. */
-AI __m256 pair_dot(const pair8 *t, __m256i v) {
-    __m256i lo, hi;
-    nibbles(v, &lo, &hi);
+/* The pair's integer sums against the token, minus the offset, as floats, from its nibbles
+ * split (several tokens split them once). */
+AI __m256 pair_dot_split(const pair8 *t, __m256i lo, __m256i hi) {
     __m256i s = _mm256_add_epi16(
         _mm256_maddubs_epi16(lo, _mm256_load_si256((const __m256i *)(const void *)t->xe)),
         _mm256_maddubs_epi16(hi, _mm256_load_si256((const __m256i *)(const void *)t->xo)));
     s = _mm256_madd_epi16(s, _mm256_set1_epi16(1));
     s = _mm256_sub_epi32(s, _mm256_load_si256((const __m256i *)(const void *)t->corr));
     return _mm256_cvtepi32_ps(s);
+}
+
+AI __m256 pair_dot(const pair8 *t, __m256i v) {
+    __m256i lo, hi;
+    nibbles(v, &lo, &hi);
+    return pair_dot_split(t, lo, hi);
 }
 
 /* Four f16 scales (as one integer) to [s0 x4 | s1 x4] and [s2 x4 | s3 x4]. */
@@ -177,26 +183,25 @@ AI __m256 tail(const cmf_qmat *m, const cmf_dtype dt, const pair8 *tok, uint64_t
     return acc;
 }
 
-/* Row r's unreduced sum, quad by quad, in two accumulators (pairs A and B) so that the FMA
- * chain does not bound it. Stepping 2 or 4 rows together (shared token loads, one accumulator
- * each) ran 0-14 % slower in cache at 896 columns. */
+/* Row r's unreduced sum, quad by quad, in one accumulator: a quad's two FMAs (8 cycles of
+ * latency) take less than its other work, and the multi-token kernel, which must give the same
+ * bits, keeps one register per token instead of two (with two it spilled at 4 tokens).
+ * Stepping 2 or 4 rows together (shared token loads, one accumulator each) ran 0-14 % slower in
+ * cache at 896 columns. */
 AI __m256 row_sum(const cmf_qmat *m, const cmf_dtype dt, const pair8 *tok, uint64_t r,
                   const float *lad) {
     const uint64_t G = m->groups, Q = G / 4;
-    __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+    __m256 acc = _mm256_setzero_ps();
     uint64_t cw = 0;
     for (uint64_t q = 0; q < Q; q++) {
         const pair8 *t = tok + 2 * q;
         __m256i va, vb;
         __m256 sa, sb;
         quad_load(m, dt, r, 4 * q, lad, &cw, &va, &vb, &sa, &sb);
-        acc0 =
-            _mm256_fmadd_ps(pair_dot(&t[0], va), _mm256_mul_ps(sa, _mm256_load_ps(t[0].dx)), acc0);
-        acc1 =
-            _mm256_fmadd_ps(pair_dot(&t[1], vb), _mm256_mul_ps(sb, _mm256_load_ps(t[1].dx)), acc1);
+        acc = _mm256_fmadd_ps(pair_dot(&t[0], va), _mm256_mul_ps(sa, _mm256_load_ps(t[0].dx)), acc);
+        acc = _mm256_fmadd_ps(pair_dot(&t[1], vb), _mm256_mul_ps(sb, _mm256_load_ps(t[1].dx)), acc);
     }
-    if (4 * Q < G) acc0 = tail(m, dt, tok, r, 4 * Q, lad, &cw, acc0);
-    return _mm256_add_ps(acc0, acc1);
+    return 4 * Q < G ? tail(m, dt, tok, r, 4 * Q, lad, &cw, acc) : acc;
 }
 
 /* Rows [r0, r1) of dtype dt, reduced 8 at a time (q4tp: the 8 rows' ladders first); the rest
@@ -223,6 +228,100 @@ AI void rows_dt(const cmf_qmat *m, const cmf_dtype dt, const pair8 *tok, float *
     }
 }
 
+/* ---- several prepared tokens over the same rows (cmf_matvec_tok8_multi) ----
+ * Each quad's weights are loaded, their scales spread and their nibbles split once for up to
+ * MULTI tokens; each token then takes row_sum's steps in row_sum's order, so every token gets
+ * the bits it gets alone. */
+#define MULTI 4
+
+/* Row r's unreduced sums for tokens tok[0 .. nt), nt <= MULTI a constant where inlined. */
+AI void row_sum_multi(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const *tok, int nt,
+                      uint64_t r, const float *lad, __m256 *acc) {
+    const uint64_t G = m->groups, Q = G / 4;
+    for (int k = 0; k < nt; k++)
+        acc[k] = _mm256_setzero_ps();
+    uint64_t cw = 0;
+    for (uint64_t q = 0; q < Q; q++) {
+        __m256i va, vb, la, ha, lb, hb;
+        __m256 sa, sb;
+        quad_load(m, dt, r, 4 * q, lad, &cw, &va, &vb, &sa, &sb);
+        nibbles(va, &la, &ha);
+        nibbles(vb, &lb, &hb);
+        for (int k = 0; k < nt; k++) {
+            const pair8 *t = tok[k] + 2 * q;
+            acc[k] = _mm256_fmadd_ps(pair_dot_split(&t[0], la, ha),
+                                     _mm256_mul_ps(sa, _mm256_load_ps(t[0].dx)), acc[k]);
+            acc[k] = _mm256_fmadd_ps(pair_dot_split(&t[1], lb, hb),
+                                     _mm256_mul_ps(sb, _mm256_load_ps(t[1].dx)), acc[k]);
+        }
+    }
+    if (4 * Q < G)
+        for (int k = 0; k < nt; k++) {
+            uint64_t cwk = cw; /* q4tp: each token's tail reads the same codes */
+            acc[k] = tail(m, dt, tok[k], r, 4 * Q, lad, &cwk, acc[k]);
+        }
+}
+
+/* Rows [r0, r1) for nt tokens as rows_dt gives each: 8 rows reduced together, the rest one by
+ * one (the other 7 lanes zero). */
+AI void rows_dt_multi_nt(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const *tok, int nt,
+                         float *const *y, uint64_t r0, uint64_t r1, float (*lad)[32]) {
+    __m256 v[MULTI][8], o[MULTI];
+    uint64_t r = r0;
+    for (; r + 8 <= r1; r += 8) {
+        for (int k = 0; k < 8; k++) {
+            row_sum_multi(m, dt, tok, nt, r + (uint64_t)k, lad[k], o);
+            for (int j = 0; j < nt; j++)
+                v[j][k] = o[j];
+        }
+        for (int j = 0; j < nt; j++)
+            _mm256_storeu_ps(y[j] + (r - r0), cq_hsum8x8_avx2(v[j]));
+    }
+    for (int j = 0; j < nt; j++)
+        for (int k = 1; k < 8; k++)
+            v[j][k] = _mm256_setzero_ps();
+    for (; r < r1; r++) {
+        row_sum_multi(m, dt, tok, nt, r, lad[r & 7], o);
+        for (int j = 0; j < nt; j++) {
+            v[j][0] = o[j];
+            y[j][r - r0] = _mm256_cvtss_f32(cq_hsum8x8_avx2(v[j]));
+        }
+    }
+}
+
+/* q4tp's ladders of rows [r0, r1) (at most 8) into lad[r & 7]. */
+static void ladders(const cmf_qmat *m, uint64_t r0, uint64_t r1, float (*lad)[32]) {
+    for (uint64_t r = r0; r < r1; r++)
+        cq_avx2_q4tp_ladder(m, r, lad[r & 7]);
+}
+
+/* n tokens over rows [r0, r1): 8 rows at a time (their ladders made once), the tokens in
+ * groups of up to MULTI. */
+AI void rows_dt_multi(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const *tok, size_t n,
+                      float *const *y, uint64_t r0, uint64_t r1) {
+    float lad[8][32];
+    for (uint64_t b = r0; b < r1;) {
+        uint64_t e = b + 8 <= r1 ? b + 8 : r1;
+        if (r1 - b < 8) e = r1; /* the last rows one by one, as rows_dt takes them */
+        if (dt == CMF_DT_Q4TP) ladders(m, b, e, lad);
+        float *yb[MULTI];
+        for (size_t j = 0; j < n; j += MULTI) {
+            size_t nt = n - j < MULTI ? n - j : MULTI;
+            for (size_t k = 0; k < nt; k++)
+                yb[k] = y[j + k] + (b - r0);
+            if (nt == 4)
+                rows_dt_multi_nt(m, dt, tok + j, 4, yb, b, e, lad);
+            else if (nt == 3)
+                rows_dt_multi_nt(m, dt, tok + j, 3, yb, b, e, lad);
+            else if (nt == 2)
+                rows_dt_multi_nt(m, dt, tok + j, 2, yb, b, e, lad);
+            else
+                rows_dt_multi_nt(m, dt, tok + j, 1, yb, b, e, lad);
+        }
+        b = e;
+    }
+}
+
 /* One copy per dtype, so that quad_load's choices are made at compile time. */
 static void rows_q4_tiled(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0, uint64_t r1) {
     rows_dt(m, CMF_DT_Q4_TILED, tok, y, r0, r1);
@@ -232,6 +331,19 @@ static void rows_q4_block(const cmf_qmat *m, const pair8 *tok, float *y, uint64_
 }
 static void rows_q4tp(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0, uint64_t r1) {
     rows_dt(m, CMF_DT_Q4TP, tok, y, r0, r1);
+}
+
+static void multi_q4_tiled(const cmf_qmat *m, const pair8 *const *tok, size_t n, float *const *y,
+                           uint64_t r0, uint64_t r1) {
+    rows_dt_multi(m, CMF_DT_Q4_TILED, tok, n, y, r0, r1);
+}
+static void multi_q4_block(const cmf_qmat *m, const pair8 *const *tok, size_t n, float *const *y,
+                           uint64_t r0, uint64_t r1) {
+    rows_dt_multi(m, CMF_DT_Q4_BLOCK, tok, n, y, r0, r1);
+}
+static void multi_q4tp(const cmf_qmat *m, const pair8 *const *tok, size_t n, float *const *y,
+                       uint64_t r0, uint64_t r1) {
+    rows_dt_multi(m, CMF_DT_Q4TP, tok, n, y, r0, r1);
 }
 
 bool cq_avx2_i8dec_supports(const cmf_qmat *m) {
@@ -259,4 +371,22 @@ bool cq_avx2_i8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t 
     cq_avx2_i8dec_tok_prepare(tok, x, m->cols);
     cq_avx2_i8dec_tok_matvec(m, tok, y, r0, r1);
     return true;
+}
+
+void cq_avx2_i8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
+                                    float *const *y, uint64_t r0, uint64_t r1) {
+    if (n == 1 || m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO) {
+        for (size_t j = 0; j < n; j++)
+            cq_avx2_i8dec_tok_matvec(m, buf[j], y[j], r0, r1);
+        return;
+    }
+    const pair8 *tok[CMF_TOK8_MULTI_MAX];
+    for (size_t j = 0; j < n; j++)
+        tok[j] = buf[j];
+    if (m->dtype == CMF_DT_Q4_TILED)
+        multi_q4_tiled(m, tok, n, y, r0, r1);
+    else if (m->dtype == CMF_DT_Q4TP)
+        multi_q4tp(m, tok, n, y, r0, r1);
+    else
+        multi_q4_block(m, tok, n, y, r0, r1);
 }
