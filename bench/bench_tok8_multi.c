@@ -1,11 +1,13 @@
-/* bench_tok8_multi - one thread's CPU time for the products of a batched decode step on
- * prepared int8 tokens: n tokens over the same pieces of rows, either token after token
- * (cmf_matvec_tok8 per token per piece, the weights of a piece re-read from cache) or all at
- * once (cmf_matvec_tok8_multi: each weight step loaded and decoded once); and for q8_row the
- * f32-activation path the engine takes by default (cmf_matvec_multi, token after token for
- * q8). Thread CPU time, best of the rounds, so that other processes' load weighs less.
+/* bench_tok8_multi - one thread's CPU time for the products of a batched decode step: n tokens
+ * over the same pieces of rows, either token after token (the weights of a piece re-read from
+ * cache) or all at once (each weight step loaded and decoded once), on prepared int8 tokens
+ * (cmf_matvec_tok8 against cmf_matvec_tok8_multi) where the CPU has them for the dtype, and
+ * with f32 activations (cmf_matvec against cmf_matvec_multi) for q8_row, f16 and bf16, the
+ * engine's path where the int8 one is absent. Thread CPU time, best of the rounds, so that
+ * other processes' load weighs less.
  * usage: bench_tok8_multi [rows] [cols] [reps] [rounds]  (default 1536 576 200 5: SmolLM2's
  * gate/up shape) */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +26,7 @@ static double cpu_now(void) {
     return ts.tv_sec + 1e-9 * ts.tv_nsec;
 }
 
-enum { ALONE, MULTI, F32 };
+enum { ALONE, MULTI, F32_ALONE, F32_MULTI, HOWS };
 
 static double run(const cmf_qmat *m, const void *const *tok, const float *const *x, size_t n,
                   float *const *y, int how, int reps) {
@@ -37,8 +39,11 @@ static double run(const cmf_qmat *m, const void *const *tok, const float *const 
                 ys[t] = y[t] + r0;
             if (how == MULTI)
                 cmf_matvec_tok8_multi(m, tok, n, ys, r0, r1);
-            else if (how == F32)
+            else if (how == F32_MULTI)
                 cmf_matvec_multi(m, x, n, ys, r0, r1);
+            else if (how == F32_ALONE)
+                for (size_t t = 0; t < n; t++)
+                    cmf_matvec(m, x[t], ys[t], r0, r1);
             else
                 for (size_t t = 0; t < n; t++)
                     cmf_matvec_tok8(m, tok[t], ys[t], r0, r1);
@@ -50,13 +55,9 @@ int main(int argc, char **argv) {
     uint64_t rows = argc > 1 ? strtoull(argv[1], NULL, 10) : 1536,
              cols = argc > 2 ? strtoull(argv[2], NULL, 10) : 576;
     int reps = argc > 3 ? atoi(argv[3]) : 200, rounds = argc > 4 ? atoi(argv[4]) : 5;
-    if (!cmf_tok8_bytes(cols)) {
-        printf("no prepared int8 token path on this CPU (or cols %% 32 != 0)\n");
-        return 0;
-    }
-    static const cmf_dtype dts[] = {CMF_DT_Q8_ROW, CMF_DT_Q4_TILED, CMF_DT_Q4TP, CMF_DT_Q4_BLOCK,
-                                    CMF_DT_VBIT_RO};
-    size_t tb = (cmf_tok8_bytes(cols) + 63) / 64 * 64;
+    static const cmf_dtype dts[] = {CMF_DT_Q8_ROW,  CMF_DT_Q4_TILED, CMF_DT_Q4TP, CMF_DT_Q4_BLOCK,
+                                    CMF_DT_VBIT_RO, CMF_DT_F16,      CMF_DT_BF16};
+    size_t tb = (cmf_tok8_bytes(cols) + 63) / 64 * 64 + 64;
     uint8_t *tokmem = aligned_alloc(64, MAXN * tb);
     float *xmem = malloc(MAXN * cols * sizeof(float)), *ymem = malloc(MAXN * rows * sizeof(float));
     const void *tok[MAXN];
@@ -69,33 +70,40 @@ int main(int argc, char **argv) {
         x[t] = xmem + t * cols;
         y[t] = ymem + t * rows;
         tok[t] = tokmem + t * tb;
-        cmf_tok8_prepare(tokmem + t * tb, x[t], cols, CMF_TOK8_Q8 | CMF_TOK8_I8DEC);
+        if (cmf_tok8_bytes(cols))
+            cmf_tok8_prepare(tokmem + t * tb, x[t], cols, CMF_TOK8_Q8 | CMF_TOK8_I8DEC);
     }
     printf("%llu x %llu, pieces of %d rows, us per step (thread CPU, best of %d)\n",
            (unsigned long long)rows, (unsigned long long)cols, PIECE, rounds);
-    printf("dtype     tokens  int8 alone  int8 multi  multi/alone  f32 (q8)\n");
+    printf("dtype     tokens  int8 alone  int8 multi  multi/alone   f32 alone   f32 multi  "
+           "multi/alone\n");
     for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
         kg_opts o = {0, 0};
         uint64_t nb;
         uint8_t *p = kg_payload(dts[d], rows, cols, &rng, &o, &nb);
         cmf_qmat m;
         cmf_err err;
-        if (cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "w", &err) != CMF_OK ||
-            !cmf_tok8_supports(&m)) {
+        if (cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "w", &err) != CMF_OK) {
             free(p);
             continue;
         }
-        for (size_t n = 1; n <= MAXN; n *= 2) {
-            double best[3] = {1e9, 1e9, 1e9};
+        bool int8 = cmf_tok8_supports(&m) != 0,
+             f32 = dts[d] == CMF_DT_Q8_ROW || dts[d] == CMF_DT_F16 || dts[d] == CMF_DT_BF16;
+        for (size_t n = 1; f32 || int8 ? n <= MAXN : 0; n *= 2) {
+            double best[HOWS] = {1e9, 1e9, 1e9, 1e9};
             for (int r = 0; r < rounds; r++)
-                for (int how = 0; how < 3; how++) {
-                    if (how == F32 && dts[d] != CMF_DT_Q8_ROW) continue;
+                for (int how = 0; how < HOWS; how++) {
+                    if ((how <= MULTI && !int8) || (how >= F32_ALONE && !f32)) continue;
                     double s = run(&m, tok, x, n, y, how, reps);
                     if (s < best[how]) best[how] = s;
                 }
-            printf("%-9s %6zu  %10.1f  %10.1f  %11.2f", cmf_dtype_name(dts[d]), n, 1e6 * best[0],
-                   1e6 * best[1], best[1] / best[0]);
-            if (dts[d] == CMF_DT_Q8_ROW) printf("  %8.1f", 1e6 * best[2]);
+            printf("%-9s %6zu", cmf_dtype_name(dts[d]), n);
+            for (int h = 0; h < HOWS; h += 2)
+                if ((h == ALONE && int8) || (h == F32_ALONE && f32))
+                    printf("  %10.1f  %10.1f  %11.2f", 1e6 * best[h], 1e6 * best[h + 1],
+                           best[h + 1] / best[h]);
+                else
+                    printf("  %10s  %10s  %11s", "-", "-", "-");
             printf("\n");
         }
         cmf_qmat_free(&m);

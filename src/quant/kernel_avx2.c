@@ -189,6 +189,94 @@ STREAM_KERNEL(mm_bf16, 2, NO_PRE, ROW_F16, RS_ONE, LD_BF16, S_BF16)
 STREAM_KERNEL(mm_q8_row, 1, NO_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8, S_Q8)
 STREAM_KERNEL(mm_q8_2f, 1, COLF_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8_2F, S_Q8_2F)
 
+/* ---- several tokens over the same rows, f32 activations (cmf_matvec_multi) ----
+ * A server's decode step of several sessions: each weight vector is loaded and decoded once
+ * for up to MULTI_MAX tokens, and each token takes the steps the one-token kernel above takes
+ * for it in 8-row blocks (per row: a over columns 16k, b over 16k + 8, a lone last 8 into a,
+ * the scalar tail, a + b, the 8 rows reduced together, the tail added, the row scale), so
+ * that every token gets the bits it gets alone. Rows past the last whole block go through
+ * the one-token kernel token after token. One row at a time: two accumulators per token. */
+#define MULTI_MAX 4
+
+#define STREAM_MULTI(NAME, ONE, ES, ROW, RS, LOADW, LOADS)                                         \
+    static inline __attribute__((always_inline)) void NAME##_t(                                    \
+        const cmf_qmat *m, const float *const *X, const size_t T, float *const *Y, uint64_t r0,    \
+        uint64_t r1) {                                                                             \
+        const uint64_t C = m->cols, CF = C & ~(uint64_t)7;                                         \
+        uint64_t r = r0;                                                                           \
+        for (; r + 8 <= r1; r += 8) {                                                              \
+            __m256 v[MULTI_MAX][8];                                                                \
+            float tail[MULTI_MAX][8], rsv[8];                                                      \
+            for (uint64_t q = 0; q < 8; q++) {                                                     \
+                const uint8_t *row = ROW(r + q);                                                   \
+                __m256 a[MULTI_MAX], b[MULTI_MAX];                                                 \
+                for (size_t t = 0; t < T; t++)                                                     \
+                    a[t] = b[t] = ZERO;                                                            \
+                uint64_t i = 0;                                                                    \
+                for (; i + 16 <= CF; i += 16) {                                                    \
+                    if (((ES)*i) % 64 == 0) cq_prefetch_weights(row + (ES)*i);                     \
+                    __m256 w0 = LOADW(i), w1 = LOADW(i + 8);                                       \
+                    for (size_t t = 0; t < T; t++) {                                               \
+                        a[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(X[t] + i), a[t]);               \
+                        b[t] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(X[t] + i + 8), b[t]);           \
+                    }                                                                              \
+                }                                                                                  \
+                if (i < CF) {                                                                      \
+                    __m256 w0 = LOADW(i);                                                          \
+                    for (size_t t = 0; t < T; t++)                                                 \
+                        a[t] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(X[t] + i), a[t]);               \
+                }                                                                                  \
+                for (size_t t = 0; t < T; t++) {                                                   \
+                    const float *x = X[t];                                                         \
+                    float s = 0.0f;                                                                \
+                    for (uint64_t j = CF; j < C; j++)                                              \
+                        s += LOADS(j) * x[j];                                                      \
+                    v[t][q] = _mm256_add_ps(a[t], b[t]);                                           \
+                    tail[t][q] = s;                                                                \
+                }                                                                                  \
+                rsv[q] = RS(r + q);                                                                \
+            }                                                                                      \
+            for (size_t t = 0; t < T; t++) {                                                       \
+                __m256 y = cq_hsum8x8_avx2(v[t]);                                                  \
+                if (CF < C) y = _mm256_add_ps(y, _mm256_loadu_ps(tail[t]));                        \
+                _mm256_storeu_ps(Y[t] + (r - r0), _mm256_mul_ps(y, _mm256_loadu_ps(rsv)));         \
+            }                                                                                      \
+        }                                                                                          \
+        for (size_t t = 0; r < r1 && t < T; t++)                                                   \
+            ONE(m, X[t], 1, C, Y[t] + (r - r0), 1, r, r1, 0);                                      \
+    }                                                                                              \
+    /* T a constant in each call: the tokens' accumulators stay in registers */                    \
+    static void NAME(const cmf_qmat *m, const float *const *X, size_t T, float *const *Y,          \
+                     uint64_t r0, uint64_t r1) {                                                   \
+        if (T == 1)                                                                                \
+            NAME##_t(m, X, 1, Y, r0, r1);                                                          \
+        else if (T == 2)                                                                           \
+            NAME##_t(m, X, 2, Y, r0, r1);                                                          \
+        else if (T == 3)                                                                           \
+            NAME##_t(m, X, 3, Y, r0, r1);                                                          \
+        else                                                                                       \
+            NAME##_t(m, X, 4, Y, r0, r1);                                                          \
+    }
+
+STREAM_MULTI(mv_multi_f32, mm_f32, 4, ROW_F32, RS_ONE, LD_F32, S_F32)
+STREAM_MULTI(mv_multi_f16, mm_f16, 2, ROW_F16, RS_ONE, LD_F16, S_F16)
+STREAM_MULTI(mv_multi_bf16, mm_bf16, 2, ROW_F16, RS_ONE, LD_BF16, S_BF16)
+STREAM_MULTI(mv_multi_q8_row, mm_q8_row, 1, ROW_Q8, RS_ROWSCALE, LD_Q8, S_Q8)
+
+bool cq_avx2_matvec_multi(const cmf_qmat *m, const float *const *X, size_t T, float *const *Y,
+                          uint64_t r0, uint64_t r1) {
+    void (*fn)(const cmf_qmat *, const float *const *, size_t, float *const *, uint64_t, uint64_t) =
+        m->dtype == CMF_DT_F32      ? mv_multi_f32
+        : m->dtype == CMF_DT_F16    ? mv_multi_f16
+        : m->dtype == CMF_DT_BF16   ? mv_multi_bf16
+        : m->dtype == CMF_DT_Q8_ROW ? mv_multi_q8_row
+                                    : NULL;
+    if (!fn) return false;
+    for (size_t t = 0; t < T; t += MULTI_MAX)
+        fn(m, X + t, T - t < MULTI_MAX ? T - t : MULTI_MAX, Y + t, r0, r1);
+    return true;
+}
+
 /* q8_2f as q8_row on activations pre-multiplied by the column field (x'[i] = col[i] * x[i],
  * once per call): w·x = scale[r] * sum q[i] * x'[i]. The quants and row scales sit where
  * q8_row keeps them. Without scratch memory, the per-weight kernel above. */

@@ -273,6 +273,10 @@ void cq_avx512_q8_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, si
  * each weight decoded once for the T tokens. False, writing nothing, for another dtype. */
 bool cq_avx512_matvec_multi(const cmf_qmat *m, const float *const *X, size_t T, float *const *Y,
                             uint64_t r0, uint64_t r1);
+/* The same on the AVX2 tier, for f32, f16, bf16 and q8_row (one-token f32 kernels of
+ * kernel_avx2.c). */
+bool cq_avx2_matvec_multi(const cmf_qmat *m, const float *const *X, size_t T, float *const *Y,
+                          uint64_t r0, uint64_t r1);
 /* q4tp ladder of row r with AVX2 (as cq_avx512_q4tp_ladder). */
 void cq_avx2_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);
 bool cq_avx2_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
