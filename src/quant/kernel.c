@@ -155,16 +155,24 @@ void cmf_matvec_tok8_multi(const cmf_qmat *m, const void *const *tok, size_t n, 
 void cmf_matvec_multi(const cmf_qmat *m, const float *const *x, size_t n, float *const *y,
                       uint64_t row_begin, uint64_t row_end) {
     if (n == 0 || row_begin >= row_end) return;
-    /* the shared-decode kernel where the tier's one-token kernel would run */
-    if (n > 1 && cq_cpu_isa() >= CQ_ISA_AVX512 &&
-        pick(m->dtype) == cq_kernels_avx512.mm[m->dtype] &&
-        cq_avx512_matvec_multi(m, x, n, y, row_begin, row_end))
-        return;
-    if (n > 1 && cq_cpu_isa() == CQ_ISA_AVX2 && pick(m->dtype) == cq_kernels_avx2.mm[m->dtype] &&
-        cq_avx2_matvec_multi(m, x, n, y, row_begin, row_end))
-        return;
-    for (size_t t = 0; t < n; t++)
+    /* the shared-decode kernel where the tier's one-token kernel would run, up to
+     * CQ_MATVEC_MULTI_MAX tokens a call */
+    const cq_isa isa = cq_cpu_isa();
+    bool (*multi)(const cmf_qmat *, const float *const *, size_t, float *const *, uint64_t,
+                  uint64_t) = NULL;
+    if (n > 1 && isa >= CQ_ISA_AVX512 && pick(m->dtype) == cq_kernels_avx512.mm[m->dtype])
+        multi = cq_avx512_matvec_multi;
+    else if (n > 1 && isa == CQ_ISA_AVX2 && pick(m->dtype) == cq_kernels_avx2.mm[m->dtype])
+        multi = cq_avx2_matvec_multi;
+    for (size_t t = 0; t < n;) {
+        size_t k = n - t < CQ_MATVEC_MULTI_MAX ? n - t : CQ_MATVEC_MULTI_MAX;
+        if (multi && multi(m, x + t, k, y + t, row_begin, row_end)) {
+            t += k;
+            continue;
+        }
         cmf_matvec(m, x[t], y[t], row_begin, row_end);
+        t++;
+    }
 }
 
 void cmf_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t row_begin, uint64_t row_end) {

@@ -196,7 +196,7 @@ STREAM_KERNEL(mm_q8_2f, 1, COLF_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8_2F, S_Q8_2F)
  * the scalar tail, a + b, the 8 rows reduced together, the tail added, the row scale), so
  * that every token gets the bits it gets alone. Rows past the last whole block go through
  * the one-token kernel token after token. One row at a time: two accumulators per token. */
-#define MULTI_MAX 4
+#define MULTI_MAX CQ_MATVEC_MULTI_MAX
 
 #define STREAM_MULTI(NAME, ONE, ES, ROW, RS, LOADW, LOADS)                                         \
     static inline __attribute__((always_inline)) void NAME##_t(                                    \
@@ -272,8 +272,7 @@ bool cq_avx2_matvec_multi(const cmf_qmat *m, const float *const *X, size_t T, fl
         : m->dtype == CMF_DT_Q8_ROW ? mv_multi_q8_row
                                     : NULL;
     if (!fn) return false;
-    for (size_t t = 0; t < T; t += MULTI_MAX)
-        fn(m, X + t, T - t < MULTI_MAX ? T - t : MULTI_MAX, Y + t, r0, r1);
+    fn(m, X, T, Y, r0, r1);
     return true;
 }
 

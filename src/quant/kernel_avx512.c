@@ -176,7 +176,7 @@ STREAM_KERNEL(mm_q8_2f, 1, COLF_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8_2F)
  * speed at 2 tokens, 1.5x at 4, 1536 x 576 f16 in L2). q8_row is not among them: with R = 2
  * rows per step its shared decode still ran 0.8x the one-token kernel's 4-row step. Rows past
  * the last full block of 16 take the one-token kernel per token. */
-#define MULTI_MAX 4
+#define MULTI_MAX CQ_MATVEC_MULTI_MAX
 #define STREAM_MULTI(NAME, ONE, R, PRE, ROW, RS, LOADW)                                            \
     static inline __attribute__((always_inline)) void NAME##_t(                                    \
         const cmf_qmat *m, const float *const *X, const size_t T, float *const *Y, uint64_t r0,    \
@@ -263,8 +263,7 @@ bool cq_avx512_matvec_multi(const cmf_qmat *m, const float *const *X, size_t T, 
         : m->dtype == CMF_DT_BF16 ? mv_multi_bf16
                                   : NULL;
     if (!fn) return false;
-    for (size_t t = 0; t < T; t += MULTI_MAX)
-        fn(m, X + t, T - t < MULTI_MAX ? T - t : MULTI_MAX, Y + t, r0, r1);
+    fn(m, X, T, Y, r0, r1);
     return true;
 }
 

@@ -268,9 +268,11 @@ void cq_avx512_q8_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint6
  * cq_avx512_q8_tok_matvec gives buf[t] alone, each weight vector loaded once for the tokens. */
 void cq_avx512_q8_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
                                    float *const *y, uint64_t r0, uint64_t r1);
-/* One-token products of T tokens over rows [r0, r1) of f32, f16 or bf16 weights
- * (f32 activations): Y[t][r - r0] gets the bits the one-token kernel gives token t alone,
- * each weight decoded once for the T tokens. False, writing nothing, for another dtype. */
+/* One-token products of T (<= CQ_MATVEC_MULTI_MAX) tokens over rows [r0, r1) of f32, f16 or
+ * bf16 weights (f32 activations): Y[t][r - r0] gets the bits the one-token kernel gives token t
+ * alone, each weight decoded once for the T tokens. False, writing nothing, for another
+ * dtype. */
+#define CQ_MATVEC_MULTI_MAX 4
 bool cq_avx512_matvec_multi(const cmf_qmat *m, const float *const *X, size_t T, float *const *Y,
                             uint64_t r0, uint64_t r1);
 /* The same on the AVX2 tier, for f32, f16, bf16 and q8_row (one-token f32 kernels of
