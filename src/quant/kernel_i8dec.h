@@ -48,7 +48,7 @@ void cq_avx2_i8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint
                               uint64_t r1);
 /* n (<= CMF_TOK8_MULTI_MAX) prepared tokens over rows [r0, r1): y[t] gets the bits
  * cq_avx2_i8dec_tok_matvec gives buf[t] alone; the 4-bit class's weights loaded and split once
- * for up to 4 tokens (vbit: token by token). */
+ * for up to 4 tokens (vbit: unpacked once per step for up to 4). */
 void cq_avx2_i8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
                                     float *const *y, uint64_t r0, uint64_t r1);
 

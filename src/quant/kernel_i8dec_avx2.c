@@ -375,15 +375,16 @@ bool cq_avx2_i8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t 
 
 void cq_avx2_i8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
                                     float *const *y, uint64_t r0, uint64_t r1) {
-    if (n == 1 || m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO) {
-        for (size_t j = 0; j < n; j++)
-            cq_avx2_i8dec_tok_matvec(m, buf[j], y[j], r0, r1);
+    if (n == 1) {
+        cq_avx2_i8dec_tok_matvec(m, buf[0], y[0], r0, r1);
         return;
     }
     const pair8 *tok[CMF_TOK8_MULTI_MAX];
     for (size_t j = 0; j < n; j++)
         tok[j] = buf[j];
-    if (m->dtype == CMF_DT_Q4_TILED)
+    if (m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO)
+        cq_avx2_i8dec_vbit_rows_multi(m, tok, n, y, r0, r1);
+    else if (m->dtype == CMF_DT_Q4_TILED)
         multi_q4_tiled(m, tok, n, y, r0, r1);
     else if (m->dtype == CMF_DT_Q4TP)
         multi_q4tp(m, tok, n, y, r0, r1);

@@ -21,5 +21,9 @@ typedef struct {
 /* Rows [r0, r1) of a vbit / vbit_ro matrix (cols % 32 == 0) against a prepared token. */
 void cq_avx2_i8dec_vbit_rows(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0,
                              uint64_t r1);
+/* The same for n (<= CMF_TOK8_MULTI_MAX) tokens, each weight step unpacked once for up to 4 of
+ * them; y[t] gets the bits cq_avx2_i8dec_vbit_rows gives tok[t] alone. */
+void cq_avx2_i8dec_vbit_rows_multi(const cmf_qmat *m, const pair8 *const *tok, size_t n,
+                                   float *const *y, uint64_t r0, uint64_t r1);
 
 #endif

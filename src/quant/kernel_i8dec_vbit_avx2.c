@@ -58,16 +58,35 @@ static void vb_tab_init(vb_tab *t, unsigned b) {
 
 CQ_DEFINE_VBIT_TABS(vb_tabs, vb_tab, vb_tab_init)
 
-/* Group at p against the 16 even and 16 odd token codes at xe, xo: 8 int32 partial sums. */
-AI __m256i group_dot(const uint8_t *p, const vb_tab *t, const int8_t *xe, const int8_t *xo) {
+/* The 16 even (e) and 16 odd (o) codes of the group at p as int16, in xe / xo's order. */
+AI void group_codes(const uint8_t *p, const vb_tab *t, __m256i *e, __m256i *o) {
     __m256i v = _mm256_loadu2_m128i((const __m128i *)(p + 2 * t->b), (const __m128i *)p);
-    __m256i e =
-        _mm256_and_si256(_mm256_mulhi_epu16(_mm256_shuffle_epi8(v, t->shuf_e), t->mul_e), t->mask);
-    __m256i o =
-        _mm256_and_si256(_mm256_mulhi_epu16(_mm256_shuffle_epi8(v, t->shuf_o), t->mul_o), t->mask);
+    *e = _mm256_and_si256(_mm256_mulhi_epu16(_mm256_shuffle_epi8(v, t->shuf_e), t->mul_e), t->mask);
+    *o = _mm256_and_si256(_mm256_mulhi_epu16(_mm256_shuffle_epi8(v, t->shuf_o), t->mul_o), t->mask);
+}
+
+/* Codes e, o against the 16 even and 16 odd token codes at xe, xo: 8 int32 partial sums. */
+AI __m256i codes_dot(__m256i e, __m256i o, const int8_t *xe, const int8_t *xo) {
     __m256i xe16 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(const void *)xe));
     __m256i xo16 = _mm256_cvtepi8_epi16(_mm_load_si128((const __m128i *)(const void *)xo));
     return _mm256_add_epi32(_mm256_madd_epi16(e, xe16), _mm256_madd_epi16(o, xo16));
+}
+
+/* Group at p against the token codes at xe, xo. */
+AI __m256i group_dot(const uint8_t *p, const vb_tab *t, const int8_t *xe, const int8_t *xo) {
+    __m256i e, o;
+    group_codes(p, t, &e, &o);
+    return codes_dot(e, o, xe, xo);
+}
+
+/* The pair's two groups' sums (b: zeros for a lone last group) folded into their 128-bit
+ * halves, the offset L * sum taken off, as floats. */
+AI __m256 pair_fold(const pair8 *x, __m256i a, __m256i b, const vb_tab *t) {
+    __m256i s = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
+                                 _mm256_permute2x128_si256(a, b, 0x31));
+    __m256i off = _mm256_mullo_epi32(
+        _mm256_srai_epi32(_mm256_load_si256((const __m256i *)(const void *)x->corr), 3), t->L);
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(s, off));
 }
 
 /* Two f16 scales to [s0 x4 | s1 x4]. */
@@ -97,11 +116,7 @@ static __m256 row_generic(const cmf_qmat *m, const pair8 *tok, uint64_t r, const
                           x->xo + 16);
             h = scale_pair(sc + 2 * g);
         }
-        __m256i s = _mm256_add_epi32(_mm256_permute2x128_si256(a, b, 0x20),
-                                     _mm256_permute2x128_si256(a, b, 0x31));
-        __m256i off = _mm256_mullo_epi32(
-            _mm256_srai_epi32(_mm256_load_si256((const __m256i *)(const void *)x->corr), 3), t->L);
-        acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(s, off)),
+        acc = _mm256_fmadd_ps(pair_fold(x, a, b, t),
                               _mm256_mul_ps(scales2(h), _mm256_load_ps(x->dx)), acc);
     }
     return acc;
@@ -109,9 +124,7 @@ static __m256 row_generic(const cmf_qmat *m, const pair8 *tok, uint64_t r, const
 
 /* A pair of 4-bit groups (32 bytes) against the token: the high nibbles are the even codes.
  * sum(u * x) - 7 * sum(x) = dot - corr + corr / 8. */
-AI __m256 pair_dot4(const pair8 *x, __m256i v) {
-    const __m256i m4 = _mm256_set1_epi8(15);
-    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+AI __m256 pair_dot4_split(const pair8 *x, __m256i lo, __m256i hi) {
     __m256i s = _mm256_add_epi16(
         _mm256_maddubs_epi16(hi, _mm256_load_si256((const __m256i *)(const void *)x->xe)),
         _mm256_maddubs_epi16(lo, _mm256_load_si256((const __m256i *)(const void *)x->xo)));
@@ -119,6 +132,19 @@ AI __m256 pair_dot4(const pair8 *x, __m256i v) {
     __m256i c = _mm256_load_si256((const __m256i *)(const void *)x->corr);
     s = _mm256_add_epi32(_mm256_sub_epi32(s, c), _mm256_srai_epi32(c, 3));
     return _mm256_cvtepi32_ps(s);
+}
+
+/* The low (lo) and high (hi) nibbles of 32 bytes. */
+AI void split4(__m256i v, __m256i *lo, __m256i *hi) {
+    const __m256i m4 = _mm256_set1_epi8(15);
+    *lo = _mm256_and_si256(v, m4);
+    *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+}
+
+AI __m256 pair_dot4(const pair8 *x, __m256i v) {
+    __m256i lo, hi;
+    split4(v, &lo, &hi);
+    return pair_dot4_split(x, lo, hi);
 }
 
 /* Row of width 4, 4 groups per step in two accumulators; a last lone group in the low lane. */
@@ -171,5 +197,133 @@ void cq_avx2_i8dec_vbit_rows(const cmf_qmat *m, const pair8 *tok, float *y, uint
     for (; r < r1; r++) {
         v[0] = row_sum(m, tok, r, tabs);
         y[r - r0] = _mm256_cvtss_f32(cq_hsum8x8_avx2(v));
+    }
+}
+
+/* ---- several prepared tokens over the same rows (cmf_matvec_tok8_multi) ----
+ * Each step's weights are loaded and unpacked once for up to VB_MULTI tokens; each token then
+ * takes the one-token row's steps in its order (row4's two accumulators and tail, the wider
+ * rows' one), so every token gets the bits it gets alone. */
+#define VB_MULTI 4
+
+/* Row r of width 4 for tokens tok[0 .. nt). */
+AI void row4_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, uint64_t r, __m256 *out) {
+    const uint64_t G = m->groups;
+    const uint8_t *q = cq_vbit_row(m, r), *sc = m->scales + 2 * r * G;
+    __m256 acc0[VB_MULTI], acc1[VB_MULTI];
+    for (int k = 0; k < nt; k++)
+        acc0[k] = acc1[k] = _mm256_setzero_ps();
+    uint64_t g = 0;
+    for (; g + 4 <= G; g += 4) {
+        cq_prefetch_weights(q + 16 * g);
+        __m256i la, ha, lb, hb;
+        split4(_mm256_loadu_si256((const __m256i *)(q + 16 * g)), &la, &ha);
+        split4(_mm256_loadu_si256((const __m256i *)(q + 16 * g + 32)), &lb, &hb);
+        __m256 sa = scales2(scale_pair(sc + 2 * g)), sb = scales2(scale_pair(sc + 2 * g + 4));
+        for (int k = 0; k < nt; k++) {
+            const pair8 *x = tok[k] + g / 2;
+            acc0[k] = _mm256_fmadd_ps(pair_dot4_split(&x[0], la, ha),
+                                      _mm256_mul_ps(sa, _mm256_load_ps(x[0].dx)), acc0[k]);
+            acc1[k] = _mm256_fmadd_ps(pair_dot4_split(&x[1], lb, hb),
+                                      _mm256_mul_ps(sb, _mm256_load_ps(x[1].dx)), acc1[k]);
+        }
+    }
+    for (; g < G; g += 2) {
+        const bool two = g + 1 < G;
+        __m256i lo, hi;
+        split4(two ? _mm256_loadu_si256((const __m256i *)(q + 16 * g))
+                   : _mm256_zextsi128_si256(_mm_loadu_si128((const __m128i *)(q + 16 * g))),
+               &lo, &hi);
+        __m256 sv = scales2(two ? scale_pair(sc + 2 * g) : ld_u16(sc + 2 * g));
+        for (int k = 0; k < nt; k++) {
+            const pair8 *x = tok[k] + g / 2;
+            acc0[k] = _mm256_fmadd_ps(pair_dot4_split(x, lo, hi),
+                                      _mm256_mul_ps(sv, _mm256_load_ps(x->dx)), acc0[k]);
+        }
+    }
+    for (int k = 0; k < nt; k++)
+        out[k] = _mm256_add_ps(acc0[k], acc1[k]);
+}
+
+/* Row r of width 3, 5, 6 or 8 for tokens tok[0 .. nt). */
+AI void row_generic_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, uint64_t r,
+                          const vb_tab *t, __m256 *out) {
+    const uint64_t G = m->groups;
+    const unsigned gb = 4 * t->b;
+    const uint8_t *row = cq_vbit_row(m, r), *sc = m->scales + 2 * r * G, *end = m->data + m->nbytes;
+    uint8_t bounce[2][48];
+    for (int k = 0; k < nt; k++)
+        out[k] = _mm256_setzero_ps();
+    for (uint64_t g = 0; g < G; g += 2) {
+        const uint8_t *pa = row + gb * g;
+        cq_prefetch_weights(pa);
+        __m256i ea, oa, eb, ob;
+        group_codes(cq_vbit_group_src(pa, t->b, end, bounce[0]), t, &ea, &oa);
+        const bool two = g + 1 < G;
+        uint32_t h = ld_u16(sc + 2 * g);
+        if (two) {
+            group_codes(cq_vbit_group_src(pa + gb, t->b, end, bounce[1]), t, &eb, &ob);
+            h = scale_pair(sc + 2 * g);
+        }
+        __m256 sv = scales2(h);
+        for (int k = 0; k < nt; k++) {
+            const pair8 *x = tok[k] + g / 2;
+            __m256i a = codes_dot(ea, oa, x->xe, x->xo);
+            __m256i b = two ? codes_dot(eb, ob, x->xe + 16, x->xo + 16) : _mm256_setzero_si256();
+            out[k] = _mm256_fmadd_ps(pair_fold(x, a, b, t),
+                                     _mm256_mul_ps(sv, _mm256_load_ps(x->dx)), out[k]);
+        }
+    }
+}
+
+AI void row_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, uint64_t r,
+                  const vb_tab *tabs, __m256 *out) {
+    const unsigned b = cq_vbit_bits(m, r);
+    if (b == 4)
+        row4_multi(m, tok, nt, r, out);
+    else
+        row_generic_multi(m, tok, nt, r, &tabs[b], out);
+}
+
+/* Rows [r0, r1) for nt tokens as cq_avx2_i8dec_vbit_rows gives each. */
+AI void rows_multi_nt(const cmf_qmat *m, const pair8 *const *tok, int nt, float *const *y,
+                      uint64_t r0, uint64_t r1, const vb_tab *tabs) {
+    __m256 v[VB_MULTI][8], o[VB_MULTI];
+    uint64_t r = r0;
+    for (; r + 8 <= r1; r += 8) {
+        for (int k = 0; k < 8; k++) {
+            row_multi(m, tok, nt, r + (uint64_t)k, tabs, o);
+            for (int j = 0; j < nt; j++)
+                v[j][k] = o[j];
+        }
+        for (int j = 0; j < nt; j++)
+            _mm256_storeu_ps(y[j] + (r - r0), cq_hsum8x8_avx2(v[j]));
+    }
+    for (int j = 0; j < nt; j++)
+        for (int k = 1; k < 8; k++)
+            v[j][k] = _mm256_setzero_ps();
+    for (; r < r1; r++) {
+        row_multi(m, tok, nt, r, tabs, o);
+        for (int j = 0; j < nt; j++) {
+            v[j][0] = o[j];
+            y[j][r - r0] = _mm256_cvtss_f32(cq_hsum8x8_avx2(v[j]));
+        }
+    }
+}
+
+void cq_avx2_i8dec_vbit_rows_multi(const cmf_qmat *m, const pair8 *const *tok, size_t n,
+                                   float *const *y, uint64_t r0, uint64_t r1) {
+    vb_tab tabs_[9];
+    const vb_tab *tabs = vb_tabs(tabs_);
+    for (size_t j = 0; j < n; j += VB_MULTI) {
+        size_t nt = n - j < VB_MULTI ? n - j : VB_MULTI;
+        if (nt == 4)
+            rows_multi_nt(m, tok + j, 4, y + j, r0, r1, tabs);
+        else if (nt == 3)
+            rows_multi_nt(m, tok + j, 3, y + j, r0, r1, tabs);
+        else if (nt == 2)
+            rows_multi_nt(m, tok + j, 2, y + j, r0, r1, tabs);
+        else
+            cq_avx2_i8dec_vbit_rows(m, tok[j], y[j], r0, r1);
     }
 }

@@ -1,9 +1,9 @@
 /* test_matvec_multi.c - cmf_matvec_multi (the batched-decode product: several tokens' one-token
  * products over the same rows) gives each token exactly the bits cmf_matvec gives it alone, for
- * f32, f16 and bf16 (decoded once for all the tokens on the AVX-512 and AVX2 tiers), q8_row
- * (so on AVX2, token by token on AVX-512) and q4_tiled (token by token); row ranges with and without full 16-row blocks, columns
- * with and without a 16- or 32-column tail, 1 to 7 tokens (past the kernel's 4 at a time).
- * Run once per tier: the tier in effect picks the kernels on both sides. */
+ * f32, f16 and bf16 (decoded once for all the tokens on the AVX-512 and AVX2 tiers), q8_row (so
+ * on AVX2, token by token on AVX-512) and q4_tiled (token by token); row ranges with and without
+ * full 16-row blocks, columns with and without a 16- or 32-column tail, 1 to 7 tokens (past the
+ * kernels' 4 at a time). Run once per tier: the tier in effect picks the kernels on both sides. */
 #include <stdlib.h>
 #include <string.h>
 
