@@ -16,4 +16,22 @@ static inline __attribute__((always_inline)) __m256 cq_hsum8x8_avx2(const __m256
                          _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
+/* The sums of n <= 8 rows' vectors v[0 .. n) into y[0 .. n) as the AVX2 one-token kernels reduce
+ * them: 8 rows together, fewer one by one with the other lanes zero, so that a row gets the same
+ * bits whichever block a row range puts it in. */
+static inline __attribute__((always_inline)) void cq_rows_store_avx2(const __m256 *v, unsigned n,
+                                                                     float *y) {
+    if (n == 8) {
+        _mm256_storeu_ps(y, cq_hsum8x8_avx2(v));
+        return;
+    }
+    __m256 w[8];
+    for (int k = 1; k < 8; k++)
+        w[k] = _mm256_setzero_ps();
+    for (unsigned k = 0; k < n; k++) {
+        w[0] = v[k];
+        y[k] = _mm256_cvtss_f32(cq_hsum8x8_avx2(w));
+    }
+}
+
 #endif

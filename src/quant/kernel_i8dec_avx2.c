@@ -262,63 +262,44 @@ AI void row_sum_multi(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const 
         }
 }
 
-/* Rows [r0, r1) for nt tokens as rows_dt gives each: 8 rows reduced together, the rest one by
- * one (the other 7 lanes zero). */
-AI void rows_dt_multi_nt(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const *tok, int nt,
-                         float *const *y, uint64_t r0, uint64_t r1, float (*lad)[32]) {
+/* Rows b .. b + n - 1 (n <= 8) for nt tokens, y[j] at token j's row b; lad[k] is row b + k's
+ * q4tp ladder. */
+AI void block_multi_nt(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const *tok, int nt,
+                       float *const *y, uint64_t b, unsigned n, float (*lad)[32]) {
     __m256 v[MULTI][8], o[MULTI];
-    uint64_t r = r0;
-    for (; r + 8 <= r1; r += 8) {
-        for (int k = 0; k < 8; k++) {
-            row_sum_multi(m, dt, tok, nt, r + (uint64_t)k, lad[k], o);
-            for (int j = 0; j < nt; j++)
-                v[j][k] = o[j];
-        }
+    for (unsigned k = 0; k < n; k++) {
+        row_sum_multi(m, dt, tok, nt, b + k, lad[k], o);
         for (int j = 0; j < nt; j++)
-            _mm256_storeu_ps(y[j] + (r - r0), cq_hsum8x8_avx2(v[j]));
+            v[j][k] = o[j];
     }
     for (int j = 0; j < nt; j++)
-        for (int k = 1; k < 8; k++)
-            v[j][k] = _mm256_setzero_ps();
-    for (; r < r1; r++) {
-        row_sum_multi(m, dt, tok, nt, r, lad[r & 7], o);
-        for (int j = 0; j < nt; j++) {
-            v[j][0] = o[j];
-            y[j][r - r0] = _mm256_cvtss_f32(cq_hsum8x8_avx2(v[j]));
-        }
-    }
+        cq_rows_store_avx2(v[j], n, y[j]);
 }
 
-/* q4tp's ladders of rows [r0, r1) (at most 8) into lad[r & 7]. */
-static void ladders(const cmf_qmat *m, uint64_t r0, uint64_t r1, float (*lad)[32]) {
-    for (uint64_t r = r0; r < r1; r++)
-        cq_avx2_q4tp_ladder(m, r, lad[r & 7]);
-}
-
-/* n tokens over rows [r0, r1): 8 rows at a time (their ladders made once), the tokens in
- * groups of up to MULTI. */
+/* n tokens over rows [r0, r1): 8 rows at a time as rows_dt takes them (their ladders made
+ * once), the tokens in groups of up to MULTI. */
 AI void rows_dt_multi(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const *tok, size_t n,
                       float *const *y, uint64_t r0, uint64_t r1) {
     float lad[8][32];
     for (uint64_t b = r0; b < r1;) {
-        uint64_t e = b + 8 <= r1 ? b + 8 : r1;
-        if (r1 - b < 8) e = r1; /* the last rows one by one, as rows_dt takes them */
-        if (dt == CMF_DT_Q4TP) ladders(m, b, e, lad);
+        const unsigned rows = r1 - b < 8 ? (unsigned)(r1 - b) : 8;
+        for (unsigned k = 0; dt == CMF_DT_Q4TP && k < rows; k++)
+            cq_avx2_q4tp_ladder(m, b + k, lad[k]);
         float *yb[MULTI];
         for (size_t j = 0; j < n; j += MULTI) {
             size_t nt = n - j < MULTI ? n - j : MULTI;
             for (size_t k = 0; k < nt; k++)
                 yb[k] = y[j + k] + (b - r0);
             if (nt == 4)
-                rows_dt_multi_nt(m, dt, tok + j, 4, yb, b, e, lad);
+                block_multi_nt(m, dt, tok + j, 4, yb, b, rows, lad);
             else if (nt == 3)
-                rows_dt_multi_nt(m, dt, tok + j, 3, yb, b, e, lad);
+                block_multi_nt(m, dt, tok + j, 3, yb, b, rows, lad);
             else if (nt == 2)
-                rows_dt_multi_nt(m, dt, tok + j, 2, yb, b, e, lad);
+                block_multi_nt(m, dt, tok + j, 2, yb, b, rows, lad);
             else
-                rows_dt_multi_nt(m, dt, tok + j, 1, yb, b, e, lad);
+                block_multi_nt(m, dt, tok + j, 1, yb, b, rows, lad);
         }
-        b = e;
+        b += rows;
     }
 }
 

@@ -285,45 +285,41 @@ AI void row_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, uint64_t r
         row_generic_multi(m, tok, nt, r, &tabs[b], out);
 }
 
-/* Rows [r0, r1) for nt tokens as cq_avx2_i8dec_vbit_rows gives each. */
-AI void rows_multi_nt(const cmf_qmat *m, const pair8 *const *tok, int nt, float *const *y,
-                      uint64_t r0, uint64_t r1, const vb_tab *tabs) {
+/* Rows b .. b + n - 1 (n <= 8) for nt tokens, y[j] at token j's row b. */
+AI void block_multi_nt(const cmf_qmat *m, const pair8 *const *tok, int nt, float *const *y,
+                       uint64_t b, unsigned n, const vb_tab *tabs) {
     __m256 v[VB_MULTI][8], o[VB_MULTI];
-    uint64_t r = r0;
-    for (; r + 8 <= r1; r += 8) {
-        for (int k = 0; k < 8; k++) {
-            row_multi(m, tok, nt, r + (uint64_t)k, tabs, o);
-            for (int j = 0; j < nt; j++)
-                v[j][k] = o[j];
-        }
+    for (unsigned k = 0; k < n; k++) {
+        row_multi(m, tok, nt, b + k, tabs, o);
         for (int j = 0; j < nt; j++)
-            _mm256_storeu_ps(y[j] + (r - r0), cq_hsum8x8_avx2(v[j]));
+            v[j][k] = o[j];
     }
     for (int j = 0; j < nt; j++)
-        for (int k = 1; k < 8; k++)
-            v[j][k] = _mm256_setzero_ps();
-    for (; r < r1; r++) {
-        row_multi(m, tok, nt, r, tabs, o);
-        for (int j = 0; j < nt; j++) {
-            v[j][0] = o[j];
-            y[j][r - r0] = _mm256_cvtss_f32(cq_hsum8x8_avx2(v[j]));
-        }
-    }
+        cq_rows_store_avx2(v[j], n, y[j]);
 }
 
+/* n tokens over rows [r0, r1) as cq_avx2_i8dec_vbit_rows gives each: 8 rows at a time, the
+ * tokens in groups of up to VB_MULTI. */
 void cq_avx2_i8dec_vbit_rows_multi(const cmf_qmat *m, const pair8 *const *tok, size_t n,
                                    float *const *y, uint64_t r0, uint64_t r1) {
     vb_tab tabs_[9];
     const vb_tab *tabs = vb_tabs(tabs_);
-    for (size_t j = 0; j < n; j += VB_MULTI) {
-        size_t nt = n - j < VB_MULTI ? n - j : VB_MULTI;
-        if (nt == 4)
-            rows_multi_nt(m, tok + j, 4, y + j, r0, r1, tabs);
-        else if (nt == 3)
-            rows_multi_nt(m, tok + j, 3, y + j, r0, r1, tabs);
-        else if (nt == 2)
-            rows_multi_nt(m, tok + j, 2, y + j, r0, r1, tabs);
-        else
-            cq_avx2_i8dec_vbit_rows(m, tok[j], y[j], r0, r1);
+    for (uint64_t b = r0; b < r1;) {
+        const unsigned rows = r1 - b < 8 ? (unsigned)(r1 - b) : 8;
+        float *yb[VB_MULTI];
+        for (size_t j = 0; j < n; j += VB_MULTI) {
+            size_t nt = n - j < VB_MULTI ? n - j : VB_MULTI;
+            for (size_t k = 0; k < nt; k++)
+                yb[k] = y[j + k] + (b - r0);
+            if (nt == 4)
+                block_multi_nt(m, tok + j, 4, yb, b, rows, tabs);
+            else if (nt == 3)
+                block_multi_nt(m, tok + j, 3, yb, b, rows, tabs);
+            else if (nt == 2)
+                block_multi_nt(m, tok + j, 2, yb, b, rows, tabs);
+            else
+                block_multi_nt(m, tok + j, 1, yb, b, rows, tabs);
+        }
+        b += rows;
     }
 }

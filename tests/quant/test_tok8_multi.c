@@ -37,8 +37,10 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
         cmf_tok8_prepare(toks + t * tb, x, cols, layout);
         tp[t] = toks + t * tb;
     }
-    /* whole, from a later 16-row block, a partial range from a block start, a lone row */
-    uint64_t ranges[][2] = {{0, rows}, {16, rows}, {0, rows > 21 ? 21 : rows}, {rows - 1, rows}};
+    /* whole, from a later 16-row block, a partial range from a block start, a lone row, and
+     * from a row off any block (the kernels' 8-row steps then start there) */
+    uint64_t ranges[][2] = {
+        {0, rows}, {16, rows}, {0, rows > 21 ? 21 : rows}, {rows - 1, rows}, {3, rows}};
     for (size_t q = 0; q < sizeof ranges / sizeof *ranges; q++) {
         uint64_t r0 = ranges[q][0], r1 = ranges[q][1];
         if (r0 >= r1) continue;
