@@ -84,7 +84,7 @@ bool cq_dtype_int8_act(cmf_dtype dt, size_t n_tokens) {
     case CQ_INT8_BATCH:
         return n_tokens > 1;
     case CQ_INT8_TOK8:
-        return n_tokens > 1 || cq_vnni_tier();
+        return n_tokens > 1 || cq_vnni_tier() || cq_cpu_isa() == CQ_ISA_AVX2;
     default:
         return false;
     }

@@ -18,10 +18,10 @@ typedef enum cq_int8_policy {
     CQ_INT8_NEVER = 0,
     CQ_INT8_BATCH,  /* from 2 tokens: one token streams faster in f32 */
     CQ_INT8_ALWAYS, /* one token and batches */
-    /* batches, and one token where the prepared-token path runs (AVX-512 VNNI in effect:
-     * cmf_tok8_*), so that a decode step of several sessions shares each weight load
-     * (cmf_matvec_tok8_multi) with the arithmetic each session gets alone; elsewhere one
-     * token streams faster in f32 */
+    /* batches, and one token where the prepared-token path runs (AVX-512 VNNI or the AVX2
+     * tier in effect: cmf_tok8_*), so that a decode step of several sessions shares each
+     * weight load (cmf_matvec_tok8_multi) with the arithmetic each session gets alone;
+     * elsewhere one token streams faster in f32 */
     CQ_INT8_TOK8,
 
 } cq_int8_policy;

@@ -87,8 +87,9 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
 /* The prepared-token path is the one-token int8 kernels of the tier in effect (CORTIQ_CPU may
  * lower it). AVX-512: its VNNI test (try_i8 in kernel_avx512.c); a prepared token holds q8_row's
  * layout (kernel_i8_avx512.c) and, where the CPU has VBMI and GFNI, the 4-bit class's and
- * vbit's after it (kernel_i8dec_avx512.c). AVX2: the 4-bit class's pair layout, which vbit
- * reads too (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2.c). */
+ * vbit's after it (kernel_i8dec_avx512.c). AVX2: q8_row's natural-order layout
+ * (kernel_q8dec_avx2.c), then the 4-bit class's pair layout, which vbit reads too
+ * (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2.c). */
 static bool tok8_tier(void) {
     return cq_vnni_tier();
 }
@@ -98,14 +99,17 @@ static bool tok8_avx2(void) {
 }
 
 size_t cmf_tok8_bytes(uint64_t cols) {
-    if (tok8_avx2()) return cq_avx2_i8dec_tok_bytes(cols);
+    if (tok8_avx2()) return cq_avx2_q8dec_tok_bytes(cols) + cq_avx2_i8dec_tok_bytes(cols);
     return tok8_tier() && cols % 32 == 0
                ? cq_avx512_q8_tok_bytes(cols) + cq_avx512_i8dec_tok_bytes(cols)
                : 0;
 }
 
 int cmf_tok8_supports(const cmf_qmat *m) {
-    if (tok8_avx2()) return cq_avx2_i8dec_supports(m) ? CMF_TOK8_I8DEC : 0;
+    if (tok8_avx2())
+        return cq_avx2_q8dec_supports(m)   ? CMF_TOK8_Q8
+               : cq_avx2_i8dec_supports(m) ? CMF_TOK8_I8DEC
+                                           : 0;
     if (!tok8_tier() || m->cols % 32) return 0;
     return m->dtype == CMF_DT_Q8_ROW     ? CMF_TOK8_Q8
            : cq_avx512_i8dec_supports(m) ? CMF_TOK8_I8DEC
@@ -114,7 +118,9 @@ int cmf_tok8_supports(const cmf_qmat *m) {
 
 void cmf_tok8_prepare(void *buf, const float *x, uint64_t cols, int layouts) {
     if (tok8_avx2()) {
-        if (layouts & CMF_TOK8_I8DEC) cq_avx2_i8dec_tok_prepare(buf, x, cols);
+        if (layouts & CMF_TOK8_Q8) cq_avx2_q8dec_tok_prepare(buf, x, cols);
+        if (layouts & CMF_TOK8_I8DEC)
+            cq_avx2_i8dec_tok_prepare((uint8_t *)buf + cq_avx2_q8dec_tok_bytes(cols), x, cols);
         return;
     }
     if (layouts & CMF_TOK8_Q8) cq_avx512_q8_tok_prepare(buf, x, cols);
@@ -125,9 +131,13 @@ void cmf_tok8_prepare(void *buf, const float *x, uint64_t cols, int layouts) {
 void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_begin,
                      uint64_t row_end) {
     if (row_begin >= row_end) return;
-    if (tok8_avx2())
-        cq_avx2_i8dec_tok_matvec(m, tok, y, row_begin, row_end);
-    else if (m->dtype == CMF_DT_Q8_ROW)
+    if (tok8_avx2()) {
+        if (m->dtype == CMF_DT_Q8_ROW)
+            cq_avx2_q8dec_tok_matvec(m, tok, y, row_begin, row_end);
+        else
+            cq_avx2_i8dec_tok_matvec(m, (const uint8_t *)tok + cq_avx2_q8dec_tok_bytes(m->cols), y,
+                                     row_begin, row_end);
+    } else if (m->dtype == CMF_DT_Q8_ROW)
         cq_avx512_q8_tok_matvec(m, tok, y, row_begin, row_end);
     else
         cq_avx512_i8dec_tok_matvec(m, (const uint8_t *)tok + cq_avx512_q8_tok_bytes(m->cols), y,
@@ -137,19 +147,18 @@ void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_
 void cmf_matvec_tok8_multi(const cmf_qmat *m, const void *const *tok, size_t n, float *const *y,
                            uint64_t row_begin, uint64_t row_end) {
     if (n == 0 || row_begin >= row_end) return;
-    if (tok8_avx2()) {
-        cq_avx2_i8dec_tok_matvec_multi(m, tok, n, y, row_begin, row_end);
-        return;
-    }
+    const bool avx2 = tok8_avx2();
     if (m->dtype == CMF_DT_Q8_ROW) {
-        cq_avx512_q8_tok_matvec_multi(m, tok, n, y, row_begin, row_end);
+        (avx2 ? cq_avx2_q8dec_tok_matvec_multi : cq_avx512_q8_tok_matvec_multi)(m, tok, n, y,
+                                                                                row_begin, row_end);
         return;
     }
-    const size_t off = cq_avx512_q8_tok_bytes(m->cols);
+    const size_t off = avx2 ? cq_avx2_q8dec_tok_bytes(m->cols) : cq_avx512_q8_tok_bytes(m->cols);
     const void *at[CMF_TOK8_MULTI_MAX];
     for (size_t t = 0; t < n; t++)
         at[t] = (const uint8_t *)tok[t] + off;
-    cq_avx512_i8dec_tok_matvec_multi(m, at, n, y, row_begin, row_end);
+    (avx2 ? cq_avx2_i8dec_tok_matvec_multi : cq_avx512_i8dec_tok_matvec_multi)(m, at, n, y,
+                                                                               row_begin, row_end);
 }
 
 void cmf_matvec_multi(const cmf_qmat *m, const float *const *x, size_t n, float *const *y,

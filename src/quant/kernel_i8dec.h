@@ -52,4 +52,15 @@ void cq_avx2_i8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint
 void cq_avx2_i8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
                                     float *const *y, uint64_t r0, uint64_t r1);
 
+/* The AVX2 tier's q8_row kernels (kernel_q8dec_avx2.c), the same contract with a token of their
+ * own (the groups in natural order): cq_avx2_q8dec_tok_bytes(cols) bytes, 32-byte aligned. */
+bool cq_avx2_q8dec_supports(const cmf_qmat *m);
+bool cq_avx2_q8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t r0, uint64_t r1);
+size_t cq_avx2_q8dec_tok_bytes(uint64_t cols);
+void cq_avx2_q8dec_tok_prepare(void *buf, const float *x, uint64_t cols);
+void cq_avx2_q8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
+                              uint64_t r1);
+void cq_avx2_q8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
+                                    float *const *y, uint64_t r0, uint64_t r1);
+
 #endif

@@ -36,8 +36,8 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
  * cmf_tok8_bytes(cols): bytes of a prepared token, or 0 when this CPU (as CORTIQ_CPU leaves
  * it) has no such path: use cmf_matmul_ex then. cmf_tok8_supports(m): 0 when m does not take
  * the path, else the layout it reads (AVX-512 tier: q8_row: CMF_TOK8_Q8; with VBMI and GFNI the
- * 4-bit class and vbit / vbit_ro: CMF_TOK8_I8DEC; AVX2 tier: the 4-bit class: CMF_TOK8_I8DEC;
- * cols % 32 == 0). cmf_tok8_prepare: x (cols floats) into
+ * 4-bit class and vbit / vbit_ro: CMF_TOK8_I8DEC; AVX2 tier: q8_row: CMF_TOK8_Q8, the 4-bit
+ * class and vbit / vbit_ro: CMF_TOK8_I8DEC; cols % 32 == 0). cmf_tok8_prepare: x (cols floats) into
  * buf (cmf_tok8_bytes(cols) bytes, 64-byte aligned) in the layouts OR-ed in `layouts`.
  * cmf_matvec_tok8: y[r - row_begin] for r in [row_begin, row_end) of a supported m with
  * m->cols == cols whose layout was prepared; bit-identical to

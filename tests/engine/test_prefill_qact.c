@@ -59,7 +59,9 @@ static void run(const char *fam, const char *quant) {
         printf("%-12s %-4s int8 decode: logits max rel diff %.3g\n", fam, quant, rel1);
         CHECK_MSG(rel1 <= 3e-2 && rel3 <= 3e-2, "%s %s: int8 decode differs by %.3g / %.3g", fam,
                   quant, rel1, rel3);
-        if (cq_cpu_isa() >= CQ_ISA_AVX2 && !strcmp(quant, "q8") && !cmf_qact_fast()) {
+        if (cq_cpu_isa() > CQ_ISA_AVX2 && !strcmp(quant, "q8") && !cmf_qact_fast()) {
+            /* AVX-512 without VNNI: q8_row's one token streams in f32 (the AVX2 tier and VNNI
+             * take their prepared-token kernels) */
             CHECK_MSG(rel1 == 0, "%s q8: one-token products took int8 (%.3g off)", fam, rel1);
             CHECK_MSG(rel3 > 0, "%s q8: int8 small batches did not run", fam);
         } else if (cq_cpu_isa() == CQ_ISA_AVX2 ||

@@ -1,5 +1,6 @@
 /* test_kernel_i8dec_avx2.c - the AVX2 tier's one-token int8-activation kernels for the 4-bit
- * class and vbit (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2.c) against a double-precision
+ * class, vbit and q8_row (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2.c, kernel_q8dec_avx2.c)
+ * against a double-precision
  * reference that quantizes the activations the same way (dx = absmax/127 per 32-group, round to
  * nearest even). With the activation rounding taken out of the comparison, the kernels must match
  * within float summation error, so a wrong offset, scale, lane or nibble order shows even where the
@@ -20,8 +21,8 @@
 
 /* vbit rows get random widths (3, 4, 5, 6, 8) with random codes, so 0 and 2^b - 1 occur and
  * the last groups of a payload take the zero-padded copy */
-static const cmf_dtype k_dts[] = {CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP, CMF_DT_VBIT,
-                                  CMF_DT_VBIT_RO};
+static const cmf_dtype k_dts[] = {CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP,
+                                  CMF_DT_VBIT,     CMF_DT_VBIT_RO,  CMF_DT_Q8_ROW};
 /* group counts: tails of 1-3 groups after 0, 1 or more steps of 4, codes words of q4tp (8
  * groups) cut at every phase, the widths of real models (576, 896, 4864 columns) */
 static const uint64_t k_groups[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 15, 17, 18, 28, 39, 152};
@@ -38,7 +39,8 @@ static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
     double *xd = malloc(cols * sizeof *xd);
     i8ref_token(rng, cols, x, xd);
     int bad = 0;
-    CHECK(cq_avx2_i8dec_matvec(&m, x, y, 0, rows));
+    const bool q8 = dt == CMF_DT_Q8_ROW;
+    CHECK(q8 ? cq_avx2_q8dec_matvec(&m, x, y, 0, rows) : cq_avx2_i8dec_matvec(&m, x, y, 0, rows));
     i8ref_check_rows(&m, y, xd, &bad);
     /* the dispatcher takes this kernel for one token on the AVX2 tier */
     cmf_matmul_ex(&m, x, 1, cols, y2, rows, 0, rows, CMF_KF_INT8_ACT);
@@ -48,11 +50,12 @@ static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
                     cmf_dtype_name(dt), y2[r], y[r]);
     /* the prepared token: prepared once, run over chunks of 1, 3, 8 and 13 rows (rows reduced
      * 8 together or one by one give the same bits) */
-    CHECK(cmf_tok8_supports(&m) == CMF_TOK8_I8DEC);
+    const int layout = q8 ? CMF_TOK8_Q8 : CMF_TOK8_I8DEC;
+    CHECK(cmf_tok8_supports(&m) == layout);
     size_t tb = cmf_tok8_bytes(cols);
-    CHECK(tb == cq_avx2_i8dec_tok_bytes(cols) && tb > 0);
+    CHECK(tb == cq_avx2_q8dec_tok_bytes(cols) + cq_avx2_i8dec_tok_bytes(cols) && tb > 0);
     void *tok = aligned_alloc(64, (tb + 63) / 64 * 64);
-    cmf_tok8_prepare(tok, x, cols, CMF_TOK8_I8DEC);
+    cmf_tok8_prepare(tok, x, cols, layout);
     static const uint64_t chunks[] = {1, 3, 8, 13};
     for (size_t c = 0; c < sizeof chunks / sizeof chunks[0]; c++) {
         for (uint64_t r0 = 0; r0 < rows; r0 += chunks[c])
@@ -76,7 +79,7 @@ static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
 /* Other dtypes and widths are refused, writing nothing. */
 static void test_refused(void) {
     kg_rng rng = {5};
-    static const cmf_dtype other[] = {CMF_DT_F32, CMF_DT_Q8_ROW, CMF_DT_Q1T};
+    static const cmf_dtype other[] = {CMF_DT_F32, CMF_DT_Q8_2F, CMF_DT_Q1T};
     volatile uint64_t two = 2; /* not constant: GCC's overflow check misreads kg_payload */
     for (size_t d = 0; d < sizeof other / sizeof other[0]; d++) {
         kg_opts o = {0, 0};
@@ -86,12 +89,24 @@ static void test_refused(void) {
         CHECK(cmf_qmat_init(&m, other[d], 2, 64, p, nb, "t", NULL) == CMF_OK);
         float x[64] = {1}, y[2] = {7, 7};
         CHECK(!cq_avx2_i8dec_matvec(&m, x, y, 0, 2));
+        CHECK(!cq_avx2_q8dec_matvec(&m, x, y, 0, 2));
         CHECK(y[0] == 7 && y[1] == 7);
         CHECK(cmf_tok8_supports(&m) == 0);
         cmf_qmat_free(&m);
         free(p);
     }
-    CHECK(cq_avx2_i8dec_tok_bytes(48) == 0 && cmf_tok8_bytes(48) == 0);
+    CHECK(cq_avx2_i8dec_tok_bytes(48) == 0 && cq_avx2_q8dec_tok_bytes(48) == 0 &&
+          cmf_tok8_bytes(48) == 0);
+    /* q8_row's 4-bit partner refuses it, and the other way round */
+    kg_opts o = {0, 0};
+    uint64_t nb;
+    uint8_t *p = kg_payload(CMF_DT_Q8_ROW, two, 64, &rng, &o, &nb);
+    cmf_qmat m;
+    CHECK(cmf_qmat_init(&m, CMF_DT_Q8_ROW, 2, 64, p, nb, "t", NULL) == CMF_OK);
+    float x[64] = {1}, y[2] = {7, 7};
+    CHECK(!cq_avx2_i8dec_matvec(&m, x, y, 0, 2) && y[0] == 7);
+    cmf_qmat_free(&m);
+    free(p);
 }
 
 int main(int argc, char **argv) {
