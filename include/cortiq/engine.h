@@ -178,11 +178,20 @@ CORTIQ_API uint32_t cortiq_session_ctx(const cortiq_session *s);
  * cortiq_session_logits() holds the logits of the last token. If all_logits is non-NULL it
  * receives n x vocab logits (one row per token; used by perplexity). Fails CMF_E_LIMIT when
  * the context would overflow, CMF_E_INVALID_ARG for a token id outside the vocabulary. */
-/* cortiq_session_eval runs its tokens in chunks of this many, counted from the call's first
- * token, and a token's logits depend on the size class of its chunk (fewer than 4 tokens take
- * the one-token kernels, whose rounding differs from the batched ones). A caller that reuses a
- * cached prefix and wants the result a fresh evaluation gives starts at a multiple of it. */
+/* cortiq_session_eval runs its tokens in chunks of at most this many, counted from the call's
+ * first token, and a token's logits can depend on the size of its chunk (fewer than 4 tokens
+ * take the one-token kernels, whose rounding differs from the batched ones). A caller that
+ * reuses a cached prefix and wants the result a fresh evaluation gives starts at a multiple of
+ * it, or see cortiq_model_exact_chunk. */
 #define CORTIQ_EVAL_CHUNK 128
+/* The chunk size from which a token's results (logits, KV cache) do not depend on how its
+ * prompt was cut into chunks, as the model is loaded on the CPU tier in effect (for instance 6
+ * for integer-coded weights on AVX2, 10 for f16 there); 0 when no size gives that (mixtures of
+ * experts, Gated DeltaNet layers, dtypes without such a GEMM). cortiq_session_eval then cuts
+ * n >= that many tokens into chunks of at least that many (the last two share the rest rather
+ * than leave a shorter one), so a caller that cached a prefix evaluated that way may evaluate
+ * the rest, if it is at least that long, and get exactly a fresh evaluation's result. */
+CORTIQ_API uint32_t cortiq_model_exact_chunk(const cortiq_model *m);
 CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_session_eval(cortiq_session *s, const int32_t *tokens,
                                                            size_t n, float *all_logits,
                                                            cmf_err *err);

@@ -470,8 +470,9 @@ static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t 
      * to return (the start and the last token of a prompt; gdn.h) */
     bool ckpt = s->gdn.floats && n > 1;
     if (ckpt) cq_gdn_checkpoint(&s->gdn, s->pos);
+    const uint32_t exact = each ? 0 : cortiq_model_exact_chunk(m);
     for (size_t done = 0; done < n;) {
-        size_t b = n - done < CQ_BATCH ? n - done : CQ_BATCH;
+        size_t b = cq_eval_chunk(n - done, exact);
         /* a recurrent state steps token by token; experts past one group batch by expert */
         if (each && (s->gdn.floats || moe_past_group(m))) b = 1;
         if (ckpt && done + b == n && b > 1) b--; /* the last token alone, after a checkpoint */
@@ -524,8 +525,9 @@ cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, 
                            m->n_layers);
     cmf_status st = check_tokens(s, tokens, n, err);
     if (st != CMF_OK) return st;
+    const uint32_t exact = cortiq_model_exact_chunk(m); /* chunked as cortiq_session_eval */
     for (size_t done = 0; done < n;) {
-        size_t b = n - done < CQ_BATCH ? n - done : CQ_BATCH;
+        size_t b = cq_eval_chunk(n - done, exact);
         embed(s, tokens + done, b);
         for (uint32_t l = 0; l <= last; l++)
             layer_forward(s, l, b, s->pos, NULL, false);

@@ -18,6 +18,11 @@
 #define CQ_BATCH CORTIQ_EVAL_CHUNK /* tokens per prefill chunk (cortiq/engine.h) */
 #endif
 
+/* The size of the next chunk of a prefill with `rest` tokens to go: CQ_BATCH, or the whole
+ * rest when it fits, except that a last chunk would be shorter than `exact` (the model's
+ * cortiq_model_exact_chunk; 0: no such rule), when the last two share the rest (eval_chunks.c). */
+size_t cq_eval_chunk(size_t rest, uint32_t exact);
+
 struct cortiq_session {
     cortiq_model *m;
     uint32_t ctx, pos;

@@ -51,6 +51,16 @@ static cq_mm_fn pick(cmf_dtype dt) {
  * every weight per call costs more than the tile products save: docs/KERNELS.md). */
 #define CQ_AMX_GEMM_MIN 32
 
+size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact) {
+    if (qact && cmf_qact_supports(m)) return cmf_qact_min_tokens();
+    const cq_dtype_ops *o = cq_dtype_ops_get(m->dtype);
+    const cq_isa gemm = o ? cq_isa_pick(o->gemm_tiers) : CQ_ISA_SCALAR;
+    return gemm >= CQ_ISA_AMX      ? CQ_AMX_GEMM_MIN
+           : gemm >= CQ_ISA_AVX512 ? CQ_FLOAT_GEMM_MIN
+           : gemm == CQ_ISA_AVX2   ? CQ_FLOAT_GEMM_MIN_AVX2
+                                   : 0;
+}
+
 void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
                    uint64_t row_begin, uint64_t row_end, unsigned flags) {
     if (n == 0 || row_begin >= row_end) return;

@@ -17,7 +17,7 @@ static int embed_one(srv_ctx *c, srv_slot *sl, const int32_t *ids, size_t n, flo
     uint32_t dim = cortiq_model_hidden(c->model);
     memset(v, 0, dim * sizeof *v);
     cortiq_session_reset(sl->sess);
-    __atomic_store_n(&sl->n_hist, 0, __ATOMIC_RELAXED);
+    srv_slot_keep(sl, 0);
     srv_turn_take(&c->slots);
     cmf_status st = cortiq_session_eval_pooled(sl->sess, ids, n, v, &err);
     srv_turn_give(&c->slots);
@@ -27,6 +27,8 @@ static int embed_one(srv_ctx *c, srv_slot *sl, const int32_t *ids, size_t n, flo
         return -1;
     }
     memcpy(sl->hist, ids, n * sizeof *ids);
+    uint32_t exact = srv_slot_exact_chunk(sl); /* one evaluation from position 0 */
+    sl->n_exact = !exact || n >= exact ? n : 0;
     __atomic_store_n(&sl->n_hist, n, __ATOMIC_RELAXED);
     double norm = 0;
     for (uint32_t i = 0; i < dim; i++) {

@@ -82,25 +82,35 @@ void srv_gen_free(srv_gen *g) {
     memset(g, 0, sizeof *g);
 }
 
-/* Reuse the slot's cached prefix; evaluate the rest (at least the last token, for its logits). */
+/* Reuse the slot's cached prefix; evaluate the rest (at least the last token, for its logits)
+ * so that the answer is the one a fresh slot gives: a cached token counts only if a prompt
+ * evaluation put it there (hist[0 .. n_exact)), and the rest is cut as a fresh prompt would
+ * be. With the model's exact chunk size (cortiq_model_exact_chunk) any prefix qualifies as long
+ * as the rest, and every piece of it, is at least that long; without one, whole engine chunks
+ * from the start only (a token's result then depends on its chunk's size class). */
 static int prefill(srv_gen *g, char *why, size_t why_len) {
     srv_slot *sl = g->slot;
+    const size_t n = g->n_prompt;
     size_t k = 0;
-    while (k < sl->n_hist && k < g->n_prompt && sl->hist[k] == g->prompt[k])
+    while (k < sl->n_exact && k < n && sl->hist[k] == g->prompt[k])
         k++;
-    /* whole engine chunks only: the rest is evaluated in the same chunks as a fresh prompt (a
-     * token's result depends on its chunk's size class, cortiq/engine.h), so a cached prefix
-     * never changes an answer; at least one chunk is evaluated, for the logits */
-    k = k / CORTIQ_EVAL_CHUNK * CORTIQ_EVAL_CHUNK;
-    if (k == g->n_prompt) k -= CORTIQ_EVAL_CHUNK;
+    const uint32_t exact = srv_slot_exact_chunk(sl);
+    if (exact) {
+        if (n - k < exact) k = n > exact ? n - exact : 0;
+    } else {
+        k = k / CORTIQ_EVAL_CHUNK * CORTIQ_EVAL_CHUNK;
+        if (k == n) k -= CORTIQ_EVAL_CHUNK;
+    }
     cortiq_session_truncate(sl->sess, (uint32_t)k);
     k = cortiq_session_pos(sl->sess); /* a recurrent (hybrid) model may return further back */
-    __atomic_store_n(&sl->n_hist, k, __ATOMIC_RELAXED);
+    srv_slot_keep(sl, k);
     g->cached = k;
-    while (k < g->n_prompt) {
-        size_t n = g->n_prompt - k < PREFILL_CHUNK ? g->n_prompt - k : PREFILL_CHUNK;
-        if (srv_slot_eval(&g->c->slots, sl, g->prompt + k, n, why, why_len)) return -1;
-        k += n;
+    while (k < n) {
+        size_t len = n - k < PREFILL_CHUNK ? n - k : PREFILL_CHUNK;
+        /* no last piece shorter than the exact size: this one leaves it that many */
+        if (exact && n - k > PREFILL_CHUNK && n - k - PREFILL_CHUNK < exact) len -= exact;
+        if (srv_slot_eval(&g->c->slots, sl, g->prompt + k, len, why, why_len)) return -1;
+        k += len;
     }
     return 0;
 }

@@ -122,7 +122,7 @@ int srv_slot_bind(srv_slots *s, srv_slot *slot, cortiq_model *model, char *why, 
     cortiq_session *old = slot->sess;
     slot->sess = ns;
     slot->model = model;
-    __atomic_store_n(&slot->n_hist, 0, __ATOMIC_RELAXED);
+    srv_slot_keep(slot, 0);
     if (old == s->first) s->first_parked = true;
     pthread_mutex_unlock(&s->mu);
     if (old != s->first) cortiq_session_free(old);
@@ -144,7 +144,7 @@ void srv_slots_unbind(srv_slots *s, const cortiq_model *model) {
             drop[n++] = sl->sess;
         sl->sess = NULL;
         sl->model = NULL;
-        __atomic_store_n(&sl->n_hist, 0, __ATOMIC_RELAXED);
+        srv_slot_keep(sl, 0);
     }
     pthread_mutex_unlock(&s->mu);
     for (unsigned i = 0; i < n; i++)
@@ -155,7 +155,7 @@ int srv_slot_use_task(srv_slots *s, srv_slot *slot, const char *task, char *why,
     if (same_task(cortiq_session_task(slot->sess), task)) return 0;
     srv_turn_take(s); /* a task's first selection builds its gathered matrices */
     cortiq_session_reset(slot->sess);
-    __atomic_store_n(&slot->n_hist, 0, __ATOMIC_RELAXED);
+    srv_slot_keep(slot, 0);
     cmf_err err;
     cmf_status st = cortiq_session_set_task(slot->sess, task, &err);
     srv_turn_give(s);
@@ -260,9 +260,13 @@ int srv_slot_eval(srv_slots *s, srv_slot *slot, const int32_t *tokens, size_t n,
         snprintf(why, why_len, "%s", err.msg);
         /* the session may hold part of the chunk: forget it all */
         cortiq_session_reset(slot->sess);
-        slot->n_hist = 0;
+        srv_slot_keep(slot, 0);
         return -1;
     }
+    /* a chunk of at least the exact size (or, without one, any prefill: it starts on a whole
+     * chunk) repeats what a fresh evaluation gives */
+    uint32_t exact = srv_slot_exact_chunk(slot);
+    if (slot->n_exact == slot->n_hist && (!exact || n >= exact)) slot->n_exact += n;
     memcpy(slot->hist + slot->n_hist, tokens, n * sizeof *tokens);
     __atomic_store_n(&slot->n_hist, slot->n_hist + n, __ATOMIC_RELAXED); /* read by /metrics */
     return 0;
@@ -337,7 +341,7 @@ static void run_batch(srv_slots *s, srv_decode **d, unsigned n) {
         srv_slot *sl = d[i]->slot;
         if (d[i]->rc) {
             cortiq_session_reset(sl->sess);
-            __atomic_store_n(&sl->n_hist, 0, __ATOMIC_RELAXED);
+            srv_slot_keep(sl, 0);
         } else {
             sl->hist[sl->n_hist] = tok[i];
             __atomic_store_n(&sl->n_hist, sl->n_hist + 1, __ATOMIC_RELAXED);

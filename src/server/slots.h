@@ -21,9 +21,25 @@ typedef struct srv_slot {
     cortiq_model *model;  /* the instance sess belongs to */
     int32_t *hist;        /* tokens the session holds, in order (the prompt-prefix cache) */
     size_t n_hist;
+    /* hist[0 .. n_exact) came from prompt evaluations whose cache a fresh evaluation of the same
+     * tokens repeats bit for bit (srv_slot_exact_chunk); decoded tokens never count */
+    size_t n_exact;
     bool busy;
     unsigned index;
 } srv_slot;
+
+/* The slot holds only hist[0 .. n) (n <= n_hist): a reset or a truncation. */
+static inline void srv_slot_keep(srv_slot *sl, size_t n) {
+    if (sl->n_exact > n) sl->n_exact = n;
+    __atomic_store_n(&sl->n_hist, n, __ATOMIC_RELAXED); /* read by /metrics */
+}
+
+/* The chunk size from which the slot's prompt evaluations give every token the bits of a fresh
+ * one however the prompt is cut (cortiq_model_exact_chunk; 0 with a task mask, whose gathered
+ * matrices may take other kernels: then only whole CORTIQ_EVAL_CHUNK chunks from the start). */
+static inline uint32_t srv_slot_exact_chunk(const srv_slot *sl) {
+    return cortiq_session_task(sl->sess) ? 0 : cortiq_model_exact_chunk(sl->model);
+}
 
 typedef struct srv_slots {
     pthread_mutex_t mu;

@@ -129,10 +129,31 @@ check grep -q '^cortiq_kv_positions_capacity 512' "$serve_tmp/metrics"
 # the same conversation again finds its prefix in a slot's cache
 check grep -q '^cortiq_prompt_tokens_cached_total [1-9]' "$serve_tmp/metrics"
 
+# a second turn reuses the first turn's prompt from the slot's cache (not its decoded answer,
+# and not only whole 128-token chunks: past the model's exact chunk size any prefix counts)
+t1='{"messages":[{"role":"user","content":"Tell me a story about a cat"}],"max_tokens":6,"temperature":0}'
+post /v1/chat/completions "$t1" >/dev/null
+p1=$(json 'd["usage"]["prompt_tokens"]')
+a1=$(json 'd["choices"][0]["message"]["content"]')
+t2=$(python3 -S -c 'import json,sys; print(json.dumps({"messages":[{"role":"user","content":"Tell me a story about a cat"},{"role":"assistant","content":sys.argv[1]},{"role":"user","content":"and then?"}],"max_tokens":8,"temperature":0}))' "$a1")
+cached() { curl -s "$base/metrics" | awk '/^cortiq_prompt_tokens_cached_total/ {print $2}'; }
+c0=$(cached)
+post /v1/chat/completions "$t2" >/dev/null
+turn2=$(json 'd["choices"][0]["message"]["content"]')
+c1=$(cached)
+check [ "$(json 'd["usage"]["prompt_tokens"]')" -lt 128 ]
+check [ $((c1 - c0)) -gt 0 ]
+check [ $((c1 - c0)) -le "$p1" ]
+
 # embeddings: unit length, one per input
 post /v1/embeddings '{"input":["hello world","other text"]}' >/dev/null
 check jcheck 'len(d["data"]) == 2 and abs(sum(x*x for x in d["data"][0]["embedding"]) - 1) < 1e-3'
 
+check serve_stop
+# the second turn on a fresh server (nothing cached) answers the same
+serve_start "$m" --ctx 256 --parallel 2 || exit 1
+post /v1/chat/completions "$t2" >/dev/null
+check [ "$(json 'd["choices"][0]["message"]["content"]')" == "$turn2" ]
 check serve_stop
 # the tiny model with Qwen2.5's template (which has a tools branch), behind --api-key and --cors
 cp -r "$CORTIQ_SOURCE_DIR/tests/fixtures/tiny/qwen3" "$serve_tmp/tq"
