@@ -17,7 +17,15 @@ echo "Write a very long story about a dragon who learns to fly, with many chapte
 for _ in $(seq 240); do [ -s "$tmp/out" ] && break; sleep 0.25; done
 sleep 0.5; kill -INT $pid
 sleep 1; echo "Say hi" >&3        # the session goes on
-for _ in $(seq 60); do [ "$(grep -c '^\[prompt' "$tmp/err")" -ge 2 ] && break; sleep 0.5; done
+answered() { [ "$(grep -c '^\[prompt' "$tmp/err")" -ge 2 ]; }
+for _ in $(seq 120); do answered && break; sleep 0.5; done
+# a sampled reply may run long (up to --max-tokens) on a loaded machine: stop it, so that the
+# two Ctrl-C below reach the prompt (the history check is what this part is for)
+if ! answered; then
+  kill -INT $pid
+  for _ in $(seq 60); do answered && break; sleep 0.5; done
+fi
+sleep 0.5                                   # past the reply's end: back at the prompt
 kill -INT $pid; sleep 0.5; kill -INT $pid   # twice at the prompt: quit
 exec 3>&-
 wait $pid; rc=$?
