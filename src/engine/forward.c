@@ -470,7 +470,8 @@ static cmf_status session_eval(cortiq_session *s, const int32_t *tokens, size_t 
      * to return (the start and the last token of a prompt; gdn.h) */
     bool ckpt = s->gdn.floats && n > 1;
     if (ckpt) cq_gdn_checkpoint(&s->gdn, s->pos);
-    const uint32_t exact = each ? 0 : cortiq_model_exact_chunk(m);
+    /* only a prompt longer than one chunk is cut: decode steps skip the model walk */
+    const uint32_t exact = each || n <= CQ_BATCH ? 0 : cortiq_model_exact_chunk(m);
     for (size_t done = 0; done < n;) {
         size_t b = cq_eval_chunk(n - done, exact);
         /* a recurrent state steps token by token; experts past one group batch by expert */
@@ -525,7 +526,8 @@ cmf_status cq_session_probe(cortiq_session *s, const int32_t *tokens, size_t n, 
                            m->n_layers);
     cmf_status st = check_tokens(s, tokens, n, err);
     if (st != CMF_OK) return st;
-    const uint32_t exact = cortiq_model_exact_chunk(m); /* chunked as cortiq_session_eval */
+    /* chunked as cortiq_session_eval */
+    const uint32_t exact = n <= CQ_BATCH ? 0 : cortiq_model_exact_chunk(m);
     for (size_t done = 0; done < n;) {
         size_t b = cq_eval_chunk(n - done, exact);
         embed(s, tokens + done, b);

@@ -123,13 +123,13 @@ AI void row_multi(const cmf_qmat *m, const int8_t *const *xq, const int nt, uint
             b[k] = group_fma(xq[k], dx[k], g + 1, w1, a1, b[k]);
         }
     }
-    for (int k = 0; k < nt; k++) {
-        if (g < G) {
-            __m256i w0 = row_group(m, r, g);
-            a[k] = group_fma(xq[k], dx[k], g, w0, _mm256_abs_epi8(w0), a[k]);
-        }
-        o[k] = row_scale(m, r, _mm256_add_ps(a[k], b[k]));
+    if (g < G) { /* an odd last group */
+        __m256i w0 = row_group(m, r, g), a0 = _mm256_abs_epi8(w0);
+        for (int k = 0; k < nt; k++)
+            a[k] = group_fma(xq[k], dx[k], g, w0, a0, a[k]);
     }
+    for (int k = 0; k < nt; k++)
+        o[k] = row_scale(m, r, _mm256_add_ps(a[k], b[k]));
 }
 
 AI void rows_multi_nt(const cmf_qmat *m, const int8_t *const *xq, const int nt, float *const *y,

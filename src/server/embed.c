@@ -26,10 +26,7 @@ static int embed_one(srv_ctx *c, srv_slot *sl, const int32_t *ids, size_t n, flo
         srv_error_set(e, 500, NULL, "%s", err.msg);
         return -1;
     }
-    memcpy(sl->hist, ids, n * sizeof *ids);
-    uint32_t exact = srv_slot_exact_chunk(sl); /* one evaluation from position 0 */
-    sl->n_exact = !exact || n >= exact ? n : 0;
-    __atomic_store_n(&sl->n_hist, n, __ATOMIC_RELAXED);
+    srv_slot_append_prompt(sl, ids, n); /* one evaluation from position 0 */
     double norm = 0;
     for (uint32_t i = 0; i < dim; i++) {
         v[i] /= (float)n;

@@ -263,12 +263,7 @@ int srv_slot_eval(srv_slots *s, srv_slot *slot, const int32_t *tokens, size_t n,
         srv_slot_keep(slot, 0);
         return -1;
     }
-    /* a chunk of at least the exact size (or, without one, any prefill: it starts on a whole
-     * chunk) repeats what a fresh evaluation gives */
-    uint32_t exact = srv_slot_exact_chunk(slot);
-    if (slot->n_exact == slot->n_hist && (!exact || n >= exact)) slot->n_exact += n;
-    memcpy(slot->hist + slot->n_hist, tokens, n * sizeof *tokens);
-    __atomic_store_n(&slot->n_hist, slot->n_hist + n, __ATOMIC_RELAXED); /* read by /metrics */
+    srv_slot_append_prompt(slot, tokens, n);
     return 0;
 }
 

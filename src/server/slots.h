@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "cortiq/engine.h"
 
@@ -39,6 +40,17 @@ static inline void srv_slot_keep(srv_slot *sl, size_t n) {
  * matrices may take other kernels: then only whole CORTIQ_EVAL_CHUNK chunks from the start). */
 static inline uint32_t srv_slot_exact_chunk(const srv_slot *sl) {
     return cortiq_session_task(sl->sess) ? 0 : cortiq_model_exact_chunk(sl->model);
+}
+
+/* tokens[0 .. n) were evaluated by one call from hist's end (a prompt or part of one): hist
+ * takes them, and they count as exact when everything before them did and the call's chunks
+ * were at least the exact size (without one, any prompt evaluation: it starts on a whole
+ * chunk). */
+static inline void srv_slot_append_prompt(srv_slot *sl, const int32_t *tokens, size_t n) {
+    uint32_t exact = srv_slot_exact_chunk(sl);
+    if (sl->n_exact == sl->n_hist && (!exact || n >= exact)) sl->n_exact += n;
+    memcpy(sl->hist + sl->n_hist, tokens, n * sizeof *tokens);
+    __atomic_store_n(&sl->n_hist, sl->n_hist + n, __ATOMIC_RELAXED); /* read by /metrics */
 }
 
 typedef struct srv_slots {
