@@ -139,9 +139,13 @@ static uint32_t best_k(const float *w, uint32_t n, uint32_t k, float floor, cand
 
 int32_t cortiq_sampler_sample(cortiq_sampler *s, const float *logits, const int32_t *hist,
                               size_t n_hist) {
+    bool penalised = s->p.repeat_penalty != 1.0f && hist;
+    /* greedy without a penalty reads the logits as they are (no copy of the vocabulary:
+     * 1 MiB a token for Gemma 3) */
+    if (s->p.temperature <= 0 && !penalised) return cortiq_argmax(logits, s->vocab);
     float *w = s->work;
     memcpy(w, logits, s->vocab * sizeof(float));
-    if (s->p.repeat_penalty != 1.0f && hist) {
+    if (penalised) {
         size_t from = s->p.repeat_last_n > 0 && n_hist > (size_t)s->p.repeat_last_n
                           ? n_hist - (size_t)s->p.repeat_last_n
                           : 0;

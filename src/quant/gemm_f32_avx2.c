@@ -8,7 +8,8 @@
  * accumulators (15 of the 16 registers), so 2 FMAs per cycle need 1.33 loads per cycle, within
  * the two load ports (8 rows x 12 tokens would need 13 loads per 12 FMAs: load-bound).
  * The columns are walked in blocks of KB so that a block of the panel (16 KiB) stays in L1
- * while every token group passes over it; blocks after the first add into Y.
+ * while every token group passes over it; the blocks' sums meet in a small per-panel buffer
+ * that is written to Y once.
  * Results differ from the scalar tier only by the f32 summation order. */
 #include <immintrin.h>
 #include <string.h>
@@ -76,10 +77,15 @@ static inline __attribute__((always_inline)) void pack_panel_dt(cmf_dtype dt, co
     for (size_t c = k0; c < k0 + kw; c += 8) {
         if ((c * es) % 64 == 0) cq_prefetch_panel_rows(next, nn, C * es, c * es);
         float *dst = panel + (c - k0) * PR;
-        for (unsigned h = 0; h < PR; h += 8) { /* rows 0..7, then 8..15 */
+        const bool whole = nr == PR && C - c >= 8; /* the common step: no row or column test */
+        for (unsigned h = 0; h < PR; h += 8) {     /* rows 0..7, then 8..15 */
             __m256 v[8];
-            for (unsigned i = 0; i < 8; i++)
-                v[i] = h + i < nr ? load8(dt, m, r + h + i, c, es) : _mm256_setzero_ps();
+            if (whole)
+                for (unsigned i = 0; i < 8; i++)
+                    v[i] = cvt8(dt, m->data + ((r + h + i) * C + c) * es);
+            else
+                for (unsigned i = 0; i < 8; i++)
+                    v[i] = h + i < nr ? load8(dt, m, r + h + i, c, es) : _mm256_setzero_ps();
             transpose8(v);
             for (unsigned j = 0; j < 8; j++)
                 _mm256_store_ps(dst + j * PR + h, v[j]);
@@ -169,22 +175,45 @@ typedef void (*tokens_fn)(const float *, const float *, size_t, float *);
 static const tokens_fn tokens_by_count[TG + 1] = {NULL,     tokens_1, tokens_2, tokens_3,
                                                   tokens_4, tokens_5, tokens_6};
 
-/* Y[t][0 .. nr) of T tokens = (or, add: +=) out[t * 16 + 0 .. nr). */
-static void store_tokens(const float *out, int T, float *Y, size_t ldy, unsigned nr, bool add) {
+/* The panel's sums of T tokens: acc[t * 16 + i] = (add: +=) out[t * 16 + i]. They stay in this
+ * small contiguous buffer over the column blocks and reach Y once per panel: adding each block
+ * into Y touched T rows of Y (ldy apart) per block and token group. */
+static inline void add_out(const float *out, int T, float *acc, bool add) {
+    for (int v = 0; v < 2 * T; v++) {
+        __m256 o = _mm256_load_ps(out + 8 * v);
+        _mm256_store_ps(acc + 8 * v, add ? _mm256_add_ps(_mm256_load_ps(acc + 8 * v), o) : o);
+    }
+}
+
+/* Y[t][0 .. nr) of T tokens = acc[t * 16 + 0 .. nr). */
+static void store_tokens(const float *acc, int T, float *Y, size_t ldy, unsigned nr) {
     for (int t = 0; t < T; t++) {
         float *y = Y + (size_t)t * ldy;
-        const float *o = out + PR * t;
+        const float *o = acc + PR * t;
         if (nr == PR) {
-            __m256 v0 = _mm256_load_ps(o), v1 = _mm256_load_ps(o + 8);
-            if (add) {
-                v0 = _mm256_add_ps(v0, _mm256_loadu_ps(y));
-                v1 = _mm256_add_ps(v1, _mm256_loadu_ps(y + 8));
-            }
-            _mm256_storeu_ps(y, v0);
-            _mm256_storeu_ps(y + 8, v1);
+            _mm256_storeu_ps(y, _mm256_load_ps(o));
+            _mm256_storeu_ps(y + 8, _mm256_load_ps(o + 8));
         } else
             for (unsigned i = 0; i < nr; i++)
-                y[i] = add ? y[i] + o[i] : o[i];
+                y[i] = o[i];
+    }
+}
+
+/* Group g of the n tokens: TG tokens each, except that a remainder of 1-3 tokens shares the
+ * last two groups (7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4): with 2 tokens the kernel keeps 4 FMA
+ * chains, too few for FMA latency x ports, and ran at about half the rate (a 128-token prefill
+ * chunk ends in 2). A token's sums do not depend on its group. */
+static void group_span(size_t n, size_t g, size_t *t0, size_t *cnt) {
+    size_t groups = (n + TG - 1) / TG, r = n % TG;
+    *t0 = g * TG;
+    *cnt = n - *t0 < TG ? n - *t0 : TG;
+    if (groups < 2 || r == 0 || r > 3 || g + 2 < groups) return;
+    size_t pair = TG + r, first = (pair + 1) / 2;
+    if (g + 2 == groups)
+        *cnt = first;
+    else {
+        *t0 = (g - 1) * TG + first;
+        *cnt = pair - first;
     }
 }
 
@@ -192,14 +221,17 @@ bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx,
                         size_t ldy, uint64_t r0, uint64_t r1) {
     const size_t kp = (size_t)(m->cols + 7) / 8 * 8, groups = (n + TG - 1) / TG;
     const size_t panel_bytes = (size_t)KB * PR * sizeof(float);
+    const size_t acc_bytes = groups * TG * PR * sizeof(float);
     const size_t act_bytes = (groups * kp * TG + 8) * sizeof(float); /* + the last spill */
     _Alignas(32) float out[TG * PR];
-    uint8_t *mem = cq_kernel_scratch(CQ_SCRATCH_ACT, panel_bytes + act_bytes);
+    uint8_t *mem = cq_kernel_scratch(CQ_SCRATCH_ACT, panel_bytes + acc_bytes + act_bytes);
     if (!mem) return false;
-    float *panel = (float *)(void *)mem, *xg = (float *)(void *)(mem + panel_bytes);
+    float *panel = (float *)(void *)mem, *acc = (float *)(void *)(mem + panel_bytes),
+          *xg = (float *)(void *)(mem + panel_bytes + acc_bytes);
     for (size_t g = 0; g < groups; g++) {
-        size_t t0 = g * TG, nt = n - t0 < TG ? n - t0 : TG;
-        group_acts(X, t0, nt, ldx, m->cols, kp, xg + g * kp * TG);
+        size_t t0, cnt;
+        group_span(n, g, &t0, &cnt);
+        group_acts(X, t0, cnt, ldx, m->cols, kp, xg + g * kp * TG);
     }
     for (uint64_t r = r0; r < r1; r += PR) {
         unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR;
@@ -208,10 +240,16 @@ bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx,
             size_t kw = kp - k0 < KB ? kp - k0 : KB;
             pack_panel(m, r, nr, k0, kw, panel, nn);
             for (size_t g = 0; g < groups; g++) {
-                size_t cnt = n - g * TG < TG ? n - g * TG : TG;
+                size_t t0, cnt;
+                group_span(n, g, &t0, &cnt);
                 tokens_by_count[cnt](panel, xg + g * kp * TG + k0 * TG, kw, out);
-                store_tokens(out, (int)cnt, Y + g * TG * ldy + (r - r0), ldy, nr, k0 > 0);
+                add_out(out, (int)cnt, acc + g * TG * PR, k0 > 0);
             }
+        }
+        for (size_t g = 0; g < groups; g++) {
+            size_t t0, cnt;
+            group_span(n, g, &t0, &cnt);
+            store_tokens(acc + g * TG * PR, (int)cnt, Y + t0 * ldy + (r - r0), ldy, nr);
         }
     }
     return true;

@@ -6,9 +6,11 @@
  * AVX2 GEMM's K blocks, whose partial sums add into Y), padded ldx / ldy. Bound: test_kernel.c's
  * 2e-5 of sum |w x|. Y outside the requested rows and tokens must be left as it was, and a NaN
  * activation or an infinite weight must reach exactly its own outputs (zero padding must not
- * spread it to other rows or tokens). */
+ * spread it to other rows or tokens). A token's outputs must also be the same bits whatever the
+ * batch size and the token's group in it (the engine's exact prefix reuse relies on it). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/cpu.h"
 #include "common/f16.h"
@@ -141,6 +143,38 @@ static void test_nonfinite(gemm_fn gemm, const char *tier) {
     }
 }
 
+/* Tokens 0 .. 9 of batches of 10 .. 32 tokens (the same activations): bit-identical outputs,
+ * though the batch's token groups differ (full, split remainders, the last ones). */
+static void test_batch_invariance(gemm_fn gemm, const char *tier) {
+    static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16};
+    const uint64_t rows = 37, cols = 530; /* a partial panel and three K blocks */
+    const size_t nmax = 32, keep = 10;
+    kg_rng rng = {7};
+    for (size_t d = 0; d < 3; d++) {
+        uint64_t nb;
+        uint8_t *p = make_weights(dts[d], rows, cols, &rng, &nb);
+        cmf_qmat m;
+        CHECK(cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "t", NULL) == CMF_OK);
+        float *X = malloc(nmax * cols * sizeof *X), *Y = malloc(nmax * rows * sizeof *Y);
+        float *first = malloc(keep * rows * sizeof *first);
+        for (size_t i = 0; i < nmax * cols; i++)
+            X[i] = kg_unif(&rng, -1, 1) * exp2f(kg_unif(&rng, -4, 4));
+        int bad = 0;
+        for (size_t n = keep; n <= nmax; n++) {
+            CHECK(gemm(&m, X, n, cols, Y, rows, 0, rows));
+            if (n == keep)
+                memcpy(first, Y, keep * rows * sizeof *Y);
+            else if (memcmp(first, Y, keep * rows * sizeof *Y) && bad++ < 3)
+                fprintf(stderr, "  %s %s: tokens 0..9 differ between batches of 10 and %zu\n", tier,
+                        cmf_dtype_name(dts[d]), n);
+        }
+        CHECK_MSG(bad == 0, "%s %s: results depend on the batch size", tier,
+                  cmf_dtype_name(dts[d]));
+        free(X), free(Y), free(first), free(p);
+        cmf_qmat_free(&m);
+    }
+}
+
 int main(int argc, char **argv) {
     test_tier_select(argc, argv);
     static const struct {
@@ -155,6 +189,7 @@ int main(int argc, char **argv) {
         if (cq_cpu_isa() < k_gemms[i].isa) continue; /* a run by hand on a smaller CPU */
         test_shapes(k_gemms[i].fn, k_gemms[i].name);
         test_nonfinite(k_gemms[i].fn, k_gemms[i].name);
+        test_batch_invariance(k_gemms[i].fn, k_gemms[i].name);
     }
     TEST_DONE();
 }
