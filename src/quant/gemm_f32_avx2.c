@@ -8,8 +8,9 @@
  * accumulators (15 of the 16 registers), so 2 FMAs per cycle need 1.33 loads per cycle, within
  * the two load ports (8 rows x 12 tokens would need 13 loads per 12 FMAs: load-bound).
  * The columns are walked in blocks of KB so that a block of the panel (16 KiB) stays in L1
- * while every token group passes over it; the blocks' sums meet in a small per-panel buffer
- * that is written to Y once.
+ * while every token group passes over it, and the rows in tiles of panels with the blocks
+ * outside them, so that a block's activations stay in L2 for the whole tile; the blocks' sums
+ * meet in the tile's buffer, which is written to Y once, a run per token.
  * Results differ from the scalar tier only by the f32 summation order. */
 #include <immintrin.h>
 #include <string.h>
@@ -185,18 +186,17 @@ static inline void add_out(const float *out, int T, float *acc, bool add) {
     }
 }
 
-/* Y[t][0 .. nr) of T tokens = acc[t * 16 + 0 .. nr). */
-static void store_tokens(const float *acc, int T, float *Y, size_t ldy, unsigned nr) {
-    for (int t = 0; t < T; t++) {
-        float *y = Y + (size_t)t * ldy;
-        const float *o = acc + PR * t;
-        if (nr == PR) {
-            _mm256_storeu_ps(y, _mm256_load_ps(o));
-            _mm256_storeu_ps(y + 8, _mm256_load_ps(o + 8));
-        } else
-            for (unsigned i = 0; i < nr; i++)
-                y[i] = o[i];
+/* One token's outputs for `rows` rows of a row tile: y[0 .. rows) from the panels' sums, panel
+ * p's 16 at o + p * stride. Written as one run per token: storing each panel's 16 floats into
+ * every token's row (one cache line, ldy apart) missed the cache on every line. */
+static void store_row(const float *o, size_t stride, float *y, uint64_t rows) {
+    uint64_t i = 0;
+    for (; i + PR <= rows; i += PR, o += stride) {
+        _mm256_storeu_ps(y + i, _mm256_load_ps(o));
+        _mm256_storeu_ps(y + i + 8, _mm256_load_ps(o + 8));
     }
+    for (unsigned k = 0; i < rows; i++, k++)
+        y[i] = o[k];
 }
 
 /* Group g of the n tokens: TG tokens each, except that a remainder of 1-3 tokens shares the
@@ -217,11 +217,17 @@ static void group_span(size_t n, size_t g, size_t *t0, size_t *cnt) {
     }
 }
 
+/* Panels per row tile: the tile's sums (panels x tokens x 16 floats) stay within this. */
+#define TILE_ACC_BYTES (128 * 1024)
+
 bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                         size_t ldy, uint64_t r0, uint64_t r1) {
     const size_t kp = (size_t)(m->cols + 7) / 8 * 8, groups = (n + TG - 1) / TG;
+    const size_t panel_acc = groups * TG * PR; /* floats of one panel's sums */
+    size_t tile = TILE_ACC_BYTES / (panel_acc * sizeof(float));
+    tile = tile < 1 ? 1 : tile > 16 ? 16 : tile;
     const size_t panel_bytes = (size_t)KB * PR * sizeof(float);
-    const size_t acc_bytes = groups * TG * PR * sizeof(float);
+    const size_t acc_bytes = tile * panel_acc * sizeof(float);
     const size_t act_bytes = (groups * kp * TG + 8) * sizeof(float); /* + the last spill */
     _Alignas(32) float out[TG * PR];
     uint8_t *mem = cq_kernel_scratch(CQ_SCRATCH_ACT, panel_bytes + acc_bytes + act_bytes);
@@ -233,23 +239,34 @@ bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx,
         group_span(n, g, &t0, &cnt);
         group_acts(X, t0, cnt, ldx, m->cols, kp, xg + g * kp * TG);
     }
-    for (uint64_t r = r0; r < r1; r += PR) {
-        unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR;
-        unsigned nn = cq_next_panel_rows(r, r1, PR);
+    /* Row tiles of up to `tile` panels, column blocks outside the tile's panels: a block's
+     * activations (the batch's tokens x 256 columns, 128 KiB at 128 tokens) stay in L2 while
+     * every panel of the tile passes over them, where a panel walking all its blocks alone
+     * pulled the whole batch's activations through L2 once per panel. */
+    for (uint64_t rt = r0; rt < r1; rt += tile * PR) {
+        const uint64_t rt1 = r1 - rt < tile * PR ? r1 : rt + tile * PR;
         for (size_t k0 = 0; k0 < kp; k0 += KB) {
             size_t kw = kp - k0 < KB ? kp - k0 : KB;
-            pack_panel(m, r, nr, k0, kw, panel, nn);
-            for (size_t g = 0; g < groups; g++) {
-                size_t t0, cnt;
-                group_span(n, g, &t0, &cnt);
-                tokens_by_count[cnt](panel, xg + g * kp * TG + k0 * TG, kw, out);
-                add_out(out, (int)cnt, acc + g * TG * PR, k0 > 0);
+            for (uint64_t r = rt; r < rt1; r += PR) {
+                unsigned nr = rt1 - r < PR ? (unsigned)(rt1 - r) : PR;
+                /* prefetched: the tile's next panel, this block (the one packed next) */
+                unsigned nn = cq_next_panel_rows(r, rt1, PR);
+                float *pacc = acc + (r - rt) / PR * panel_acc;
+                pack_panel(m, r, nr, k0, kw, panel, nn);
+                for (size_t g = 0; g < groups; g++) {
+                    size_t t0, cnt;
+                    group_span(n, g, &t0, &cnt);
+                    tokens_by_count[cnt](panel, xg + g * kp * TG + k0 * TG, kw, out);
+                    add_out(out, (int)cnt, pacc + g * TG * PR, k0 > 0);
+                }
             }
         }
         for (size_t g = 0; g < groups; g++) {
             size_t t0, cnt;
             group_span(n, g, &t0, &cnt);
-            store_tokens(acc + g * TG * PR, (int)cnt, Y + t0 * ldy + (r - r0), ldy, nr);
+            for (size_t t = 0; t < cnt; t++) /* a token's row of Y across the tile in one run */
+                store_row(acc + g * TG * PR + t * PR, panel_acc, Y + (t0 + t) * ldy + (rt - r0),
+                          rt1 - rt);
         }
     }
     return true;
