@@ -222,7 +222,7 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int f
             const uint8_t *wb = panel + b * 8 * 32;
             for (int t = 0; t < T; t++)
                 acc[t] = _mm256_setzero_si256();
-#pragma GCC unroll 1
+#pragma GCC unroll 2
             for (int k = 0; k < 8; k++) {
                 __m256i w = _mm256_load_si256((const __m256i *)(wb + 32 * k));
                 for (int t = 0; t < T; t++) {
