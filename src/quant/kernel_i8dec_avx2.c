@@ -19,7 +19,7 @@
  * The token is laid out once per decode job and thread (cmf_tok8_* in kernel.c) or once per
  * call (cq_avx2_i8dec_matvec). Rows run one at a time, 4 groups per step, and are reduced
  * 8 at a time. Batched decode (several sessions' tokens over the same rows) loads and splits
- * each quad once for up to 4 tokens. vbit rows take the same token (kernel_i8dec_vbit_avx2.c). */
+ * each quad once for up to 8 tokens. vbit rows take the same token (kernel_i8dec_vbit_avx2.c). */
 #include <immintrin.h>
 #include <string.h>
 
@@ -231,8 +231,9 @@ AI void rows_dt(const cmf_qmat *m, const cmf_dtype dt, const pair8 *tok, float *
 /* ---- several prepared tokens over the same rows (cmf_matvec_tok8_multi) ----
  * Each quad's weights are loaded, their scales spread and their nibbles split once for up to
  * MULTI tokens; each token then takes row_sum's steps in row_sum's order, so every token gets
- * the bits it gets alone. */
-#define MULTI 4
+ * the bits it gets alone. MULTI 8: 8 accumulators and the quad's 4 nibble and 2 scale vectors
+ * hold 14 of the 16 ymm; one pass of 8 took 0.90-0.93 of two passes of 4 (bench_tok8_multi). */
+#define MULTI 8
 
 /* Row r's unreduced sums for tokens tok[0 .. nt), nt <= MULTI a constant where inlined. */
 AI void row_sum_multi(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const *tok, int nt,
@@ -277,7 +278,7 @@ AI void block_multi_nt(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const
 }
 
 /* n tokens over rows [r0, r1): 8 rows at a time as rows_dt takes them (their ladders made
- * once), the tokens in groups of up to MULTI. */
+ * once), the tokens in groups of up to MULTI (5-7: 4, then the rest). */
 AI void rows_dt_multi(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const *tok, size_t n,
                       float *const *y, uint64_t r0, uint64_t r1) {
     float lad[8][32];
@@ -290,7 +291,19 @@ AI void rows_dt_multi(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const 
             size_t nt = n - j < MULTI ? n - j : MULTI;
             for (size_t k = 0; k < nt; k++)
                 yb[k] = y[j + k] + (b - r0);
-            if (nt == 4)
+            if (nt == 8)
+                block_multi_nt(m, dt, tok + j, 8, yb, b, rows, lad);
+            else if (nt >= 5) {
+                block_multi_nt(m, dt, tok + j, 4, yb, b, rows, lad);
+                for (size_t k = 4; k < nt; k++)
+                    yb[k - 4] = yb[k];
+                if (nt == 7)
+                    block_multi_nt(m, dt, tok + j + 4, 3, yb, b, rows, lad);
+                else if (nt == 6)
+                    block_multi_nt(m, dt, tok + j + 4, 2, yb, b, rows, lad);
+                else
+                    block_multi_nt(m, dt, tok + j + 4, 1, yb, b, rows, lad);
+            } else if (nt == 4)
                 block_multi_nt(m, dt, tok + j, 4, yb, b, rows, lad);
             else if (nt == 3)
                 block_multi_nt(m, dt, tok + j, 3, yb, b, rows, lad);
