@@ -89,7 +89,7 @@ int main(int argc, char **argv) {
         }
         bool int8 = cmf_tok8_supports(&m) != 0,
              f32 = dts[d] == CMF_DT_Q8_ROW || dts[d] == CMF_DT_F16 || dts[d] == CMF_DT_BF16;
-        for (size_t n = 1; f32 || int8 ? n <= MAXN : 0; n *= 2) {
+        for (size_t n = 1; f32 || int8 ? n <= MAXN : 0; n = n < 4 ? 2 * n : n + 2) {
             double best[HOWS] = {1e9, 1e9, 1e9, 1e9};
             for (int r = 0; r < rounds; r++)
                 for (int how = 0; how < HOWS; how++) {
