@@ -176,9 +176,9 @@ typedef void (*tokens_fn)(const float *, const float *, size_t, float *);
 static const tokens_fn tokens_by_count[TG + 1] = {NULL,     tokens_1, tokens_2, tokens_3,
                                                   tokens_4, tokens_5, tokens_6};
 
-/* The panel's sums of T tokens: acc[t * 16 + i] = (add: +=) out[t * 16 + i]. They stay in this
- * small contiguous buffer over the column blocks and reach Y once per panel: adding each block
- * into Y touched T rows of Y (ldy apart) per block and token group. */
+/* The panel's sums of T tokens: acc[t * 16 + i] = (add: +=) out[t * 16 + i]. They stay in the
+ * row tile's contiguous buffer over the column blocks and reach Y once per tile: adding each
+ * block into Y touched T rows of Y (ldy apart) per block and token group. */
 static inline void add_out(const float *out, int T, float *acc, bool add) {
     for (int v = 0; v < 2 * T; v++) {
         __m256 o = _mm256_load_ps(out + 8 * v);
