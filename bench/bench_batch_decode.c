@@ -3,9 +3,10 @@
  * what `cortiq serve --parallel` does) or one session after the other (what slots decoding
  * independently would do). Rounds alternate between the two so that load from other processes
  * hits both alike; the best round of each is printed.
- * usage: bench_batch_decode MODEL.cmf [threads] [steps] [rounds] [act]
+ * usage: bench_batch_decode MODEL.cmf [threads] [steps] [rounds] [act] [lanes]
  * act: 0 default, 1 int8 activations (CORTIQ_ACT_INT8: q8_row decode through the prepared
- * int8 tokens too), 2 f32 activations. */
+ * int8 tokens too), 2 f32 activations; lanes 1: the batched-decode copies of the 4-bit matrices
+ * (cortiq_load_opts.batch_lanes), as `cortiq serve --parallel N` makes them. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -49,11 +50,13 @@ static double run(cortiq_model *m, cortiq_session **s, int ns, int steps, int ba
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s MODEL.cmf [threads] [steps] [rounds] [act 0|1|2]\n", argv[0]);
+        fprintf(stderr, "usage: %s MODEL.cmf [threads] [steps] [rounds] [act 0|1|2] [lanes 0|1]\n",
+                argv[0]);
         return 2;
     }
     cortiq_load_opts lo = {.threads = argc > 2 ? (unsigned)atoi(argv[2]) : 0,
-                           .act = argc > 5 ? (cortiq_act_mode)atoi(argv[5]) : CORTIQ_ACT_DEFAULT};
+                           .act = argc > 5 ? (cortiq_act_mode)atoi(argv[5]) : CORTIQ_ACT_DEFAULT,
+                           .batch_lanes = argc > 6 ? atoi(argv[6]) : 0};
     int steps = argc > 3 ? atoi(argv[3]) : 32, rounds = argc > 4 ? atoi(argv[4]) : 3;
     cortiq_model *m;
     cmf_err err;
@@ -68,7 +71,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
-    printf("threads %u, %d steps, best of %d rounds\n", cortiq_model_threads(m), steps, rounds);
+    printf("threads %u, %d steps, best of %d rounds, batched-decode copies %.1f MiB\n",
+           cortiq_model_threads(m), steps, rounds, (double)cortiq_model_lanes_bytes(m) / (1 << 20));
     printf("streams  batched tok/s  one-by-one tok/s  batched/1-stream\n");
     double single = 0;
     for (int ns = 1; ns <= MAXS; ns *= 2) {

@@ -3,8 +3,9 @@
  * cache) or all at once (each weight step loaded and decoded once), on prepared int8 tokens
  * (cmf_matvec_tok8 against cmf_matvec_tok8_multi) where the CPU has them for the dtype, and
  * with f32 activations (cmf_matvec against cmf_matvec_multi) for q8_row, f16 and bf16, the
- * engine's path where the int8 one is absent. Thread CPU time, best of the rounds, so that
- * other processes' load weighs less.
+ * engine's path where the int8 one is absent; the 4-bit class also from its batched-decode copy
+ * (cmf_qmat_build_lanes, rows "+lanes") where the tier has one. Thread CPU time, best of the
+ * rounds, so that other processes' load weighs less.
  * usage: bench_tok8_multi [rows] [cols] [reps] [rounds]  (default 1536 576 200 5: SmolLM2's
  * gate/up shape) */
 #include <stdbool.h>
@@ -75,20 +76,27 @@ int main(int argc, char **argv) {
     }
     printf("%llu x %llu, pieces of %d rows, us per step (thread CPU, best of %d)\n",
            (unsigned long long)rows, (unsigned long long)cols, PIECE, rounds);
-    printf("dtype     tokens  int8 alone  int8 multi  multi/alone   f32 alone   f32 multi  "
+    printf("dtype          tokens  int8 alone  int8 multi  multi/alone   f32 alone   f32 multi  "
            "multi/alone\n");
-    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
+    for (size_t d = 0; d < 2 * sizeof dts / sizeof *dts; d++) {
+        const bool lanes = d % 2; /* each dtype plain, then with the batched-decode copy */
         kg_opts o = {0, 0};
         uint64_t nb;
-        uint8_t *p = kg_payload(dts[d], rows, cols, &rng, &o, &nb);
+        const cmf_dtype dt = dts[d / 2];
+        uint8_t *p = kg_payload(dt, rows, cols, &rng, &o, &nb);
         cmf_qmat m;
         cmf_err err;
-        if (cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "w", &err) != CMF_OK) {
+        if (cmf_qmat_init(&m, dt, rows, cols, p, nb, "w", &err) != CMF_OK) {
+            free(p);
+            continue;
+        }
+        if (lanes && !cmf_qmat_build_lanes(&m)) {
+            cmf_qmat_free(&m);
             free(p);
             continue;
         }
         bool int8 = cmf_tok8_supports(&m) != 0,
-             f32 = dts[d] == CMF_DT_Q8_ROW || dts[d] == CMF_DT_F16 || dts[d] == CMF_DT_BF16;
+             f32 = !lanes && (dt == CMF_DT_Q8_ROW || dt == CMF_DT_F16 || dt == CMF_DT_BF16);
         for (size_t n = 1; f32 || int8 ? n <= MAXN : 0; n = n < 4 ? 2 * n : n + 2) {
             double best[HOWS] = {1e9, 1e9, 1e9, 1e9};
             for (int r = 0; r < rounds; r++)
@@ -97,7 +105,9 @@ int main(int argc, char **argv) {
                     double s = run(&m, tok, x, n, y, how, reps);
                     if (s < best[how]) best[how] = s;
                 }
-            printf("%-9s %6zu", cmf_dtype_name(dts[d]), n);
+            char name[32];
+            snprintf(name, sizeof name, "%s%s", cmf_dtype_name(dt), lanes ? "+lanes" : "");
+            printf("%-14s %6zu", name, n);
             for (int h = 0; h < HOWS; h += 2)
                 if ((h == ALONE && int8) || (h == F32_ALONE && f32))
                     printf("  %10.1f  %10.1f  %11.2f", 1e6 * best[h], 1e6 * best[h + 1],

@@ -104,6 +104,14 @@ typedef struct cortiq_load_opts {
      * by the model; the other tensors stay views. Weights are normalized to sum 1. */
     const struct cortiq_skill_weight *blend;
     size_t n_blend;
+    /* Nonzero: where this CPU has a layout for batched decode, copy the 4-bit matrices a decode
+     * step reads (q4_tiled, q4_block, q4tp) into it at load and release their file pages (the
+     * AVX2 tier: panels of 8 rows, one int32 lane per row, docs/KERNELS.md "Batched decode
+     * lanes"). Several sessions' tokens then share each pass over the weights at about half the
+     * arithmetic; one session decodes at the same speed. Every product of such a matrix with int8
+     * activations reads the copy, so results stay the same whichever sessions share a step.
+     * For servers with several slots; ignored with CORTIQ_ACT_F32. */
+    int batch_lanes;
 } cortiq_load_opts;
 
 /* A member of a skill blend. */
@@ -122,6 +130,8 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_model_load(const char *path,
                                                          const cortiq_load_opts *opts,
                                                          cortiq_model **out, cmf_err *err);
 CORTIQ_API void cortiq_model_free(cortiq_model *m); /* NULL allowed */
+/* Bytes of the batched-decode copies cortiq_load_opts.batch_lanes made (0: none). */
+CORTIQ_API uint64_t cortiq_model_lanes_bytes(const cortiq_model *m);
 
 CORTIQ_API const cmf_file *cortiq_model_file(const cortiq_model *m);
 CORTIQ_API uint32_t cortiq_model_vocab(const cortiq_model *m);  /* rows of the output projection */

@@ -55,6 +55,10 @@ typedef struct cmf_qmat {
     const uint8_t *ovl_ptr;   /* q1t: u32 row_ptr[rows + 1] */
     uint64_t ovl_count;       /* number of overlay entries */
     void *owned;              /* memory allocated by init; released by cmf_qmat_free */
+    /* A copy of the weights laid out for batched decode on this CPU (the engine's
+     * cortiq_model_build_lanes), NULL when none; released by cmf_qmat_free. */
+    void *lanes;
+    uint64_t lanes_bytes;
 } cmf_qmat;
 
 /* Bind a view to a payload and validate it against spec §3.2.

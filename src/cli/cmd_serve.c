@@ -2,6 +2,8 @@
  * docs/SERVER.md). */
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,9 @@ static void usage(void) {
           "  --host ADDR          address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)\n"
           "  --port N             TCP port (default 8080; 0: any free port, printed at start)\n"
           "  --parallel N         requests served at once, each in its own KV cache (default 1)\n"
+          "  --no-batch-lanes     with --parallel > 1, keep the 4-bit matrices in the file's\n"
+          "                       layout (by default they are copied, at load, into one that\n"
+          "                       serves several slots' tokens per pass at less arithmetic)\n"
           "  --max-queue N        requests waiting for a slot before 429 (default 64)\n"
           "  --timeout S          wall-clock limit of one generation in seconds (default 600)\n"
           "  --api-key K          require \"Authorization: Bearer K\" (not on /health)\n"
@@ -46,6 +51,7 @@ int cmd_serve(int argc, char **argv) {
     srv_config_defaults(&cfg);
     cortiq_runtime_opts ro = {0};
     const char *path = NULL, *name = NULL;
+    bool lanes = true;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
         uint64_t u;
@@ -66,6 +72,8 @@ int cmd_serve(int argc, char **argv) {
         } else if (!strcmp(a, "--parallel")) {
             U64(1, 256);
             cfg.parallel = (unsigned)u;
+        } else if (!strcmp(a, "--no-batch-lanes")) {
+            lanes = false;
         } else if (!strcmp(a, "--max-queue")) {
             U64(0, 100000);
             cfg.max_queue = (unsigned)u;
@@ -112,6 +120,7 @@ int cmd_serve(int argc, char **argv) {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
+    ro.batch_lanes = lanes && cfg.parallel > 1; /* one slot gains nothing from the copy */
     cmf_err err;
     cortiq_runtime *rt;
     cmf_status st = cortiq_runtime_open(path, &ro, &rt, &err);
@@ -119,6 +128,10 @@ int cmd_serve(int argc, char **argv) {
         cli_error(&err);
         return cli_exit_code(st);
     }
+    uint64_t lb = cortiq_model_lanes_bytes(cortiq_runtime_model(rt));
+    if (lb)
+        fprintf(stderr, "cortiq serve: 4-bit matrices laid out for batched decode (%.1f MiB)\n",
+                (double)lb / (1 << 20));
     char *base = base_name(path);
     cfg.model_id = name ? name : base;
     cfg.path = path;

@@ -79,6 +79,10 @@ cmf_status cq_load_floats(const cmf_tensor *t, uint64_t n, const char *path, flo
 
 /* Choose the activation from arch.hidden_act and refuse header fields whose computation this
  * runtime lacks (src/engine/arch_check.c). */
+/* The batched-decode copies of the decode step's 4-bit matrices (cortiq_load_opts.batch_lanes,
+ * model_lanes.c), their file pages released; returns their bytes (0: none on this tier). */
+uint64_t cq_model_build_lanes(cortiq_model *m);
+
 cmf_status cq_arch_check(const cmf_header *h, const char *path, cq_act *act, cmf_err *err);
 
 struct cortiq_model {
@@ -104,6 +108,7 @@ struct cortiq_model {
      * by cortiq_model_move_step: moves[moved .. n_moves) */
     uintptr_t *moves;
     size_t n_moves, moved;
+    uint64_t lanes_bytes; /* batched-decode copies (model_lanes.c) */
     /* skill overlay (skill_overlay.c): the active skill id (NULL = backbone) or a blend, and
      * the blended f32 working tensors the model owns */
     const char *skill;

@@ -524,6 +524,7 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     if (threads > 64) threads = 64;
     m->pool = cq_pool_create(threads);
     if (!m->pool) return cmf_err_set(L->err, CMF_E_NOMEM, path, "thread pool");
+    if (o && o->batch_lanes) m->lanes_bytes = cq_model_build_lanes(m);
     return CMF_OK;
 }
 
@@ -540,6 +541,10 @@ cmf_status cortiq_model_load(const char *path, const cortiq_load_opts *opts, cor
     }
     *out = m;
     return CMF_OK;
+}
+
+uint64_t cortiq_model_lanes_bytes(const cortiq_model *m) {
+    return m ? m->lanes_bytes : 0;
 }
 
 void cortiq_model_free(cortiq_model *m) {

@@ -33,27 +33,32 @@ static void advise_all(const cq_span *spans, size_t n, int advice) {
  * them) and the head (the embedding table too when tied; an untied table is read a row per token
  * and stays lazy). out: SPANS_PER_LAYER * n_layers + 1. */
 #define SPANS_PER_LAYER 20
+static cq_span span_of(const cmf_qmat *w) {
+    /* a matrix with a batched-decode copy (model_lanes.c) is no longer read from the file */
+    return w->lanes ? (cq_span){NULL, 0} : (cq_span){w->data, w->nbytes};
+}
+
 static size_t matrix_spans(const cortiq_model *m, cq_span *out) {
     size_t n = 0;
     for (uint32_t l = 0; l < m->n_layers; l++) {
         const cq_layer *y = &m->layers[l];
         const cmf_qmat *w[8] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgp, &y->wg, &y->wu, &y->wd};
         for (int k = 0; k < 8; k++)
-            out[n++] = (cq_span){w[k]->data, w[k]->nbytes};
+            out[n++] = span_of(w[k]);
         const cq_gdn *g = y->gdn; /* a LinearAttention layer: its projections instead of q/k/v/o */
         if (g) {
             const cmf_qmat *gw[7] = {&g->qkvz, &g->ba, &g->qkv, &g->z, &g->b, &g->a, &g->out};
             for (int k = 0; k < 7; k++)
-                out[n++] = (cq_span){gw[k]->data, gw[k]->nbytes};
+                out[n++] = span_of(gw[k]);
         }
         const cq_moe *moe = y->moe;
         if (!moe) continue;
         const cmf_qmat *mw[5] = {&moe->router, &moe->shared_gate, &moe->shared.wg, &moe->shared.wu,
                                  &moe->shared.wd};
         for (int k = 0; k < 5; k++)
-            out[n++] = (cq_span){mw[k]->data, mw[k]->nbytes};
+            out[n++] = span_of(mw[k]);
     }
-    out[n++] = (cq_span){m->head.data, m->head.nbytes};
+    out[n++] = span_of(&m->head);
     return n;
 }
 

@@ -25,6 +25,7 @@
 #include "quant/gemm_impl.h"
 #include "quant/gemm_q4_codes.h"
 #include "quant/gemm_vbit_codes.h"
+#include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 
 #define PR 8 /* rows per panel: one int32 lane each */
@@ -291,6 +292,8 @@ void cq_gemm_avx2(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, ui
             form = FORM_SIGN_ROW;
         } else if (vbit) {
             form = pack_vbit(m, tabs, r, nr, nb, panel, bs, nn);
+        } else if (m->lanes && r % PR == 0) { /* the batched-decode copy: the same codes */
+            cq_avx2_q4lanes_unpack(m, r, nb, panel, bs);
         } else {
             pack_q4(m, r, nr, nb, panel, bs, nn);
         }

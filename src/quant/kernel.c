@@ -115,11 +115,15 @@ size_t cmf_tok8_bytes(uint64_t cols) {
                : 0;
 }
 
+bool cmf_qmat_build_lanes(cmf_qmat *m) {
+    return tok8_avx2() && cq_avx2_q4lanes_build(m);
+}
+
 int cmf_tok8_supports(const cmf_qmat *m) {
     if (tok8_avx2())
-        return cq_avx2_q8dec_supports(m)   ? CMF_TOK8_Q8
-               : cq_avx2_i8dec_supports(m) ? CMF_TOK8_I8DEC
-                                           : 0;
+        return m->lanes || cq_avx2_q8dec_supports(m) ? CMF_TOK8_Q8
+               : cq_avx2_i8dec_supports(m)           ? CMF_TOK8_I8DEC
+                                                     : 0;
     if (!tok8_tier() || m->cols % 32) return 0;
     return m->dtype == CMF_DT_Q8_ROW     ? CMF_TOK8_Q8
            : cq_avx512_i8dec_supports(m) ? CMF_TOK8_I8DEC
@@ -142,7 +146,9 @@ void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_
                      uint64_t row_end) {
     if (row_begin >= row_end) return;
     if (tok8_avx2()) {
-        if (m->dtype == CMF_DT_Q8_ROW)
+        if (m->lanes)
+            cq_avx2_q4lanes_matvec_multi(m, &tok, 1, &y, row_begin, row_end);
+        else if (m->dtype == CMF_DT_Q8_ROW)
             cq_avx2_q8dec_tok_matvec(m, tok, y, row_begin, row_end);
         else
             cq_avx2_i8dec_tok_matvec(m, (const uint8_t *)tok + cq_avx2_q8dec_tok_bytes(m->cols), y,
@@ -158,6 +164,10 @@ void cmf_matvec_tok8_multi(const cmf_qmat *m, const void *const *tok, size_t n, 
                            uint64_t row_begin, uint64_t row_end) {
     if (n == 0 || row_begin >= row_end) return;
     const bool avx2 = tok8_avx2();
+    if (avx2 && m->lanes) {
+        cq_avx2_q4lanes_matvec_multi(m, tok, n, y, row_begin, row_end);
+        return;
+    }
     if (m->dtype == CMF_DT_Q8_ROW) {
         (avx2 ? cq_avx2_q8dec_tok_matvec_multi : cq_avx512_q8_tok_matvec_multi)(m, tok, n, y,
                                                                                 row_begin, row_end);

@@ -22,23 +22,34 @@
 
 #define AI static inline __attribute__((always_inline))
 
-/* The prepared token: the codes, 32 bytes a group, then each group's dx (a float a group),
- * padded to 64 bytes (the 4-bit class's token follows it in a cmf_tok8 buffer). (dx repeated
- * over 8 lanes, so that the FMA could read it from memory, doubled the token and read the
- * Qwen2.5-0.5B shape's weights 10 % slower from DRAM.) */
+/* The prepared token: the codes, 32 bytes a group, then each group's dx (a float a group) and
+ * -8 times the sum of its codes (an int32 a group, the 4-bit lanes' offset correction,
+ * q4lanes_avx2.c), padded to 64 bytes (the 4-bit class's token follows it in a cmf_tok8
+ * buffer). (dx repeated over 8 lanes, so that the FMA could read it from memory, doubled the
+ * token and read the Qwen2.5-0.5B shape's weights 10 % slower from DRAM.) */
 size_t cq_avx2_q8dec_tok_bytes(uint64_t cols) {
-    return cols % 32 ? 0 : (cols / 32 * (32 + sizeof(float)) + 63) / 64 * 64;
+    return cols % 32 ? 0 : (cols / 32 * (32 + sizeof(float) + sizeof(int32_t)) + 63) / 64 * 64;
 }
 
 AI const float *tok_dx(const int8_t *tok, uint64_t cols) {
-    return (const float *)(const void *)(tok + cols);
+    return cq_avx2_q8dec_tok_dx(tok, cols);
 }
 
 void cq_avx2_q8dec_tok_prepare(void *buf, const float *x, uint64_t cols) {
     int8_t *xq = buf;
     float *dx = (float *)(void *)(xq + cols);
-    for (uint64_t g = 0; g < cols / 32; g++)
-        _mm256_store_si256((__m256i *)(void *)(xq + 32 * g), cq_avx2_quant32(x + 32 * g, dx + g));
+    int32_t *c8 = (int32_t *)(void *)(dx + cols / 32);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    for (uint64_t g = 0; g < cols / 32; g++) {
+        __m256i q = cq_avx2_quant32(x + 32 * g, dx + g);
+        _mm256_store_si256((__m256i *)(void *)(xq + 32 * g), q);
+        /* the codes' sum: |q| <= 127, so the int16 pairs of ones * q cannot saturate */
+        __m256i s = _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, q), ones16);
+        __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
+        h = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(2, 3, 0, 1)));
+        c8[g] = -8 * _mm_cvtsi128_si32(h);
+    }
 }
 
 /* Group g's product with its 32 weights w (|w| in aw), as floats scaled by dx, added to acc. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/checked.h"
+#include "common/hugepages.h"
 #include "quant/dtype_ops.h"
 #include "quant/kernel_impl.h"
 
@@ -268,6 +269,9 @@ cmf_status cmf_qmat_init(cmf_qmat *m, cmf_dtype dt, uint64_t rows, uint64_t cols
 
 void cmf_qmat_free(cmf_qmat *m) {
     if (!m) return;
+    if (m->lanes) cq_huge_free(m->lanes, (size_t)m->lanes_bytes);
+    m->lanes = NULL;
+    m->lanes_bytes = 0;
     free(m->owned);
     m->owned = NULL;
     m->row_off = NULL;

@@ -68,7 +68,8 @@ cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts
                            .verify_tensors = opts ? opts->verify_tensors : 0,
                            .skill = opts ? opts->skill : NULL,
                            .blend = opts ? opts->blend : NULL,
-                           .n_blend = opts ? opts->n_blend : 0};
+                           .n_blend = opts ? opts->n_blend : 0,
+                           .batch_lanes = opts ? opts->batch_lanes : 0};
     cmf_status st = cortiq_model_load(path, &lo, &rt->model, err);
     if (st) {
         cortiq_runtime_free(rt);

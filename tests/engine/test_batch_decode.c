@@ -1,7 +1,8 @@
 /* cortiq_session_eval_batch: one decode step of several sessions in one pass gives each
  * session exactly (bit for bit) the logits of its token evaluated alone, for every quant family
  * the kernels treat differently (q8: f32 activations; q4: int8 activations, prepared tokens;
- * f16: float weights) and for sessions at different positions; then the refusals. */
+ * f16: float weights) and for sessions at different positions, also with the 4-bit matrices'
+ * batched-decode copies (cortiq_load_opts.batch_lanes, the AVX2 tier's); then the refusals. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,20 +14,23 @@
 #define NS    5
 #define STEPS 6
 
-static void check_family(const char *fam, const char *quant) {
+static void check_family_lanes(const char *fam, const char *quant, int lanes) {
     char path[256];
-    snprintf(path, sizeof path, "batch_decode_%s_%s.cmf", fam, quant);
+    snprintf(path, sizeof path, "batch_decode_%s_%s%s.cmf", fam, quant, lanes ? "_lanes" : "");
     size_t n_tok;
     int32_t *tok = tiny_convert(fam, quant, path, &n_tok);
     if (!tok) return;
     cortiq_model *m = NULL;
     cmf_err err;
-    cortiq_load_opts lo = {.threads = 3};
+    cortiq_load_opts lo = {.threads = 3, .batch_lanes = lanes};
     CHECK_MSG(cortiq_model_load(path, &lo, &m, &err) == CMF_OK, "%s", err.msg);
     if (!m) {
         free(tok);
         return;
     }
+    if (lanes)
+        printf("%s %s: batched-decode copies %llu bytes\n", fam, quant,
+               (unsigned long long)cortiq_model_lanes_bytes(m));
     uint32_t V = cortiq_model_vocab(m);
     cortiq_session *alone[NS], *batched[NS];
     for (int i = 0; i < NS; i++) {
@@ -56,8 +60,8 @@ static void check_family(const char *fam, const char *quant) {
                                  V * sizeof(float)) != 0;
         }
     }
-    CHECK_MSG(mismatches == 0, "%s %s: %d session steps differ from decoding alone", fam, quant,
-              mismatches);
+    CHECK_MSG(mismatches == 0, "%s %s%s: %d session steps differ from decoding alone", fam, quant,
+              lanes ? " (lanes)" : "", mismatches);
     /* refusals: a session twice, more than 16, a full context */
     cortiq_session *twice[2] = {batched[0], batched[0]};
     int32_t two[2] = {1, 1};
@@ -77,6 +81,10 @@ static void check_family(const char *fam, const char *quant) {
     cortiq_model_free(m);
     free(tok);
     unlink(path);
+}
+
+static void check_family(const char *fam, const char *quant) {
+    check_family_lanes(fam, quant, 0);
 }
 
 /* A mixture-of-experts session restricting its experts or counting routes decodes alone. */
@@ -115,6 +123,10 @@ int main(void) {
     check_family("gemma3_text", "vbit");
     check_family("qwen3_moe", "q8");       /* experts chosen per token */
     check_family("qwen2_moe_mixed", "q4"); /* shared expert with its gate; dense layers too */
+    check_family_lanes("qwen3", "q4", 1);
+    check_family_lanes("llama", "q4t", 1);
+    check_family_lanes("gemma3_text", "q4tp", 1);
+    check_family_lanes("qwen2_moe_mixed", "q4t", 1);
     check_moe_refusals();
     TEST_DONE();
 }

@@ -3,11 +3,12 @@
 # some streamed, some dropped part-way by the client: no crash, every completed greedy answer
 # equal to the same request served alone (continuous batching gives each slot exactly its own
 # logits), decode passes shared by several slots, 429 with Retry-After past the queue, the
-# server answers afterwards and exits cleanly.
+# server answers afterwards and exits cleanly. The model is q4t, so on the AVX2 tier the slots
+# decode through the 4-bit matrices' batched-decode copies (cortiq_load_opts.batch_lanes).
 set -uo pipefail
 . "${CORTIQ_SOURCE_DIR:?}/tests/server/serve_lib.sh"
 m="$serve_tmp/m.cmf"
-"$bin" convert --model "$CORTIQ_SOURCE_DIR/tests/fixtures/tiny/qwen3" --quant q8 --output "$m" -q || exit 1
+"$bin" convert --model "$CORTIQ_SOURCE_DIR/tests/fixtures/tiny/qwen3" --quant q4t --output "$m" -q || exit 1
 serve_start "$m" --ctx 256 --parallel 4 -t 2 || exit 1
 fail=0
 python3 -S "$CORTIQ_SOURCE_DIR/tests/server/load_check.py" "$base" 40 8 || fail=1

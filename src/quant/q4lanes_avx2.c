@@ -1,0 +1,209 @@
+/* q4lanes_avx2.c - the 4-bit class (q4_tiled, q4_block, q4tp) repacked for batched decode on the
+ * AVX2 tier: one int32 lane per row.
+ *
+ * The row-major kernels (kernel_i8dec_avx2.c) finish each 32-column group of a row inside one
+ * vector, so every token pays a correction load, a conversion, a scale multiply and an FMA per
+ * 64 weights; on two Zen 3 cores that binds batched decode at ~3.9 cycles per 64 weights and token.
+ * Here a panel of 8 rows holds, per group, 4 vectors of 32 bytes: byte 4i + j of vector k holds
+ * row i's codes of columns 4k + j (low nibble) and 16 + 4k + j (high nibble). One and, and one
+ * shift + and, give two vectors of 8 rows x 4 consecutive codes, which every token multiplies by
+ * its 4 matching activations broadcast (vpmaddubsw, the prefill GEMM's form, gemm_i8_avx2.c):
+ * per 256 weights and token 8 vpmaddubsw and 8 int16 adds, then one vpmaddwd, the offset
+ * correction, one conversion and one FMA for all 8 rows. A block's int16 sum stays within
+ * 8 * 2 * 15 * 127 = 30480.
+ *
+ * Each row's sum runs group after group in its own lane, the same instructions for one token
+ * as for several, so a token's result does not depend on which tokens share the pass. The
+ * scales follow the nibbles of each panel: f16 as stored (q4_tiled, q4_block) or the q4tp
+ * ladder's f32 values. The copy is made on request (cmf_qmat_build_lanes) and then serves the
+ * matrix's prepared-token products on this tier (kernel.c). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "common/hugepages.h"
+#include "quant/gemm_q4_codes.h"
+#include "quant/kernel_i8dec.h"
+#include "quant/kernel_impl.h"
+
+#define AI static inline __attribute__((always_inline))
+#define PR 8 /* rows per panel */
+
+bool cq_avx2_q4lanes_supports(const cmf_qmat *m) {
+    return m->cols % 32 == 0 &&
+           (m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || m->dtype == CMF_DT_Q4TP);
+}
+
+static unsigned scale_bytes(const cmf_qmat *m) {
+    return m->dtype == CMF_DT_Q4TP ? 4 : 2;
+}
+
+/* Bytes of one panel: G * 128 nibble bytes, then G * 8 scales, rounded to 64. */
+static uint64_t panel_bytes(const cmf_qmat *m) {
+    return (m->groups * (128 + PR * scale_bytes(m)) + 63) / 64 * 64;
+}
+
+/* Row i of a panel, group g: its 16 nibble bytes (element 2j low, 2j + 1 high in byte j) into
+ * the panel's 4 vectors (lanes i). */
+static void put_group(uint8_t *dst, unsigned i, const uint8_t *nib) {
+    for (unsigned mi = 0; mi < 8; mi++) {
+        const unsigned a = nib[mi], b = nib[8 + mi]; /* columns 2mi, 2mi+1 and 16 + those */
+        uint8_t *o = dst + 32 * (mi / 2) + 4 * i + 2 * (mi % 2);
+        o[0] = (uint8_t)((a & 15) | (b & 15) << 4);
+        o[1] = (uint8_t)((a >> 4) | (b & 0xF0));
+    }
+}
+
+bool cq_avx2_q4lanes_build(cmf_qmat *m) {
+    if (!cq_avx2_q4lanes_supports(m) || m->lanes) return m->lanes != NULL;
+    const uint64_t G = m->groups, P = (m->rows + PR - 1) / PR, pb = panel_bytes(m);
+    const size_t bytes = (size_t)(P * pb);
+    uint8_t *buf = cq_huge_alloc(bytes, bytes >= CQ_HUGE_PAGE);
+    if (!buf) return false;
+    float ladder[32];
+    for (uint64_t r = 0; r < m->rows; r++) {
+        uint8_t *panel = buf + (r / PR) * pb, *sc = panel + G * 128;
+        const unsigned i = (unsigned)(r % PR);
+        if (m->dtype == CMF_DT_Q4TP) cq_avx2_q4tp_ladder(m, r, ladder);
+        for (uint64_t g = 0; g < G; g++) {
+            put_group(panel + g * 128, i, cq_q4_nibbles(m, r, g));
+            if (m->dtype == CMF_DT_Q4TP)
+                memcpy(sc + (g * PR + i) * 4, &ladder[cq_q4tp_code(m, r, g)], 4);
+            else if (m->dtype == CMF_DT_Q4_TILED)
+                memcpy(sc + (g * PR + i) * 2, m->quants + (r * G + g) * CQ_Q4T_TILE, 2);
+            else
+                memcpy(sc + (g * PR + i) * 2, m->scales + 2 * (r * G + g), 2);
+        }
+    }
+    /* rows past the last hold code 0 and scale 0 (zeroed memory): their sums are 0 */
+    m->lanes = buf;
+    m->lanes_bytes = bytes;
+    return true;
+}
+
+void cq_avx2_q4lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs) {
+    const uint64_t G = m->groups;
+    const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * panel_bytes(m), *sc = p + G * 128;
+    const __m256i m4 = _mm256_set1_epi8(15);
+    for (uint64_t g = 0; g < nb; g++) {
+        __m256i *o = (__m256i *)(void *)(panel + g * 8 * 32);
+        if (g >= G) { /* blocks past the columns: zero codes and scales */
+            for (int k = 0; k < 8; k++)
+                _mm256_store_si256(o + k, _mm256_setzero_si256());
+            _mm256_storeu_ps(bs + g * PR, _mm256_setzero_ps());
+            continue;
+        }
+        for (int k = 0; k < 4; k++) {
+            __m256i v = _mm256_load_si256((const __m256i *)(const void *)(p + g * 128 + 32 * k));
+            _mm256_store_si256(o + k, _mm256_and_si256(v, m4));
+            _mm256_store_si256(o + 4 + k, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
+        }
+        _mm256_storeu_ps(
+            bs + g * PR,
+            m->dtype == CMF_DT_Q4TP
+                ? _mm256_load_ps((const float *)(const void *)(sc + g * 32))
+                : _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)(sc + g * 16))));
+    }
+}
+
+typedef int32_t i32_unaligned __attribute__((may_alias, aligned(1)));
+
+AI __m256i bcast4(const int8_t *p) {
+    return _mm256_set1_epi32(*(const i32_unaligned *)p);
+}
+
+/* The panel at p for T tokens (their codes xq, scales dx, corrections c8 = -8 * sum of a group's
+ * codes): out[t] the 8 rows' sums. f32: the scales are floats (q4tp), else f16. */
+AI void panel_pass(const uint8_t *p, uint64_t G, const int f32, const int8_t *const *xq,
+                   const float *const *dx, const int32_t *const *c8, const int T, __m256 *out) {
+    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
+    const uint8_t *sc = p + G * 128;
+    __m256 acc[CQ_Q4LANES_PASS];
+    for (int t = 0; t < T; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (uint64_t g = 0; g < G; g++) {
+        const uint8_t *w = p + g * 128;
+        cq_prefetch_weights(w);
+        cq_prefetch_weights(w + 64);
+        __m256i s[CQ_Q4LANES_PASS];
+        for (int t = 0; t < T; t++)
+            s[t] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+        for (int k = 0; k < 4; k++) {
+            __m256i v = _mm256_load_si256((const __m256i *)(const void *)(w + 32 * k));
+            __m256i lo = _mm256_and_si256(v, m4),
+                    hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
+            for (int t = 0; t < T; t++) {
+                const int8_t *x = xq[t] + 32 * g + 4 * k;
+                s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(lo, bcast4(x)));
+                s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(hi, bcast4(x + 16)));
+            }
+        }
+        const __m256 d =
+            f32 ? _mm256_load_ps((const float *)(const void *)(sc + g * 32))
+                : _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)(sc + g * 16)));
+        for (int t = 0; t < T; t++) {
+            __m256i i =
+                _mm256_add_epi32(_mm256_madd_epi16(s[t], ones), _mm256_set1_epi32(c8[t][g]));
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i),
+                                     _mm256_mul_ps(d, _mm256_set1_ps(dx[t][g])), acc[t]);
+        }
+    }
+    for (int t = 0; t < T; t++)
+        out[t] = acc[t];
+}
+
+typedef void (*pass_fn)(const uint8_t *, uint64_t, const int8_t *const *, const float *const *,
+                        const int32_t *const *, __m256 *);
+#define DEF_PASS(T)                                                                                \
+    static __attribute__((noinline)) void pass16_##T(                                              \
+        const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,             \
+        const int32_t *const *c8, __m256 *out) {                                                   \
+        panel_pass(p, G, 0, xq, dx, c8, T, out);                                                   \
+    }                                                                                              \
+    static __attribute__((noinline)) void pass32_##T(                                              \
+        const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,             \
+        const int32_t *const *c8, __m256 *out) {                                                   \
+        panel_pass(p, G, 1, xq, dx, c8, T, out);                                                   \
+    }
+DEF_PASS(1)
+DEF_PASS(2)
+DEF_PASS(3)
+DEF_PASS(4)
+static const pass_fn pass16[CQ_Q4LANES_PASS + 1] = {NULL, pass16_1, pass16_2, pass16_3, pass16_4};
+static const pass_fn pass32[CQ_Q4LANES_PASS + 1] = {NULL, pass32_1, pass32_2, pass32_3, pass32_4};
+
+void cq_avx2_q4lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
+                                  float *const *y, uint64_t r0, uint64_t r1) {
+    const uint64_t G = m->groups, pb = panel_bytes(m);
+    const pass_fn *fns = m->dtype == CMF_DT_Q4TP ? pass32 : pass16;
+    const int8_t *xq[CMF_TOK8_MULTI_MAX];
+    const float *dx[CMF_TOK8_MULTI_MAX];
+    const int32_t *c8[CMF_TOK8_MULTI_MAX];
+    for (size_t t = 0; t < n; t++) {
+        xq[t] = tok[t];
+        dx[t] = cq_avx2_q8dec_tok_dx(tok[t], m->cols);
+        c8[t] = cq_avx2_q8dec_tok_c8(tok[t], m->cols);
+    }
+    for (uint64_t r = r0 - r0 % PR; r < r1; r += PR) {
+        const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * pb;
+        const uint64_t lo = r < r0 ? r0 : r, hi = r + PR < r1 ? r + PR : r1;
+        /* the tokens in passes of up to CQ_Q4LANES_PASS, as even as they split */
+        const size_t passes = (n + CQ_Q4LANES_PASS - 1) / CQ_Q4LANES_PASS;
+        for (size_t t = 0, q = 0; q < passes; q++) {
+            const size_t nt = (n - t) / (passes - q) + ((n - t) % (passes - q) != 0);
+            __m256 v[CQ_Q4LANES_PASS];
+            fns[nt](p, G, xq + t, dx + t, c8 + t, v);
+            for (size_t k = 0; k < nt; k++) {
+                float *o = y[t + k] + (lo - r0);
+                if (lo == r && hi == r + PR) {
+                    _mm256_storeu_ps(o, v[k]);
+                } else {
+                    float f[PR];
+                    _mm256_storeu_ps(f, v[k]);
+                    memcpy(o, f + (lo - r), (size_t)(hi - lo) * sizeof *f);
+                }
+            }
+            t += nt;
+        }
+    }
+}

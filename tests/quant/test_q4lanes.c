@@ -1,0 +1,193 @@
+/* test_q4lanes.c - the AVX2 tier's batched-decode copy of the 4-bit class (cmf_qmat_build_lanes,
+ * q4lanes_avx2.c): q4_tiled, q4_block and q4tp, 1 to CMF_TOK8_MULTI_MAX tokens, row ranges that
+ * start and end off the 8-row panels, partial last panels. Every token's rows must be
+ *  - bit for bit the scalar computation the layout promises: per row and 32-group the exact
+ *    integer sum of codes times the token's int8 codes, minus 8 times the codes' sum, converted,
+ *    then acc = fma(sum, scale * dx, acc) group after group (so a token's bits cannot depend on
+ *    which tokens share a pass), and
+ *  - within float summation error of the double-precision product with the quantized token
+ *    (i8dec_ref.h), an independent check of the layout's nibble and scale placement.
+ * The prefill GEMM (cmf_matmul_qact), which reads the copy once it exists, must give the bits it
+ * gives from the file's layout. Skipped on other tiers (the copy is the AVX2 tier's). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/f16.h"
+#include "common/test.h"
+#include "common/tier.h"
+#include "cortiq/kernels.h"
+#include "i8dec_ref.h"
+#include "quant/kernel_gen.h"
+#include "quant/kernel_impl.h"
+#include "quant/kernels_engine.h"
+
+/* Row r's code and scale of group g, read from the matrix as stored. */
+static unsigned code_of(const cmf_qmat *m, uint64_t r, uint64_t c) {
+    const uint64_t g = c / 32, j = c % 32;
+    const uint8_t *nib = m->dtype == CMF_DT_Q4_TILED
+                             ? m->quants + (r * m->groups + g) * CQ_Q4T_TILE + 2
+                             : m->quants + (r * m->groups + g) * 16;
+    return j % 2 ? nib[j / 2] >> 4 : nib[j / 2] & 15u;
+}
+
+static float scale_of(const cmf_qmat *m, uint64_t r, uint64_t g) {
+    if (m->dtype == CMF_DT_Q4TP) {
+        float lad[32];
+        cq_avx2_q4tp_ladder(m, r, lad);
+        return lad[cq_q4tp_code(m, r, g)];
+    }
+    const uint8_t *h = m->dtype == CMF_DT_Q4_TILED ? m->quants + (r * m->groups + g) * CQ_Q4T_TILE
+                                                   : m->scales + 2 * (r * m->groups + g);
+    return f16_to_f32((uint16_t)(h[0] | h[1] << 8));
+}
+
+/* The layout's promised arithmetic for row r and a token prepared in the q8_row layout. */
+static float row_ref(const cmf_qmat *m, uint64_t r, const void *tok) {
+    const int8_t *xq = tok;
+    const float *dx = (const float *)(const void *)(xq + m->cols);
+    float acc = 0;
+    for (uint64_t g = 0; g < m->groups; g++) {
+        int32_t s = 0;
+        for (uint64_t j = 0; j < 32; j++)
+            s += (int32_t)xq[32 * g + j] * ((int32_t)code_of(m, r, 32 * g + j) - 8);
+        const float f = scale_of(m, r, g) * dx[g];
+        acc = fmaf((float)s, f, acc);
+    }
+    return acc;
+}
+
+static void *amalloc(size_t n) {
+    return aligned_alloc(64, (n + 63) / 64 * 64);
+}
+
+/* The integer GEMM over 13 tokens of x (rows [r0, rows)) from m as stored and from lanes. */
+static void check_gemm(const cmf_qmat *plain, const cmf_qmat *lanes, uint64_t r0, kg_rng *rng) {
+    const size_t n = 13, cols = (size_t)plain->cols, rows = (size_t)plain->rows;
+    float *x = malloc(n * cols * sizeof *x), *ya = malloc(n * rows * sizeof *ya),
+          *yb = malloc(n * rows * sizeof *yb);
+    for (size_t i = 0; i < n * cols; i++)
+        x[i] = kg_unif(rng, -1, 1);
+    cmf_qact a;
+    void *am = amalloc(cmf_qact_bytes(n, cols)), *scratch = amalloc(cmf_qact_scratch_bytes(cols));
+    cmf_qact_bind(&a, am, n, cols);
+    cmf_qact_quantize(&a, x, cols);
+    memset(ya, 0, n * rows * sizeof *ya);
+    memset(yb, 0, n * rows * sizeof *yb);
+    cmf_matmul_qact(plain, &a, ya + r0, rows, r0, rows, scratch);
+    cmf_matmul_qact(lanes, &a, yb + r0, rows, r0, rows, scratch);
+    CHECK_MSG(memcmp(ya, yb, n * rows * sizeof *ya) == 0,
+              "%s %zu x %zu from row %llu: the GEMM "
+              "from the lanes differs",
+              cmf_dtype_name(plain->dtype), rows, cols, (unsigned long long)r0);
+    free(x), free(ya), free(yb), free(am), free(scratch);
+}
+
+static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
+    kg_rng rng = {seed};
+    kg_opts o = {0, 0};
+    uint64_t nbytes;
+    uint8_t *payload = kg_payload(dt, rows, cols, &rng, &o, &nbytes);
+    cmf_qmat m, plain;
+    CHECK_STATUS(cmf_qmat_init(&m, dt, rows, cols, payload, nbytes, "w", &t_err_), CMF_OK);
+    CHECK_STATUS(cmf_qmat_init(&plain, dt, rows, cols, payload, nbytes, "w", &t_err_), CMF_OK);
+    CHECK(m.lanes == NULL);
+    CHECK(cmf_qmat_build_lanes(&m));
+    CHECK(m.lanes != NULL);
+    CHECK(cmf_qmat_build_lanes(&m)); /* a second call keeps the copy */
+    CHECK(cmf_tok8_supports(&m) == CMF_TOK8_Q8);
+    enum { T = CMF_TOK8_MULTI_MAX };
+    const size_t tb = (cmf_tok8_bytes(cols) + 63) / 64 * 64;
+    uint8_t *toks = aligned_alloc(64, T * tb);
+    float *x = malloc(cols * sizeof *x), *want = malloc(T * rows * sizeof(float)),
+          *got = malloc(T * rows * sizeof(float));
+    double *xd = malloc(cols * sizeof *xd);
+    float *x3 = malloc(3 * cols * sizeof *x3); /* the first 3 tokens, for cmf_matmul_ex */
+    const void *tp[T];
+    int bad = 0;
+    for (size_t t = 0; t < T; t++) {
+        i8ref_token(&rng, cols, x, xd);
+        cmf_tok8_prepare(toks + t * tb, x, cols, CMF_TOK8_Q8);
+        if (t < 3) memcpy(x3 + t * cols, x, cols * sizeof *x);
+        tp[t] = toks + t * tb;
+        for (uint64_t r = 0; r < rows; r++)
+            want[t * rows + r] = row_ref(&m, r, tp[t]);
+        if (t == 0) { /* the whole matrix, one token, against the double product */
+            cmf_matvec_tok8(&m, tp[0], got, 0, rows);
+            i8ref_check_rows(&m, got, xd, &bad);
+            CHECK_MSG(bad == 0, "%s %llu x %llu: %d rows off the double product",
+                      cmf_dtype_name(dt), (unsigned long long)rows, (unsigned long long)cols, bad);
+        }
+    }
+    /* a small batch with int8 activations (a short prompt) reads the copy the same way */
+    memset(got, 0xff, T * rows * sizeof *got);
+    cmf_matmul_ex(&m, x3, 3, cols, got, rows, 0, rows, CMF_KF_INT8_ACT);
+    CHECK_MSG(memcmp(want, got, 3 * rows * sizeof *got) == 0,
+              "%s %llu x %llu: cmf_matmul_ex of 3 "
+              "tokens differs",
+              cmf_dtype_name(dt), (unsigned long long)rows, (unsigned long long)cols);
+    const uint64_t ranges[][2] = {
+        {0, rows}, {16, rows}, {3, rows}, {5, rows > 13 ? 13 : rows}, {rows - 1, rows}};
+    for (size_t q = 0; q < sizeof ranges / sizeof *ranges; q++) {
+        const uint64_t r0 = ranges[q][0], r1 = ranges[q][1];
+        if (r0 >= r1) continue;
+        for (size_t n = 1; n <= T; n++) {
+            float *ys[T];
+            const void *tq[T];
+            memset(got, 0xff, T * rows * sizeof *got);
+            for (size_t t = 0; t < n; t++) { /* another order than prepared */
+                tq[t] = tp[(t + n) % T];
+                ys[t] = got + t * rows;
+            }
+            if (n == 1)
+                cmf_matvec_tok8(&m, tq[0], ys[0], r0, r1);
+            else
+                cmf_matvec_tok8_multi(&m, tq, n, ys, r0, r1);
+            for (size_t t = 0; t < n; t++)
+                CHECK_MSG(
+                    memcmp(want + ((t + n) % T) * rows + r0, ys[t], (r1 - r0) * sizeof(float)) == 0,
+                    "%s %llu x %llu, rows [%llu, %llu), token %zu of %zu differs",
+                    cmf_dtype_name(dt), (unsigned long long)rows, (unsigned long long)cols,
+                    (unsigned long long)r0, (unsigned long long)r1, t, n);
+        }
+    }
+    check_gemm(&plain, &m, 0, &rng);
+    check_gemm(&plain, &m, rows > 16 ? 16 : 0, &rng);
+    check_gemm(&plain, &m, rows > 3 ? 3 : 0, &rng); /* off the panels: packed from the file */
+    cmf_qmat_free(&m);
+    cmf_qmat_free(&plain);
+    CHECK(m.lanes == NULL);
+    free(toks), free(x), free(x3), free(xd), free(want), free(got), free(payload);
+}
+
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv);
+    cmf_qmat probe;
+    uint64_t nb;
+    kg_rng r = {1};
+    kg_opts o = {0, 0};
+    uint8_t *p = kg_payload(CMF_DT_Q4_TILED, 8, 32, &r, &o, &nb);
+    CHECK_STATUS(cmf_qmat_init(&probe, CMF_DT_Q4_TILED, 8, 32, p, nb, "p", &t_err_), CMF_OK);
+    const bool avx2 = cmf_qmat_build_lanes(&probe);
+    cmf_qmat_free(&probe);
+    free(p);
+    if (!avx2) {
+        printf("SKIP: the 4-bit lanes are the AVX2 tier's\n");
+        return 0;
+    }
+    /* q8_row and vbit take no copy */
+    p = kg_payload(CMF_DT_Q8_ROW, 8, 64, &r, &o, &nb);
+    CHECK_STATUS(cmf_qmat_init(&probe, CMF_DT_Q8_ROW, 8, 64, p, nb, "p", &t_err_), CMF_OK);
+    CHECK(!cmf_qmat_build_lanes(&probe) && probe.lanes == NULL);
+    cmf_qmat_free(&probe);
+    free(p);
+    static const cmf_dtype dts[] = {CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP};
+    static const uint64_t cols[] = {32, 96, 576, 896};
+    static const uint64_t rows[] = {8, 5, 37, 64};
+    uint64_t seed = 7;
+    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++)
+        for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
+            for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
+                check(dts[d], rows[k], cols[c], seed++);
+    TEST_DONE();
+}
