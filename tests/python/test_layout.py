@@ -32,7 +32,7 @@ WHOLE = {
     "cortiq_sampler_params": ["temperature", "top_k", "top_p", "min_p", "repeat_penalty",
                               "repeat_last_n", "seed"],
     "cortiq_runtime_opts": ["threads", "ctx", "kv", "act", "no_huge_pages", "verify_tensors",
-                            "skill", "blend", "n_blend"],
+                            "skill", "blend", "n_blend", "batch_lanes"],
     "cortiq_skill_weight": ["id", "weight"],
     "cortiq_generate_params": ["sampler", "max_tokens"],
     "cortiq_generate_stats": ["prompt_tokens", "cached_tokens", "generated_tokens",

@@ -228,6 +228,7 @@ typedef struct cortiq_runtime_opts {
     const char *skill;
     const cortiq_skill_weight *blend;
     size_t n_blend;
+    int batch_lanes;
 } cortiq_runtime_opts;
 cmf_status cortiq_runtime_open(const char *path, const cortiq_runtime_opts *opts,
                                cortiq_runtime **out, cmf_err *err);
