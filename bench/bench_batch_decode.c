@@ -6,7 +6,9 @@
  * usage: bench_batch_decode MODEL.cmf [threads] [steps] [rounds] [act] [lanes]
  * act: 0 default, 1 int8 activations (CORTIQ_ACT_INT8: q8_row decode through the prepared
  * int8 tokens too), 2 f32 activations; lanes 1: the batched-decode copies of the 4-bit matrices
- * (cortiq_load_opts.batch_lanes), as `cortiq serve --parallel N` makes them. */
+ * (cortiq_load_opts.batch_lanes), as `cortiq serve --parallel N` makes them; prompt tokens
+ * (default 16): the context each stream's steps start from (a server's slots decode at the
+ * prompt's length and on, where attention over the cache weighs more). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -15,16 +17,20 @@
 
 #define MAXS 8
 
+#define MAXP 4096
+
+static int n_prompt = 16; /* tokens before the timed steps: the attention's context */
+
 static double run(cortiq_model *m, cortiq_session **s, int ns, int steps, int batched) {
     uint32_t V = cortiq_model_vocab(m);
-    int32_t prompt[16];
-    for (int i = 0; i < 16; i++)
-        prompt[i] = 100 + i;
+    static int32_t prompt[MAXP];
+    for (int i = 0; i < n_prompt; i++)
+        prompt[i] = 100 + i % 1000;
     cmf_err err;
     for (int i = 0; i < ns; i++) {
         cortiq_session_reset(s[i]);
         prompt[0] = 100 + i; /* different streams */
-        if (cortiq_session_eval(s[i], prompt, 16, NULL, &err)) {
+        if (cortiq_session_eval(s[i], prompt, (size_t)n_prompt, NULL, &err)) {
             fprintf(stderr, "%s\n", err.msg);
             exit(1);
         }
@@ -50,7 +56,9 @@ static double run(cortiq_model *m, cortiq_session **s, int ns, int steps, int ba
 
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: %s MODEL.cmf [threads] [steps] [rounds] [act 0|1|2] [lanes 0|1]\n",
+        fprintf(stderr,
+                "usage: %s MODEL.cmf [threads] [steps] [rounds] [act 0|1|2] [lanes 0|1] "
+                "[prompt tokens]\n",
                 argv[0]);
         return 2;
     }
@@ -58,6 +66,11 @@ int main(int argc, char **argv) {
                            .act = argc > 5 ? (cortiq_act_mode)atoi(argv[5]) : CORTIQ_ACT_DEFAULT,
                            .batch_lanes = argc > 6 ? atoi(argv[6]) : 0};
     int steps = argc > 3 ? atoi(argv[3]) : 32, rounds = argc > 4 ? atoi(argv[4]) : 3;
+    if (argc > 7) n_prompt = atoi(argv[7]);
+    if (n_prompt < 1 || n_prompt > MAXP) {
+        fprintf(stderr, "prompt tokens %d: want 1 to %d\n", n_prompt, MAXP);
+        return 2;
+    }
     cortiq_model *m;
     cmf_err err;
     if (cortiq_model_load(argv[1], &lo, &m, &err)) {
@@ -67,7 +80,7 @@ int main(int argc, char **argv) {
     cortiq_model_prefetch(m);
     cortiq_session *s[MAXS];
     for (int i = 0; i < MAXS; i++)
-        if (cortiq_session_create(m, 512, &s[i], &err)) {
+        if (cortiq_session_create(m, (uint32_t)(n_prompt + steps + 64), &s[i], &err)) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
