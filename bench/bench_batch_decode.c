@@ -5,8 +5,8 @@
  * hits both alike; the best round of each is printed.
  * usage: bench_batch_decode MODEL.cmf [threads] [steps] [rounds] [act] [lanes]
  * act: 0 default, 1 int8 activations (CORTIQ_ACT_INT8: q8_row decode through the prepared
- * int8 tokens too), 2 f32 activations; lanes 1: the batched-decode copies of the 4-bit matrices
- * (cortiq_load_opts.batch_lanes), as `cortiq serve --parallel N` makes them; prompt tokens
+ * int8 tokens too), 2 f32 activations; lanes 1: the batched-decode copies of the q8 / 4-bit
+ * matrices (cortiq_load_opts.batch_lanes), as `cortiq serve --parallel N` makes them; prompt tokens
  * (default 16): the context each stream's steps start from (a server's slots decode at the
  * prompt's length and on, where attention over the cache weighs more). */
 #include <stdio.h>

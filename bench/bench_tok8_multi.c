@@ -3,11 +3,10 @@
  * cache) or all at once (each weight step loaded and decoded once), on prepared int8 tokens
  * (cmf_matvec_tok8 against cmf_matvec_tok8_multi) where the CPU has them for the dtype, and
  * with f32 activations (cmf_matvec against cmf_matvec_multi) for q8_row, f16 and bf16, the
- * engine's path where the int8 one is absent; the 4-bit class also from its batched-decode copy
- * (cmf_qmat_build_lanes, rows "+lanes") where the tier has one. Thread CPU time, best of the
- * rounds, so that other processes' load weighs less.
- * usage: bench_tok8_multi [rows] [cols] [reps] [rounds]  (default 1536 576 200 5: SmolLM2's
- * gate/up shape) */
+ * engine's path where the int8 one is absent; q8_row and the 4-bit class also from their
+ * batched-decode copy (cmf_qmat_build_lanes, rows "+lanes") where the tier has one. Thread CPU
+ * time, best of the rounds, so that other processes' load weighs less. usage: bench_tok8_multi
+ * [rows] [cols] [reps] [rounds]  (default 1536 576 200 5: SmolLM2's gate/up shape) */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -104,13 +104,13 @@ typedef struct cortiq_load_opts {
      * by the model; the other tensors stay views. Weights are normalized to sum 1. */
     const struct cortiq_skill_weight *blend;
     size_t n_blend;
-    /* Nonzero: where this CPU has a layout for batched decode, copy the 4-bit matrices a decode
-     * step reads (q4_tiled, q4_block, q4tp) into it at load and release their file pages (the
-     * AVX2 tier: panels of 8 rows, one int32 lane per row, docs/KERNELS.md "Batched decode
-     * lanes"). Several sessions' tokens then share each pass over the weights at about half the
-     * arithmetic; one session decodes at the same speed. Every product of such a matrix with int8
-     * activations reads the copy, so results stay the same whichever sessions share a step.
-     * For servers with several slots; ignored with CORTIQ_ACT_F32. */
+    /* Nonzero: where this CPU has a layout for batched decode, copy the integer matrices a
+     * decode step reads (q8_row, q4_tiled, q4_block, q4tp) into it at load and release their
+     * file pages (the AVX2 tier: panels of 8 rows, one int32 lane per row, docs/KERNELS.md
+     * "Batched decode lanes"). Several sessions' tokens then share each pass over the weights at
+     * less arithmetic (4-bit: about half); one session decodes at the same speed. Every product of
+     * such a matrix with int8 activations reads the copy, so results stay the same whichever
+     * sessions share a step. For servers with several slots; ignored with CORTIQ_ACT_F32. */
     int batch_lanes;
 } cortiq_load_opts;
 

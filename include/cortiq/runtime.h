@@ -39,7 +39,7 @@ typedef struct cortiq_runtime_opts {
     const char *skill;
     const cortiq_skill_weight *blend;
     size_t n_blend;
-    int batch_lanes; /* nonzero: 4-bit matrices laid out for batched decode (load_opts) */
+    int batch_lanes; /* nonzero: q8/4-bit matrices laid out for batched decode (load_opts) */
 } cortiq_runtime_opts;
 
 CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_runtime_open(const char *path,

@@ -20,7 +20,7 @@ static void usage(void) {
           "  --host ADDR          address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)\n"
           "  --port N             TCP port (default 8080; 0: any free port, printed at start)\n"
           "  --parallel N         requests served at once, each in its own KV cache (default 1)\n"
-          "  --no-batch-lanes     with --parallel > 1, keep the 4-bit matrices in the file's\n"
+          "  --no-batch-lanes     with --parallel > 1, keep the q8 / 4-bit matrices in the file's\n"
           "                       layout (by default they are copied, at load, into one that\n"
           "                       serves several slots' tokens per pass at less arithmetic)\n"
           "  --max-queue N        requests waiting for a slot before 429 (default 64)\n"
@@ -130,7 +130,8 @@ int cmd_serve(int argc, char **argv) {
     }
     uint64_t lb = cortiq_model_lanes_bytes(cortiq_runtime_model(rt));
     if (lb)
-        fprintf(stderr, "cortiq serve: 4-bit matrices laid out for batched decode (%.1f MiB)\n",
+        fprintf(stderr,
+                "cortiq serve: q8 / 4-bit matrices laid out for batched decode (%.1f MiB)\n",
                 (double)lb / (1 << 20));
     char *base = base_name(path);
     cfg.model_id = name ? name : base;

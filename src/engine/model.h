@@ -77,12 +77,13 @@ typedef struct cq_layer {
 cmf_status cq_load_floats(const cmf_tensor *t, uint64_t n, const char *path, float **out,
                           cmf_err *err);
 
-/* Choose the activation from arch.hidden_act and refuse header fields whose computation this
- * runtime lacks (src/engine/arch_check.c). */
-/* The batched-decode copies of the decode step's 4-bit matrices (cortiq_load_opts.batch_lanes,
- * model_lanes.c), their file pages released; returns their bytes (0: none on this tier). */
+/* The batched-decode copies of the decode step's q8 / 4-bit matrices
+ * (cortiq_load_opts.batch_lanes, model_lanes.c), their file pages released; returns their
+ * bytes (0: none on this tier). */
 uint64_t cq_model_build_lanes(cortiq_model *m);
 
+/* Choose the activation from arch.hidden_act and refuse header fields whose computation this
+ * runtime lacks (src/engine/arch_check.c). */
 cmf_status cq_arch_check(const cmf_header *h, const char *path, cq_act *act, cmf_err *err);
 
 struct cortiq_model {

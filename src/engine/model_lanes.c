@@ -1,4 +1,4 @@
-/* model_lanes.c - the batched-decode copies of a model's 4-bit matrices (cortiq_load_opts.
+/* model_lanes.c - the batched-decode copies of a model's q8 / 4-bit matrices (cortiq_load_opts.
  * batch_lanes, cmf_qmat_build_lanes): made once at load, on the model's threads, for the
  * matrices a decode step streams; each matrix's file pages are then handed back to the kernel
  * (they refault if a product still reads them: a batch of 2-5 tokens, the one-token f32

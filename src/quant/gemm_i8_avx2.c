@@ -287,13 +287,14 @@ void cq_gemm_avx2(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, ui
     for (uint64_t r = r0; r < r1; r += PR) {
         unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR, nn = cq_next_panel_rows(r, r1, PR);
         int form = FORM_U;
-        if (rowscale) {
+        if (m->lanes && r % PR == 0) { /* the batched-decode copy: the same codes and scales */
+            cq_avx2_lanes_unpack(m, r, nb, panel, bs);
+            form = rowscale ? FORM_SIGN_ROW : FORM_U;
+        } else if (rowscale) {
             pack_q8(m, r, nr, nb, panel, rs, nn);
             form = FORM_SIGN_ROW;
         } else if (vbit) {
             form = pack_vbit(m, tabs, r, nr, nb, panel, bs, nn);
-        } else if (m->lanes && r % PR == 0) { /* the batched-decode copy: the same codes */
-            cq_avx2_q4lanes_unpack(m, r, nb, panel, bs);
         } else {
             pack_q4(m, r, nr, nb, panel, bs, nn);
         }

@@ -116,7 +116,7 @@ size_t cmf_tok8_bytes(uint64_t cols) {
 }
 
 bool cmf_qmat_build_lanes(cmf_qmat *m) {
-    return tok8_avx2() && cq_avx2_q4lanes_build(m);
+    return tok8_avx2() && cq_avx2_lanes_build(m);
 }
 
 int cmf_tok8_supports(const cmf_qmat *m) {
@@ -147,7 +147,7 @@ void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_
     if (row_begin >= row_end) return;
     if (tok8_avx2()) {
         if (m->lanes)
-            cq_avx2_q4lanes_matvec_multi(m, &tok, 1, &y, row_begin, row_end);
+            cq_avx2_lanes_matvec_multi(m, &tok, 1, &y, row_begin, row_end);
         else if (m->dtype == CMF_DT_Q8_ROW)
             cq_avx2_q8dec_tok_matvec(m, tok, y, row_begin, row_end);
         else
@@ -165,7 +165,7 @@ void cmf_matvec_tok8_multi(const cmf_qmat *m, const void *const *tok, size_t n, 
     if (n == 0 || row_begin >= row_end) return;
     const bool avx2 = tok8_avx2();
     if (avx2 && m->lanes) {
-        cq_avx2_q4lanes_matvec_multi(m, tok, n, y, row_begin, row_end);
+        cq_avx2_lanes_matvec_multi(m, tok, n, y, row_begin, row_end);
         return;
     }
     if (m->dtype == CMF_DT_Q8_ROW) {

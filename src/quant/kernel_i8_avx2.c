@@ -241,7 +241,7 @@ static bool lanes_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx
         tok[t] = mem + t * tb;
         y[t] = Y + t * ldy;
     }
-    cq_avx2_q4lanes_matvec_multi(m, tok, n, y, r0, r1);
+    cq_avx2_lanes_matvec_multi(m, tok, n, y, r0, r1);
     return true;
 }
 

@@ -71,20 +71,22 @@ static inline const int32_t *cq_avx2_q8dec_tok_c8(const void *tok, uint64_t cols
     return (const int32_t *)(const void *)(cq_avx2_q8dec_tok_dx(tok, cols) + cols / 32);
 }
 
-/* The AVX2 tier's batched-decode copy of the 4-bit class (q4lanes_avx2.c): panels of 8 rows, one
- * int32 lane per row. _supports: q4_tiled, q4_block or q4tp with cols % 32 == 0.
+/* The AVX2 tier's batched-decode copy of q8_row and the 4-bit class (lanes_avx2.c): panels of 8
+ * rows, one int32 lane per row. _supports: q8_row, q4_tiled, q4_block or q4tp with
+ * cols % 32 == 0.
  * _build: makes m->lanes (false when unsupported or out of memory; true when it exists).
  * _matvec_multi: rows [r0, r1) for n (<= CMF_TOK8_MULTI_MAX) tokens prepared in the q8_row
  * layout above, from m->lanes; y[t] has the same bits whichever tokens share the call (the
- * tokens run in passes of up to CQ_Q4LANES_PASS). */
-#define CQ_Q4LANES_PASS 4
-bool cq_avx2_q4lanes_supports(const cmf_qmat *m);
-bool cq_avx2_q4lanes_build(cmf_qmat *m);
-void cq_avx2_q4lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
-                                  float *const *y, uint64_t r0, uint64_t r1);
+ * tokens run in passes of up to CQ_LANES_PASS). */
+#define CQ_LANES_PASS 4
+bool cq_avx2_lanes_supports(const cmf_qmat *m);
+bool cq_avx2_lanes_build(cmf_qmat *m);
+void cq_avx2_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
+                                float *const *y, uint64_t r0, uint64_t r1);
 /* Rows [r, r + 8) (r % 8 == 0) from m->lanes in the AVX2 integer GEMM's panel form
- * (gemm_i8_avx2.c: block b's 8 code vectors at panel + (8b + k) * 32, its scales at bs[8b ..]),
- * nb blocks, those past the columns zero. */
-void cq_avx2_q4lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs);
+ * (gemm_i8_avx2.c; the 4-bit class: block b's 8 code vectors at panel + (8b + k) * 32, its
+ * scales at bs[8b ..]; q8_row: the |w| and w vectors at panel + (16b + k) * 32 and
+ * (16b + 8 + k) * 32, the row scales at bs[0 .. 8)), nb blocks, those past the columns zero. */
+void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs);
 
 #endif

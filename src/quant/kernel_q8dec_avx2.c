@@ -24,7 +24,7 @@
 
 /* The prepared token: the codes, 32 bytes a group, then each group's dx (a float a group) and
  * -8 times the sum of its codes (an int32 a group, the 4-bit lanes' offset correction,
- * q4lanes_avx2.c), padded to 64 bytes (the 4-bit class's token follows it in a cmf_tok8
+ * lanes_avx2.c), padded to 64 bytes (the 4-bit class's token follows it in a cmf_tok8
  * buffer). (dx repeated over 8 lanes, so that the FMA could read it from memory, doubled the
  * token and read the Qwen2.5-0.5B shape's weights 10 % slower from DRAM.) */
 size_t cq_avx2_q8dec_tok_bytes(uint64_t cols) {

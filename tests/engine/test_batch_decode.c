@@ -1,8 +1,9 @@
 /* cortiq_session_eval_batch: one decode step of several sessions in one pass gives each
  * session exactly (bit for bit) the logits of its token evaluated alone, for every quant family
  * the kernels treat differently (q8: f32 activations; q4: int8 activations, prepared tokens;
- * f16: float weights) and for sessions at different positions, also with the 4-bit matrices'
- * batched-decode copies (cortiq_load_opts.batch_lanes, the AVX2 tier's); then the refusals. */
+ * f16: float weights) and for sessions at different positions, also with the q8 and 4-bit
+ * matrices' batched-decode copies (cortiq_load_opts.batch_lanes, the AVX2 tier's); then the
+ * refusals. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +124,7 @@ int main(void) {
     check_family("gemma3_text", "vbit");
     check_family("qwen3_moe", "q8");       /* experts chosen per token */
     check_family("qwen2_moe_mixed", "q4"); /* shared expert with its gate; dense layers too */
+    check_family_lanes("qwen3", "q8", 1);
     check_family_lanes("qwen3", "q4", 1);
     check_family_lanes("llama", "q4t", 1);
     check_family_lanes("gemma3_text", "q4tp", 1);

@@ -1,5 +1,5 @@
-/* test_q4lanes.c - the AVX2 tier's batched-decode copy of the 4-bit class (cmf_qmat_build_lanes,
- * q4lanes_avx2.c): q4_tiled, q4_block and q4tp, 1 to CMF_TOK8_MULTI_MAX tokens, row ranges that
+/* test_lanes.c - the AVX2 tier's batched-decode copy (cmf_qmat_build_lanes, lanes_avx2.c):
+ * q8_row, q4_tiled, q4_block and q4tp, 1 to CMF_TOK8_MULTI_MAX tokens, row ranges that
  * start and end off the 8-row panels, partial last panels. Every token's rows must be
  *  - bit for bit the scalar computation the layout promises: per row and 32-group the exact
  *    integer sum of codes times the token's int8 codes, minus 8 times the codes' sum, converted,
@@ -42,10 +42,26 @@ static float scale_of(const cmf_qmat *m, uint64_t r, uint64_t g) {
     return f16_to_f32((uint16_t)(h[0] | h[1] << 8));
 }
 
+/* q8_row: per group the exact sum of codes times weights, acc = fma(sum, dx, acc) group after
+ * group, then times the row's scale. */
+static float row_ref_q8(const cmf_qmat *m, uint64_t r, const int8_t *xq, const float *dx) {
+    const int8_t *w = (const int8_t *)m->quants + r * m->cols;
+    float acc = 0;
+    for (uint64_t g = 0; g < m->groups; g++) {
+        int32_t s = 0;
+        for (uint64_t j = 0; j < 32; j++)
+            s += (int32_t)xq[32 * g + j] * w[32 * g + j];
+        acc = fmaf((float)s, dx[g], acc);
+    }
+    const uint8_t *h = m->scales + 2 * r;
+    return acc * f16_to_f32((uint16_t)(h[0] | h[1] << 8));
+}
+
 /* The layout's promised arithmetic for row r and a token prepared in the q8_row layout. */
 static float row_ref(const cmf_qmat *m, uint64_t r, const void *tok) {
     const int8_t *xq = tok;
     const float *dx = (const float *)(const void *)(xq + m->cols);
+    if (m->dtype == CMF_DT_Q8_ROW) return row_ref_q8(m, r, xq, dx);
     float acc = 0;
     for (uint64_t g = 0; g < m->groups; g++) {
         int32_t s = 0;
@@ -172,16 +188,16 @@ int main(int argc, char **argv) {
     cmf_qmat_free(&probe);
     free(p);
     if (!avx2) {
-        printf("SKIP: the 4-bit lanes are the AVX2 tier's\n");
+        printf("SKIP: the lanes are the AVX2 tier's\n");
         return 0;
     }
-    /* q8_row and vbit take no copy */
-    p = kg_payload(CMF_DT_Q8_ROW, 8, 64, &r, &o, &nb);
-    CHECK_STATUS(cmf_qmat_init(&probe, CMF_DT_Q8_ROW, 8, 64, p, nb, "p", &t_err_), CMF_OK);
+    /* vbit takes no copy */
+    p = kg_payload(CMF_DT_VBIT_RO, 8, 64, &r, &o, &nb);
+    CHECK_STATUS(cmf_qmat_init(&probe, CMF_DT_VBIT_RO, 8, 64, p, nb, "p", &t_err_), CMF_OK);
     CHECK(!cmf_qmat_build_lanes(&probe) && probe.lanes == NULL);
     cmf_qmat_free(&probe);
     free(p);
-    static const cmf_dtype dts[] = {CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP};
+    static const cmf_dtype dts[] = {CMF_DT_Q8_ROW, CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP};
     static const uint64_t cols[] = {32, 96, 576, 896};
     static const uint64_t rows[] = {8, 5, 37, 64};
     uint64_t seed = 7;

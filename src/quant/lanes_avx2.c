@@ -1,5 +1,5 @@
-/* q4lanes_avx2.c - the 4-bit class (q4_tiled, q4_block, q4tp) repacked for batched decode on the
- * AVX2 tier: one int32 lane per row.
+/* lanes_avx2.c - q8_row and the 4-bit class (q4_tiled, q4_block, q4tp) repacked for batched
+ * decode on the AVX2 tier: one int32 lane per row.
  *
  * The row-major kernels (kernel_i8dec_avx2.c) finish each 32-column group of a row inside one
  * vector, so every token pays a correction load, a conversion, a scale multiply and an FMA per
@@ -15,7 +15,17 @@
  * Each row's sum runs group after group in its own lane, the same instructions for one token
  * as for several, so a token's result does not depend on which tokens share the pass. The
  * scales follow the nibbles of each panel: f16 as stored (q4_tiled, q4_block) or the q4tp
- * ladder's f32 values. The copy is made on request (cmf_qmat_build_lanes) and then serves the
+ * ladder's f32 values.
+ *
+ * q8_row takes the same panels with its int8 weights as they are: per group 8 vectors, byte
+ * 4i + j of vector k row i's weight of column 4k + j, and the panel's 8 row scales (f32) after
+ * the groups. Per group and token: 8 times vpsignb (the weight's sign onto the 4 broadcast
+ * codes), vpmaddubsw by |w| (a pair at most 2 * 128 * 127 = 32512) and vpmaddwd, then one
+ * conversion and one FMA by the token's dx; the row scale multiplies the sum at the end. Against
+ * the row-major q8 kernel (kernel_q8dec_avx2.c): 17 multiply-pipe operations per 256 weights and
+ * token instead of 24.
+ *
+ * The copy is made on request (cmf_qmat_build_lanes) and then serves the
  * matrix's prepared-token products on this tier (kernel.c). */
 #include <immintrin.h>
 #include <string.h>
@@ -28,18 +38,32 @@
 #define AI static inline __attribute__((always_inline))
 #define PR 8 /* rows per panel */
 
-bool cq_avx2_q4lanes_supports(const cmf_qmat *m) {
-    return m->cols % 32 == 0 &&
-           (m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || m->dtype == CMF_DT_Q4TP);
+bool cq_avx2_lanes_supports(const cmf_qmat *m) {
+    return m->cols % 32 == 0 && (m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK ||
+                                 m->dtype == CMF_DT_Q4TP || m->dtype == CMF_DT_Q8_ROW);
 }
 
 static unsigned scale_bytes(const cmf_qmat *m) {
     return m->dtype == CMF_DT_Q4TP ? 4 : 2;
 }
 
-/* Bytes of one panel: G * 128 nibble bytes, then G * 8 scales, rounded to 64. */
+/* Bytes of one panel, rounded to 64: the 4-bit class G * 128 nibble bytes, then G * 8 scales;
+ * q8_row G * 256 weight bytes, then 8 f32 row scales. */
 static uint64_t panel_bytes(const cmf_qmat *m) {
+    if (m->dtype == CMF_DT_Q8_ROW) return (m->groups * 256 + PR * 4 + 63) / 64 * 64;
     return (m->groups * (128 + PR * scale_bytes(m)) + 63) / 64 * 64;
+}
+
+/* q8_row: row r into its panel (lane r % 8). */
+static void put_q8_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
+    const uint64_t G = m->groups;
+    const unsigned i = (unsigned)(r % PR);
+    const uint8_t *w = m->quants + r * m->cols;
+    for (uint64_t g = 0; g < G; g++)
+        for (unsigned k = 0; k < 8; k++)
+            memcpy(panel + g * 256 + 32 * k + 4 * i, w + 32 * g + 4 * k, 4);
+    float rs = _cvtsh_ss(ld_u16(m->scales + 2 * r)); /* F16C */
+    memcpy(panel + G * 256 + 4 * i, &rs, 4);
 }
 
 /* Row i of a panel, group g: its 16 nibble bytes (element 2j low, 2j + 1 high in byte j) into
@@ -53,14 +77,16 @@ static void put_group(uint8_t *dst, unsigned i, const uint8_t *nib) {
     }
 }
 
-bool cq_avx2_q4lanes_build(cmf_qmat *m) {
-    if (!cq_avx2_q4lanes_supports(m) || m->lanes) return m->lanes != NULL;
+bool cq_avx2_lanes_build(cmf_qmat *m) {
+    if (!cq_avx2_lanes_supports(m) || m->lanes) return m->lanes != NULL;
     const uint64_t G = m->groups, P = (m->rows + PR - 1) / PR, pb = panel_bytes(m);
     const size_t bytes = (size_t)(P * pb);
     uint8_t *buf = cq_huge_alloc(bytes, bytes >= CQ_HUGE_PAGE);
     if (!buf) return false;
     float ladder[32];
-    for (uint64_t r = 0; r < m->rows; r++) {
+    for (uint64_t r = 0; r < m->rows && m->dtype == CMF_DT_Q8_ROW; r++)
+        put_q8_row(m, buf + (r / PR) * pb, r);
+    for (uint64_t r = 0; r < m->rows && m->dtype != CMF_DT_Q8_ROW; r++) {
         uint8_t *panel = buf + (r / PR) * pb, *sc = panel + G * 128;
         const unsigned i = (unsigned)(r % PR);
         if (m->dtype == CMF_DT_Q4TP) cq_avx2_q4tp_ladder(m, r, ladder);
@@ -74,14 +100,35 @@ bool cq_avx2_q4lanes_build(cmf_qmat *m) {
                 memcpy(sc + (g * PR + i) * 2, m->scales + 2 * (r * G + g), 2);
         }
     }
-    /* rows past the last hold code 0 and scale 0 (zeroed memory): their sums are 0 */
+    /* rows past the last hold code (weight) 0 and scale 0 (zeroed memory): their sums are 0 */
     m->lanes = buf;
     m->lanes_bytes = bytes;
     return true;
 }
 
-void cq_avx2_q4lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs) {
+/* q8_row in the GEMM's sign form: block b's |w| vectors at panel + (16b + k) * 32, w's at
+ * panel + (16b + 8 + k) * 32, the row scales at rs[0 .. 8). */
+static void unpack_q8(const cmf_qmat *m, const uint8_t *p, size_t nb, uint8_t *panel, float *rs) {
     const uint64_t G = m->groups;
+    for (uint64_t g = 0; g < nb; g++) {
+        __m256i *o = (__m256i *)(void *)(panel + g * 16 * 32);
+        for (int k = 0; k < 8; k++) {
+            __m256i w =
+                g < G ? _mm256_load_si256((const __m256i *)(const void *)(p + g * 256 + 32 * k))
+                      : _mm256_setzero_si256();
+            _mm256_store_si256(o + k, _mm256_abs_epi8(w));
+            _mm256_store_si256(o + 8 + k, w);
+        }
+    }
+    _mm256_storeu_ps(rs, _mm256_load_ps((const float *)(const void *)(p + G * 256)));
+}
+
+void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs) {
+    const uint64_t G = m->groups;
+    if (m->dtype == CMF_DT_Q8_ROW) {
+        unpack_q8(m, (const uint8_t *)m->lanes + (r / PR) * panel_bytes(m), nb, panel, bs);
+        return;
+    }
     const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * panel_bytes(m), *sc = p + G * 128;
     const __m256i m4 = _mm256_set1_epi8(15);
     for (uint64_t g = 0; g < nb; g++) {
@@ -117,14 +164,14 @@ AI void panel_pass(const uint8_t *p, uint64_t G, const int f32, const int8_t *co
                    const float *const *dx, const int32_t *const *c8, const int T, __m256 *out) {
     const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
     const uint8_t *sc = p + G * 128;
-    __m256 acc[CQ_Q4LANES_PASS];
+    __m256 acc[CQ_LANES_PASS];
     for (int t = 0; t < T; t++)
         acc[t] = _mm256_setzero_ps();
     for (uint64_t g = 0; g < G; g++) {
         const uint8_t *w = p + g * 128;
         cq_prefetch_weights(w);
         cq_prefetch_weights(w + 64);
-        __m256i s[CQ_Q4LANES_PASS];
+        __m256i s[CQ_LANES_PASS];
         for (int t = 0; t < T; t++)
             s[t] = _mm256_setzero_si256();
 #pragma GCC unroll 1
@@ -152,6 +199,37 @@ AI void panel_pass(const uint8_t *p, uint64_t G, const int f32, const int8_t *co
         out[t] = acc[t];
 }
 
+/* q8_row's panel at p for T tokens: out[t] the 8 rows' sums times their row scales. */
+AI void panel_pass_q8(const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,
+                      const int T, __m256 *out) {
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256 acc[CQ_LANES_PASS];
+    for (int t = 0; t < T; t++)
+        acc[t] = _mm256_setzero_ps();
+    for (uint64_t g = 0; g < G; g++) {
+        const uint8_t *w = p + g * 256;
+        for (int c = 0; c < 256; c += 64)
+            cq_prefetch_weights(w + c);
+        __m256i s[CQ_LANES_PASS];
+        for (int t = 0; t < T; t++)
+            s[t] = _mm256_setzero_si256();
+#pragma GCC unroll 1
+        for (int k = 0; k < 8; k++) {
+            __m256i v = _mm256_load_si256((const __m256i *)(const void *)(w + 32 * k));
+            __m256i a = _mm256_abs_epi8(v);
+            for (int t = 0; t < T; t++) {
+                __m256i x = _mm256_sign_epi8(bcast4(xq[t] + 32 * g + 4 * k), v);
+                s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(a, x), ones));
+            }
+        }
+        for (int t = 0; t < T; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_set1_ps(dx[t][g]), acc[t]);
+    }
+    const __m256 rs = _mm256_load_ps((const float *)(const void *)(p + G * 256));
+    for (int t = 0; t < T; t++)
+        out[t] = _mm256_mul_ps(acc[t], rs);
+}
+
 typedef void (*pass_fn)(const uint8_t *, uint64_t, const int8_t *const *, const float *const *,
                         const int32_t *const *, __m256 *);
 #define DEF_PASS(T)                                                                                \
@@ -164,18 +242,27 @@ typedef void (*pass_fn)(const uint8_t *, uint64_t, const int8_t *const *, const 
         const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,             \
         const int32_t *const *c8, __m256 *out) {                                                   \
         panel_pass(p, G, 1, xq, dx, c8, T, out);                                                   \
+    }                                                                                              \
+    static __attribute__((noinline)) void pass8_##T(                                               \
+        const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,             \
+        const int32_t *const *c8, __m256 *out) {                                                   \
+        (void)c8;                                                                                  \
+        panel_pass_q8(p, G, xq, dx, T, out);                                                       \
     }
 DEF_PASS(1)
 DEF_PASS(2)
 DEF_PASS(3)
 DEF_PASS(4)
-static const pass_fn pass16[CQ_Q4LANES_PASS + 1] = {NULL, pass16_1, pass16_2, pass16_3, pass16_4};
-static const pass_fn pass32[CQ_Q4LANES_PASS + 1] = {NULL, pass32_1, pass32_2, pass32_3, pass32_4};
+static const pass_fn pass16[CQ_LANES_PASS + 1] = {NULL, pass16_1, pass16_2, pass16_3, pass16_4};
+static const pass_fn pass32[CQ_LANES_PASS + 1] = {NULL, pass32_1, pass32_2, pass32_3, pass32_4};
+static const pass_fn pass8[CQ_LANES_PASS + 1] = {NULL, pass8_1, pass8_2, pass8_3, pass8_4};
 
-void cq_avx2_q4lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
-                                  float *const *y, uint64_t r0, uint64_t r1) {
+void cq_avx2_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
+                                float *const *y, uint64_t r0, uint64_t r1) {
     const uint64_t G = m->groups, pb = panel_bytes(m);
-    const pass_fn *fns = m->dtype == CMF_DT_Q4TP ? pass32 : pass16;
+    const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? pass8
+                         : m->dtype == CMF_DT_Q4TP ? pass32
+                                                   : pass16;
     const int8_t *xq[CMF_TOK8_MULTI_MAX];
     const float *dx[CMF_TOK8_MULTI_MAX];
     const int32_t *c8[CMF_TOK8_MULTI_MAX];
@@ -187,11 +274,11 @@ void cq_avx2_q4lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, siz
     for (uint64_t r = r0 - r0 % PR; r < r1; r += PR) {
         const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * pb;
         const uint64_t lo = r < r0 ? r0 : r, hi = r + PR < r1 ? r + PR : r1;
-        /* the tokens in passes of up to CQ_Q4LANES_PASS, as even as they split */
-        const size_t passes = (n + CQ_Q4LANES_PASS - 1) / CQ_Q4LANES_PASS;
+        /* the tokens in passes of up to CQ_LANES_PASS, as even as they split */
+        const size_t passes = (n + CQ_LANES_PASS - 1) / CQ_LANES_PASS;
         for (size_t t = 0, q = 0; q < passes; q++) {
             const size_t nt = (n - t) / (passes - q) + ((n - t) % (passes - q) != 0);
-            __m256 v[CQ_Q4LANES_PASS];
+            __m256 v[CQ_LANES_PASS];
             fns[nt](p, G, xq + t, dx + t, c8 + t, v);
             for (size_t k = 0; k < nt; k++) {
                 float *o = y[t + k] + (lo - r0);
