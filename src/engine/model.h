@@ -77,6 +77,15 @@ typedef struct cq_layer {
 cmf_status cq_load_floats(const cmf_tensor *t, uint64_t n, const char *path, float **out,
                           cmf_err *err);
 
+/* The matrices a decode step streams (model_prefetch.c): each layer's seven, eight with an
+ * attention output gate (g_proj) (a LinearAttention layer: its Gated DeltaNet projections too;
+ * a MoE layer: the router, the shared expert and its gate; its routed experts stay lazy, read as
+ * tokens select them), the MTP head's block with with_mtp, and the head (the embedding table
+ * too when tied; an untied table is read a row per token). out: room for
+ * CQ_DECODE_MATS_PER_LAYER per layer (the MTP block's included) + 1. Returns their number. */
+#define CQ_DECODE_MATS_PER_LAYER 20
+size_t cq_decode_mats(cortiq_model *m, bool with_mtp, cmf_qmat **out);
+
 /* The batched-decode copies of the decode step's q8 / 4-bit matrices
  * (cortiq_load_opts.batch_lanes, model_lanes.c), their file pages released; returns their
  * bytes (0: none on this tier). */

@@ -1,44 +1,15 @@
 /* model_lanes.c - the batched-decode copies of a model's q8 / 4-bit matrices (cortiq_load_opts.
  * batch_lanes, cmf_qmat_build_lanes): made once at load, on the model's threads, for the
  * matrices a decode step streams; each matrix's file pages are then handed back to the kernel
- * (they refault if a product still reads them: a batch of 2-5 tokens, the one-token f32
- * path), so the resident set holds the weights about once. */
+ * (they refault if something still reads them: a task mask's gathered rows, a skill instance
+ * of the same file), so the resident set holds the weights about once. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "engine/gdn.h"
 #include "engine/model.h"
 #include "engine/pool.h"
-
-#define MATS_PER_LAYER 20
-
-/* The decode step's matrices (model_prefetch.c's list, with the MTP head's block). */
-static size_t decode_mats(cortiq_model *m, cmf_qmat **out) {
-    size_t n = 0;
-    for (uint32_t l = 0; l < m->n_layers + (m->mtp ? 1 : 0); l++) {
-        cq_layer *y = &m->layers[l];
-        cmf_qmat *w[8] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgp, &y->wg, &y->wu, &y->wd};
-        for (int k = 0; k < 8; k++)
-            out[n++] = w[k];
-        cq_gdn *g = y->gdn;
-        if (g) {
-            cmf_qmat *gw[7] = {&g->qkvz, &g->ba, &g->qkv, &g->z, &g->b, &g->a, &g->out};
-            for (int k = 0; k < 7; k++)
-                out[n++] = gw[k];
-        }
-        cq_moe *moe = y->moe;
-        if (moe) {
-            cmf_qmat *mw[5] = {&moe->router, &moe->shared_gate, &moe->shared.wg, &moe->shared.wu,
-                               &moe->shared.wd};
-            for (int k = 0; k < 5; k++)
-                out[n++] = mw[k];
-        }
-    }
-    out[n++] = &m->head;
-    return n;
-}
 
 typedef struct lanes_job {
     cmf_qmat **mats;
@@ -73,9 +44,10 @@ static void build_some(void *ctx, unsigned tid, unsigned nt) {
 
 uint64_t cq_model_build_lanes(cortiq_model *m) {
     if (!m->layers || !(m->q4flags & CMF_KF_INT8_ACT)) return 0;
-    cmf_qmat **mats = malloc(((size_t)(m->n_layers + 1) * MATS_PER_LAYER + 1) * sizeof *mats);
+    cmf_qmat **mats =
+        malloc(((size_t)(m->n_layers + 1) * CQ_DECODE_MATS_PER_LAYER + 1) * sizeof *mats);
     if (!mats) return 0; /* the copies are an optimisation: without them decode reads the file */
-    lanes_job j = {mats, decode_mats(m, mats), m->embed.data, 0, 0};
+    lanes_job j = {mats, cq_decode_mats(m, true, mats), m->embed.data, 0, 0};
     cq_pool_run(m->pool, build_some, &j);
     free(mats);
     return atomic_load(&j.bytes);

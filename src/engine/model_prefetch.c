@@ -27,38 +27,40 @@ static void advise_all(const cq_span *spans, size_t n, int advice) {
         advise(spans[i].p, spans[i].n, advice);
 }
 
-/* The decode step's matrices: each layer's seven, eight with an attention output gate (g_proj)
- * (a LinearAttention layer: its Gated DeltaNet projections; a MoE layer: attention's four, the
- * router, the shared expert and its gate; its routed experts stay lazy, read as tokens select
- * them) and the head (the embedding table too when tied; an untied table is read a row per token
- * and stays lazy). out: SPANS_PER_LAYER * n_layers + 1. */
-#define SPANS_PER_LAYER 20
-static cq_span span_of(const cmf_qmat *w) {
-    /* a matrix with a batched-decode copy (model_lanes.c) is no longer read from the file */
-    return w->lanes ? (cq_span){NULL, 0} : (cq_span){w->data, w->nbytes};
+size_t cq_decode_mats(cortiq_model *m, bool with_mtp, cmf_qmat **out) {
+    size_t n = 0;
+    for (uint32_t l = 0; l < m->n_layers + (with_mtp && m->mtp ? 1 : 0); l++) {
+        cq_layer *y = &m->layers[l];
+        cmf_qmat *w[8] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgp, &y->wg, &y->wu, &y->wd};
+        for (int k = 0; k < 8; k++)
+            out[n++] = w[k];
+        cq_gdn *g = y->gdn; /* a LinearAttention layer: its projections instead of q/k/v/o */
+        if (g) {
+            cmf_qmat *gw[7] = {&g->qkvz, &g->ba, &g->qkv, &g->z, &g->b, &g->a, &g->out};
+            for (int k = 0; k < 7; k++)
+                out[n++] = gw[k];
+        }
+        cq_moe *moe = y->moe;
+        if (!moe) continue;
+        cmf_qmat *mw[5] = {&moe->router, &moe->shared_gate, &moe->shared.wg, &moe->shared.wu,
+                           &moe->shared.wd};
+        for (int k = 0; k < 5; k++)
+            out[n++] = mw[k];
+    }
+    out[n++] = &m->head;
+    return n;
 }
 
-static size_t matrix_spans(const cortiq_model *m, cq_span *out) {
-    size_t n = 0;
-    for (uint32_t l = 0; l < m->n_layers; l++) {
-        const cq_layer *y = &m->layers[l];
-        const cmf_qmat *w[8] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgp, &y->wg, &y->wu, &y->wd};
-        for (int k = 0; k < 8; k++)
-            out[n++] = span_of(w[k]);
-        const cq_gdn *g = y->gdn; /* a LinearAttention layer: its projections instead of q/k/v/o */
-        if (g) {
-            const cmf_qmat *gw[7] = {&g->qkvz, &g->ba, &g->qkv, &g->z, &g->b, &g->a, &g->out};
-            for (int k = 0; k < 7; k++)
-                out[n++] = span_of(gw[k]);
-        }
-        const cq_moe *moe = y->moe;
-        if (!moe) continue;
-        const cmf_qmat *mw[5] = {&moe->router, &moe->shared_gate, &moe->shared.wg, &moe->shared.wu,
-                                 &moe->shared.wd};
-        for (int k = 0; k < 5; k++)
-            out[n++] = span_of(mw[k]);
-    }
-    out[n++] = span_of(&m->head);
+/* The decode step's matrices as spans of the file (none for a matrix with a batched-decode copy,
+ * model_lanes.c: it is no longer read from the file). out: CQ_DECODE_MATS_PER_LAYER *
+ * n_layers + 1. */
+static size_t matrix_spans(cortiq_model *m, cq_span *out) {
+    cmf_qmat **w = malloc(((size_t)m->n_layers * CQ_DECODE_MATS_PER_LAYER + 1) * sizeof *w);
+    if (!w) return 0;
+    size_t n = cq_decode_mats(m, false, w);
+    for (size_t i = 0; i < n; i++)
+        out[i] = w[i]->lanes ? (cq_span){NULL, 0} : (cq_span){w[i]->data, w[i]->nbytes};
+    free(w);
     return n;
 }
 
@@ -99,7 +101,7 @@ static void list_windows(cortiq_model *m, cq_span *spans, size_t n) {
 
 uint64_t cortiq_model_page_in(cortiq_model *m) {
     if (!m || !m->layers) return 0;
-    cq_span *spans = malloc(((size_t)m->n_layers * SPANS_PER_LAYER + 1) * sizeof *spans);
+    cq_span *spans = malloc(((size_t)m->n_layers * CQ_DECODE_MATS_PER_LAYER + 1) * sizeof *spans);
     if (!spans) return 0; /* a hint: without it the pages come in on first use */
     size_t n = matrix_spans(m, spans);
     /* queue read-ahead of everything first (asynchronous), then wait for it */

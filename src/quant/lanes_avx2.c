@@ -77,29 +77,32 @@ static void put_group(uint8_t *dst, unsigned i, const uint8_t *nib) {
     }
 }
 
+/* The 4-bit class: row r's nibbles and scales into its panel (lane r % 8). */
+static void put_q4_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
+    const uint64_t G = m->groups;
+    const unsigned i = (unsigned)(r % PR);
+    uint8_t *sc = panel + G * 128;
+    float ladder[32];
+    if (m->dtype == CMF_DT_Q4TP) cq_avx2_q4tp_ladder(m, r, ladder);
+    for (uint64_t g = 0; g < G; g++) {
+        put_group(panel + g * 128, i, cq_q4_nibbles(m, r, g));
+        if (m->dtype == CMF_DT_Q4TP)
+            memcpy(sc + (g * PR + i) * 4, &ladder[cq_q4tp_code(m, r, g)], 4);
+        else if (m->dtype == CMF_DT_Q4_TILED)
+            memcpy(sc + (g * PR + i) * 2, m->quants + (r * G + g) * CQ_Q4T_TILE, 2);
+        else
+            memcpy(sc + (g * PR + i) * 2, m->scales + 2 * (r * G + g), 2);
+    }
+}
+
 bool cq_avx2_lanes_build(cmf_qmat *m) {
     if (!cq_avx2_lanes_supports(m) || m->lanes) return m->lanes != NULL;
-    const uint64_t G = m->groups, P = (m->rows + PR - 1) / PR, pb = panel_bytes(m);
+    const uint64_t P = (m->rows + PR - 1) / PR, pb = panel_bytes(m);
     const size_t bytes = (size_t)(P * pb);
     uint8_t *buf = cq_huge_alloc(bytes, bytes >= CQ_HUGE_PAGE);
     if (!buf) return false;
-    float ladder[32];
-    for (uint64_t r = 0; r < m->rows && m->dtype == CMF_DT_Q8_ROW; r++)
-        put_q8_row(m, buf + (r / PR) * pb, r);
-    for (uint64_t r = 0; r < m->rows && m->dtype != CMF_DT_Q8_ROW; r++) {
-        uint8_t *panel = buf + (r / PR) * pb, *sc = panel + G * 128;
-        const unsigned i = (unsigned)(r % PR);
-        if (m->dtype == CMF_DT_Q4TP) cq_avx2_q4tp_ladder(m, r, ladder);
-        for (uint64_t g = 0; g < G; g++) {
-            put_group(panel + g * 128, i, cq_q4_nibbles(m, r, g));
-            if (m->dtype == CMF_DT_Q4TP)
-                memcpy(sc + (g * PR + i) * 4, &ladder[cq_q4tp_code(m, r, g)], 4);
-            else if (m->dtype == CMF_DT_Q4_TILED)
-                memcpy(sc + (g * PR + i) * 2, m->quants + (r * G + g) * CQ_Q4T_TILE, 2);
-            else
-                memcpy(sc + (g * PR + i) * 2, m->scales + 2 * (r * G + g), 2);
-        }
-    }
+    for (uint64_t r = 0; r < m->rows; r++)
+        (m->dtype == CMF_DT_Q8_ROW ? put_q8_row : put_q4_row)(m, buf + (r / PR) * pb, r);
     /* rows past the last hold code (weight) 0 and scale 0 (zeroed memory): their sums are 0 */
     m->lanes = buf;
     m->lanes_bytes = bytes;
@@ -271,13 +274,18 @@ void cq_avx2_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_
         dx[t] = cq_avx2_q8dec_tok_dx(tok[t], m->cols);
         c8[t] = cq_avx2_q8dec_tok_c8(tok[t], m->cols);
     }
+    /* the tokens in passes of up to CQ_LANES_PASS, as even as they split */
+    size_t first[CMF_TOK8_MULTI_MAX], count[CMF_TOK8_MULTI_MAX], passes = 0;
+    for (size_t t = 0, left = (n + CQ_LANES_PASS - 1) / CQ_LANES_PASS; t < n; left--) {
+        count[passes] = (n - t + left - 1) / left;
+        first[passes++] = t;
+        t += count[passes - 1];
+    }
     for (uint64_t r = r0 - r0 % PR; r < r1; r += PR) {
         const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * pb;
         const uint64_t lo = r < r0 ? r0 : r, hi = r + PR < r1 ? r + PR : r1;
-        /* the tokens in passes of up to CQ_LANES_PASS, as even as they split */
-        const size_t passes = (n + CQ_LANES_PASS - 1) / CQ_LANES_PASS;
-        for (size_t t = 0, q = 0; q < passes; q++) {
-            const size_t nt = (n - t) / (passes - q) + ((n - t) % (passes - q) != 0);
+        for (size_t q = 0; q < passes; q++) {
+            const size_t t = first[q], nt = count[q];
             __m256 v[CQ_LANES_PASS];
             fns[nt](p, G, xq + t, dx + t, c8 + t, v);
             for (size_t k = 0; k < nt; k++) {
@@ -290,7 +298,6 @@ void cq_avx2_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_
                     memcpy(o, f + (lo - r), (size_t)(hi - lo) * sizeof *f);
                 }
             }
-            t += nt;
         }
     }
 }
