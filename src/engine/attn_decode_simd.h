@@ -4,7 +4,7 @@
  * head of the group VW accumulators (one per key) run over hd and one transpose-add turns them
  * into a vector of VW dots. Softmax over the chunk with the vectorized exp. Values: outputs in
  * slices of NV vectors, one accumulator per (head, vector), each value row widened once and
- * used by every head.
+ * used by every head. Both passes walk the keys in runs of evenly spaced cache rows.
  *
  * The including file, built for its ISA, defines before including this:
  *   VW, PF_ROWS, AI             lanes per vector (keys per score block), cache rows fetched
@@ -21,6 +21,9 @@
  *   transpose_add(v)            lane k = the sum of the lanes of v[k] (v may be clobbered)
  *   softmax(a, cnt, s, vs, part) the chunk's softmax of one head (see attn_decode_avx512.c)
  *   VALUES_NV(G)                vectors per value slice for G heads (G * NV <= 16)
+ *   VALUES_W_FIRST(G, NV)       1: per key, the G weights are broadcast first and each value
+ *                               vector is loaded as it is used (G + G * NV + 1 registers);
+ *                               0: the NV value vectors first, each weight as it is used
  *   MASKED_TAIL                 1: the hd loops step 4 vectors with masked loads past hd, and
  *                               the value slices run over hd masked; 0: whole steps of 32
  *                               floats then single vectors, whole slices then single vectors
@@ -35,6 +38,14 @@
 typedef struct span {
     uint32_t kvh, cnt, s0;
 } span;
+
+/* Keys from the slot `slot` on that lie evenly spaced in the cache: up to the end of its block
+ * of CQ_KV_BLOCK slots, the ring's end, or `left` keys. */
+AI uint32_t run_len(const cq_kv_layer *c, uint32_t slot, uint32_t left) {
+    uint32_t n = CQ_KV_BLOCK - (slot & (CQ_KV_BLOCK - 1));
+    if (n > c->slots - slot) n = c->slots - slot;
+    return n < left ? n : left;
+}
 
 /* Final scores of the chunk, sc[g * chunk + j] for head g of the group and key j. Each block
  * of VW keys is widened into kbuf[VW][hd]; per head, 4 vectors of query values stay in
@@ -53,6 +64,9 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
     for (uint32_t j = 0; j < PF_ROWS && j < sp.cnt; j++)
         cq_kv_prefetch_row(c, c->kb, sp.kvh, sp.s0, j);
 #endif
+    size_t stride = (size_t)c->n_kv * hd * cq_kv_elem_size(c->type), row_bytes = stride / c->n_kv;
+    const uint8_t *row = NULL;
+    uint32_t run = 0; /* rows left in the current evenly spaced run (run_len) */
     for (uint32_t j0 = 0; j0 < sp.cnt; j0 += VW) {
         uint32_t kc = sp.cnt - j0 < VW ? sp.cnt - j0 : VW;
         float ks[VW];
@@ -65,15 +79,24 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
                 continue;
             }
             ks[k] = c->type == CORTIQ_KV_Q8 ? c->ks[(size_t)slot * c->n_kv + sp.kvh] : 1.0f;
-            const uint8_t *row = cq_kv_row(c, c->kb, slot, sp.kvh);
-            if (j0 + k + PF_ROWS < sp.cnt)
-                cq_kv_prefetch_row(c, c->kb, sp.kvh, sp.s0, j0 + k + PF_ROWS);
+            if (!run) {
+                run = run_len(c, slot, sp.cnt - j0 - k);
+                row = cq_kv_row(c, c->kb, slot, sp.kvh);
+            }
+            if (j0 + k + PF_ROWS < sp.cnt) {
+                if (run > PF_ROWS)
+                    for (size_t b = 0; b < row_bytes; b += 64)
+                        __builtin_prefetch(row + PF_ROWS * stride + b, 0, 3);
+                else
+                    cq_kv_prefetch_row(c, c->kb, sp.kvh, sp.s0, j0 + k + PF_ROWS);
+            }
 #if PREFETCH_AHEAD
             else if (j0 + k + PF_ROWS - sp.cnt < sp.cnt) /* one stream: on into the values */
                 cq_kv_prefetch_row(c, c->vb, sp.kvh, sp.s0, j0 + k + PF_ROWS - sp.cnt);
 #endif
             for (uint32_t i = 0; i < hd; i += VW)
                 V_STOREU(dst + i, LD(ld, row, i, ALL_LANES));
+            row += stride, run--;
             if (++slot == c->slots) slot = 0;
         }
         vec kscale = V_MUL(V_LOADU(ks), scale); /* q8: scale after the dot */
@@ -137,16 +160,22 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
 
 /* acc of heads g0 .. g0 + G - 1, outputs i_begin .. i_end - 1 in slices of NV vectors (the
  * last one masked past hd, or whole slices only): sum over the chunk's keys of w[g][j] *
- * value j. */
+ * value j. The keys go by runs of evenly spaced rows, so the inner loop only steps a pointer. */
 AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *w, uint32_t g0,
                const int G, const int NV, uint32_t i_begin, uint32_t i_end, ld_fn ld,
                const uint32_t hd) {
     const cq_kv_layer *c = a->kv;
-    size_t esz = cq_kv_elem_size(c->type);
+    size_t esz = cq_kv_elem_size(c->type), stride = (size_t)c->n_kv * hd * esz;
     float *part[8];
-    for (int g = 0; g < G; g++)
+    const float *wg[8];
+    for (int g = 0; g < G; g++) {
         part[g] = cq_attn_decode_part_at(a, sp.kvh, ch, g0 + (uint32_t)g);
+        wg[g] = w + (size_t)(g0 + (uint32_t)g) * a->chunk;
+    }
     for (uint32_t i0 = i_begin; i0 < i_end; i0 += (uint32_t)NV * VW) {
+        /* the first slice of the call fetches ahead (masked tails: always slice 0; the
+         * constant gives GCC the AVX-512 code as measured) */
+        const bool fetch = i0 == (MASKED_TAIL ? 0 : i_begin);
         lmask mk[4];
         for (int v = 0; v < NV; v++)
             mk[v] = lanes_upto(i0 + (uint32_t)v * VW, hd);
@@ -155,22 +184,39 @@ AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *
             for (int v = 0; v < NV; v++)
                 acc[g][v] = V_ZERO();
         size_t off = i0 * esz;
-        uint32_t slot = sp.s0;
-        const uint8_t *row = cq_kv_row(c, c->vb, slot, sp.kvh) + off;
-        for (uint32_t j = 0; j < sp.cnt; j++) {
-            /* the first slice of the call fetches ahead (masked tails: always slice 0; the
-             * constant gives GCC the AVX-512 code as measured) */
-            if (i0 == (MASKED_TAIL ? 0 : i_begin) && j + PF_ROWS < sp.cnt)
-                cq_kv_prefetch_row(c, c->vb, sp.kvh, sp.s0, j + PF_ROWS);
-            vec x[4];
-            for (int v = 0; v < NV; v++)
-                x[v] = LD(ld, row, (size_t)v * VW, mk[v]);
-            for (int g = 0; g < G; g++) {
-                vec wv = V_BCAST(w + (size_t)(g0 + (uint32_t)g) * a->chunk + j);
-                for (int v = 0; v < NV; v++)
-                    acc[g][v] = V_FMADD(wv, x[v], acc[g][v]);
+        for (uint32_t j = 0, slot = sp.s0; j < sp.cnt;) {
+            uint32_t n = run_len(c, slot, sp.cnt - j), jend = j + n;
+            const uint8_t *row = cq_kv_row(c, c->vb, slot, sp.kvh) + off;
+            for (; j < jend; j++, row += stride) {
+                if (fetch && j + PF_ROWS < sp.cnt) {
+                    if (j + PF_ROWS < jend)
+                        for (size_t b = 0; b < hd * esz; b += 64)
+                            __builtin_prefetch(row - off + PF_ROWS * stride + b, 0, 3);
+                    else
+                        cq_kv_prefetch_row(c, c->vb, sp.kvh, sp.s0, j + PF_ROWS);
+                }
+                if (VALUES_W_FIRST(G, NV)) { /* G weights live, one value vector at a time */
+                    vec wv[8];
+                    for (int g = 0; g < G; g++)
+                        wv[g] = V_BCAST(wg[g] + j);
+                    for (int v = 0; v < NV; v++) {
+                        vec x = LD(ld, row, (size_t)v * VW, mk[v]);
+                        for (int g = 0; g < G; g++)
+                            acc[g][v] = V_FMADD(wv[g], x, acc[g][v]);
+                    }
+                } else { /* NV value vectors live, one weight at a time */
+                    vec x[4];
+                    for (int v = 0; v < NV; v++)
+                        x[v] = LD(ld, row, (size_t)v * VW, mk[v]);
+                    for (int g = 0; g < G; g++) {
+                        vec wv = V_BCAST(wg[g] + j);
+                        for (int v = 0; v < NV; v++)
+                            acc[g][v] = V_FMADD(wv, x[v], acc[g][v]);
+                    }
+                }
             }
-            row = cq_kv_next(c, c->vb, &slot, sp.kvh, row, off);
+            slot += n;
+            if (slot == c->slots) slot = 0;
         }
         for (int g = 0; g < G; g++)
             for (int v = 0; v < NV; v++)
