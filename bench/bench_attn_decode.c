@@ -5,11 +5,13 @@
  * the caches of `layers` layers in turn, so that with the default 30 the cache is read from
  * L3 / memory as in a model's decode step rather than from L2.
  *
- *   bench_attn_decode [--reps R] [--pos P] [--layers L]
+ *   bench_attn_decode [--reps R] [--pos P] [--layers L] [--shape NAME]
+ *
+ * --shape runs only the shapes whose name starts with NAME (e.g. SmolLM2).
  *
  * Prints the best thread-CPU time of R runs (default 50) of each path in microseconds per
- * layer, the speedup, and the largest output difference (a sanity check; the tests bound
- * it). */
+ * layer, the speedup, the largest output difference (a sanity check; the tests bound it) and
+ * the new path's nanoseconds per key and kv head. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +81,7 @@ static void new_path(const cq_attn_decode_args *a, float *scratch) {
 int main(int argc, char **argv) {
     int reps = 50;
     uint32_t pos = 511, layers = 30;
+    const char *only = "";
     for (int i = 1; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--reps"))
             reps = atoi(argv[i + 1]);
@@ -86,8 +89,11 @@ int main(int argc, char **argv) {
             pos = (uint32_t)atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--layers"))
             layers = (uint32_t)atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--shape"))
+            only = argv[i + 1];
         else {
-            fprintf(stderr, "usage: bench_attn_decode [--reps R] [--pos P] [--layers L]\n");
+            fprintf(stderr, "usage: bench_attn_decode [--reps R] [--pos P] [--layers L] "
+                            "[--shape NAME]\n");
             return 2;
         }
     }
@@ -95,11 +101,12 @@ int main(int argc, char **argv) {
     printf("tier %s, one token at pos %u, %u layers, one thread, best of %d (thread CPU time), "
            "per layer\n",
            cq_isa_name(cq_cpu_isa()), pos, layers, reps);
-    printf("%-14s %-4s %6s %10s %10s %8s %10s\n", "shape", "kv", "chunk", "old us", "new us",
-           "speedup", "max diff");
+    printf("%-14s %-4s %6s %10s %10s %8s %10s %12s\n", "shape", "kv", "chunk", "old us", "new us",
+           "speedup", "max diff", "new ns/key");
     static const cortiq_kv_type types[] = {CORTIQ_KV_F16, CORTIQ_KV_Q8, CORTIQ_KV_F32};
     for (size_t si = 0; si < sizeof shapes / sizeof *shapes; si++) {
         const shape *sh = &shapes[si];
+        if (strncmp(sh->name, only, strlen(only))) continue;
         uint32_t slots = pos + 1, group = sh->n_heads / sh->n_kv;
         size_t kvd = (size_t)sh->n_kv * sh->hd, qd = (size_t)sh->n_heads * sh->hd;
         float *k = malloc(sizeof(float) * kvd), *v = malloc(sizeof(float) * kvd);
@@ -149,9 +156,10 @@ int main(int argc, char **argv) {
             double diff = 0;
             for (size_t i = 0; i < qd; i++)
                 if (!(fabs(o1[i] - o2[i]) <= diff)) diff = fabs(o1[i] - o2[i]);
-            printf("%-14s %-4s %6u %10.2f %10.2f %7.2fx %10.2g\n", sh->name,
+            printf("%-14s %-4s %6u %10.2f %10.2f %7.2fx %10.2g %12.2f\n", sh->name,
                    cortiq_kv_type_name(types[ti]), a.chunk, best_old * 1e6 / layers,
-                   best_new * 1e6 / layers, best_old / best_new, diff);
+                   best_new * 1e6 / layers, best_old / best_new, diff,
+                   best_new * 1e9 / layers / ((double)(pos + 1) * sh->n_kv));
             for (uint32_t l = 0; l < layers; l++)
                 cq_kv_layer_free(&c[l]);
         }

@@ -29,6 +29,8 @@ static void usage(void) {
           "  --cors ORIGIN        allow browser requests from ORIGIN (default: no CORS headers)\n"
           "  --name NAME          the model id /v1/models lists (default: the file's base name)\n"
           "  --ctx N              context length of each slot (default min(4096, model max))\n"
+          "  --kv f16|q8|f32      KV cache type of every slot (default f16; q8 halves the\n"
+          "                       cache's memory and what each decode step reads of it)\n"
           "  -t, --threads N      compute threads (default: all cores)\n"
           "  --skill ID|auto|none the skill a request without \"skill\" runs (spec 9; default\n"
           "                       none: the backbone; auto: routed on each prompt)\n"
@@ -94,6 +96,10 @@ int cmd_serve(int argc, char **argv) {
         } else if (!strcmp(a, "--ctx")) {
             U64(16, 1u << 24);
             ro.ctx = (uint32_t)u;
+        } else if (!strcmp(a, "--kv")) {
+            VALUE();
+            if (!cortiq_kv_type_from_name(v, &ro.kv))
+                return cli_usage_error("serve", "--kv '%s': want f16, q8 or f32", v);
         } else if (!strcmp(a, "--skill")) {
             VALUE();
             cfg.default_skill = v;

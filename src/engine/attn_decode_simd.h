@@ -16,7 +16,8 @@
  *                               where the ISA masks; the whole vector otherwise)
  *   ALL_LANES, lanes_upto(i, hd) every lane; the lanes of the vector at element i of a row of
  *                               hd (ALL_LANES or none; unmasked: anything, ignored)
- *   V_STORE_FIRST(p, n, v)      store the first n lanes of v
+ *   V_STORE_FIRST(p, n, v)      store the first n lanes of v (or all: a head's scores have
+ *                               room for whole vectors up to the chunk, a multiple of 16)
  *   V_STORE_LANES(p, mk, v)     store the lanes of mk (masked tails) or all (unmasked)
  *   transpose_add(v)            lane k = the sum of the lanes of v[k] (v may be clobbered)
  *   softmax(a, cnt, s, vs, part) the chunk's softmax of one head (see attn_decode_avx512.c)
@@ -72,7 +73,7 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
         float ks[VW];
         for (uint32_t k = 0; k < VW; k++) {
             float *dst = kbuf + (size_t)k * hd;
-            if (k >= kc) { /* past the chunk: zeros, discarded by the masked store */
+            if (k >= kc) { /* past the chunk: zeros; the store or the softmax drops them */
                 for (uint32_t i = 0; i < hd; i += VW)
                     V_STOREU(dst + i, V_ZERO());
                 ks[k] = 1.0f;

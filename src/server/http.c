@@ -265,6 +265,9 @@ int srv_main(cortiq_runtime *rt, const srv_config *cfg) {
     c->cfg = *cfg;
     c->vocab = cortiq_model_vocab(c->model);
     c->ctx = cortiq_session_ctx(cortiq_runtime_session(rt));
+    /* for the start line, read before any slot runs */
+    const char *kv_name = cortiq_kv_type_name(cortiq_session_kv_type(cortiq_runtime_session(rt)));
+    double kv_mib = (double)cortiq_session_kv_bytes(cortiq_runtime_session(rt)) / (1 << 20);
     c->created = (long)time(NULL);
     srv_metrics_init(&c->metrics);
     char why[512];
@@ -302,9 +305,10 @@ int srv_main(cortiq_runtime *rt, const srv_config *cfg) {
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     unsigned port = di ? di->port : cfg->port;
     fprintf(stderr,
-            "cortiq serve: listening on http://%s%s%s:%u (model %s, %u slot%s of %u positions)\n",
+            "cortiq serve: listening on http://%s%s%s:%u (model %s, %u slot%s of %u positions, "
+            "KV cache %s, %.1f MiB a slot)\n",
             v6 ? "[" : "", cfg->host, v6 ? "]" : "", port, cfg->model_id, cfg->parallel,
-            cfg->parallel == 1 ? "" : "s", c->ctx);
+            cfg->parallel == 1 ? "" : "s", c->ctx, kv_name, kv_mib);
     int sig = wait_signal();
     fprintf(stderr,
             "cortiq serve: %s: finishing the requests in flight (again to cut them short)\n",

@@ -10,6 +10,7 @@ m="$serve_tmp/m.cmf"
 serve_start "$m" --ctx 256 --parallel 2 || exit 1
 fail=0
 check() { "$@" || { echo "FAIL: $*"; fail=1; }; }
+check grep -q "2 slots of 256 positions, KV cache f16" "$serve_tmp/server.log"
 post() { curl -s -o "$serve_tmp/body" -w '%{http_code}' "$base$1" -H 'Content-Type: application/json' -d "$2"; }
 json() { python3 -S -c "import json,sys; d=json.load(open('$serve_tmp/body')); print($1)"; }
 # jcheck EXPR: EXPR over the last body (d) must be true
@@ -185,4 +186,17 @@ check [ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer sekr
 check [ "$(curl -s -o /dev/null -w '%{http_code}' "$base/health")" = 200 ]
 check grep -qi '^access-control-allow-origin: https://example.org' <<<"$(curl -s -D - -o /dev/null "$base/health")"
 check serve_stop
+
+# --kv q8: every slot's cache in q8; greedy answers equal `cortiq run --kv q8`; a bad type is a
+# usage error naming the value
+want=$("$bin" run "$m" --prompt "Tell me a story" --max-tokens 12 --greedy --ctx 256 --kv q8 2>/dev/null)
+serve_start "$m" --ctx 256 --parallel 2 --kv q8 || exit 1
+check grep -q "KV cache q8" "$serve_tmp/server.log"
+post() { curl -s -o "$serve_tmp/body" -w '%{http_code}' "$base$1" -H 'Content-Type: application/json' -d "$2"; }
+check [ "$(post /v1/chat/completions '{"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":12,"temperature":0}')" = 200 ]
+check [ "$(json 'd["choices"][0]["message"]["content"]')" == "$want" ]
+check serve_stop
+"$bin" serve "$m" --kv q4 --port 0 2>"$serve_tmp/err"
+check [ $? = 2 ]
+check grep -q "q4" "$serve_tmp/err"
 exit $fail
