@@ -395,7 +395,11 @@ void cq_block_forward(cortiq_session *s, const cq_layer *y, cq_kv_layer *kv, siz
 /* ---- embeddings and head ---- */
 
 void cq_embed_token(const cortiq_model *m, int32_t token, float *x) {
-    cmf_qmat_dequant_row(&m->embed, (uint64_t)token, x);
+    /* a tied head's batched-decode copy holds the table too (the same floats; the file's pages
+     * of it are handed back, model_lanes.c) */
+    const cmf_qmat *e =
+        cmf_qmat_lanes_rows(&m->head) && m->head.data == m->embed.data ? &m->head : &m->embed;
+    cmf_qmat_dequant_row(e, (uint64_t)token, x);
     if (m->embed_scale != 1.0f)
         for (uint32_t i = 0; i < m->hidden; i++)
             x[i] *= m->embed_scale;

@@ -2,7 +2,8 @@
  * batch_lanes, cmf_qmat_build_lanes): made once at load, on the model's threads, for the
  * matrices a decode step streams; each matrix's file pages are then handed back to the kernel
  * (they refault if something still reads them: a task mask's gathered rows, a skill instance
- * of the same file), so the resident set holds the weights about once. */
+ * of the same file), so the resident set holds the weights about once. A tied head's table
+ * rows are read from its copy too (cq_embed_token), except q4tp's, whose pages stay. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -14,7 +15,7 @@
 typedef struct lanes_job {
     cmf_qmat **mats;
     size_t n;
-    const uint8_t *keep; /* a tied head's table: its rows are read per token */
+    const uint8_t *table; /* the embedding table: a tied head's rows are read per token */
     _Atomic size_t next;
     _Atomic uint64_t bytes;
 } lanes_job;
@@ -38,7 +39,7 @@ static void build_some(void *ctx, unsigned tid, unsigned nt) {
         cmf_qmat *w = j->mats[i];
         if (!w->data || w->lanes || !cmf_qmat_build_lanes(w)) continue;
         atomic_fetch_add(&j->bytes, w->lanes_bytes);
-        if (w->data != j->keep) page_out(w->data, w->nbytes);
+        if (w->data != j->table || cmf_qmat_lanes_rows(w)) page_out(w->data, w->nbytes);
     }
 }
 

@@ -8,8 +8,11 @@
 
 void cmf_qmat_dequant_row(const cmf_qmat *m, uint64_t row, float *out) {
     uint64_t ngroups = (m->cols + 31) / 32;
-    for (uint64_t g = 0; g < ngroups; g++)
-        cq_ref_decode_group(m, row, g, out + 32 * g);
+    if (cmf_qmat_lanes_rows(m)) /* the batched-decode copy (its file pages may be handed back) */
+        cq_avx2_lanes_decode_row(m, row, out);
+    else
+        for (uint64_t g = 0; g < ngroups; g++)
+            cq_ref_decode_group(m, row, g, out + 32 * g);
     const uint8_t *e;
     uint64_t n;
     unsigned stride;
@@ -113,6 +116,10 @@ size_t cmf_tok8_bytes(uint64_t cols) {
     return tok8_tier() && cols % 32 == 0
                ? cq_avx512_q8_tok_bytes(cols) + cq_avx512_i8dec_tok_bytes(cols)
                : 0;
+}
+
+bool cmf_qmat_lanes_rows(const cmf_qmat *m) {
+    return m->lanes && m->dtype != CMF_DT_Q4TP;
 }
 
 bool cmf_qmat_build_lanes(cmf_qmat *m) {

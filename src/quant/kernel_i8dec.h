@@ -88,5 +88,9 @@ void cq_avx2_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_
  * scales at bs[8b ..]; q8_row: the |w| and w vectors at panel + (16b + k) * 32 and
  * (16b + 8 + k) * 32, the row scales at bs[0 .. 8)), nb blocks, those past the columns zero. */
 void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs);
+/* Row r of a q8_row, q4_tiled or q4_block matrix (cmf_qmat_lanes_rows) decoded from m->lanes,
+ * without the outlier overlay: the floats cq_ref_decode_group gives from the file, so a table
+ * read by rows (a tied embedding) can give its file pages back too. */
+void cq_avx2_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out);
 
 #endif

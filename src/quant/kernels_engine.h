@@ -51,6 +51,10 @@ enum { CMF_TOK8_Q8 = 1, CMF_TOK8_I8DEC = 2 };
  * one token or several with the same bits. Returns whether m has the copy (false: another tier
  * or dtype, or out of memory, and m unchanged). cmf_qmat_free releases it. */
 bool cmf_qmat_build_lanes(cmf_qmat *m);
+/* Whether cmf_qmat_dequant_row reads m's rows from the copy (q8_row, q4_tiled, q4_block: the
+ * file's floats exactly) rather than from m->data; q4tp's copy holds the AVX2 ladder's scales,
+ * which differ from the reference's in the last bits, so its rows still come from the file. */
+bool cmf_qmat_lanes_rows(const cmf_qmat *m);
 size_t cmf_tok8_bytes(uint64_t cols);
 int cmf_tok8_supports(const cmf_qmat *m);
 /* One-token products (f32 activations, flags 0) of n tokens over the same rows: y[t] as

@@ -109,6 +109,32 @@ bool cq_avx2_lanes_build(cmf_qmat *m) {
     return true;
 }
 
+/* q8_row, q4_tiled, q4_block (cmf_qmat_lanes_rows) */
+void cq_avx2_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out) {
+    const uint64_t G = m->groups;
+    const unsigned i = (unsigned)(r % PR);
+    const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * panel_bytes(m);
+    if (m->dtype == CMF_DT_Q8_ROW) {
+        float s;
+        memcpy(&s, p + G * 256 + 4 * i, 4);
+        for (uint64_t g = 0; g < G; g++)
+            for (unsigned k = 0; k < 8; k++)
+                for (unsigned j = 0; j < 4; j++)
+                    out[32 * g + 4 * k + j] = (float)(int8_t)p[g * 256 + 32 * k + 4 * i + j] * s;
+        return;
+    }
+    const uint8_t *sc = p + G * 128;
+    for (uint64_t g = 0; g < G; g++) {
+        const float d = f16_to_f32(ld_u16(sc + (g * PR + i) * 2)); /* not q4tp */
+        for (unsigned k = 0; k < 4; k++)
+            for (unsigned j = 0; j < 4; j++) {
+                const unsigned b = p[g * 128 + 32 * k + 4 * i + j];
+                out[32 * g + 4 * k + j] = (float)((int)(b & 15) - 8) * d;
+                out[32 * g + 16 + 4 * k + j] = (float)((int)(b >> 4) - 8) * d;
+            }
+    }
+}
+
 /* q8_row in the GEMM's sign form: block b's |w| vectors at panel + (16b + k) * 32, w's at
  * panel + (16b + 8 + k) * 32, the row scales at rs[0 .. 8). */
 static void unpack_q8(const cmf_qmat *m, const uint8_t *p, size_t nb, uint8_t *panel, float *rs) {

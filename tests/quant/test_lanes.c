@@ -8,7 +8,8 @@
  *  - within float summation error of the double-precision product with the quantized token
  *    (i8dec_ref.h), an independent check of the layout's nibble and scale placement.
  * The prefill GEMM (cmf_matmul_qact), which reads the copy once it exists, must give the bits it
- * gives from the file's layout. Skipped on other tiers (the copy is the AVX2 tier's). */
+ * gives from the file's layout, and rows decoded from the copy (cmf_qmat_dequant_row, a tied
+ * embedding's lookups) the file's floats. Skipped on other tiers (the copy is the AVX2 tier's). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,27 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
     CHECK(m.lanes != NULL);
     CHECK(cmf_qmat_build_lanes(&m)); /* a second call keeps the copy */
     CHECK(cmf_tok8_supports(&m) == CMF_TOK8_Q8);
+    /* rows read from the copy (a tied embedding) are the file's floats, bit for bit, with the
+     * file's bytes gone (q4tp: its rows still come from the file) */
+    CHECK(cmf_qmat_lanes_rows(&m) == (dt != CMF_DT_Q4TP));
+    uint8_t *dup = malloc(nbytes);
+    memcpy(dup, payload, nbytes);
+    cmf_qmat rm;
+    CHECK_STATUS(cmf_qmat_init(&rm, dt, rows, cols, dup, nbytes, "w", &t_err_), CMF_OK);
+    CHECK(cmf_qmat_build_lanes(&rm));
+    if (cmf_qmat_lanes_rows(&rm)) memset(dup, 0x55, nbytes);
+    float *ra = malloc(cols * sizeof *ra), *rb = malloc(cols * sizeof *rb);
+    int rows_off = 0;
+    for (uint64_t r = 0; r < rows; r++) {
+        cmf_qmat_dequant_row(&plain, r, ra);
+        memset(rb, 0xff, cols * sizeof *rb);
+        cmf_qmat_dequant_row(&rm, r, rb);
+        rows_off += memcmp(ra, rb, cols * sizeof *ra) != 0;
+    }
+    CHECK_MSG(rows_off == 0, "%s %llu x %llu: %d rows decoded from the copy differ",
+              cmf_dtype_name(dt), (unsigned long long)rows, (unsigned long long)cols, rows_off);
+    cmf_qmat_free(&rm);
+    free(ra), free(rb), free(dup);
     enum { T = CMF_TOK8_MULTI_MAX };
     const size_t tb = (cmf_tok8_bytes(cols) + 63) / 64 * 64;
     uint8_t *toks = aligned_alloc(64, T * tb);
