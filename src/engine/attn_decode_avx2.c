@@ -1,7 +1,7 @@
 /* attn_decode_avx2.c - decode attention units with AVX2 + FMA + F16C (attn_decode.h): the
  * shared body of attn_decode_simd.h at 8 lanes. Blocks of 8 keys; three horizontal-add levels
  * turn the 8 accumulators into a vector of 8 dots; the hd loop steps 32 floats then 8; values
- * in whole slices of 32 (groups up to 3), 16 (up to 6) or 8 (up to 8) outputs, then single
+ * in passes of up to 4 heads, whole slices of 32 (up to 3 heads) or 16 (4) outputs, then single
  * vectors. No masked loads or stores: on AMD cores each masked store costs many cycles. */
 #include <immintrin.h>
 #include <math.h>
@@ -32,6 +32,9 @@ typedef int lmask; /* no lane masks: whole vectors, tails handled by the loops *
 /* weights first where the 16 registers hold the sums, the weights and one value vector: at
  * G 3 that allows slices of 4 vectors, 12 independent sums (2 FMA ports x 4 cycles of latency
  * want 8 or more); a SmolLM2-shaped unit 7 % faster on Zen 3 */
+/* groups of 5-8 in two passes (7: 4 + 3): a single pass of 7 heads took 1-vector slices, and
+ * 7 broadcasts per key for each of them (Qwen shape: the unit 1.13x faster in two) */
+#define VALUES_MAX_G          4
 #define VALUES_NV(G)          ((G) <= 3 ? 4 : (G) <= 6 ? 2 : 1)
 #define VALUES_W_FIRST(G, NV) ((G) * (NV) + (G) < 16)
 #define MASKED_TAIL           0

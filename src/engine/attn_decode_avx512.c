@@ -34,6 +34,7 @@ typedef __mmask16 lmask;
 #define LD(ld, p, i, mk)        ld(p, i, mk)
 #define V_STORE_FIRST(p, n, v)  _mm512_mask_storeu_ps(p, first_lanes(n), v)
 #define V_STORE_LANES(p, mk, v) _mm512_mask_storeu_ps(p, mk, v)
+#define VALUES_MAX_G            8
 #define VALUES_NV(G)            ((G) <= 4 ? 4 : 2)
 #define VALUES_W_FIRST(G, NV)   0
 #define MASKED_TAIL             1

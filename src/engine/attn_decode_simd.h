@@ -21,6 +21,8 @@
  *   V_STORE_LANES(p, mk, v)     store the lanes of mk (masked tails) or all (unmasked)
  *   transpose_add(v)            lane k = the sum of the lanes of v[k] (v may be clobbered)
  *   softmax(a, cnt, s, vs, part) the chunk's softmax of one head (see attn_decode_avx512.c)
+ *   VALUES_MAX_G                heads per values pass (<= 8): a group splits into passes
+ *                               of at most this many heads, as even as they split
  *   VALUES_NV(G)                vectors per value slice for G heads (G * NV <= 16)
  *   VALUES_W_FIRST(G, NV)       1: per key, the G weights are broadcast first and each value
  *                               vector is loaded as it is used (G + G * NV + 1 registers);
@@ -255,8 +257,10 @@ AI void unit_run(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float 
     }
     for (uint32_t g = 0; g < group; g++)
         softmax(a, cnt, sc + (size_t)g * a->chunk, vs, cq_attn_decode_part_at(a, kvh, ch, g));
-    for (uint32_t g0 = 0; g0 < group; g0 += 8) {
-        switch (group - g0 < 8 ? group - g0 : 8) {
+    /* batches of at most VALUES_MAX_G heads, as even as they split */
+    for (uint32_t g0 = 0, left = (group + VALUES_MAX_G - 1) / VALUES_MAX_G; g0 < group; left--) {
+        const uint32_t gb = (group - g0 + left - 1) / left;
+        switch (gb) {
         case 1:
             values_heads(a, sp, ch, sc, g0, 1, VALUES_NV(1), ld, hd);
             break;
@@ -282,6 +286,7 @@ AI void unit_run(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float 
             values_heads(a, sp, ch, sc, g0, 8, VALUES_NV(8), ld, hd);
             break;
         }
+        g0 += gb;
     }
 }
 
