@@ -60,18 +60,80 @@ typedef struct decode_job {
     atomic_uint *done; /* per kv head: chunks finished */
 } decode_job;
 
+static void decode_job_init(decode_job *j, cq_attention *a, const cortiq_model *m,
+                            const cq_layer *y, const cq_kv_layer *kv, const float *q, float *att,
+                            uint32_t pos, uint32_t n_heads, const uint32_t *kv_first) {
+    *j = (decode_job){.args = {.kv = kv,
+                               .q = q,
+                               .out = att,
+                               .part = a->decode_part,
+                               .n_heads = n_heads,
+                               .pos = pos,
+                               .window = y->sliding ? m->sliding_window : 0,
+                               .scale = m->attn_scale,
+                               .softcap = m->attn_softcap,
+                               .kv_first = kv_first},
+                      .n_kv = m->n_kv,
+                      .scratch = a->decode_scratch,
+                      .stride = a->decode_stride,
+                      .done = a->decode_done};
+    uint32_t keys = pos + 1 - cq_attn_decode_first_key(&j->args);
+    j->args.chunk = cq_attn_decode_chunk(keys, m->n_kv, cq_pool_size(m->pool));
+    j->n_chunks = cq_attn_decode_chunks(&j->args);
+    for (uint32_t h = 0; h < m->n_kv; h++)
+        atomic_store(&a->decode_done[h], 0);
+}
+
+/* Unit u of the job on thread tid; the last chunk of a kv head to finish merges them. */
+static void decode_unit(decode_job *j, unsigned u, unsigned tid) {
+    uint32_t kvh = u / j->n_chunks, ch = u % j->n_chunks;
+    cq_attn_decode_unit(&j->args, kvh, ch, j->scratch + tid * j->stride);
+    /* seq_cst: the last finisher sees every other chunk's partials */
+    if (atomic_fetch_add(&j->done[kvh], 1) + 1 == j->n_chunks)
+        cq_attn_decode_combine(&j->args, kvh);
+}
+
 static void decode_task(void *ctx, unsigned tid, unsigned nt) {
     (void)nt;
     decode_job *j = ctx;
-    float *scratch = j->scratch + tid * j->stride;
-    for (;;) {
-        unsigned u = atomic_fetch_add(&j->next, 1);
-        if (u >= j->n_kv * j->n_chunks) break;
-        uint32_t kvh = u / j->n_chunks, ch = u % j->n_chunks;
-        cq_attn_decode_unit(&j->args, kvh, ch, scratch);
-        /* seq_cst: the last finisher sees every other chunk's partials */
-        if (atomic_fetch_add(&j->done[kvh], 1) + 1 == j->n_chunks)
-            cq_attn_decode_combine(&j->args, kvh);
+    for (unsigned u; (u = atomic_fetch_add(&j->next, 1)) < j->n_kv * j->n_chunks;)
+        decode_unit(j, u, tid);
+}
+
+/* Several sessions' decode attention in one pool run: units numbered session after session. */
+typedef struct decode_jobs {
+    decode_job j[CQ_ATTN_SESSIONS_PER_RUN];
+    unsigned end[CQ_ATTN_SESSIONS_PER_RUN]; /* one past each job's last unit */
+    size_t n;
+    atomic_uint next;
+} decode_jobs;
+
+static void decode_jobs_task(void *ctx, unsigned tid, unsigned nt) {
+    (void)nt;
+    decode_jobs *js = ctx;
+    size_t t = 0;
+    for (unsigned u; (u = atomic_fetch_add(&js->next, 1)) < js->end[js->n - 1];) {
+        while (u >= js->end[t]) /* units are taken in increasing order */
+            t++;
+        decode_unit(&js->j[t], t ? u - js->end[t - 1] : u, tid);
+    }
+}
+
+void cq_attention_run_sessions(cq_attention *const *as, const cortiq_model *m, const cq_layer *y,
+                               const cq_kv_layer *const *kvs, const float *q, float *att, size_t n,
+                               const uint32_t *pos, uint32_t n_heads, const uint32_t *kv_first) {
+    size_t qd = (size_t)n_heads * m->head_dim;
+    for (size_t t0 = 0; t0 < n; t0 += CQ_ATTN_SESSIONS_PER_RUN) {
+        decode_jobs js;
+        js.n = n - t0 < CQ_ATTN_SESSIONS_PER_RUN ? n - t0 : CQ_ATTN_SESSIONS_PER_RUN;
+        atomic_init(&js.next, 0);
+        for (size_t k = 0; k < js.n; k++) {
+            size_t t = t0 + k;
+            decode_job_init(&js.j[k], as[t], m, y, kvs[t], q + t * qd, att + t * qd, pos[t],
+                            n_heads, kv_first);
+            js.end[k] = (k ? js.end[k - 1] : 0) + js.j[k].n_kv * js.j[k].n_chunks;
+        }
+        cq_pool_run(m->pool, decode_jobs_task, &js);
     }
 }
 
@@ -80,25 +142,9 @@ void cq_attention_run(cq_attention *a, const cortiq_model *m, const cq_layer *y,
                       uint32_t n_heads, const uint32_t *kv_first) {
     uint32_t window = y->sliding ? m->sliding_window : 0;
     if (n == 1) {
-        decode_job j = {.args = {.kv = kv,
-                                 .q = q,
-                                 .out = att,
-                                 .part = a->decode_part,
-                                 .n_heads = n_heads,
-                                 .pos = pos0,
-                                 .window = window,
-                                 .scale = m->attn_scale,
-                                 .softcap = m->attn_softcap,
-                                 .kv_first = kv_first},
-                        .n_kv = m->n_kv,
-                        .scratch = a->decode_scratch,
-                        .stride = a->decode_stride,
-                        .done = a->decode_done};
-        uint32_t keys = pos0 + 1 - cq_attn_decode_first_key(&j.args);
-        j.args.chunk = cq_attn_decode_chunk(keys, m->n_kv, cq_pool_size(m->pool));
-        j.n_chunks = cq_attn_decode_chunks(&j.args);
-        for (uint32_t h = 0; h < m->n_kv; h++)
-            atomic_store(&a->decode_done[h], 0);
+        decode_job j;
+        decode_job_init(&j, a, m, y, kv, q, att, pos0, n_heads, kv_first);
+        atomic_init(&j.next, 0);
         cq_pool_run(m->pool, decode_task, &j);
         return;
     }

@@ -237,16 +237,26 @@ static void attention(const layer_pass *L) {
         cq_attention_run(&s->attn, s->m, L->y, L->kv, s->q, s->att, L->n, L->pos0, nq, kv_first);
         return;
     }
-    /* a batched decode step (each token over its own session's cache) or a verify (each token
-     * at its position in this cache): every token as it would run alone */
     size_t qd = (size_t)nq * s->m->head_dim;
-    for (size_t t = 0; t < L->n; t++) {
-        cortiq_session *r = L->rows ? L->rows[t] : s;
-        cq_kv_layer *kv = L->rows ? &r->kv[L->l] : L->kv;
-        uint32_t pos = L->rows ? r->pos : L->pos0 + (uint32_t)t;
-        cq_attention_run(&r->attn, s->m, L->y, kv, s->q + t * qd, s->att + t * qd, 1, pos, nq,
-                         kv_first);
+    if (L->rows) { /* a batched decode step: each token over its own session's cache, alone */
+        for (size_t t0 = 0; t0 < L->n; t0 += CQ_ATTN_SESSIONS_PER_RUN) {
+            cq_attention *as[CQ_ATTN_SESSIONS_PER_RUN];
+            const cq_kv_layer *kvs[CQ_ATTN_SESSIONS_PER_RUN];
+            uint32_t pos[CQ_ATTN_SESSIONS_PER_RUN];
+            size_t n = L->n - t0 < CQ_ATTN_SESSIONS_PER_RUN ? L->n - t0 : CQ_ATTN_SESSIONS_PER_RUN;
+            for (size_t k = 0; k < n; k++) {
+                cortiq_session *r = L->rows[t0 + k];
+                as[k] = &r->attn, kvs[k] = &r->kv[L->l], pos[k] = r->pos;
+            }
+            cq_attention_run_sessions(as, s->m, L->y, kvs, s->q + t0 * qd, s->att + t0 * qd, n, pos,
+                                      nq, kv_first);
+        }
+        return;
     }
+    /* a verify: each token at its position in this cache, as it would run alone */
+    for (size_t t = 0; t < L->n; t++)
+        cq_attention_run(&s->attn, s->m, L->y, L->kv, s->q + t * qd, s->att + t * qd, 1,
+                         L->pos0 + (uint32_t)t, nq, kv_first);
 }
 
 /* step (which writes xn), then q, k, v = Wq xn, Wk xn, Wv xn (and the output gate's g_proj xn),
