@@ -123,18 +123,13 @@ void cq_attention_run_sessions(cq_attention *const *as, const cortiq_model *m, c
                                const cq_kv_layer *const *kvs, const float *q, float *att, size_t n,
                                const uint32_t *pos, uint32_t n_heads, const uint32_t *kv_first) {
     size_t qd = (size_t)n_heads * m->head_dim;
-    for (size_t t0 = 0; t0 < n; t0 += CQ_ATTN_SESSIONS_PER_RUN) {
-        decode_jobs js;
-        js.n = n - t0 < CQ_ATTN_SESSIONS_PER_RUN ? n - t0 : CQ_ATTN_SESSIONS_PER_RUN;
-        atomic_init(&js.next, 0);
-        for (size_t k = 0; k < js.n; k++) {
-            size_t t = t0 + k;
-            decode_job_init(&js.j[k], as[t], m, y, kvs[t], q + t * qd, att + t * qd, pos[t],
-                            n_heads, kv_first);
-            js.end[k] = (k ? js.end[k - 1] : 0) + js.j[k].n_kv * js.j[k].n_chunks;
-        }
-        cq_pool_run(m->pool, decode_jobs_task, &js);
+    decode_jobs js = {.n = n};
+    for (size_t t = 0; t < n; t++) {
+        decode_job_init(&js.j[t], as[t], m, y, kvs[t], q + t * qd, att + t * qd, pos[t], n_heads,
+                        kv_first);
+        js.end[t] = (t ? js.end[t - 1] : 0) + js.j[t].n_kv * js.j[t].n_chunks;
     }
+    cq_pool_run(m->pool, decode_jobs_task, &js);
 }
 
 void cq_attention_run(cq_attention *a, const cortiq_model *m, const cq_layer *y,

@@ -40,10 +40,10 @@ void cq_attention_run(cq_attention *a, const cortiq_model *m, const cq_layer *y,
                       const cq_kv_layer *kv, const float *q, float *att, size_t n, uint32_t pos0,
                       uint32_t n_heads, const uint32_t *kv_first);
 
-/* A batched decode step's attention: token t (query rows q + t * n_heads * head_dim, output
- * likewise in att) over its own session's cache kvs[t] at position pos[t], with that session's
- * scratch as[t]; the same bits as cq_attention_run of each token alone, the units of up to
- * CQ_ATTN_SESSIONS_PER_RUN sessions sharing one pool run (one barrier instead of one each). */
+/* A batched decode step's attention: token t < n <= CQ_ATTN_SESSIONS_PER_RUN (query rows
+ * q + t * n_heads * head_dim, output likewise in att) over its own session's cache kvs[t] at
+ * position pos[t], with that session's scratch as[t] (n different sessions); the same bits as
+ * cq_attention_run of each token alone, all the units in one pool run (one barrier, not n). */
 #define CQ_ATTN_SESSIONS_PER_RUN 16
 void cq_attention_run_sessions(cq_attention *const *as, const cortiq_model *m, const cq_layer *y,
                                const cq_kv_layer *const *kvs, const float *q, float *att, size_t n,
