@@ -63,6 +63,7 @@ typedef struct decode_job {
 static void decode_job_init(decode_job *j, cq_attention *a, const cortiq_model *m,
                             const cq_layer *y, const cq_kv_layer *kv, const float *q, float *att,
                             uint32_t pos, uint32_t n_heads, const uint32_t *kv_first) {
+    /* the compound literal zeroes the rest, next included */
     *j = (decode_job){.args = {.kv = kv,
                                .q = q,
                                .out = att,
@@ -139,7 +140,6 @@ void cq_attention_run(cq_attention *a, const cortiq_model *m, const cq_layer *y,
     if (n == 1) {
         decode_job j;
         decode_job_init(&j, a, m, y, kv, q, att, pos0, n_heads, kv_first);
-        atomic_init(&j.next, 0);
         cq_pool_run(m->pool, decode_task, &j);
         return;
     }

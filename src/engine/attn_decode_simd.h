@@ -50,6 +50,17 @@ AI uint32_t run_len(const cq_kv_layer *c, uint32_t slot, uint32_t left) {
     return n < left ? n : left;
 }
 
+/* Fetch row j + PF_ROWS of the span ahead (blk: c->kb or c->vb): row j starts at p and `left`
+ * rows of its run remain from it, so the row ahead is p + PF_ROWS strides when it lies in the
+ * run, else it is looked up. */
+AI void fetch_ahead(const cq_kv_layer *c, uint8_t *const *blk, span sp, uint32_t j,
+                    const uint8_t *p, uint32_t left, size_t stride) {
+    if (left > PF_ROWS)
+        cq_kv_prefetch_at(c, p + PF_ROWS * stride);
+    else
+        cq_kv_prefetch_row(c, blk, sp.kvh, sp.s0, j + PF_ROWS);
+}
+
 /* Final scores of the chunk, sc[g * chunk + j] for head g of the group and key j. Each block
  * of VW keys is widened into kbuf[VW][hd]; per head, 4 vectors of query values stay in
  * registers while the VW accumulators run down the block's rows. */
@@ -67,7 +78,7 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
     for (uint32_t j = 0; j < PF_ROWS && j < sp.cnt; j++)
         cq_kv_prefetch_row(c, c->kb, sp.kvh, sp.s0, j);
 #endif
-    size_t stride = (size_t)c->n_kv * hd * cq_kv_elem_size(c->type), row_bytes = stride / c->n_kv;
+    size_t stride = (size_t)c->n_kv * hd * cq_kv_elem_size(c->type);
     const uint8_t *row = NULL;
     uint32_t run = 0; /* rows left in the current evenly spaced run (run_len) */
     for (uint32_t j0 = 0; j0 < sp.cnt; j0 += VW) {
@@ -86,13 +97,7 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
                 run = run_len(c, slot, sp.cnt - j0 - k);
                 row = cq_kv_row(c, c->kb, slot, sp.kvh);
             }
-            if (j0 + k + PF_ROWS < sp.cnt) {
-                if (run > PF_ROWS)
-                    for (size_t b = 0; b < row_bytes; b += 64)
-                        __builtin_prefetch(row + PF_ROWS * stride + b, 0, 3);
-                else
-                    cq_kv_prefetch_row(c, c->kb, sp.kvh, sp.s0, j0 + k + PF_ROWS);
-            }
+            if (j0 + k + PF_ROWS < sp.cnt) fetch_ahead(c, c->kb, sp, j0 + k, row, run, stride);
 #if PREFETCH_AHEAD
             else if (j0 + k + PF_ROWS - sp.cnt < sp.cnt) /* one stream: on into the values */
                 cq_kv_prefetch_row(c, c->vb, sp.kvh, sp.s0, j0 + k + PF_ROWS - sp.cnt);
@@ -191,13 +196,8 @@ AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *
             uint32_t n = run_len(c, slot, sp.cnt - j), jend = j + n;
             const uint8_t *row = cq_kv_row(c, c->vb, slot, sp.kvh) + off;
             for (; j < jend; j++, row += stride) {
-                if (fetch && j + PF_ROWS < sp.cnt) {
-                    if (j + PF_ROWS < jend)
-                        for (size_t b = 0; b < hd * esz; b += 64)
-                            __builtin_prefetch(row - off + PF_ROWS * stride + b, 0, 3);
-                    else
-                        cq_kv_prefetch_row(c, c->vb, sp.kvh, sp.s0, j + PF_ROWS);
-                }
+                if (fetch && j + PF_ROWS < sp.cnt)
+                    fetch_ahead(c, c->vb, sp, j, row - off, jend - j, stride);
                 if (VALUES_W_FIRST(G, NV)) { /* G weights live, one value vector at a time */
                     vec wv[8];
                     for (int g = 0; g < G; g++)

@@ -87,15 +87,18 @@ void cq_kv_axpys(const cq_attn_ops *ops, const cq_kv_layer *c, uint32_t h, float
  * rows sit n_kv rows apart (the layout is slot-major), a stride the hardware prefetchers
  * follow poorly: the units fetch PF_ROWS rows ahead themselves (AVX-512, old and new units
  * called alternately in one process at pos 576: 1-27 % less time per layer). j must be below
- * the span's length. */
-static inline void cq_kv_prefetch_row(const cq_kv_layer *c, uint8_t *const *blk, uint32_t h,
-                                      uint32_t s0, uint32_t j) {
+ * the span's length. cq_kv_prefetch_at: the row that starts at p. */
+static inline void cq_kv_prefetch_at(const cq_kv_layer *c, const uint8_t *p) {
     size_t row = (size_t)c->hd * cq_kv_elem_size(c->type);
-    uint32_t slot = s0 + j;
-    if (slot >= c->slots) slot -= c->slots;
-    const uint8_t *p = cq_kv_row(c, blk, slot, h);
     for (size_t b = 0; b < row; b += 64)
         __builtin_prefetch(p + b, 0, 3);
+}
+
+static inline void cq_kv_prefetch_row(const cq_kv_layer *c, uint8_t *const *blk, uint32_t h,
+                                      uint32_t s0, uint32_t j) {
+    uint32_t slot = s0 + j;
+    if (slot >= c->slots) slot -= c->slots;
+    cq_kv_prefetch_at(c, cq_kv_row(c, blk, slot, h));
 }
 
 /* The q8 encoding of one head vector (the reference for the layout): scale = max |x| / 127,
