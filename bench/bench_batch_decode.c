@@ -3,12 +3,13 @@
  * what `cortiq serve --parallel` does) or one session after the other (what slots decoding
  * independently would do). Rounds alternate between the two so that load from other processes
  * hits both alike; the best round of each is printed.
- * usage: bench_batch_decode MODEL.cmf [threads] [steps] [rounds] [act] [lanes]
+ * usage: bench_batch_decode MODEL.cmf [threads] [steps] [rounds] [act] [lanes] [prompt] [kv]
  * act: 0 default, 1 int8 activations (CORTIQ_ACT_INT8: q8_row decode through the prepared
  * int8 tokens too), 2 f32 activations; lanes 1: the batched-decode copies of the q8 / 4-bit
  * matrices (cortiq_load_opts.batch_lanes), as `cortiq serve --parallel N` makes them; prompt tokens
  * (default 16): the context each stream's steps start from (a server's slots decode at the
- * prompt's length and on, where attention over the cache weighs more). */
+ * prompt's length and on, where attention over the cache weighs more); kv: the sessions' KV
+ * cache type, f16 (default), q8 or f32 (`cortiq serve --kv`). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -58,7 +59,7 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr,
                 "usage: %s MODEL.cmf [threads] [steps] [rounds] [act 0|1|2] [lanes 0|1] "
-                "[prompt tokens]\n",
+                "[prompt tokens] [kv f16|q8|f32]\n",
                 argv[0]);
         return 2;
     }
@@ -67,6 +68,10 @@ int main(int argc, char **argv) {
                            .batch_lanes = argc > 6 ? atoi(argv[6]) : 0};
     int steps = argc > 3 ? atoi(argv[3]) : 32, rounds = argc > 4 ? atoi(argv[4]) : 3;
     if (argc > 7) n_prompt = atoi(argv[7]);
+    if (argc > 8 && !cortiq_kv_type_from_name(argv[8], &lo.kv)) {
+        fprintf(stderr, "kv %s: want f16, q8 or f32\n", argv[8]);
+        return 2;
+    }
     if (n_prompt < 1 || n_prompt > MAXP) {
         fprintf(stderr, "prompt tokens %d: want 1 to %d\n", n_prompt, MAXP);
         return 2;

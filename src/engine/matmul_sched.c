@@ -216,10 +216,25 @@ static void run_job(cq_sched *sc, mm_job *j) {
     cq_pool_run(sc->m->pool, decode_task, j);
 }
 
+/* Up to CMF_TOK8_MULTI_MAX tokens, a batch whose GEMM weights all have a batched-decode copy
+ * (and take int8 activations) runs the copy's kernels instead: the same bits
+ * (tests/quant/test_lanes.c, test_chunk_exact.c), no panel unpacked per call. SmolLM2-135M on
+ * Zen 3, a chunk of 6 / 10 / 16 tokens after 36: q8 24.8 / 28.8-31.6 / 38.4-45.1 ms ->
+ * 16.3-19.5 / 22.8-26.3 / 28.5-36.6, q4t level to 10-25 % less (docs/KERNELS.md). */
+static bool lanes_batch(const mm_job *j) {
+    if (j->n > CMF_TOK8_MULTI_MAX) return false;
+    for (unsigned k = 0; k < j->np; k++) {
+        const mm_part *p = &j->p[k];
+        if (cmf_qact_supports(p->w) && (!p->w->lanes || !(part_flags(j, p) & CMF_KF_INT8_ACT)))
+            return false;
+    }
+    return true;
+}
+
 /* Binds the job to the integer GEMM when its batch is large enough (cmf_qact_min_tokens) and
  * one of its weights has it; returns whether x must be quantized first. */
 static bool use_qact(cq_sched *sc, mm_job *j) {
-    if (!sc->qa_mem || j->n < cmf_qact_min_tokens() || j->each) return false;
+    if (!sc->qa_mem || j->n < cmf_qact_min_tokens() || j->each || lanes_batch(j)) return false;
     int any = 0;
     for (unsigned k = 0; k < j->np; k++)
         any |= cmf_qact_supports(j->p[k].w);

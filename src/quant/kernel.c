@@ -68,6 +68,11 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
                    uint64_t row_begin, uint64_t row_end, unsigned flags) {
     if (n == 0 || row_begin >= row_end) return;
     cq_mm_fn fn = pick(m->dtype);
+    /* a batched-decode copy: every token in one walk over its panels */
+    if (m->lanes && (flags & CMF_KF_INT8_ACT) && n <= CMF_TOK8_MULTI_MAX) {
+        fn(m, X, n, ldx, Y, ldy, row_begin, row_end, flags);
+        return;
+    }
     if (n >= CQ_FLOAT_GEMM_MIN) { /* a batch: the dtype's GEMM of the best tier in effect */
         const cq_isa gemm = cq_isa_pick(cq_dtype_ops_get(m->dtype)->gemm_tiers);
         /* half-precision weights, AMX: tile products (split bf16, as exact as f32) */

@@ -168,6 +168,8 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
             _mm256_storeu_ps(bs + g * PR, _mm256_setzero_ps());
             continue;
         }
+        cq_prefetch_weights(p + g * 128);
+        cq_prefetch_weights(p + g * 128 + 64);
         for (int k = 0; k < 4; k++) {
             __m256i v = _mm256_load_si256((const __m256i *)(const void *)(p + g * 128 + 32 * k));
             _mm256_store_si256(o + k, _mm256_and_si256(v, m4));

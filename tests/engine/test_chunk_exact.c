@@ -4,7 +4,8 @@
  * then the rest (both at least the exact size) give the same bits: the last token's logits, and
  * those of one decode step after it (the KV cache the same). N = 130 also checks that the engine
  * does not leave a last chunk of 2 tokens (cq_eval_chunk shares the last two). A model loaded with
- * f32 activations (its integer weights then take kernels without such a size) reports 0. */
+ * f32 activations (its integer weights then take kernels without such a size) reports 0. The q8
+ * and q4t models again with the batched-decode copies `cortiq serve --parallel` makes. */
 #include <string.h>
 
 #include "cortiq/engine.h"
@@ -27,6 +28,37 @@ static int eval_cut(cortiq_session *s, const int32_t *tokens, size_t n, size_t p
     return 0;
 }
 
+/* Every cut of the first `lens` tokens against the tokens at once, on model m (label: how it
+ * was loaded). */
+static void check_cuts(cortiq_model *m, const int32_t *tokens, const char *fam, const char *quant,
+                       const char *label) {
+    enum { N = 200 };
+    cmf_err err;
+    V = cortiq_model_vocab(m);
+    const uint32_t ex = cortiq_model_exact_chunk(m);
+    printf("%-12s %-4s %-6s exact chunk %u\n", fam, quant, label, ex);
+    cortiq_session *s = NULL;
+    CHECK(cortiq_session_create(m, 256, &s, &err) == CMF_OK);
+    float *ref = malloc(2 * V * sizeof *ref), *got = malloc(2 * V * sizeof *got);
+    static const size_t lens[] = {N, 130};
+    for (size_t li = 0; s && ex && li < 2; li++) {
+        size_t n = lens[li];
+        CHECK(eval_cut(s, tokens, n, 0, 77, ref) == 0);
+        int bad = 0, tried = 0;
+        for (size_t p = ex; p + ex <= n; p += li ? 1 : 3) {
+            tried++;
+            CHECK(eval_cut(s, tokens, n, p, 77, got) == 0);
+            if (memcmp(ref, got, 2 * V * sizeof *ref) && bad++ < 3)
+                fprintf(stderr, "  %s %s %s: %zu tokens cut at %zu differ\n", fam, quant, label, n,
+                        p);
+        }
+        CHECK_MSG(bad == 0, "%s %s %s: %d of %d cuts of %zu tokens differ", fam, quant, label, bad,
+                  tried, n);
+    }
+    free(ref), free(got);
+    cortiq_session_free(s);
+}
+
 static void run(const char *fam, const char *quant) {
     char out[256];
     snprintf(out, sizeof out, "chunk_exact_%s_%s.cmf", fam, quant);
@@ -41,29 +73,16 @@ static void run(const char *fam, const char *quant) {
     cmf_err err;
     cortiq_load_opts lo = {.threads = 2};
     CHECK_MSG(cortiq_model_load(out, &lo, &m, &err) == CMF_OK, "%s", err.msg);
-    if (!m) return;
-    V = cortiq_model_vocab(m);
-    const uint32_t ex = cortiq_model_exact_chunk(m);
-    printf("%-12s %-4s exact chunk %u\n", fam, quant, ex);
-    cortiq_session *s = NULL;
-    CHECK(cortiq_session_create(m, 256, &s, &err) == CMF_OK);
-    float *ref = malloc(2 * V * sizeof *ref), *got = malloc(2 * V * sizeof *got);
-    static const size_t lens[] = {N, 130};
-    for (size_t li = 0; s && ex && li < 2; li++) {
-        size_t n = lens[li];
-        CHECK(eval_cut(s, tokens, n, 0, 77, ref) == 0);
-        int bad = 0, tried = 0;
-        for (size_t p = ex; p + ex <= n; p += li ? 1 : 3) {
-            tried++;
-            CHECK(eval_cut(s, tokens, n, p, 77, got) == 0);
-            if (memcmp(ref, got, 2 * V * sizeof *ref) && bad++ < 3)
-                fprintf(stderr, "  %s %s: %zu tokens cut at %zu differ\n", fam, quant, n, p);
-        }
-        CHECK_MSG(bad == 0, "%s %s: %d of %d cuts of %zu tokens differ", fam, quant, bad, tried, n);
-    }
-    free(ref), free(got);
-    cortiq_session_free(s);
+    if (m) check_cuts(m, tokens, fam, quant, "file");
     cortiq_model_free(m);
+    /* with the batched-decode copies (`cortiq serve --parallel`): short chunks take the copies'
+     * kernels, longer ones the GEMM, with the same bits */
+    lo.batch_lanes = 1;
+    m = NULL;
+    CHECK_MSG(cortiq_model_load(out, &lo, &m, &err) == CMF_OK, "%s", err.msg);
+    if (m && cortiq_model_lanes_bytes(m)) check_cuts(m, tokens, fam, quant, "lanes");
+    cortiq_model_free(m);
+    lo.batch_lanes = 0;
     if (strcmp(quant, "f16")) { /* integer weights without the integer GEMM: no exact size */
         lo.act = CORTIQ_ACT_F32;
         CHECK(cortiq_model_load(out, &lo, &m, &err) == CMF_OK);

@@ -8,7 +8,9 @@
  *  - within float summation error of the double-precision product with the quantized token
  *    (i8dec_ref.h), an independent check of the layout's nibble and scale placement.
  * The prefill GEMM (cmf_matmul_qact), which reads the copy once it exists, must give the bits it
- * gives from the file's layout, and rows decoded from the copy (cmf_qmat_dequant_row, a tied
+ * gives from the file's layout and, token by token, the bits of the copy's kernels on the same
+ * int8 activations (short batches run those instead, so a prompt's bits cannot depend on its
+ * chunks' sizes: test_chunk_exact.c), and rows decoded from the copy (cmf_qmat_dequant_row, a tied
  * embedding's lookups) the file's floats. Skipped on other tiers (the copy is the AVX2 tier's). */
 #include <math.h>
 #include <stdlib.h>
@@ -97,6 +99,20 @@ static void check_gemm(const cmf_qmat *plain, const cmf_qmat *lanes, uint64_t r0
               "%s %zu x %zu from row %llu: the GEMM "
               "from the lanes differs",
               cmf_dtype_name(plain->dtype), rows, cols, (unsigned long long)r0);
+    /* the copy's own kernels on int8 activations (what a short batch runs instead of the GEMM,
+     * matmul_sched.c): each token the GEMM's bits, whatever the batch's size */
+    static const size_t ks[] = {1, 3, 6, 8, 13};
+    for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) {
+        memset(yb, 0xff, n * rows * sizeof *yb);
+        cmf_matmul_ex(lanes, x, ks[i], cols, yb + r0, rows, r0, rows, CMF_KF_INT8_ACT);
+        int off = 0;
+        for (size_t t = 0; t < ks[i]; t++)
+            off += memcmp(ya + t * rows + r0, yb + t * rows + r0, (rows - r0) * sizeof *ya) != 0;
+        CHECK_MSG(off == 0,
+                  "%s %zu x %zu from row %llu: %d of %zu tokens through the lanes "
+                  "differ from the GEMM",
+                  cmf_dtype_name(plain->dtype), rows, cols, (unsigned long long)r0, off, ks[i]);
+    }
     free(x), free(ya), free(yb), free(am), free(scratch);
 }
 
