@@ -196,7 +196,8 @@ CORTIQ_API uint32_t cortiq_session_ctx(const cortiq_session *s);
 #define CORTIQ_EVAL_CHUNK 128
 /* The chunk size from which a token's results (logits, KV cache) do not depend on how its
  * prompt was cut into chunks, as the model is loaded on the CPU tier in effect (for instance 6
- * for integer-coded weights on AVX2, 10 for f16 there); 0 when no size gives that (mixtures of
+ * for integer-coded weights on AVX2, 2 when they have the batched-decode copy of
+ * cortiq_load_opts.batch_lanes, 10 for f16 there); 0 when no size gives that (mixtures of
  * experts, Gated DeltaNet layers, dtypes without such a GEMM). cortiq_session_eval then cuts
  * n >= that many tokens into chunks of at least that many (the last two share the rest rather
  * than leave a shorter one), so a caller that cached a prefix evaluated that way may evaluate

@@ -55,7 +55,9 @@ static cq_mm_fn pick(cmf_dtype dt) {
 #define CQ_AMX_GEMM_MIN 32
 
 size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact) {
-    if (qact && cmf_qact_supports(m)) return cmf_qact_min_tokens();
+    /* with the batched-decode copy every batch of 2 or more gets the GEMM's bits (one token
+     * takes the decode pass, whose attention rounds otherwise) */
+    if (qact && cmf_qact_supports(m)) return m->lanes ? 2 : cmf_qact_min_tokens();
     const cq_dtype_ops *o = cq_dtype_ops_get(m->dtype);
     const cq_isa gemm = o ? cq_isa_pick(o->gemm_tiers) : CQ_ISA_SCALAR;
     return gemm >= CQ_ISA_AMX      ? CQ_AMX_GEMM_MIN

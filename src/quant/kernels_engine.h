@@ -146,7 +146,8 @@ size_t cmf_qact_min_tokens(void);
 /* The fewest tokens from which a batched product of m gives every token the bits it gets in any
  * other batch of at least that many (the GEMM of the tier in effect computes each token's
  * outputs alone, in an order that does not depend on the batch): cmf_matmul_qact where qact
- * is set and m takes it, else the float panel GEMMs of cmf_matmul_ex (f32 / f16 / bf16; AMX
+ * is set and m takes it (from 2 tokens with the batched-decode copy, whose kernels give every
+ * batch the GEMM's bits), else the float panel GEMMs of cmf_matmul_ex (f32 / f16 / bf16; AMX
  * tiles from their own threshold). 0 where no batch size gives that (the batched kernels of
  * the other dtypes step tokens in blocks whose remainder rounds differently). */
 size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact);

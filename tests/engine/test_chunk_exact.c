@@ -5,7 +5,8 @@
  * those of one decode step after it (the KV cache the same). N = 130 also checks that the engine
  * does not leave a last chunk of 2 tokens (cq_eval_chunk shares the last two). A model loaded with
  * f32 activations (its integer weights then take kernels without such a size) reports 0. The q8
- * and q4t models again with the batched-decode copies `cortiq serve --parallel` makes. */
+ * and q4t models again with the batched-decode copies `cortiq serve --parallel` makes, whose
+ * exact size is 2 (every cut from 2 tokens on). */
 #include <string.h>
 
 #include "cortiq/engine.h"
@@ -80,7 +81,12 @@ static void run(const char *fam, const char *quant) {
     lo.batch_lanes = 1;
     m = NULL;
     CHECK_MSG(cortiq_model_load(out, &lo, &m, &err) == CMF_OK, "%s", err.msg);
-    if (m && cortiq_model_lanes_bytes(m)) check_cuts(m, tokens, fam, quant, "lanes");
+    if (m && cortiq_model_lanes_bytes(m)) {
+        /* every batch then gets the GEMM's bits: only one token takes other kernels */
+        CHECK_MSG(cortiq_model_exact_chunk(m) == 2, "%s %s with the copies: exact chunk %u", fam,
+                  quant, cortiq_model_exact_chunk(m));
+        check_cuts(m, tokens, fam, quant, "lanes");
+    }
     cortiq_model_free(m);
     lo.batch_lanes = 0;
     if (strcmp(quant, "f16")) { /* integer weights without the integer GEMM: no exact size */
