@@ -17,13 +17,16 @@ import sys
 
 import numpy as np
 
-HIDDEN, INTER, HEADS, KV_HEADS, VOCAB = 3584, 18944, 28, 4, 152064
-HEAD_DIM = HIDDEN // HEADS
+# (hidden, MLP, query heads, KV heads, vocabulary) of the shapes this writer knows; the 0.5B one is
+# make_synthetic_qwen.py's fallback where torch is not installed
+SHAPE_7B = (3584, 18944, 28, 4, 152064)
+SHAPE_0_5B = (896, 4864, 14, 2, 151936)
 
 
-def tensor_list(layers):
+def tensor_list(layers, shape):
     """(name, shape, kind) in file order; kind: w (random matrix), one (norm), zero (bias)."""
-    kv = KV_HEADS * HEAD_DIM
+    HIDDEN, INTER, HEADS, KV_HEADS, VOCAB = shape
+    kv = KV_HEADS * (HIDDEN // HEADS)
     out = [("model.embed_tokens.weight", (VOCAB, HIDDEN), "w")]
     for i in range(layers):
         p = f"model.layers.{i}."
@@ -50,15 +53,14 @@ def bf16_bytes(x):
     return u.astype(np.uint16).tobytes()
 
 
-def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.expanduser("~/.cache/cortiq/synthetic-qwen2.5-7b")
-    layers = int(sys.argv[2]) if len(sys.argv) > 2 else 28
+def write_checkpoint(out, layers, shape):
+    HIDDEN, INTER, HEADS, KV_HEADS, VOCAB = shape
     path = os.path.join(out, "model.safetensors")
     if os.path.exists(path):
         print("exists:", out)
         return
     os.makedirs(out, exist_ok=True)
-    tl = tensor_list(layers)
+    tl = tensor_list(layers, shape)
     head, off = {}, 0
     for name, shape, _ in tl:
         n = 2 * int(np.prod(shape))
@@ -99,4 +101,5 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    write_checkpoint(sys.argv[1] if len(sys.argv) > 1 else os.path.expanduser("~/.cache/cortiq/synthetic-qwen2.5-7b"),
+                     int(sys.argv[2]) if len(sys.argv) > 2 else 28, SHAPE_7B)
