@@ -14,6 +14,7 @@
 #include "quant/gemm_impl.h"
 #include "quant/gemm_q4_codes.h"
 #include "quant/gemm_vbit_codes.h"
+#include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 #include "quant/transpose_avx512.h"
 
@@ -234,7 +235,9 @@ void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, 
     const cq_vbit_utab *tabs = vbit ? cq_vbit_utabs(tabs_) : NULL;
     for (uint64_t r = r0; r < r1; r += PR) {
         unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR, nn = cq_next_panel_rows(r, r1, PR);
-        if (vbit)
+        if (m->lanes && r % PR == 0) /* the batched-decode copy: the same codes and scales */
+            cq_avx512_lanes_unpack(m, r, k64 / 32, panel, bs, rs);
+        else if (vbit)
             pack_vbit(m, tabs, r, nr, k64, panel, bs, nn);
         else
             pack_panel(m, r, nr, k64, panel, bs, rs, nn);

@@ -118,11 +118,19 @@ static bool tok8_avx2(void) {
     return cq_cpu_isa() == CQ_ISA_AVX2;
 }
 
+/* AVX-512: where the copy's layout (CMF_TOK8_LANES, cq_avx2_q8dec_tok_prepare's) starts in a
+ * prepared token, after q8_row's and the 4-bit class's. */
+static size_t lanes_tok_off(uint64_t cols) {
+    return (cq_avx512_q8_tok_bytes(cols) + cq_avx512_i8dec_tok_bytes(cols) + 63) / 64 * 64;
+}
+
 size_t cmf_tok8_bytes(uint64_t cols) {
     if (tok8_avx2()) return cq_avx2_q8dec_tok_bytes(cols) + cq_avx2_i8dec_tok_bytes(cols);
-    return tok8_tier() && cols % 32 == 0
-               ? cq_avx512_q8_tok_bytes(cols) + cq_avx512_i8dec_tok_bytes(cols)
-               : 0;
+    return tok8_tier() && cols % 32 == 0 ? lanes_tok_off(cols) + cq_avx2_q8dec_tok_bytes(cols) : 0;
+}
+
+const void *cq_tok8_lanes_part(const void *tok, uint64_t cols) {
+    return tok8_avx2() ? tok : (const uint8_t *)tok + lanes_tok_off(cols);
 }
 
 bool cmf_qmat_lanes_rows(const cmf_qmat *m) {
@@ -130,7 +138,7 @@ bool cmf_qmat_lanes_rows(const cmf_qmat *m) {
 }
 
 bool cmf_qmat_build_lanes(cmf_qmat *m) {
-    return tok8_avx2() && cq_avx2_lanes_build(m);
+    return (tok8_avx2() || tok8_tier()) && cq_avx2_lanes_build(m);
 }
 
 int cmf_tok8_supports(const cmf_qmat *m) {
@@ -139,7 +147,8 @@ int cmf_tok8_supports(const cmf_qmat *m) {
                : cq_avx2_i8dec_supports(m)           ? CMF_TOK8_I8DEC
                                                      : 0;
     if (!tok8_tier() || m->cols % 32) return 0;
-    return m->dtype == CMF_DT_Q8_ROW     ? CMF_TOK8_Q8
+    return m->lanes                      ? CMF_TOK8_LANES
+           : m->dtype == CMF_DT_Q8_ROW   ? CMF_TOK8_Q8
            : cq_avx512_i8dec_supports(m) ? CMF_TOK8_I8DEC
                                          : 0;
 }
@@ -154,6 +163,8 @@ void cmf_tok8_prepare(void *buf, const float *x, uint64_t cols, int layouts) {
     if (layouts & CMF_TOK8_Q8) cq_avx512_q8_tok_prepare(buf, x, cols);
     if ((layouts & CMF_TOK8_I8DEC) && cq_avx512_i8dec_tok_bytes(cols))
         cq_avx512_i8dec_tok_prepare((uint8_t *)buf + cq_avx512_q8_tok_bytes(cols), x, cols);
+    if (layouts & CMF_TOK8_LANES)
+        cq_avx2_q8dec_tok_prepare((uint8_t *)buf + lanes_tok_off(cols), x, cols);
 }
 
 void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_begin,
@@ -167,6 +178,9 @@ void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_
         else
             cq_avx2_i8dec_tok_matvec(m, (const uint8_t *)tok + cq_avx2_q8dec_tok_bytes(m->cols), y,
                                      row_begin, row_end);
+    } else if (m->lanes) {
+        const void *t = cq_tok8_lanes_part(tok, m->cols);
+        cq_avx512_lanes_matvec_multi(m, &t, 1, &y, row_begin, row_end);
     } else if (m->dtype == CMF_DT_Q8_ROW)
         cq_avx512_q8_tok_matvec(m, tok, y, row_begin, row_end);
     else
@@ -180,6 +194,13 @@ void cmf_matvec_tok8_multi(const cmf_qmat *m, const void *const *tok, size_t n, 
     const bool avx2 = tok8_avx2();
     if (avx2 && m->lanes) {
         cq_avx2_lanes_matvec_multi(m, tok, n, y, row_begin, row_end);
+        return;
+    }
+    if (m->lanes) {
+        const void *lt[CMF_TOK8_MULTI_MAX];
+        for (size_t t = 0; t < n; t++)
+            lt[t] = cq_tok8_lanes_part(tok[t], m->cols);
+        cq_avx512_lanes_matvec_multi(m, lt, n, y, row_begin, row_end);
         return;
     }
     if (m->dtype == CMF_DT_Q8_ROW) {

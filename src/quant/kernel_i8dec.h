@@ -71,10 +71,11 @@ static inline const int32_t *cq_avx2_q8dec_tok_c8(const void *tok, uint64_t cols
     return (const int32_t *)(const void *)(cq_avx2_q8dec_tok_dx(tok, cols) + cols / 32);
 }
 
-/* The AVX2 tier's batched-decode copy of q8_row and the 4-bit class (lanes_avx2.c): panels of 8
- * rows, one int32 lane per row. _supports: q8_row, q4_tiled, q4_block or q4tp with
- * cols % 32 == 0.
- * _build: makes m->lanes (false when unsupported or out of memory; true when it exists).
+/* The batched-decode copy of q8_row and the 4-bit class (lanes_avx2.c; the AVX2 and AVX-512
+ * VNNI tiers read it): panels of 8 rows, one int32 lane per row, cq_lanes_panel_bytes(m) each.
+ * _supports: q8_row, q4_tiled, q4_block or q4tp with cols % 32 == 0.
+ * _build: makes m->lanes (false when unsupported or out of memory; true when it exists); q4tp's
+ * scales are the ladder of the tier in effect (AVX2 or AVX-512), as its GEMM computes them.
  * _matvec_multi: rows [r0, r1) for n (<= CMF_TOK8_MULTI_MAX) tokens prepared in the q8_row
  * layout above, from m->lanes; y[t] has the same bits whichever tokens share the call (the
  * tokens run in passes of up to CQ_LANES_PASS). */
@@ -92,5 +93,20 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
  * without the outlier overlay: the floats cq_ref_decode_group gives from the file, so a table
  * read by rows (a tied embedding) can give its file pages back too. */
 void cq_avx2_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out);
+uint64_t cq_lanes_panel_bytes(const cmf_qmat *m);
+/* The part of a token prepared by cmf_tok8_prepare that a matrix with the copy reads (the
+ * CMF_TOK8_Q8 layout on the AVX2 tier, CMF_TOK8_LANES on AVX-512): the AVX2 q8_row layout. */
+const void *cq_tok8_lanes_part(const void *tok, uint64_t cols);
+
+/* The copy on the AVX-512 VNNI tier (lanes_avx512.c): two panels per 16-lane vector.
+ * _matvec_multi: as cq_avx2_lanes_matvec_multi (tokens in the same layout), each token the bits
+ * of the AVX-512 integer GEMM. _unpack: rows [r, r + 16) (r % 16 == 0) in that GEMM's panel
+ * form (gemm_i8_avx512.c: block b's 8 code vectors at panel + 512b + 64k, the 4-bit class's
+ * scales at bs[16b ..], q8_row's weights as w + 128 and its row scales at rs[0 .. 16)), nb
+ * blocks, those past the columns zero. */
+void cq_avx512_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
+                                  float *const *y, uint64_t r0, uint64_t r1);
+void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs,
+                            float *rs);
 
 #endif

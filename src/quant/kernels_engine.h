@@ -36,23 +36,25 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
  * cmf_tok8_bytes(cols): bytes of a prepared token, or 0 when this CPU (as CORTIQ_CPU leaves
  * it) has no such path: use cmf_matmul_ex then. cmf_tok8_supports(m): 0 when m does not take
  * the path, else the layout it reads (AVX-512 tier: q8_row: CMF_TOK8_Q8; with VBMI and GFNI the
- * 4-bit class and vbit / vbit_ro: CMF_TOK8_I8DEC; AVX2 tier: q8_row: CMF_TOK8_Q8, the 4-bit
- * class and vbit / vbit_ro: CMF_TOK8_I8DEC, a matrix with a batched-decode copy
+ * 4-bit class and vbit / vbit_ro: CMF_TOK8_I8DEC, a matrix with a batched-decode copy:
+ * CMF_TOK8_LANES (the AVX2 q8_row layout, after the others); AVX2 tier: q8_row: CMF_TOK8_Q8, the
+ * 4-bit class and vbit / vbit_ro: CMF_TOK8_I8DEC, a matrix with a batched-decode copy
  * (cmf_qmat_build_lanes): CMF_TOK8_Q8; cols % 32 == 0). cmf_tok8_prepare: x (cols floats) into
  * buf (cmf_tok8_bytes(cols) bytes, 64-byte aligned) in the layouts OR-ed in `layouts`.
  * cmf_matvec_tok8: y[r - row_begin] for r in [row_begin, row_end) of a supported m with
  * m->cols == cols whose layout was prepared; bit-identical to
  * cmf_matmul_ex(m, x, 1, cols, y, 1, row_begin, row_end, CMF_KF_INT8_ACT). */
-enum { CMF_TOK8_Q8 = 1, CMF_TOK8_I8DEC = 2 };
-/* Batched decode's copy of m (m->lanes): on the AVX2 tier q8_row and the 4-bit class (q4_tiled,
- * q4_block, q4tp), cols % 32 == 0, repacked so that each row's sum runs in its own int32 lane
- * (lanes_avx2.c); from then on every int8-activation product of m reads the copy
- * (cmf_matvec_tok8 and _multi with the CMF_TOK8_Q8 layout, cmf_matmul_ex, the integer GEMM),
- * one token or several with the same bits. Returns whether m has the copy (false: another tier
- * or dtype, or out of memory, and m unchanged). cmf_qmat_free releases it. */
+enum { CMF_TOK8_Q8 = 1, CMF_TOK8_I8DEC = 2, CMF_TOK8_LANES = 4 };
+/* Batched decode's copy of m (m->lanes): on the AVX2 and AVX-512 VNNI tiers q8_row and the 4-bit
+ * class (q4_tiled, q4_block, q4tp), cols % 32 == 0, repacked so that each row's sum runs in its
+ * own int32 lane (lanes_avx2.c, lanes_avx512.c); from then on every int8-activation product of
+ * m reads the copy (cmf_matvec_tok8 and _multi with the layout cmf_tok8_supports names,
+ * cmf_matmul_ex, the integer GEMM), one token or several with the GEMM's bits. Returns whether m
+ * has the copy (false: another tier or dtype, or out of memory, and m unchanged).
+ * cmf_qmat_free releases it. */
 bool cmf_qmat_build_lanes(cmf_qmat *m);
 /* Whether cmf_qmat_dequant_row reads m's rows from the copy (q8_row, q4_tiled, q4_block: the
- * file's floats exactly) rather than from m->data; q4tp's copy holds the AVX2 ladder's scales,
+ * file's floats exactly) rather than from m->data; q4tp's copy holds the tier's ladder scales,
  * which differ from the reference's in the last bits, so its rows still come from the file. */
 bool cmf_qmat_lanes_rows(const cmf_qmat *m);
 size_t cmf_tok8_bytes(uint64_t cols);

@@ -30,6 +30,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "common/cpu.h"
 #include "common/hugepages.h"
 #include "quant/gemm_q4_codes.h"
 #include "quant/kernel_i8dec.h"
@@ -49,7 +50,7 @@ static unsigned scale_bytes(const cmf_qmat *m) {
 
 /* Bytes of one panel, rounded to 64: the 4-bit class G * 128 nibble bytes, then G * 8 scales;
  * q8_row G * 256 weight bytes, then 8 f32 row scales. */
-static uint64_t panel_bytes(const cmf_qmat *m) {
+uint64_t cq_lanes_panel_bytes(const cmf_qmat *m) {
     if (m->dtype == CMF_DT_Q8_ROW) return (m->groups * 256 + PR * 4 + 63) / 64 * 64;
     return (m->groups * (128 + PR * scale_bytes(m)) + 63) / 64 * 64;
 }
@@ -83,7 +84,9 @@ static void put_q4_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
     const unsigned i = (unsigned)(r % PR);
     uint8_t *sc = panel + G * 128;
     float ladder[32];
-    if (m->dtype == CMF_DT_Q4TP) cq_avx2_q4tp_ladder(m, r, ladder);
+    /* the ladder of the tier that reads the copy, whose GEMM computes it so too */
+    if (m->dtype == CMF_DT_Q4TP)
+        (cq_cpu_isa() >= CQ_ISA_AVX512 ? cq_avx512_q4tp_ladder : cq_avx2_q4tp_ladder)(m, r, ladder);
     for (uint64_t g = 0; g < G; g++) {
         put_group(panel + g * 128, i, cq_q4_nibbles(m, r, g));
         if (m->dtype == CMF_DT_Q4TP)
@@ -97,7 +100,7 @@ static void put_q4_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
 
 bool cq_avx2_lanes_build(cmf_qmat *m) {
     if (!cq_avx2_lanes_supports(m) || m->lanes) return m->lanes != NULL;
-    const uint64_t P = (m->rows + PR - 1) / PR, pb = panel_bytes(m);
+    const uint64_t P = (m->rows + PR - 1) / PR, pb = cq_lanes_panel_bytes(m);
     const size_t bytes = (size_t)(P * pb);
     uint8_t *buf = cq_huge_alloc(bytes, bytes >= CQ_HUGE_PAGE);
     if (!buf) return false;
@@ -113,7 +116,7 @@ bool cq_avx2_lanes_build(cmf_qmat *m) {
 void cq_avx2_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out) {
     const uint64_t G = m->groups;
     const unsigned i = (unsigned)(r % PR);
-    const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * panel_bytes(m);
+    const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * cq_lanes_panel_bytes(m);
     if (m->dtype == CMF_DT_Q8_ROW) {
         float s;
         memcpy(&s, p + G * 256 + 4 * i, 4);
@@ -155,10 +158,11 @@ static void unpack_q8(const cmf_qmat *m, const uint8_t *p, size_t nb, uint8_t *p
 void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs) {
     const uint64_t G = m->groups;
     if (m->dtype == CMF_DT_Q8_ROW) {
-        unpack_q8(m, (const uint8_t *)m->lanes + (r / PR) * panel_bytes(m), nb, panel, bs);
+        unpack_q8(m, (const uint8_t *)m->lanes + (r / PR) * cq_lanes_panel_bytes(m), nb, panel, bs);
         return;
     }
-    const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * panel_bytes(m), *sc = p + G * 128;
+    const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * cq_lanes_panel_bytes(m),
+                  *sc = p + G * 128;
     const __m256i m4 = _mm256_set1_epi8(15);
     for (uint64_t g = 0; g < nb; g++) {
         __m256i *o = (__m256i *)(void *)(panel + g * 8 * 32);
@@ -290,7 +294,7 @@ static const pass_fn pass8[CQ_LANES_PASS + 1] = {NULL, pass8_1, pass8_2, pass8_3
 
 void cq_avx2_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                 float *const *y, uint64_t r0, uint64_t r1) {
-    const uint64_t G = m->groups, pb = panel_bytes(m);
+    const uint64_t G = m->groups, pb = cq_lanes_panel_bytes(m);
     const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? pass8
                          : m->dtype == CMF_DT_Q4TP ? pass32
                                                    : pass16;

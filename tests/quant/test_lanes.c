@@ -1,6 +1,8 @@
-/* test_lanes.c - the AVX2 tier's batched-decode copy (cmf_qmat_build_lanes, lanes_avx2.c):
- * q8_row, q4_tiled, q4_block and q4tp, 1 to CMF_TOK8_MULTI_MAX tokens, row ranges that
- * start and end off the 8-row panels, partial last panels. Every token's rows must be
+/* test_lanes.c - the batched-decode copy (cmf_qmat_build_lanes, lanes_avx2.c) as the AVX2 tier
+ * and the AVX-512 VNNI tier (lanes_avx512.c, two panels per vector) read it: q8_row, q4_tiled,
+ * q4_block and q4tp, 1 to CMF_TOK8_MULTI_MAX tokens, row ranges that start and end off the
+ * 8-row panels and the 16-row pairs, partial last panels, an odd number of panels. Every
+ * token's rows must be
  *  - bit for bit the scalar computation the layout promises: per row and 32-group the exact
  *    integer sum of codes times the token's int8 codes, minus 8 times the codes' sum, converted,
  *    then acc = fma(sum, scale * dx, acc) group after group (so a token's bits cannot depend on
@@ -11,7 +13,7 @@
  * gives from the file's layout and, token by token, the bits of the copy's kernels on the same
  * int8 activations (short batches run those instead, so a prompt's bits cannot depend on its
  * chunks' sizes: test_chunk_exact.c), and rows decoded from the copy (cmf_qmat_dequant_row, a tied
- * embedding's lookups) the file's floats. Skipped on other tiers (the copy is the AVX2 tier's). */
+ * embedding's lookups) the file's floats. Skipped on other tiers (scalar, AVX-512 without VNNI). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +23,9 @@
 #include "common/tier.h"
 #include "cortiq/kernels.h"
 #include "i8dec_ref.h"
+#include "common/cpu.h"
 #include "quant/kernel_gen.h"
+#include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 #include "quant/kernels_engine.h"
 
@@ -37,7 +41,7 @@ static unsigned code_of(const cmf_qmat *m, uint64_t r, uint64_t c) {
 static float scale_of(const cmf_qmat *m, uint64_t r, uint64_t g) {
     if (m->dtype == CMF_DT_Q4TP) {
         float lad[32];
-        cq_avx2_q4tp_ladder(m, r, lad);
+        (cq_cpu_isa() >= CQ_ISA_AVX512 ? cq_avx512_q4tp_ladder : cq_avx2_q4tp_ladder)(m, r, lad);
         return lad[cq_q4tp_code(m, r, g)];
     }
     const uint8_t *h = m->dtype == CMF_DT_Q4_TILED ? m->quants + (r * m->groups + g) * CQ_Q4T_TILE
@@ -128,7 +132,9 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
     CHECK(cmf_qmat_build_lanes(&m));
     CHECK(m.lanes != NULL);
     CHECK(cmf_qmat_build_lanes(&m)); /* a second call keeps the copy */
-    CHECK(cmf_tok8_supports(&m) == CMF_TOK8_Q8);
+    /* the layout the copy's kernels read: AVX2's q8_row one, which AVX-512 adds as its own */
+    const int lay = cq_cpu_isa() >= CQ_ISA_AVX512 ? CMF_TOK8_LANES : CMF_TOK8_Q8;
+    CHECK(cmf_tok8_supports(&m) == lay);
     /* rows read from the copy (a tied embedding) are the file's floats, bit for bit, with the
      * file's bytes gone (q4tp: its rows still come from the file) */
     CHECK(cmf_qmat_lanes_rows(&m) == (dt != CMF_DT_Q4TP));
@@ -161,11 +167,11 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
     int bad = 0;
     for (size_t t = 0; t < T; t++) {
         i8ref_token(&rng, cols, x, xd);
-        cmf_tok8_prepare(toks + t * tb, x, cols, CMF_TOK8_Q8);
+        cmf_tok8_prepare(toks + t * tb, x, cols, lay);
         if (t < 3) memcpy(x3 + t * cols, x, cols * sizeof *x);
         tp[t] = toks + t * tb;
         for (uint64_t r = 0; r < rows; r++)
-            want[t * rows + r] = row_ref(&m, r, tp[t]);
+            want[t * rows + r] = row_ref(&m, r, cq_tok8_lanes_part(tp[t], cols));
         if (t == 0) { /* the whole matrix, one token, against the double product */
             cmf_matvec_tok8(&m, tp[0], got, 0, rows);
             i8ref_check_rows(&m, got, xd, &bad);
@@ -180,8 +186,13 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
               "%s %llu x %llu: cmf_matmul_ex of 3 "
               "tokens differs",
               cmf_dtype_name(dt), (unsigned long long)rows, (unsigned long long)cols);
-    const uint64_t ranges[][2] = {
-        {0, rows}, {16, rows}, {3, rows}, {5, rows > 13 ? 13 : rows}, {rows - 1, rows}};
+    const uint64_t ranges[][2] = {{0, rows},
+                                  {16, rows},
+                                  {3, rows},
+                                  {5, rows > 13 ? 13 : rows},
+                                  {rows - 1, rows},
+                                  {8, rows},
+                                  {20, rows > 29 ? 29 : rows}};
     for (size_t q = 0; q < sizeof ranges / sizeof *ranges; q++) {
         const uint64_t r0 = ranges[q][0], r1 = ranges[q][1];
         if (r0 >= r1) continue;
@@ -226,7 +237,7 @@ int main(int argc, char **argv) {
     cmf_qmat_free(&probe);
     free(p);
     if (!avx2) {
-        printf("SKIP: the lanes are the AVX2 tier's\n");
+        printf("SKIP: the copy is read by the AVX2 and AVX-512 VNNI tiers\n");
         return 0;
     }
     /* vbit takes no copy */
@@ -237,7 +248,7 @@ int main(int argc, char **argv) {
     free(p);
     static const cmf_dtype dts[] = {CMF_DT_Q8_ROW, CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP};
     static const uint64_t cols[] = {32, 96, 576, 896};
-    static const uint64_t rows[] = {8, 5, 37, 64};
+    static const uint64_t rows[] = {8, 5, 37, 64, 24};
     uint64_t seed = 7;
     for (size_t d = 0; d < sizeof dts / sizeof *dts; d++)
         for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)

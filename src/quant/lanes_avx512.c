@@ -1,0 +1,246 @@
+/* lanes_avx512.c - the batched-decode copy (lanes_avx2.c's layout: panels of 8 rows, one int32
+ * lane per row) read by the AVX-512 VNNI tier.
+ *
+ * Two consecutive panels side by side fill a 16-lane vector: per group, the 32 bytes of panel
+ * A's vector k and those of panel B's are one zmm whose lanes 0-7 are A's rows and 8-15 B's,
+ * all against the same 4 activation bytes (an embedded broadcast). vpdpbusd multiplies the
+ * unsigned codes by them straight into int32 sums, so per 512 weights and token: 8 vpdpbusd,
+ * then one conversion, one scale multiply and one FMA for the 16 rows, against 22 vector
+ * operations in the row-major kernels (kernel_i8dec_avx512.c), which finish each group inside
+ * one row's vector. A group's sum starts at the token's correction (-8 * the sum of its codes;
+ * q8_row's weights are stored signed and taken as w + 128, so -128 * that sum), so every
+ * integer sum is exact and equals the AVX2 tier's, and the floating-point steps are the ones
+ * the AVX-512 integer GEMM (gemm_i8_avx512.c) takes per 32-column block: a token gets the
+ * GEMM's bits whichever tokens share its pass. The GEMM, too, builds its 16-row panels from
+ * the copy (cq_avx512_lanes_unpack), so a matrix with a copy never reads its file pages again.
+ *
+ * Tokens are prepared in the AVX2 q8_row layout (cq_avx2_q8dec_tok_prepare: codes in natural
+ * order, dx and the correction per group), which cmf_tok8_prepare writes on this tier for
+ * matrices with a copy (CMF_TOK8_LANES). */
+#include <immintrin.h>
+#include <string.h>
+
+#include "quant/kernel_i8dec.h"
+#include "quant/kernel_impl.h"
+
+#define AI static inline __attribute__((always_inline))
+#define PR 8 /* rows per panel of the copy */
+
+/* Tokens per pass: two accumulators each beside the step's vectors stay within 32 zmm. */
+#define PASS_MAX 8
+
+typedef int32_t i32_unaligned __attribute__((may_alias, aligned(1)));
+
+AI __m512i bcast4(const int8_t *p) {
+    return _mm512_set1_epi32(*(const i32_unaligned *)p);
+}
+
+/* Vector k (32 bytes) of group g in panels a and b (b NULL: zeros in lanes 8-15). */
+AI __m512i pair_load(const uint8_t *a, const uint8_t *b, uint64_t off) {
+    __m256i lo = _mm256_load_si256((const __m256i *)(const void *)(a + off));
+    __m256i hi =
+        b ? _mm256_load_si256((const __m256i *)(const void *)(b + off)) : _mm256_setzero_si256();
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+/* The 16 rows' scales of group g: f16 (8 per panel, 16 bytes) or q4tp's f32 ladder values. */
+AI __m512 pair_scales(const uint8_t *sa, const uint8_t *sb, uint64_t g, const int f32) {
+    if (f32) {
+        __m256 lo = _mm256_load_ps((const float *)(const void *)(sa + g * 32));
+        __m256 hi =
+            sb ? _mm256_load_ps((const float *)(const void *)(sb + g * 32)) : _mm256_setzero_ps();
+        return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+    }
+    __m128i lo = _mm_load_si128((const __m128i *)(const void *)(sa + g * 16));
+    __m128i hi =
+        sb ? _mm_load_si128((const __m128i *)(const void *)(sb + g * 16)) : _mm_setzero_si128();
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+
+/* The 4-bit class: panels a, b (G groups each) for T tokens; out[t] the 16 rows' sums. */
+AI void pass_q4(const uint8_t *a, const uint8_t *b, uint64_t G, const int f32,
+                const int8_t *const *xq, const float *const *dx, const int32_t *const *c8,
+                const int T, __m512 *out) {
+    const __m512i m4 = _mm512_set1_epi8(15);
+    const uint8_t *sa = a + G * 128, *sb = b ? b + G * 128 : NULL;
+    __m512 acc[PASS_MAX];
+    for (int t = 0; t < T; t++)
+        acc[t] = _mm512_setzero_ps();
+    for (uint64_t g = 0; g < G; g++) {
+        /* the pair's two panels are one span (b = a + its panel bytes) read 256 bytes a
+         * group: prefetched linearly from a (cq_prefetch_weights' distance) */
+        for (unsigned c = 0; c < 256; c += 64)
+            cq_prefetch_weights(a + g * 256 + c);
+        __m512i s[PASS_MAX];
+        for (int t = 0; t < T; t++)
+            s[t] = _mm512_set1_epi32(c8[t][g]);
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; k++) {
+            __m512i v = pair_load(a, b, g * 128 + 32 * (uint64_t)k);
+            __m512i lo = _mm512_and_si512(v, m4),
+                    hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+            for (int t = 0; t < T; t++) {
+                const int8_t *x = xq[t] + 32 * g + 4 * k;
+                s[t] = _mm512_dpbusd_epi32(s[t], lo, bcast4(x));
+                s[t] = _mm512_dpbusd_epi32(s[t], hi, bcast4(x + 16));
+            }
+        }
+        const __m512 d = pair_scales(sa, sb, g, f32);
+        for (int t = 0; t < T; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]),
+                                     _mm512_mul_ps(d, _mm512_set1_ps(dx[t][g])), acc[t]);
+    }
+    for (int t = 0; t < T; t++)
+        out[t] = acc[t];
+}
+
+/* q8_row: per group 8 vectors of signed weights; w + 128 (xor 0x80) is the unsigned operand and
+ * -128 * the group's code sum (16 * c8) the start of its sum. Times the row scales at the end. */
+AI void pass_q8(const uint8_t *a, const uint8_t *b, uint64_t G, const int8_t *const *xq,
+                const float *const *dx, const int32_t *const *c8, const int T, __m512 *out) {
+    const __m512i flip = _mm512_set1_epi8((char)0x80);
+    __m512 acc[PASS_MAX];
+    for (int t = 0; t < T; t++)
+        acc[t] = _mm512_setzero_ps();
+    for (uint64_t g = 0; g < G; g++) {
+        for (unsigned c = 0; c < 512; c += 64) /* as pass_q4's, 512 bytes a group */
+            cq_prefetch_weights(a + g * 512 + c);
+        __m512i s[PASS_MAX];
+        for (int t = 0; t < T; t++)
+            s[t] = _mm512_set1_epi32(16 * c8[t][g]);
+#pragma GCC unroll 8
+        for (int k = 0; k < 8; k++) {
+            __m512i v = _mm512_xor_si512(pair_load(a, b, g * 256 + 32 * (uint64_t)k), flip);
+            for (int t = 0; t < T; t++)
+                s[t] = _mm512_dpbusd_epi32(s[t], v, bcast4(xq[t] + 32 * g + 4 * k));
+        }
+        for (int t = 0; t < T; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_set1_ps(dx[t][g]), acc[t]);
+    }
+    __m256 ra = _mm256_load_ps((const float *)(const void *)(a + G * 256));
+    __m256 rb =
+        b ? _mm256_load_ps((const float *)(const void *)(b + G * 256)) : _mm256_setzero_ps();
+    const __m512 rs = _mm512_insertf32x8(_mm512_castps256_ps512(ra), rb, 1);
+    for (int t = 0; t < T; t++)
+        out[t] = _mm512_mul_ps(acc[t], rs);
+}
+
+typedef void (*pass_fn)(const uint8_t *, const uint8_t *, uint64_t, const int8_t *const *,
+                        const float *const *, const int32_t *const *, __m512 *);
+#define DEF_PASS(T)                                                                                \
+    static __attribute__((noinline)) void p16_##T(const uint8_t *a, const uint8_t *b, uint64_t G,  \
+                                                  const int8_t *const *xq, const float *const *dx, \
+                                                  const int32_t *const *c8, __m512 *out) {         \
+        pass_q4(a, b, G, 0, xq, dx, c8, T, out);                                                   \
+    }                                                                                              \
+    static __attribute__((noinline)) void p32_##T(const uint8_t *a, const uint8_t *b, uint64_t G,  \
+                                                  const int8_t *const *xq, const float *const *dx, \
+                                                  const int32_t *const *c8, __m512 *out) {         \
+        pass_q4(a, b, G, 1, xq, dx, c8, T, out);                                                   \
+    }                                                                                              \
+    static __attribute__((noinline)) void p8_##T(const uint8_t *a, const uint8_t *b, uint64_t G,   \
+                                                 const int8_t *const *xq, const float *const *dx,  \
+                                                 const int32_t *const *c8, __m512 *out) {          \
+        pass_q8(a, b, G, xq, dx, c8, T, out);                                                      \
+    }
+DEF_PASS(1)
+DEF_PASS(2)
+DEF_PASS(3)
+DEF_PASS(4)
+DEF_PASS(5)
+DEF_PASS(6)
+DEF_PASS(7)
+DEF_PASS(8)
+#define PASSES(P)                                                                                  \
+    { NULL, P##_1, P##_2, P##_3, P##_4, P##_5, P##_6, P##_7, P##_8 }
+static const pass_fn p16[PASS_MAX + 1] = PASSES(p16);
+static const pass_fn p32[PASS_MAX + 1] = PASSES(p32);
+static const pass_fn p8[PASS_MAX + 1] = PASSES(p8);
+
+void cq_avx512_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
+                                  float *const *y, uint64_t r0, uint64_t r1) {
+    const uint64_t G = m->groups, pb = cq_lanes_panel_bytes(m), P = (m->rows + PR - 1) / PR;
+    const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? p8 : m->dtype == CMF_DT_Q4TP ? p32 : p16;
+    const int8_t *xq[CMF_TOK8_MULTI_MAX];
+    const float *dx[CMF_TOK8_MULTI_MAX];
+    const int32_t *c8[CMF_TOK8_MULTI_MAX];
+    for (size_t t = 0; t < n; t++) {
+        xq[t] = tok[t];
+        dx[t] = cq_avx2_q8dec_tok_dx(tok[t], m->cols);
+        c8[t] = cq_avx2_q8dec_tok_c8(tok[t], m->cols);
+    }
+    /* the tokens in passes of up to PASS_MAX, as even as they split */
+    size_t first[CMF_TOK8_MULTI_MAX], count[CMF_TOK8_MULTI_MAX], passes = 0;
+    for (size_t t = 0, left = (n + PASS_MAX - 1) / PASS_MAX; t < n; left--) {
+        count[passes] = (n - t + left - 1) / left;
+        first[passes++] = t;
+        t += count[passes - 1];
+    }
+    /* 16 rows (two panels) per step from the even panel at or below r0 */
+    const uint8_t *base = m->lanes;
+    for (uint64_t r = r0 - r0 % (2 * PR); r < r1; r += 2 * PR) {
+        const uint64_t pa = r / PR;
+        const uint8_t *a = base + pa * pb, *b = pa + 1 < P ? a + pb : NULL;
+        const uint64_t lo = r < r0 ? r0 : r, hi = r + 2 * PR < r1 ? r + 2 * PR : r1;
+        for (size_t q = 0; q < passes; q++) {
+            const size_t t = first[q], nt = count[q];
+            __m512 v[PASS_MAX];
+            fns[nt](a, b, G, xq + t, dx + t, c8 + t, v);
+            for (size_t k = 0; k < nt; k++) {
+                float *o = y[t + k] + (lo - r0);
+                if (lo == r && hi == r + 2 * PR) {
+                    _mm512_storeu_ps(o, v[k]);
+                } else {
+                    float f[2 * PR];
+                    _mm512_storeu_ps(f, v[k]);
+                    memcpy(o, f + (lo - r), (size_t)(hi - lo) * sizeof *f);
+                }
+            }
+        }
+    }
+}
+
+void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs,
+                            float *rs) {
+    const uint64_t G = m->groups, pb = cq_lanes_panel_bytes(m), P = (m->rows + PR - 1) / PR;
+    const uint64_t pa = r / PR;
+    const uint8_t *a = (const uint8_t *)m->lanes + pa * pb, *b = pa + 1 < P ? a + pb : NULL;
+    if (m->dtype == CMF_DT_Q8_ROW) {
+        const __m512i flip = _mm512_set1_epi8((char)0x80);
+        for (uint64_t g = 0; g < nb; g++)
+            for (int k = 0; k < 8; k++)
+                _mm512_store_si512(
+                    panel + g * 512 + 64 * k,
+                    g < G ? _mm512_xor_si512(pair_load(a, b, g * 256 + 32 * (uint64_t)k), flip)
+                          : _mm512_setzero_si512());
+        __m256 ra = _mm256_load_ps((const float *)(const void *)(a + G * 256));
+        __m256 rb =
+            b ? _mm256_load_ps((const float *)(const void *)(b + G * 256)) : _mm256_setzero_ps();
+        _mm512_storeu_ps(rs, _mm512_insertf32x8(_mm512_castps256_ps512(ra), rb, 1));
+        return;
+    }
+    const int f32 = m->dtype == CMF_DT_Q4TP;
+    const uint8_t *sa = a + G * 128, *sb = b ? b + G * 128 : NULL;
+    const __m512i m4 = _mm512_set1_epi8(15);
+    for (uint64_t g = 0; g < nb; g++) {
+        __m512i *o = (__m512i *)(void *)(panel + g * 512);
+        if (g >= G) { /* blocks past the columns: zero codes and scales */
+            for (int k = 0; k < 8; k++)
+                _mm512_store_si512(o + k, _mm512_setzero_si512());
+            _mm512_storeu_ps(bs + g * 16, _mm512_setzero_ps());
+            continue;
+        }
+        cq_prefetch_weights(a + g * 128 + 256);
+        cq_prefetch_weights(a + g * 128 + 320);
+        if (b) {
+            cq_prefetch_weights(b + g * 128 + 256);
+            cq_prefetch_weights(b + g * 128 + 320);
+        }
+        for (int k = 0; k < 4; k++) {
+            __m512i v = pair_load(a, b, g * 128 + 32 * (uint64_t)k);
+            _mm512_store_si512(o + k, _mm512_and_si512(v, m4));
+            _mm512_store_si512(o + 4 + k, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+        }
+        _mm512_storeu_ps(bs + g * 16, pair_scales(sa, sb, g, f32));
+    }
+}
