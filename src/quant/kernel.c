@@ -133,6 +133,22 @@ const void *cq_tok8_lanes_part(const void *tok, uint64_t cols) {
     return tok8_avx2() ? tok : (const uint8_t *)tok + lanes_tok_off(cols);
 }
 
+bool cq_lanes_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
+                     uint64_t r0, uint64_t r1) {
+    const size_t tb = (cq_avx2_q8dec_tok_bytes(m->cols) + 63) / 64 * 64;
+    uint8_t *mem = n <= CMF_TOK8_MULTI_MAX ? cq_kernel_scratch(CQ_SCRATCH_ACT, n * tb) : NULL;
+    if (!mem) return false;
+    const void *tok[CMF_TOK8_MULTI_MAX];
+    float *y[CMF_TOK8_MULTI_MAX];
+    for (size_t t = 0; t < n; t++) {
+        cq_avx2_q8dec_tok_prepare(mem + t * tb, X + t * ldx, m->cols);
+        tok[t] = mem + t * tb;
+        y[t] = Y + t * ldy;
+    }
+    (tok8_avx2() ? cq_avx2_lanes_matvec_multi : cq_avx512_lanes_matvec_multi)(m, tok, n, y, r0, r1);
+    return true;
+}
+
 bool cmf_qmat_lanes_rows(const cmf_qmat *m) {
     return m->lanes && m->dtype != CMF_DT_Q4TP;
 }

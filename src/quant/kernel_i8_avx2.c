@@ -227,27 +227,9 @@ static void q8_rows_one_token(const cmf_qmat *m, const act8 *a, float *Y, uint64
     if (r < r1) q8_nt(m, a, 0, 1, Y + (r - r0), 1, r, r1);
 }
 
-/* Up to CMF_TOK8_MULTI_MAX tokens through the 4-bit class's batched-decode copy, so that a matrix
- * that has one never reads its file pages again. */
-static bool lanes_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
-                         size_t ldy, uint64_t r0, uint64_t r1) {
-    const size_t tb = (cq_avx2_q8dec_tok_bytes(m->cols) + 63) / 64 * 64;
-    uint8_t *mem = n <= CMF_TOK8_MULTI_MAX ? cq_kernel_scratch(CQ_SCRATCH_ACT, n * tb) : NULL;
-    if (!mem) return false;
-    const void *tok[CMF_TOK8_MULTI_MAX];
-    float *y[CMF_TOK8_MULTI_MAX];
-    for (size_t t = 0; t < n; t++) {
-        cq_avx2_q8dec_tok_prepare(mem + t * tb, X + t * ldx, m->cols);
-        tok[t] = mem + t * tb;
-        y[t] = Y + t * ldy;
-    }
-    cq_avx2_lanes_matvec_multi(m, tok, n, y, r0, r1);
-    return true;
-}
-
 bool cq_avx2_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                        size_t ldy, uint64_t r0, uint64_t r1) {
-    if (m->lanes && lanes_matmul(m, X, n, ldx, Y, ldy, r0, r1)) return true;
+    if (m->lanes && cq_lanes_matmul(m, X, n, ldx, Y, ldy, r0, r1)) return true;
     /* one q4 token: the pair kernels of kernel_i8dec_avx2.c */
     if (n == 1 && cq_avx2_i8dec_matvec(m, X, Y, r0, r1)) return true;
     act8 a;

@@ -317,29 +317,11 @@ static void q8_rows(const cmf_qmat *m, const act8 *a, size_t n, float *Y, size_t
         q8_block_nt(m, a, t, 1, Y, ldy, r0, r1);
 }
 
-/* Up to CMF_TOK8_MULTI_MAX tokens through the batched-decode copy (lanes_avx512.c), so that a
- * matrix that has one never reads its file pages again. */
-static bool lanes_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
-                         size_t ldy, uint64_t r0, uint64_t r1) {
-    const size_t tb = (cq_avx2_q8dec_tok_bytes(m->cols) + 63) / 64 * 64;
-    uint8_t *mem = n <= CMF_TOK8_MULTI_MAX ? cq_kernel_scratch(CQ_SCRATCH_ACT, n * tb) : NULL;
-    if (!mem) return false;
-    const void *tok[CMF_TOK8_MULTI_MAX];
-    float *y[CMF_TOK8_MULTI_MAX];
-    for (size_t t = 0; t < n; t++) {
-        cq_avx2_q8dec_tok_prepare(mem + t * tb, X + t * ldx, m->cols);
-        tok[t] = mem + t * tb;
-        y[t] = Y + t * ldy;
-    }
-    cq_avx512_lanes_matvec_multi(m, tok, n, y, r0, r1);
-    return true;
-}
-
 /* Returns false (nothing written) when the scratch cannot be allocated; callers then use
  * the f32 path. */
 bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                          size_t ldy, uint64_t r0, uint64_t r1) {
-    if (m->lanes && lanes_matmul(m, X, n, ldx, Y, ldy, r0, r1)) return true;
+    if (m->lanes && cq_lanes_matmul(m, X, n, ldx, Y, ldy, r0, r1)) return true;
     if (n == 1 && m->dtype != CMF_DT_Q8_ROW && cq_avx512_i8dec_matvec(m, X, Y, r0, r1))
         return true; /* decode: the VBMI kernels */
     act8 a;

@@ -94,6 +94,36 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
  * read by rows (a tied embedding) can give its file pages back too. */
 void cq_avx2_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out);
 uint64_t cq_lanes_panel_bytes(const cmf_qmat *m);
+
+/* n tokens prepared for the copy (the AVX2 q8_row layout), as both tiers' lane kernels take
+ * them: their codes, scales and corrections per group, and passes of at most `max` tokens as
+ * even as they split (first[q], count[q]); returns the number of passes. */
+typedef struct {
+    const int8_t *xq[CMF_TOK8_MULTI_MAX];
+    const float *dx[CMF_TOK8_MULTI_MAX];
+    const int32_t *c8[CMF_TOK8_MULTI_MAX];
+    size_t first[CMF_TOK8_MULTI_MAX], count[CMF_TOK8_MULTI_MAX];
+} cq_lanes_toks;
+static inline size_t cq_lanes_toks_init(cq_lanes_toks *k, const void *const *tok, size_t n,
+                                        uint64_t cols, size_t max) {
+    for (size_t t = 0; t < n; t++) {
+        k->xq[t] = tok[t];
+        k->dx[t] = cq_avx2_q8dec_tok_dx(tok[t], cols);
+        k->c8[t] = cq_avx2_q8dec_tok_c8(tok[t], cols);
+    }
+    size_t passes = 0;
+    for (size_t t = 0, left = (n + max - 1) / max; t < n; left--) {
+        k->count[passes] = (n - t + left - 1) / left;
+        k->first[passes++] = t;
+        t += k->count[passes - 1];
+    }
+    return passes;
+}
+/* Up to CMF_TOK8_MULTI_MAX tokens of X through the copy of the tier in effect (each prepared
+ * in the copy's layout), so that a matrix that has one never reads its file pages again;
+ * false (nothing written) when n is larger or the scratch cannot be had. */
+bool cq_lanes_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
+                     uint64_t r0, uint64_t r1);
 /* The part of a token prepared by cmf_tok8_prepare that a matrix with the copy reads (the
  * CMF_TOK8_Q8 layout on the AVX2 tier, CMF_TOK8_LANES on AVX-512): the AVX2 q8_row layout. */
 const void *cq_tok8_lanes_part(const void *tok, uint64_t cols);

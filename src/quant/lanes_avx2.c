@@ -298,35 +298,22 @@ void cq_avx2_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_
     const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? pass8
                          : m->dtype == CMF_DT_Q4TP ? pass32
                                                    : pass16;
-    const int8_t *xq[CMF_TOK8_MULTI_MAX];
-    const float *dx[CMF_TOK8_MULTI_MAX];
-    const int32_t *c8[CMF_TOK8_MULTI_MAX];
-    for (size_t t = 0; t < n; t++) {
-        xq[t] = tok[t];
-        dx[t] = cq_avx2_q8dec_tok_dx(tok[t], m->cols);
-        c8[t] = cq_avx2_q8dec_tok_c8(tok[t], m->cols);
-    }
-    /* the tokens in passes of up to CQ_LANES_PASS, as even as they split */
-    size_t first[CMF_TOK8_MULTI_MAX], count[CMF_TOK8_MULTI_MAX], passes = 0;
-    for (size_t t = 0, left = (n + CQ_LANES_PASS - 1) / CQ_LANES_PASS; t < n; left--) {
-        count[passes] = (n - t + left - 1) / left;
-        first[passes++] = t;
-        t += count[passes - 1];
-    }
+    cq_lanes_toks k;
+    const size_t passes = cq_lanes_toks_init(&k, tok, n, m->cols, CQ_LANES_PASS);
     for (uint64_t r = r0 - r0 % PR; r < r1; r += PR) {
         const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * pb;
         const uint64_t lo = r < r0 ? r0 : r, hi = r + PR < r1 ? r + PR : r1;
         for (size_t q = 0; q < passes; q++) {
-            const size_t t = first[q], nt = count[q];
+            const size_t t = k.first[q], nt = k.count[q];
             __m256 v[CQ_LANES_PASS];
-            fns[nt](p, G, xq + t, dx + t, c8 + t, v);
-            for (size_t k = 0; k < nt; k++) {
-                float *o = y[t + k] + (lo - r0);
+            fns[nt](p, G, k.xq + t, k.dx + t, k.c8 + t, v);
+            for (size_t j = 0; j < nt; j++) {
+                float *o = y[t + j] + (lo - r0);
                 if (lo == r && hi == r + PR) {
-                    _mm256_storeu_ps(o, v[k]);
+                    _mm256_storeu_ps(o, v[j]);
                 } else {
                     float f[PR];
-                    _mm256_storeu_ps(f, v[k]);
+                    _mm256_storeu_ps(f, v[j]);
                     memcpy(o, f + (lo - r), (size_t)(hi - lo) * sizeof *f);
                 }
             }

@@ -161,21 +161,8 @@ void cq_avx512_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, siz
                                   float *const *y, uint64_t r0, uint64_t r1) {
     const uint64_t G = m->groups, pb = cq_lanes_panel_bytes(m), P = (m->rows + PR - 1) / PR;
     const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? p8 : m->dtype == CMF_DT_Q4TP ? p32 : p16;
-    const int8_t *xq[CMF_TOK8_MULTI_MAX];
-    const float *dx[CMF_TOK8_MULTI_MAX];
-    const int32_t *c8[CMF_TOK8_MULTI_MAX];
-    for (size_t t = 0; t < n; t++) {
-        xq[t] = tok[t];
-        dx[t] = cq_avx2_q8dec_tok_dx(tok[t], m->cols);
-        c8[t] = cq_avx2_q8dec_tok_c8(tok[t], m->cols);
-    }
-    /* the tokens in passes of up to PASS_MAX, as even as they split */
-    size_t first[CMF_TOK8_MULTI_MAX], count[CMF_TOK8_MULTI_MAX], passes = 0;
-    for (size_t t = 0, left = (n + PASS_MAX - 1) / PASS_MAX; t < n; left--) {
-        count[passes] = (n - t + left - 1) / left;
-        first[passes++] = t;
-        t += count[passes - 1];
-    }
+    cq_lanes_toks k;
+    const size_t passes = cq_lanes_toks_init(&k, tok, n, m->cols, PASS_MAX);
     /* 16 rows (two panels) per step from the even panel at or below r0 */
     const uint8_t *base = m->lanes;
     for (uint64_t r = r0 - r0 % (2 * PR); r < r1; r += 2 * PR) {
@@ -183,16 +170,16 @@ void cq_avx512_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, siz
         const uint8_t *a = base + pa * pb, *b = pa + 1 < P ? a + pb : NULL;
         const uint64_t lo = r < r0 ? r0 : r, hi = r + 2 * PR < r1 ? r + 2 * PR : r1;
         for (size_t q = 0; q < passes; q++) {
-            const size_t t = first[q], nt = count[q];
+            const size_t t = k.first[q], nt = k.count[q];
             __m512 v[PASS_MAX];
-            fns[nt](a, b, G, xq + t, dx + t, c8 + t, v);
-            for (size_t k = 0; k < nt; k++) {
-                float *o = y[t + k] + (lo - r0);
+            fns[nt](a, b, G, k.xq + t, k.dx + t, k.c8 + t, v);
+            for (size_t j = 0; j < nt; j++) {
+                float *o = y[t + j] + (lo - r0);
                 if (lo == r && hi == r + 2 * PR) {
-                    _mm512_storeu_ps(o, v[k]);
+                    _mm512_storeu_ps(o, v[j]);
                 } else {
                     float f[2 * PR];
-                    _mm512_storeu_ps(f, v[k]);
+                    _mm512_storeu_ps(f, v[j]);
                     memcpy(o, f + (lo - r), (size_t)(hi - lo) * sizeof *f);
                 }
             }
