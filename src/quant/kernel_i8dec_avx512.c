@@ -833,104 +833,18 @@ TGT static void vb_tab_init(vb_tab *t, unsigned b) {
     t->mask = _mm512_set1_epi8((char)((1 << b) - 1));
 }
 
-/* Groups [g0, g0 + ng) of a row of width b (g0 % 16 == 0). FULL: ng == 16 and every
- * 64-byte load stays inside the payload; otherwise loads are masked to the groups' bytes. */
-TGT_INL void vb_blk(const uint8_t *row, const uint8_t *sc, const vb_tab *t, const __m512i *cidx,
-                    const act *a, unsigned b, uint64_t g0, unsigned ng, const bool FULL,
-                    __m512 *acc0, __m512 *acc1, __m512 *accL) {
-    const __mmask16 kg = FULL ? 0xFFFF : (__mmask16)((1u << ng) - 1);
-    __m512 sdx = _mm512_maskz_mul_ps(kg, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(kg, sc + 2 * g0)),
-                                     _mm512_loadu_ps(a->dx + g0));
-    *accL = _mm512_fmadd_ps(sdx, _mm512_loadu_ps(a->sg + g0), *accL);
-    for (unsigned c = 0; c < 8; c++) {
-        if (!FULL && 2 * c >= ng) break;
-        uint64_t g = g0 + 2 * c;
-        const uint8_t *p = row + 4 * b * g;
-        cq_prefetch_weights_pinned(p);
-        __m512i u;
-        if (FULL) {
-            u = _mm512_loadu_si512(p);
-        } else {
-            unsigned vg = ng - 2 * c >= 2 ? 2 : 1;
-            u = _mm512_maskz_loadu_epi8(bytes_mask(4 * b * vg), p);
-        }
-        u = _mm512_and_si512(
-            _mm512_multishift_epi64_epi8(t->shift, _mm512_permutexvar_epi8(t->perm, u)), t->mask);
-        __m512i I =
-            _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512(a->xn + 32 * g));
-        __m512 f = _mm512_cvtepi32_ps(I), s = _mm512_permutexvar_ps(cidx[c], sdx);
-        if (c & 1)
-            *acc1 = _mm512_fmadd_ps(f, s, *acc1);
-        else
-            *acc0 = _mm512_fmadd_ps(f, s, *acc0);
-    }
-}
-
-/* Groups [g0, g0 + ng) of a 4-bit row: its 16 bytes per group are nibbles like q4_block's,
- * but MSB-first (the high nibble is the even element), so the q4 kernel's steps apply with
- * the activation halves swapped and the bias removed through accL. cidx4: the q4 lanes. */
-TGT_INL void vb4_blk(const uint8_t *row, const uint8_t *sc, const __m512i *cidx4, const act *a,
-                     uint64_t g0, unsigned ng, const bool NG16, __m512 *acc0, __m512 *acc1,
-                     __m512 *accL) {
-    const __m512i m4 = _mm512_set1_epi8(15);
-    const __mmask16 kg = NG16 ? 0xFFFF : (__mmask16)((1u << ng) - 1);
-    __m512 sdx = _mm512_maskz_mul_ps(kg, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(kg, sc + 2 * g0)),
-                                     _mm512_loadu_ps(a->dx + g0));
-    *accL = _mm512_fmadd_ps(sdx, _mm512_loadu_ps(a->sg + g0), *accL);
-    for (unsigned c = 0; c < 4; c++) {
-        if (!NG16 && 4 * c >= ng) break;
-        unsigned vg = NG16 || ng - 4 * c >= 4 ? 4 : ng - 4 * c;
-        uint64_t g = g0 + 4 * c;
-        const uint8_t *p = row + 16 * g;
-        cq_prefetch_weights_pinned(p);
-        __m512i nib =
-            vg == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_mask(16 * vg), p);
-        __m512i lo = _mm512_and_si512(nib, m4),
-                hi = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
-        const int8_t *xc = a->xe + 32 * g;
-        __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xc + 64));
-        I = _mm512_dpbusd_epi32(I, hi, _mm512_loadu_si512(xc));
-        __m512 f = _mm512_cvtepi32_ps(I), s = _mm512_permutexvar_ps(cidx4[c], sdx);
-        if (c & 1)
-            *acc1 = _mm512_fmadd_ps(f, s, *acc1);
-        else
-            *acc0 = _mm512_fmadd_ps(f, s, *acc0);
-    }
-}
-
-TGT_INL __m512 vb_row(const cmf_qmat *m, const act *a, const vb_tab *tabs, const __m512i *cidx,
-                      const __m512i *cidx4, uint64_t r) {
-    const unsigned b = cq_vbit_bits(m, r);
-    const vb_tab *t = &tabs[b];
-    const uint64_t G = m->groups, GF = G & ~(uint64_t)15;
-    const uint8_t *row = cq_vbit_row(m, r), *sc = m->scales + 2 * r * G, *end = m->data + m->nbytes;
-    __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps(), accL = _mm512_setzero_ps();
-    if (b == 4) { /* the common width of real allocations (mean 4.25 bits) */
-        for (uint64_t g = 0; g < GF; g += 16)
-            vb4_blk(row, sc, cidx4, a, g, 16, true, &acc0, &acc1, &accL);
-        if (GF < G) vb4_blk(row, sc, cidx4, a, GF, (unsigned)(G - GF), false, &acc0, &acc1, &accL);
-        return _mm512_fnmadd_ps(_mm512_set1_ps(7.0f), accL, _mm512_add_ps(acc0, acc1));
-    }
-    /* full loads read up to 64 - 8b bytes past a step's bytes */
-    uint64_t g = 0;
-    for (; g < GF && row + 4 * b * g + 4 * b * 14 + 64 <= end; g += 16)
-        vb_blk(row, sc, t, cidx, a, b, g, 16, true, &acc0, &acc1, &accL);
-    for (; g < G; g += 16)
-        vb_blk(row, sc, t, cidx, a, b, g, (unsigned)(G - g < 16 ? G - g : 16), false, &acc0, &acc1,
-               &accL);
-    __m512 L = _mm512_set1_ps((float)((1 << (b - 1)) - 1));
-    return _mm512_fnmadd_ps(L, accL, _mm512_add_ps(acc0, acc1));
-}
-
-/* ---- vbit / vbit_ro, several prepared tokens over the same rows ----
+/* ---- vbit / vbit_ro, for NT (1-4) prepared tokens over the same rows ----
  *
- * Each token keeps vb_row's accumulators and order of operations, so it gets the bits it gets
- * alone; what the tokens share is each step's load and code extraction (vpermb, vpmultishiftqb,
- * and; 4-bit rows: and, vgf2p8affineqb). Four tokens per pass (bench_tok8_multi 1536 576,
- * Zen 4: 4 tokens 155-165 us one after the other, 88-93 in passes of two, 70-76 in one pass of
- * four, whose few spills cost less than a second decode of the codes). */
+ * One token is the decode kernel (vb_rows); several keep one token's accumulators and order of
+ * operations each, so every token gets the bits it gets alone, and share each step's load and
+ * code extraction (vpermb, vpmultishiftqb, and; 4-bit rows: and, vgf2p8affineqb). Four tokens per
+ * pass (bench_tok8_multi 1536 576, Zen 4: 4 tokens 155-165 us one after the other, 88-93 in passes
+ * of two, 70-76 in one pass of four, whose few spills cost less than a second decode of the codes).
+ */
 #define VB_PASS 4
 
+/* Groups [g0, g0 + ng) of a row of width b (g0 % 16 == 0). FULL: ng == 16 and every 64-byte
+ * load stays inside the payload; otherwise loads are masked to the groups' bytes. */
 TGT_INL void vb_blk_multi(const uint8_t *row, const uint8_t *sc, const vb_tab *t,
                           const __m512i *cidx, const act *const *a, const int NT, unsigned b,
                           uint64_t g0, unsigned ng, const bool FULL, __m512 *acc0, __m512 *acc1,
@@ -968,6 +882,9 @@ TGT_INL void vb_blk_multi(const uint8_t *row, const uint8_t *sc, const vb_tab *t
     }
 }
 
+/* Groups [g0, g0 + ng) of a 4-bit row: its 16 bytes per group are nibbles like q4_block's,
+ * but MSB-first (the high nibble is the even element), so the q4 kernel's steps apply with the
+ * activation halves swapped and the bias removed through accL. cidx4: the q4 lanes. */
 TGT_INL void vb4_blk_multi(const uint8_t *row, const uint8_t *sc, const __m512i *cidx4,
                            const act *const *a, const int NT, uint64_t g0, unsigned ng,
                            const bool NG16, __m512 *acc0, __m512 *acc1, __m512 *accL) {
@@ -1003,7 +920,9 @@ TGT_INL void vb4_blk_multi(const uint8_t *row, const uint8_t *sc, const __m512i 
     }
 }
 
-/* Row r for NT tokens: out[j] the unreduced sum vb_row gives token j alone. */
+/* Row r for NT tokens: out[j] token j's unreduced sum. 4 bits is the common width of real
+ * allocations (mean 4.25 bits); full loads of the other widths read up to 64 - 8b bytes past
+ * a step's bytes, so the blocks near the payload's end mask theirs. */
 TGT_INL void vb_row_multi(const cmf_qmat *m, const act *const *a, const int NT, const vb_tab *tabs,
                           const __m512i *cidx, const __m512i *cidx4, uint64_t r, __m512 *out) {
     const unsigned b = cq_vbit_bits(m, r);
@@ -1090,9 +1009,7 @@ TGT static void vb_rows(const cmf_qmat *m, const act *a, float *y, uint64_t r0, 
     vb_tab tabs[9];
     __m512i cidx[8], cidx4[4];
     vb_tables(tabs, cidx, cidx4);
-#define VB_ROW(r) vb_row(m, a, tabs, cidx, cidx4, r)
-    ROWS_BY_16(VB_ROW);
-#undef VB_ROW
+    vb_rows_multi_nt(m, &a, 1, tabs, cidx, cidx4, &y, r0, r1);
 }
 
 TGT static void q4_dispatch(const cmf_qmat *m, const act *a, float *y, uint64_t r0, uint64_t r1) {
