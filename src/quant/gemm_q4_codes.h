@@ -15,10 +15,4 @@ static inline __m256i cq_unpack_nibbles(const uint8_t *nib) {
     return _mm256_set_m128i(_mm_unpackhi_epi8(lo, hi), _mm_unpacklo_epi8(lo, hi));
 }
 
-/* The 16 nibble bytes of group g of a row (q4_tiled: after the tile's f16 scale). */
-static inline const uint8_t *cq_q4_nibbles(const cmf_qmat *m, uint64_t row, uint64_t g) {
-    return m->dtype == CMF_DT_Q4_TILED ? m->quants + (row * m->groups + g) * CQ_Q4T_TILE + 2
-                                       : m->quants + (row * m->groups + g) * 16;
-}
-
 #endif

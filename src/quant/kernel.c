@@ -9,7 +9,7 @@
 void cmf_qmat_dequant_row(const cmf_qmat *m, uint64_t row, float *out) {
     uint64_t ngroups = (m->cols + 31) / 32;
     if (cmf_qmat_lanes_rows(m)) /* the batched-decode copy (its file pages may be handed back) */
-        cq_avx2_lanes_decode_row(m, row, out);
+        cq_lanes_decode_row(m, row, out);
     else
         for (uint64_t g = 0; g < ngroups; g++)
             cq_ref_decode_group(m, row, g, out + 32 * g);
@@ -66,14 +66,68 @@ size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact) {
                                    : 0;
 }
 
+/* The prepared-token path is the one-token int8 kernels of the tier in effect (CORTIQ_CPU may
+ * lower it). AVX-512: its VNNI test (try_i8 in kernel_avx512.c); a prepared token holds q8_row's
+ * layout (kernel_i8_avx512.c) and, where the CPU has VBMI and GFNI, the 4-bit class's and
+ * vbit's after it (kernel_i8dec_avx512.c). AVX2: q8_row's natural-order layout
+ * (kernel_q8dec_avx2.c), then the 4-bit class's pair layout, which vbit reads too
+ * (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2.c). */
+static bool tok8_tier(void) {
+    return cq_vnni_tier();
+}
+
+static bool tok8_avx2(void) {
+    return cq_cpu_isa() == CQ_ISA_AVX2;
+}
+
+/* AVX-512: where the copy's layout (CMF_TOK8_LANES, cq_avx2_q8dec_tok_prepare's) starts in a
+ * prepared token, after q8_row's and the 4-bit class's. */
+static size_t lanes_tok_off(uint64_t cols) {
+    return (cq_avx512_q8_tok_bytes(cols) + cq_avx512_i8dec_tok_bytes(cols) + 63) / 64 * 64;
+}
+
+const void *cq_tok8_lanes_part(const void *tok, uint64_t cols) {
+    return tok8_avx2() ? tok : (const uint8_t *)tok + lanes_tok_off(cols);
+}
+
+/* n <= CMF_TOK8_MULTI_MAX tokens through the tier's kernels of the copy, each given as the
+ * copy's layout (AVX2: a CMF_TOK8_Q8 token; AVX-512: the CMF_TOK8_LANES part of one). */
+static void lanes_multi(const cmf_qmat *m, const void *const *tok, size_t n, float *const *y,
+                        uint64_t r0, uint64_t r1) {
+    (tok8_avx2() ? cq_avx2_lanes_matvec_multi : cq_avx512_lanes_matvec_multi)(m, tok, n, y, r0, r1);
+}
+
+/* n <= CMF_TOK8_MULTI_MAX tokens of X through the copy, each prepared in its layout; false
+ * (nothing written) when the scratch cannot be had. */
+static bool lanes_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                         size_t ldy, uint64_t r0, uint64_t r1) {
+    const size_t tb = (cq_avx2_q8dec_tok_bytes(m->cols) + 63) / 64 * 64;
+    uint8_t *mem = cq_kernel_scratch(CQ_SCRATCH_ACT, n * tb);
+    if (!mem) return false;
+    const void *tok[CMF_TOK8_MULTI_MAX];
+    float *y[CMF_TOK8_MULTI_MAX];
+    for (size_t t = 0; t < n; t++) {
+        cq_avx2_q8dec_tok_prepare(mem + t * tb, X + t * ldx, m->cols);
+        tok[t] = mem + t * tb;
+        y[t] = Y + t * ldy;
+    }
+    lanes_multi(m, tok, n, y, r0, r1);
+    return true;
+}
+
 void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
                    uint64_t row_begin, uint64_t row_end, unsigned flags) {
     if (n == 0 || row_begin >= row_end) return;
     cq_mm_fn fn = pick(m->dtype);
-    /* a batched-decode copy: every token in one walk over its panels */
-    if (m->lanes && (flags & CMF_KF_INT8_ACT) && n <= CMF_TOK8_MULTI_MAX) {
-        fn(m, X, n, ldx, Y, ldy, row_begin, row_end, flags);
-        return;
+    /* a batched-decode copy: every int8-activation product reads it (so the file's pages it
+     * replaces are never read again), up to CMF_TOK8_MULTI_MAX tokens per walk over its panels;
+     * the tier's kernels take what is left only when no scratch could be had */
+    if (m->lanes && (flags & CMF_KF_INT8_ACT)) {
+        for (size_t nt; n > 0; n -= nt, X += nt * ldx, Y += nt * ldy) {
+            nt = n < CMF_TOK8_MULTI_MAX ? n : CMF_TOK8_MULTI_MAX;
+            if (!lanes_matmul(m, X, nt, ldx, Y, ldy, row_begin, row_end)) break;
+        }
+        if (n == 0) return;
     }
     if (n >= CQ_FLOAT_GEMM_MIN) { /* a batch: the dtype's GEMM of the best tier in effect */
         const cq_isa gemm = cq_isa_pick(cq_dtype_ops_get(m->dtype)->gemm_tiers);
@@ -104,49 +158,9 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
     }
 }
 
-/* The prepared-token path is the one-token int8 kernels of the tier in effect (CORTIQ_CPU may
- * lower it). AVX-512: its VNNI test (try_i8 in kernel_avx512.c); a prepared token holds q8_row's
- * layout (kernel_i8_avx512.c) and, where the CPU has VBMI and GFNI, the 4-bit class's and
- * vbit's after it (kernel_i8dec_avx512.c). AVX2: q8_row's natural-order layout
- * (kernel_q8dec_avx2.c), then the 4-bit class's pair layout, which vbit reads too
- * (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2.c). */
-static bool tok8_tier(void) {
-    return cq_vnni_tier();
-}
-
-static bool tok8_avx2(void) {
-    return cq_cpu_isa() == CQ_ISA_AVX2;
-}
-
-/* AVX-512: where the copy's layout (CMF_TOK8_LANES, cq_avx2_q8dec_tok_prepare's) starts in a
- * prepared token, after q8_row's and the 4-bit class's. */
-static size_t lanes_tok_off(uint64_t cols) {
-    return (cq_avx512_q8_tok_bytes(cols) + cq_avx512_i8dec_tok_bytes(cols) + 63) / 64 * 64;
-}
-
 size_t cmf_tok8_bytes(uint64_t cols) {
     if (tok8_avx2()) return cq_avx2_q8dec_tok_bytes(cols) + cq_avx2_i8dec_tok_bytes(cols);
     return tok8_tier() && cols % 32 == 0 ? lanes_tok_off(cols) + cq_avx2_q8dec_tok_bytes(cols) : 0;
-}
-
-const void *cq_tok8_lanes_part(const void *tok, uint64_t cols) {
-    return tok8_avx2() ? tok : (const uint8_t *)tok + lanes_tok_off(cols);
-}
-
-bool cq_lanes_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
-                     uint64_t r0, uint64_t r1) {
-    const size_t tb = (cq_avx2_q8dec_tok_bytes(m->cols) + 63) / 64 * 64;
-    uint8_t *mem = n <= CMF_TOK8_MULTI_MAX ? cq_kernel_scratch(CQ_SCRATCH_ACT, n * tb) : NULL;
-    if (!mem) return false;
-    const void *tok[CMF_TOK8_MULTI_MAX];
-    float *y[CMF_TOK8_MULTI_MAX];
-    for (size_t t = 0; t < n; t++) {
-        cq_avx2_q8dec_tok_prepare(mem + t * tb, X + t * ldx, m->cols);
-        tok[t] = mem + t * tb;
-        y[t] = Y + t * ldy;
-    }
-    (tok8_avx2() ? cq_avx2_lanes_matvec_multi : cq_avx512_lanes_matvec_multi)(m, tok, n, y, r0, r1);
-    return true;
 }
 
 bool cmf_qmat_lanes_rows(const cmf_qmat *m) {
@@ -154,7 +168,7 @@ bool cmf_qmat_lanes_rows(const cmf_qmat *m) {
 }
 
 bool cmf_qmat_build_lanes(cmf_qmat *m) {
-    return (tok8_avx2() || tok8_tier()) && cq_avx2_lanes_build(m);
+    return (tok8_avx2() || tok8_tier()) && cq_lanes_build(m);
 }
 
 int cmf_tok8_supports(const cmf_qmat *m) {
@@ -186,17 +200,14 @@ void cmf_tok8_prepare(void *buf, const float *x, uint64_t cols, int layouts) {
 void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_begin,
                      uint64_t row_end) {
     if (row_begin >= row_end) return;
-    if (tok8_avx2()) {
-        if (m->lanes)
-            cq_avx2_lanes_matvec_multi(m, &tok, 1, &y, row_begin, row_end);
-        else if (m->dtype == CMF_DT_Q8_ROW)
+    if (m->lanes) {
+        cmf_matvec_tok8_multi(m, &tok, 1, &y, row_begin, row_end);
+    } else if (tok8_avx2()) {
+        if (m->dtype == CMF_DT_Q8_ROW)
             cq_avx2_q8dec_tok_matvec(m, tok, y, row_begin, row_end);
         else
             cq_avx2_i8dec_tok_matvec(m, (const uint8_t *)tok + cq_avx2_q8dec_tok_bytes(m->cols), y,
                                      row_begin, row_end);
-    } else if (m->lanes) {
-        const void *t = cq_tok8_lanes_part(tok, m->cols);
-        cq_avx512_lanes_matvec_multi(m, &t, 1, &y, row_begin, row_end);
     } else if (m->dtype == CMF_DT_Q8_ROW)
         cq_avx512_q8_tok_matvec(m, tok, y, row_begin, row_end);
     else
@@ -208,15 +219,11 @@ void cmf_matvec_tok8_multi(const cmf_qmat *m, const void *const *tok, size_t n, 
                            uint64_t row_begin, uint64_t row_end) {
     if (n == 0 || row_begin >= row_end) return;
     const bool avx2 = tok8_avx2();
-    if (avx2 && m->lanes) {
-        cq_avx2_lanes_matvec_multi(m, tok, n, y, row_begin, row_end);
-        return;
-    }
     if (m->lanes) {
         const void *lt[CMF_TOK8_MULTI_MAX];
         for (size_t t = 0; t < n; t++)
             lt[t] = cq_tok8_lanes_part(tok[t], m->cols);
-        cq_avx512_lanes_matvec_multi(m, lt, n, y, row_begin, row_end);
+        lanes_multi(m, lt, n, y, row_begin, row_end);
         return;
     }
     if (m->dtype == CMF_DT_Q8_ROW) {

@@ -229,7 +229,6 @@ static void q8_rows_one_token(const cmf_qmat *m, const act8 *a, float *Y, uint64
 
 bool cq_avx2_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                        size_t ldy, uint64_t r0, uint64_t r1) {
-    if (m->lanes && cq_lanes_matmul(m, X, n, ldx, Y, ldy, r0, r1)) return true;
     /* one q4 token: the pair kernels of kernel_i8dec_avx2.c */
     if (n == 1 && cq_avx2_i8dec_matvec(m, X, Y, r0, r1)) return true;
     act8 a;

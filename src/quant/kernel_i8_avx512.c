@@ -321,7 +321,6 @@ static void q8_rows(const cmf_qmat *m, const act8 *a, size_t n, float *Y, size_t
  * the f32 path. */
 bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                          size_t ldy, uint64_t r0, uint64_t r1) {
-    if (m->lanes && cq_lanes_matmul(m, X, n, ldx, Y, ldy, r0, r1)) return true;
     if (n == 1 && m->dtype != CMF_DT_Q8_ROW && cq_avx512_i8dec_matvec(m, X, Y, r0, r1))
         return true; /* decode: the VBMI kernels */
     act8 a;

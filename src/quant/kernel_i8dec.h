@@ -71,17 +71,17 @@ static inline const int32_t *cq_avx2_q8dec_tok_c8(const void *tok, uint64_t cols
     return (const int32_t *)(const void *)(cq_avx2_q8dec_tok_dx(tok, cols) + cols / 32);
 }
 
-/* The batched-decode copy of q8_row and the 4-bit class (lanes_avx2.c; the AVX2 and AVX-512
- * VNNI tiers read it): panels of 8 rows, one int32 lane per row, cq_lanes_panel_bytes(m) each.
- * _supports: q8_row, q4_tiled, q4_block or q4tp with cols % 32 == 0.
+/* The batched-decode copy of q8_row and the 4-bit class (lanes.c; the AVX2 and AVX-512 VNNI
+ * tiers read it: lanes_avx2.c, lanes_avx512.c): panels of 8 rows, one int32 lane per row,
+ * cq_lanes_panel_bytes(m) each. _supports: q8_row, q4_tiled, q4_block or q4tp with cols % 32 == 0.
  * _build: makes m->lanes (false when unsupported or out of memory; true when it exists); q4tp's
  * scales are the ladder of the tier in effect (AVX2 or AVX-512), as its GEMM computes them.
  * _matvec_multi: rows [r0, r1) for n (<= CMF_TOK8_MULTI_MAX) tokens prepared in the q8_row
  * layout above, from m->lanes; y[t] has the same bits whichever tokens share the call (the
  * tokens run in passes of up to CQ_LANES_PASS). */
 #define CQ_LANES_PASS 4
-bool cq_avx2_lanes_supports(const cmf_qmat *m);
-bool cq_avx2_lanes_build(cmf_qmat *m);
+bool cq_lanes_supports(const cmf_qmat *m);
+bool cq_lanes_build(cmf_qmat *m);
 void cq_avx2_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                 float *const *y, uint64_t r0, uint64_t r1);
 /* Rows [r, r + 8) (r % 8 == 0) from m->lanes in the AVX2 integer GEMM's panel form
@@ -92,7 +92,7 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
 /* Row r of a q8_row, q4_tiled or q4_block matrix (cmf_qmat_lanes_rows) decoded from m->lanes,
  * without the outlier overlay: the floats cq_ref_decode_group gives from the file, so a table
  * read by rows (a tied embedding) can give its file pages back too. */
-void cq_avx2_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out);
+void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out);
 uint64_t cq_lanes_panel_bytes(const cmf_qmat *m);
 
 /* n tokens prepared for the copy (the AVX2 q8_row layout), as both tiers' lane kernels take
@@ -119,11 +119,6 @@ static inline size_t cq_lanes_toks_init(cq_lanes_toks *k, const void *const *tok
     }
     return passes;
 }
-/* Up to CMF_TOK8_MULTI_MAX tokens of X through the copy of the tier in effect (each prepared
- * in the copy's layout), so that a matrix that has one never reads its file pages again;
- * false (nothing written) when n is larger or the scratch cannot be had. */
-bool cq_lanes_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
-                     uint64_t r0, uint64_t r1);
 /* The part of a token prepared by cmf_tok8_prepare that a matrix with the copy reads (the
  * CMF_TOK8_Q8 layout on the AVX2 tier, CMF_TOK8_LANES on AVX-512): the AVX2 q8_row layout. */
 const void *cq_tok8_lanes_part(const void *tok, uint64_t cols);

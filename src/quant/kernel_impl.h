@@ -140,6 +140,13 @@ static inline const uint8_t *cq_vbit_group_src(const uint8_t *p, unsigned b, con
         return tabs;                                                                               \
     }
 
+/* The 16 nibble bytes of group g of a row of the q4 family (q4_tiled: after the tile's f16
+ * scale). */
+static inline const uint8_t *cq_q4_nibbles(const cmf_qmat *m, uint64_t row, uint64_t g) {
+    return m->dtype == CMF_DT_Q4_TILED ? m->quants + (row * m->groups + g) * CQ_Q4T_TILE + 2
+                                       : m->quants + (row * m->groups + g) * 16;
+}
+
 /* q4tp: 5-bit code of group g of row r (LSB-first bit stream, row-aligned). */
 static inline unsigned cq_q4tp_code(const cmf_qmat *m, uint64_t r, uint64_t g) {
     const uint8_t *c = m->extra + r * m->code_bytes;

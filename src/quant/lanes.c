@@ -1,0 +1,118 @@
+/* lanes.c - the batched-decode copy of q8_row and the 4-bit class (cmf_qmat_build_lanes): its
+ * layout, made once at load and read by the AVX2 tier (lanes_avx2.c) and the AVX-512 VNNI tier
+ * (lanes_avx512.c).
+ *
+ * Panels of 8 rows, one int32 lane per row. The 4-bit class: per 32-column group 4 vectors of
+ * 32 bytes, byte 4i + j of vector k holding row i's codes of columns 4k + j (low nibble) and
+ * 16 + 4k + j (high nibble), then the panel's G * 8 scales (f16 as stored for q4_tiled and
+ * q4_block, the q4tp ladder's f32 values of the tier in effect). q8_row: per group 8 vectors,
+ * byte 4i + j of vector k row i's weight of column 4k + j, then the 8 row scales as f32. */
+#include <string.h>
+
+#include "common/bytes.h"
+#include "common/cpu.h"
+#include "common/f16.h"
+#include "common/hugepages.h"
+#include "quant/kernel_i8dec.h"
+#include "quant/kernel_impl.h"
+
+#define PR 8 /* rows per panel */
+
+bool cq_lanes_supports(const cmf_qmat *m) {
+    return m->cols % 32 == 0 && (m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK ||
+                                 m->dtype == CMF_DT_Q4TP || m->dtype == CMF_DT_Q8_ROW);
+}
+
+static unsigned scale_bytes(const cmf_qmat *m) {
+    return m->dtype == CMF_DT_Q4TP ? 4 : 2;
+}
+
+/* Bytes of one panel, rounded to 64: the 4-bit class G * 128 nibble bytes, then G * 8 scales;
+ * q8_row G * 256 weight bytes, then 8 f32 row scales. */
+uint64_t cq_lanes_panel_bytes(const cmf_qmat *m) {
+    if (m->dtype == CMF_DT_Q8_ROW) return (m->groups * 256 + PR * 4 + 63) / 64 * 64;
+    return (m->groups * (128 + PR * scale_bytes(m)) + 63) / 64 * 64;
+}
+
+/* q8_row: row r into its panel (lane r % 8). */
+static void put_q8_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
+    const uint64_t G = m->groups;
+    const unsigned i = (unsigned)(r % PR);
+    const uint8_t *w = m->quants + r * m->cols;
+    for (uint64_t g = 0; g < G; g++)
+        for (unsigned k = 0; k < 8; k++)
+            memcpy(panel + g * 256 + 32 * k + 4 * i, w + 32 * g + 4 * k, 4);
+    float rs = f16_to_f32(ld_u16(m->scales + 2 * r));
+    memcpy(panel + G * 256 + 4 * i, &rs, 4);
+}
+
+/* Row i of a panel, group g: its 16 nibble bytes (element 2j low, 2j + 1 high in byte j) into
+ * the panel's 4 vectors (lanes i). */
+static void put_group(uint8_t *dst, unsigned i, const uint8_t *nib) {
+    for (unsigned mi = 0; mi < 8; mi++) {
+        const unsigned a = nib[mi], b = nib[8 + mi]; /* columns 2mi, 2mi+1 and 16 + those */
+        uint8_t *o = dst + 32 * (mi / 2) + 4 * i + 2 * (mi % 2);
+        o[0] = (uint8_t)((a & 15) | (b & 15) << 4);
+        o[1] = (uint8_t)((a >> 4) | (b & 0xF0));
+    }
+}
+
+/* The 4-bit class: row r's nibbles and scales into its panel (lane r % 8). */
+static void put_q4_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
+    const uint64_t G = m->groups;
+    const unsigned i = (unsigned)(r % PR);
+    uint8_t *sc = panel + G * 128;
+    float ladder[32];
+    /* the ladder of the tier that reads the copy, whose GEMM computes it so too */
+    if (m->dtype == CMF_DT_Q4TP)
+        (cq_cpu_isa() >= CQ_ISA_AVX512 ? cq_avx512_q4tp_ladder : cq_avx2_q4tp_ladder)(m, r, ladder);
+    for (uint64_t g = 0; g < G; g++) {
+        put_group(panel + g * 128, i, cq_q4_nibbles(m, r, g));
+        if (m->dtype == CMF_DT_Q4TP)
+            memcpy(sc + (g * PR + i) * 4, &ladder[cq_q4tp_code(m, r, g)], 4);
+        else if (m->dtype == CMF_DT_Q4_TILED)
+            memcpy(sc + (g * PR + i) * 2, m->quants + (r * G + g) * CQ_Q4T_TILE, 2);
+        else
+            memcpy(sc + (g * PR + i) * 2, m->scales + 2 * (r * G + g), 2);
+    }
+}
+
+bool cq_lanes_build(cmf_qmat *m) {
+    if (!cq_lanes_supports(m) || m->lanes) return m->lanes != NULL;
+    const uint64_t P = (m->rows + PR - 1) / PR, pb = cq_lanes_panel_bytes(m);
+    const size_t bytes = (size_t)(P * pb);
+    uint8_t *buf = cq_huge_alloc(bytes, bytes >= CQ_HUGE_PAGE);
+    if (!buf) return false;
+    for (uint64_t r = 0; r < m->rows; r++)
+        (m->dtype == CMF_DT_Q8_ROW ? put_q8_row : put_q4_row)(m, buf + (r / PR) * pb, r);
+    /* rows past the last hold code (weight) 0 and scale 0 (zeroed memory): their sums are 0 */
+    m->lanes = buf;
+    m->lanes_bytes = bytes;
+    return true;
+}
+
+/* q8_row, q4_tiled, q4_block (cmf_qmat_lanes_rows) */
+void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out) {
+    const uint64_t G = m->groups;
+    const unsigned i = (unsigned)(r % PR);
+    const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * cq_lanes_panel_bytes(m);
+    if (m->dtype == CMF_DT_Q8_ROW) {
+        float s;
+        memcpy(&s, p + G * 256 + 4 * i, 4);
+        for (uint64_t g = 0; g < G; g++)
+            for (unsigned k = 0; k < 8; k++)
+                for (unsigned j = 0; j < 4; j++)
+                    out[32 * g + 4 * k + j] = (float)(int8_t)p[g * 256 + 32 * k + 4 * i + j] * s;
+        return;
+    }
+    const uint8_t *sc = p + G * 128;
+    for (uint64_t g = 0; g < G; g++) {
+        const float d = f16_to_f32(ld_u16(sc + (g * PR + i) * 2)); /* not q4tp */
+        for (unsigned k = 0; k < 4; k++)
+            for (unsigned j = 0; j < 4; j++) {
+                const unsigned b = p[g * 128 + 32 * k + 4 * i + j];
+                out[32 * g + 4 * k + j] = (float)((int)(b & 15) - 8) * d;
+                out[32 * g + 16 + 4 * k + j] = (float)((int)(b >> 4) - 8) * d;
+            }
+    }
+}
