@@ -618,12 +618,14 @@ static int str_byte(jg_state *s, uint8_t c) {
     }
     if (c < 0x20 || c == 0x7F) return -1;
     if (c < 0x80) return 1;
+    /* the lead bytes whose second byte has a narrower range (no overlong form, no
+     * surrogate, nothing past U+10FFFF) mark it in phase; the check above applies it */
     if (c >= 0xC2 && c <= 0xDF)
         f->aux = 1;
     else if (c >= 0xE0 && c <= 0xEF)
-        f->aux = 2;
+        f->aux = 2, f->phase = c == 0xE0 ? U_E0 : c == 0xED ? U_ED : S_PLAIN;
     else if (c >= 0xF0 && c <= 0xF4)
-        f->aux = 3;
+        f->aux = 3, f->phase = c == 0xF0 ? U_F0 : c == 0xF4 ? U_F4 : S_PLAIN;
     else
         return -1;
     return 1;

@@ -125,6 +125,13 @@ static void test_texts(void) {
     g = jg_any_object();
     CHECK(whole(g, "{}") && whole(g, "{\"a\":[1,-2.5e+3,{\"b\":null}],\"c\":\"\",\"d\":false}"));
     CHECK(!whole(g, "[]") && !whole(g, "{\"a\":tru}") && !whole(g, "{\"a\":1.}"));
+    /* UTF-8 in strings: the edges of each lead byte's second-byte range */
+    CHECK(whole(g, "{\"a\":\"\xe0\xa0\x80 \xed\x9f\xbf \xf0\x90\x80\x80 \xf4\x8f\xbf\xbf\"}"));
+    CHECK(!whole(g, "{\"a\":\"\xe0\x91\xa9\"}"));     /* overlong */
+    CHECK(!whole(g, "{\"a\":\"\xed\xa0\x80\"}"));     /* surrogate */
+    CHECK(!whole(g, "{\"a\":\"\xf0\x8f\xbf\xbf\"}")); /* overlong */
+    CHECK(!whole(g, "{\"a\":\"\xf4\x90\x80\x80\"}")); /* past U+10FFFF */
+    CHECK(!whole(g, "{\"a\":\"\xc0\x80\"}") && !whole(g, "{\"a\":\"\xe1\x80\"}"));
     jg_free(g);
 
     g = compile("{\"type\":\"number\"}", why); /* a top-level number may end anywhere it is whole */
