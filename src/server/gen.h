@@ -44,7 +44,7 @@ typedef struct srv_gen {
     size_t n_gen;
     int32_t pending; /* sampled, not yet evaluated */
     bool has_pending, done;
-    bool decoding;      /* counted in the slots' decoders (the batch leader waits for it) */
+    bool decoding;      /* counted in the slots' decoders (the engine waits for it) */
     const char *finish; /* "stop" or "length" */
     srv_tok_lp *lps;
     size_t n_lps, cap_lps, lps_emitted;

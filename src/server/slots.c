@@ -7,6 +7,8 @@
 #include <string.h>
 #include <time.h>
 
+static void *engine_main(void *arg);
+
 int srv_slots_init(srv_slots *s, cortiq_model *m, cortiq_session *first, unsigned n,
                    unsigned max_waiting, char *why, size_t why_len) {
     memset(s, 0, sizeof *s);
@@ -16,6 +18,7 @@ int srv_slots_init(srv_slots *s, cortiq_model *m, cortiq_session *first, unsigne
     pthread_cond_init(&s->turn_cv, NULL);
     pthread_mutex_init(&s->batch_mu, NULL);
     pthread_cond_init(&s->batch_cv, NULL);
+    pthread_cond_init(&s->engine_cv, NULL);
     s->max_waiting = max_waiting;
     if (!(s->slot = calloc(n, sizeof *s->slot))) {
         snprintf(why, why_len, "out of memory for %u slots", n);
@@ -51,10 +54,23 @@ int srv_slots_init(srv_slots *s, cortiq_model *m, cortiq_session *first, unsigne
             return -1;
         }
     }
+    int e = pthread_create(&s->engine, NULL, engine_main, s);
+    if (e) {
+        snprintf(why, why_len, "the engine thread: %s", strerror(e));
+        return -1;
+    }
+    s->engine_started = true;
     return 0;
 }
 
 void srv_slots_free(srv_slots *s) {
+    if (s->engine_started) {
+        pthread_mutex_lock(&s->batch_mu);
+        s->engine_stop = true;
+        pthread_cond_signal(&s->engine_cv);
+        pthread_mutex_unlock(&s->batch_mu);
+        pthread_join(s->engine, NULL);
+    }
     for (unsigned i = 0; i < s->n; i++) {
         if (s->slot[i].sess != s->first) cortiq_session_free(s->slot[i].sess);
         free(s->slot[i].hist);
@@ -66,6 +82,7 @@ void srv_slots_free(srv_slots *s) {
     pthread_cond_destroy(&s->turn_cv);
     pthread_mutex_destroy(&s->batch_mu);
     pthread_cond_destroy(&s->batch_cv);
+    pthread_cond_destroy(&s->engine_cv);
     memset(s, 0, sizeof *s);
 }
 
@@ -269,7 +286,7 @@ int srv_slot_eval(srv_slots *s, srv_slot *slot, const int32_t *tokens, size_t n,
 
 /* ---- continuous batching ---- */
 
-#define GATHER_WAIT_S 0.002 /* how long a leader waits for the other decoding slots to join */
+#define GATHER_WAIT_S 0.002 /* how long the engine waits for the other decoding slots to join */
 
 typedef struct srv_decode {
     srv_slot *slot;
@@ -282,7 +299,7 @@ typedef struct srv_decode {
 void srv_slots_decoders(srv_slots *s, int delta) {
     pthread_mutex_lock(&s->batch_mu);
     s->decoders = (unsigned)((int)s->decoders + delta);
-    pthread_cond_broadcast(&s->batch_cv); /* a leader may be waiting for this one */
+    pthread_cond_signal(&s->engine_cv); /* the engine may be waiting for this one */
     pthread_mutex_unlock(&s->batch_mu);
 }
 
@@ -344,29 +361,24 @@ static void run_batch(srv_slots *s, srv_decode **d, unsigned n) {
     }
 }
 
-int srv_slot_decode(srv_slots *s, srv_slot *slot, int32_t token, char *why, size_t why_len) {
-    srv_decode me = {.slot = slot, .token = token};
+/* The engine thread: gathers the decode steps (up to GATHER_WAIT_S for every decoding slot to
+ * join), evaluates them, and wakes their slots; until srv_slots_free stops it. */
+static void *engine_main(void *arg) {
+    srv_slots *s = arg;
     pthread_mutex_lock(&s->batch_mu);
-    while (s->n_pending == 16)
-        pthread_cond_wait(&s->batch_cv, &s->batch_mu);
-    s->pending[s->n_pending++] = &me;
-    pthread_cond_broadcast(&s->batch_cv);
-    while (!me.done) {
-        if (s->leader) {
-            pthread_cond_wait(&s->batch_cv, &s->batch_mu);
-            continue;
-        }
-        s->leader = true;
+    for (;;) {
+        while (!s->n_pending && !s->engine_stop)
+            pthread_cond_wait(&s->engine_cv, &s->batch_mu);
+        if (!s->n_pending) break; /* stopping, nothing left */
         struct timespec until;
         abs_time(GATHER_WAIT_S, &until);
-        while (s->n_pending < s->decoders && s->n_pending < 16 &&
-               pthread_cond_timedwait(&s->batch_cv, &s->batch_mu, &until) == 0) {
+        while (s->n_pending < s->decoders && s->n_pending < 16 && !s->engine_stop &&
+               pthread_cond_timedwait(&s->engine_cv, &s->batch_mu, &until) == 0) {
         }
         srv_decode *batch[16];
         unsigned n = s->n_pending;
         memcpy(batch, s->pending, n * sizeof *batch);
         s->n_pending = 0;
-        pthread_cond_broadcast(&s->batch_cv); /* room in pending again */
         pthread_mutex_unlock(&s->batch_mu);
         run_batch(s, batch, n);
         pthread_mutex_lock(&s->batch_mu);
@@ -374,9 +386,21 @@ int srv_slot_decode(srv_slots *s, srv_slot *slot, int32_t token, char *why, size
         s->batched_tokens += n;
         for (unsigned i = 0; i < n; i++)
             batch[i]->done = true;
-        s->leader = false;
-        pthread_cond_broadcast(&s->batch_cv);
+        pthread_cond_broadcast(&s->batch_cv); /* their steps are done; room in pending */
     }
+    pthread_mutex_unlock(&s->batch_mu);
+    return NULL;
+}
+
+int srv_slot_decode(srv_slots *s, srv_slot *slot, int32_t token, char *why, size_t why_len) {
+    srv_decode me = {.slot = slot, .token = token};
+    pthread_mutex_lock(&s->batch_mu);
+    while (s->n_pending == 16)
+        pthread_cond_wait(&s->batch_cv, &s->batch_mu);
+    s->pending[s->n_pending++] = &me;
+    pthread_cond_signal(&s->engine_cv);
+    while (!me.done)
+        pthread_cond_wait(&s->batch_cv, &s->batch_mu);
     pthread_mutex_unlock(&s->batch_mu);
     if (me.rc) snprintf(why, why_len, "%s", me.why);
     return me.rc;

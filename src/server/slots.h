@@ -2,8 +2,8 @@
  * or a skill's, server/skills.h), and the queue of requests waiting for one. The forward pass is
  * not reentrant and the instances share the cores, so every evaluation of any instance takes the
  * engine turn (a FIFO ticket lock). Decode steps are batched
- * continuously: the slots that want their next token gather, and one of them (the leader)
- * evaluates all of them in one pass over the weights (cortiq_session_eval_batch), which gives
+ * continuously: the slots that want their next token gather, and the engine thread evaluates
+ * all of them in one pass over the weights (cortiq_session_eval_batch), which gives
  * each exactly what it would get alone; slots of different instances gather in the same
  * round but each instance's slots go in their own pass. Prompts take the turn on their own. */
 #ifndef CQ_SERVER_SLOTS_H
@@ -67,19 +67,23 @@ typedef struct srv_slots {
     pthread_mutex_t turn_mu;
     pthread_cond_t turn_cv;
     uint64_t next_ticket, serving;
-    /* continuous batching: decode steps waiting for the next batched pass */
+    /* continuous batching: decode steps waiting for the next batched pass, which the engine
+     * thread evaluates (always the same thread, so the thread pool's caller keeps its core) */
     pthread_mutex_t batch_mu;
-    pthread_cond_t batch_cv;
+    pthread_cond_t batch_cv;  /* the decoding slots wait here for their step */
+    pthread_cond_t engine_cv; /* the engine thread waits here for steps */
+    pthread_t engine;
+    bool engine_started, engine_stop;
     struct srv_decode *pending[16];
     unsigned n_pending;
     unsigned decoders; /* generations between their prompt and their end */
-    bool leader;       /* a batch is being gathered or evaluated */
     bool no_batch;     /* the model refuses batched decode (mixture of experts): one by one */
     uint64_t batches, batched_tokens; /* for /metrics */
 } srv_slots;
 
 /* first: a session made by the caller (the runtime's own), used as slot 0; n - 1 more are
- * created with ctx positions. */
+ * created with ctx positions. Starts the engine thread; srv_slots_free stops it (no request may
+ * be decoding then). */
 int srv_slots_init(srv_slots *s, cortiq_model *m, cortiq_session *first, unsigned n,
                    unsigned max_waiting, char *why, size_t why_len);
 void srv_slots_free(srv_slots *s); /* frees the sessions it created, not `first` */
@@ -117,9 +121,10 @@ void srv_slots_kv_use(srv_slots *s, uint64_t *used, uint64_t *cap);
 /* Evaluate tokens on a slot's session in the engine turn; keeps slot->hist in step. */
 int srv_slot_eval(srv_slots *s, srv_slot *slot, const int32_t *tokens, size_t n, char *why,
                   size_t why_len);
-/* The next token of a decoding slot, evaluated in a batch with the other slots' (see above). */
+/* The next token of a decoding slot, evaluated by the engine thread in a batch with the other
+ * slots' (see above). */
 int srv_slot_decode(srv_slots *s, srv_slot *slot, int32_t token, char *why, size_t why_len);
-/* A generation starts (+1) or stops (-1) decoding: how many the leader waits for. */
+/* A generation starts (+1) or stops (-1) decoding: how many the engine thread waits for. */
 void srv_slots_decoders(srv_slots *s, int delta);
 void srv_turn_take(srv_slots *s);
 void srv_turn_give(srv_slots *s);
