@@ -2,13 +2,17 @@
 """Aggregate decode rate and time to first token of an OpenAI-compatible server (`cortiq serve`,
 llama-server, ...) under S concurrent streaming chat requests, for each S given.
 usage: serve_load.py BASE_URL [--tokens N] [--streams 1,2,4,8] [--rounds R] [--warm W]
+                     [--alternate]
 Each stream asks for a long story (greedy, max_tokens N) and reads the SSE chunks; a round's
 aggregate rate is the completion tokens of all its streams over the round's wall time after the
 last first token (decode only), and TTFT is per request. The rate columns and the first TTFT pair
 are the best round's; the last pair is the median and the 99th percentile (nearest rank) of every
 request of the R rounds. --warm W runs W rounds first that count nowhere: their prompts fill the
 slots, so the counted requests find all but their prompt's last tokens in the server's prefix
-cache, as a chat's next turn does. Stdlib only."""
+cache, as a chat's next turn does. --alternate runs round r of every stream count back to back
+(1, 4, 1, 4, ...) and adds each count's rate over the first count's, per round pair: on a host
+whose speed drifts by tens of percent within minutes, the ratio of neighbouring rounds holds
+where the best rounds of two separate runs do not. Stdlib only."""
 import argparse
 import http.client
 import json
@@ -23,6 +27,9 @@ ap.add_argument("--tokens", type=int, default=64)
 ap.add_argument("--streams", default="1,2,4,8")
 ap.add_argument("--rounds", type=int, default=2)
 ap.add_argument("--warm", type=int, default=0)
+ap.add_argument("--alternate", action="store_true",
+                help="interleave the stream counts round by round and print each count's rate over "
+                     "the first count's, per round pair (the median and the range)")
 a = ap.parse_args()
 u = urllib.parse.urlparse(a.base)
 
@@ -58,26 +65,50 @@ def run_round(s):
     return out
 
 
+def measure(s):
+    out = run_round(s)
+    start = max(o[1] for o in out)
+    end = max(o[2] for o in out)
+    # tokens decoded after the last stream's first token, estimated per stream at its own rate
+    dec = sum(o[3] * max(0.0, o[2] - start) / max(1e-9, o[2] - o[1]) for o in out)
+    agg = dec / max(1e-9, end - start)
+    ttft = sorted(o[1] - o[0] for o in out)
+    per = statistics.mean(o[3] / max(1e-9, o[2] - o[1]) for o in out)
+    return (agg, per, statistics.median(ttft), ttft[-1]), ttft
+
+
+counts = [int(x) for x in a.streams.split(",")]
+rows = {s: [] for s in counts}
+ttfts = {s: [] for s in counts}
+if a.alternate:  # round r of every count back to back, so that a drift of the host hits all alike
+    for s in counts:
+        for _ in range(a.warm):
+            run_round(s)
+    for _ in range(a.rounds):
+        for s in counts:
+            row, t = measure(s)
+            rows[s].append(row)
+            ttfts[s] += t
+else:
+    for s in counts:
+        for _ in range(a.warm):
+            run_round(s)
+        for _ in range(a.rounds):
+            row, t = measure(s)
+            rows[s].append(row)
+            ttfts[s] += t
+
 print("streams  aggregate decode tok/s  per-stream tok/s  TTFT p50 s  TTFT max s"
       "  all rounds: TTFT p50 s  p99 s")
-for s in [int(x) for x in a.streams.split(",")]:
-    for _ in range(a.warm):
-        run_round(s)
-    best, ttfts = None, []
-    for _ in range(a.rounds):
-        out = run_round(s)
-        start = max(o[1] for o in out)
-        end = max(o[2] for o in out)
-        # tokens decoded after the last stream's first token, estimated per stream at its own rate
-        dec = sum(o[3] * max(0.0, o[2] - start) / max(1e-9, o[2] - o[1]) for o in out)
-        agg = dec / max(1e-9, end - start)
-        ttft = sorted(o[1] - o[0] for o in out)
-        ttfts += ttft
-        per = statistics.mean(o[3] / max(1e-9, o[2] - o[1]) for o in out)
-        row = (agg, per, statistics.median(ttft), ttft[-1])
-        if best is None or row[0] > best[0]:
-            best = row
-    ttfts.sort()
-    p99 = ttfts[max(0, -(-99 * len(ttfts) // 100) - 1)]
+for s in counts:
+    best = max(rows[s], key=lambda r: r[0])
+    t = sorted(ttfts[s])
+    p99 = t[max(0, -(-99 * len(t) // 100) - 1)]
     print("%7d  %22.1f  %16.1f  %10.3f  %10.3f  %22.3f  %5.3f"
-          % ((s,) + best + (statistics.median(ttfts), p99)))
+          % ((s,) + best + (statistics.median(t), p99)))
+if a.alternate and len(counts) > 1:
+    base = counts[0]
+    print("aggregate over %d-stream rate, per round pair: median (min - max)" % base)
+    for s in counts[1:]:
+        r = sorted(x[0] / max(1e-9, y[0]) for x, y in zip(rows[s], rows[base]))
+        print("%7d  %.2f (%.2f - %.2f)" % (s, statistics.median(r), r[0], r[-1]))
