@@ -379,6 +379,7 @@ static void *engine_main(void *arg) {
         unsigned n = s->n_pending;
         memcpy(batch, s->pending, n * sizeof *batch);
         s->n_pending = 0;
+        if (n == 16) pthread_cond_broadcast(&s->batch_cv); /* room in pending again */
         pthread_mutex_unlock(&s->batch_mu);
         run_batch(s, batch, n);
         pthread_mutex_lock(&s->batch_mu);
@@ -386,7 +387,7 @@ static void *engine_main(void *arg) {
         s->batched_tokens += n;
         for (unsigned i = 0; i < n; i++)
             batch[i]->done = true;
-        pthread_cond_broadcast(&s->batch_cv); /* their steps are done; room in pending */
+        pthread_cond_broadcast(&s->batch_cv); /* their steps are done */
     }
     pthread_mutex_unlock(&s->batch_mu);
     return NULL;
