@@ -2,11 +2,12 @@
 # suite). Both install missing Debian packages first. Everything else is a helper target.
 BUILD      ?= build
 ASAN_BUILD ?= build-asan
+TSAN_BUILD ?= build-tsan
 FUZZ_BUILD ?= build-fuzz
 FUZZ_SECONDS ?= 60
 JOBS       ?= $(shell nproc)
 
-.PHONY: all deps build test test-asan fuzz demo bench install clean format format-check
+.PHONY: all deps build test test-asan test-tsan fuzz demo bench install clean format format-check
 
 all: build
 
@@ -25,6 +26,15 @@ test-asan: deps
 	cmake --build $(ASAN_BUILD) -j$(JOBS)
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) -LE real
+
+# The threaded parts under ThreadSanitizer: the server (its tests fail when the server exits
+# with a report), the thread pool, batched decode, the template engine's threads.
+test-tsan: deps
+	cmake -S . -B $(TSAN_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCORTIQ_TSAN=ON -DCORTIQ_BUILD_BENCH=OFF
+	cmake --build $(TSAN_BUILD) -j$(JOBS)
+	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(TSAN_BUILD) --output-on-failure -j$(JOBS) -L server
+	TSAN_OPTIONS=halt_on_error=1 ctest --test-dir $(TSAN_BUILD) --output-on-failure -j$(JOBS) \
+	  -R 'test_pool|test_batch_decode|test_jinja_threads'
 
 # Each libFuzzer target for FUZZ_SECONDS, starting from its committed corpus.
 fuzz: deps

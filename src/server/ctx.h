@@ -25,11 +25,17 @@ typedef struct srv_ctx {
     srv_config cfg;
     long created;
     /* the first SIGINT/SIGTERM sets stopping: no new work (503), the requests in flight finish;
-     * a second sets aborting: generations end at their next token */
+     * a second sets aborting: generations end at their next token. Set and read atomically
+     * (srv_flag): the signal thread writes them while requests read them. */
     volatile int stopping, aborting;
     int in_flight;                   /* requests being handled (atomic) */
     struct srv_tok_table *tok_table; /* token texts for constrained decoding, built on first use */
 } srv_ctx;
+
+/* A flag another thread sets (srv_ctx.stopping, .aborting). */
+static inline bool srv_flag(const volatile int *f) {
+    return __atomic_load_n(f, __ATOMIC_RELAXED) != 0;
+}
 
 /* The task a request runs on model instance m: its "task" ("none": dense, NULL), else the
  * instance's default (its skill's input_mask_task, else the file's default_task). */

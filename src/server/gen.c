@@ -299,7 +299,7 @@ int srv_gen_step(srv_gen *g, size_t *from, size_t *to, char *why, size_t why_len
         } else if (g->n_gen >= g->max_tokens || sl->n_hist + 1 >= cortiq_session_ctx(sl->sess)) {
             g->finish = "length";
             g->done = true;
-        } else if (g->c->aborting ||
+        } else if (srv_flag(&g->c->aborting) ||
                    (g->c->cfg.max_seconds > 0 && now_s() - g->t_start > g->c->cfg.max_seconds)) {
             g->finish = "length";
             g->done = true;

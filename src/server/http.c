@@ -131,12 +131,12 @@ static enum MHD_Result route(srv_ctx *c, struct MHD_Connection *conn, const char
     }
     if (get && (!strcmp(url, "/health") || !strcmp(url, "/v1/health"))) {
         /* for load balancers: no key needed, 503 while shutting down */
-        json_t *h = json_pack("{s:s,s:I,s:I}", "status", c->stopping ? "stopping" : "ok",
+        json_t *h = json_pack("{s:s,s:I,s:I}", "status", srv_flag(&c->stopping) ? "stopping" : "ok",
                               "slots_idle", (json_int_t)(c->slots.n - srv_slots_busy(&c->slots)),
                               "slots_processing", (json_int_t)srv_slots_busy(&c->slots));
-        return srv_reply_json(conn, c, c->stopping ? 503 : 200, h);
+        return srv_reply_json(conn, c, srv_flag(&c->stopping) ? 503 : 200, h);
     }
-    if (c->stopping) { /* draining: a load balancer retries elsewhere */
+    if (srv_flag(&c->stopping)) { /* draining: a load balancer retries elsewhere */
         srv_error_set(&e, 503, NULL, "the server is shutting down");
         srv_metrics_request(&c->metrics, SRV_EP_OTHER, SRV_OUT_503, 0);
         return srv_reply_error(conn, c, &e, "5");

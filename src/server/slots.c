@@ -141,8 +141,10 @@ int srv_slot_bind(srv_slots *s, srv_slot *slot, cortiq_model *model, char *why, 
     slot->model = model;
     srv_slot_keep(slot, 0);
     if (old == s->first) s->first_parked = true;
-    pthread_mutex_unlock(&s->mu);
+    /* freed under the lock: once the slot no longer holds it, nothing keeps its instance
+     * loaded, and srv_slots_unbind (which takes the lock) precedes an unload */
     if (old != s->first) cortiq_session_free(old);
+    pthread_mutex_unlock(&s->mu);
     return 0;
 }
 
@@ -196,7 +198,7 @@ srv_slot_wait srv_slots_acquire(srv_slots *s, const int32_t *prompt, size_t n_pr
         }
         s->waiting++;
         while (!(sl = pick(s, prompt, n_prompt, model, task))) {
-            if (*stop) {
+            if (__atomic_load_n(stop, __ATOMIC_RELAXED)) {
                 r = SRV_SLOT_STOPPING;
                 break;
             }
