@@ -80,23 +80,16 @@ def measure(s):
 counts = [int(x) for x in a.streams.split(",")]
 rows = {s: [] for s in counts}
 ttfts = {s: [] for s in counts}
-if a.alternate:  # round r of every count back to back, so that a drift of the host hits all alike
-    for s in counts:
+# --alternate: round r of every count back to back, so that a drift of the host hits all alike
+order = ([s for _ in range(a.rounds) for s in counts] if a.alternate
+         else [s for s in counts for _ in range(a.rounds)])
+for s in order:
+    if not rows[s]:  # a count's warm rounds just before its first counted one
         for _ in range(a.warm):
             run_round(s)
-    for _ in range(a.rounds):
-        for s in counts:
-            row, t = measure(s)
-            rows[s].append(row)
-            ttfts[s] += t
-else:
-    for s in counts:
-        for _ in range(a.warm):
-            run_round(s)
-        for _ in range(a.rounds):
-            row, t = measure(s)
-            rows[s].append(row)
-            ttfts[s] += t
+    row, t = measure(s)
+    rows[s].append(row)
+    ttfts[s] += t
 
 print("streams  aggregate decode tok/s  per-stream tok/s  TTFT p50 s  TTFT max s"
       "  all rounds: TTFT p50 s  p99 s")

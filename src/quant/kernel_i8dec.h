@@ -94,6 +94,9 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
  * read by rows (a tied embedding) can give its file pages back too. */
 void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out);
 uint64_t cq_lanes_panel_bytes(const cmf_qmat *m);
+/* q4tp row r's 32 ladder values as the copy holds them: the tier in effect's (AVX2 or AVX-512),
+ * the values its integer GEMM computes. */
+void cq_lanes_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);
 
 /* n tokens prepared for the copy (the AVX2 q8_row layout), as both tiers' lane kernels take
  * them: their codes, scales and corrections per group, and passes of at most `max` tokens as

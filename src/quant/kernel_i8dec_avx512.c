@@ -1006,10 +1006,7 @@ TGT static void vb_multi(const cmf_qmat *m, const act *const *a, size_t n, float
 }
 
 TGT static void vb_rows(const cmf_qmat *m, const act *a, float *y, uint64_t r0, uint64_t r1) {
-    vb_tab tabs[9];
-    __m512i cidx[8], cidx4[4];
-    vb_tables(tabs, cidx, cidx4);
-    vb_rows_multi_nt(m, &a, 1, tabs, cidx, cidx4, &y, r0, r1);
+    vb_multi(m, &a, 1, &y, r0, r1);
 }
 
 TGT static void q4_dispatch(const cmf_qmat *m, const act *a, float *y, uint64_t r0, uint64_t r1) {

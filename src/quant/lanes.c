@@ -57,15 +57,17 @@ static void put_group(uint8_t *dst, unsigned i, const uint8_t *nib) {
     }
 }
 
+void cq_lanes_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]) {
+    (cq_cpu_isa() >= CQ_ISA_AVX512 ? cq_avx512_q4tp_ladder : cq_avx2_q4tp_ladder)(m, r, ladder);
+}
+
 /* The 4-bit class: row r's nibbles and scales into its panel (lane r % 8). */
 static void put_q4_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
     const uint64_t G = m->groups;
     const unsigned i = (unsigned)(r % PR);
     uint8_t *sc = panel + G * 128;
     float ladder[32];
-    /* the ladder of the tier that reads the copy, whose GEMM computes it so too */
-    if (m->dtype == CMF_DT_Q4TP)
-        (cq_cpu_isa() >= CQ_ISA_AVX512 ? cq_avx512_q4tp_ladder : cq_avx2_q4tp_ladder)(m, r, ladder);
+    if (m->dtype == CMF_DT_Q4TP) cq_lanes_q4tp_ladder(m, r, ladder);
     for (uint64_t g = 0; g < G; g++) {
         put_group(panel + g * 128, i, cq_q4_nibbles(m, r, g));
         if (m->dtype == CMF_DT_Q4TP)

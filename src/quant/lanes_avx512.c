@@ -43,14 +43,16 @@ AI __m512i pair_load(const uint8_t *a, const uint8_t *b, uint64_t off) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
+/* 8 floats at off in panels a and b (b NULL: zeros in lanes 8-15). */
+AI __m512 pair_f32(const uint8_t *a, const uint8_t *b, uint64_t off) {
+    __m256 lo = _mm256_load_ps((const float *)(const void *)(a + off));
+    __m256 hi = b ? _mm256_load_ps((const float *)(const void *)(b + off)) : _mm256_setzero_ps();
+    return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+}
+
 /* The 16 rows' scales of group g: f16 (8 per panel, 16 bytes) or q4tp's f32 ladder values. */
 AI __m512 pair_scales(const uint8_t *sa, const uint8_t *sb, uint64_t g, const int f32) {
-    if (f32) {
-        __m256 lo = _mm256_load_ps((const float *)(const void *)(sa + g * 32));
-        __m256 hi =
-            sb ? _mm256_load_ps((const float *)(const void *)(sb + g * 32)) : _mm256_setzero_ps();
-        return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
-    }
+    if (f32) return pair_f32(sa, sb, g * 32);
     __m128i lo = _mm_load_si128((const __m128i *)(const void *)(sa + g * 16));
     __m128i hi =
         sb ? _mm_load_si128((const __m128i *)(const void *)(sb + g * 16)) : _mm_setzero_si128();
@@ -117,10 +119,7 @@ AI void pass_q8(const uint8_t *a, const uint8_t *b, uint64_t G, const int8_t *co
         for (int t = 0; t < T; t++)
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_set1_ps(dx[t][g]), acc[t]);
     }
-    __m256 ra = _mm256_load_ps((const float *)(const void *)(a + G * 256));
-    __m256 rb =
-        b ? _mm256_load_ps((const float *)(const void *)(b + G * 256)) : _mm256_setzero_ps();
-    const __m512 rs = _mm512_insertf32x8(_mm512_castps256_ps512(ra), rb, 1);
+    const __m512 rs = pair_f32(a, b, G * 256);
     for (int t = 0; t < T; t++)
         out[t] = _mm512_mul_ps(acc[t], rs);
 }
@@ -200,10 +199,7 @@ void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *p
                     panel + g * 512 + 64 * k,
                     g < G ? _mm512_xor_si512(pair_load(a, b, g * 256 + 32 * (uint64_t)k), flip)
                           : _mm512_setzero_si512());
-        __m256 ra = _mm256_load_ps((const float *)(const void *)(a + G * 256));
-        __m256 rb =
-            b ? _mm256_load_ps((const float *)(const void *)(b + G * 256)) : _mm256_setzero_ps();
-        _mm512_storeu_ps(rs, _mm512_insertf32x8(_mm512_castps256_ps512(ra), rb, 1));
+        _mm512_storeu_ps(rs, pair_f32(a, b, G * 256));
         return;
     }
     const int f32 = m->dtype == CMF_DT_Q4TP;

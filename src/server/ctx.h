@@ -32,11 +32,6 @@ typedef struct srv_ctx {
     struct srv_tok_table *tok_table; /* token texts for constrained decoding, built on first use */
 } srv_ctx;
 
-/* A flag another thread sets (srv_ctx.stopping, .aborting). */
-static inline bool srv_flag(const volatile int *f) {
-    return __atomic_load_n(f, __ATOMIC_RELAXED) != 0;
-}
-
 /* The task a request runs on model instance m: its "task" ("none": dense, NULL), else the
  * instance's default (its skill's input_mask_task, else the file's default_task). */
 static inline const char *srv_request_task(const cortiq_model *m, const srv_request *rq) {

@@ -135,7 +135,7 @@ bool srv_skills_pin(srv_skills *k, srv_slots *slots, const char *id, double time
         struct timespec now;
         clock_gettime(CLOCK_REALTIME, &now);
         double t = (double)now.tv_sec + now.tv_nsec * 1e-9;
-        if (__atomic_load_n(stop, __ATOMIC_RELAXED) || t >= t_end) {
+        if (srv_flag(stop) || t >= t_end) {
             srv_error_set(e, 503, "skill",
                           "skill '%.64s': all %u skill instances (--max-skill-models) stayed busy "
                           "with other skills' requests; try again",

@@ -198,7 +198,7 @@ srv_slot_wait srv_slots_acquire(srv_slots *s, const int32_t *prompt, size_t n_pr
         }
         s->waiting++;
         while (!(sl = pick(s, prompt, n_prompt, model, task))) {
-            if (__atomic_load_n(stop, __ATOMIC_RELAXED)) {
+            if (srv_flag(stop)) {
                 r = SRV_SLOT_STOPPING;
                 break;
             }

@@ -17,6 +17,11 @@
 
 #include "cortiq/engine.h"
 
+/* A flag another thread sets (srv_ctx.stopping, .aborting: the waits below take them). */
+static inline bool srv_flag(const volatile int *f) {
+    return __atomic_load_n(f, __ATOMIC_RELAXED) != 0;
+}
+
 typedef struct srv_slot {
     cortiq_session *sess; /* NULL after its instance was unloaded (srv_slots_unbind) */
     cortiq_model *model;  /* the instance sess belongs to */

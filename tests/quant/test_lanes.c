@@ -41,7 +41,7 @@ static unsigned code_of(const cmf_qmat *m, uint64_t r, uint64_t c) {
 static float scale_of(const cmf_qmat *m, uint64_t r, uint64_t g) {
     if (m->dtype == CMF_DT_Q4TP) {
         float lad[32];
-        (cq_cpu_isa() >= CQ_ISA_AVX512 ? cq_avx512_q4tp_ladder : cq_avx2_q4tp_ladder)(m, r, lad);
+        cq_lanes_q4tp_ladder(m, r, lad);
         return lad[cq_q4tp_code(m, r, g)];
     }
     const uint8_t *h = m->dtype == CMF_DT_Q4_TILED ? m->quants + (r * m->groups + g) * CQ_Q4T_TILE
