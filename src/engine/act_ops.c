@@ -25,7 +25,18 @@ static uint32_t argmax(const float *x, uint32_t n) {
     return best;
 }
 
-const cq_act_ops cq_act_ops_scalar = {silu_mul, gelu_tanh_mul, argmax};
+static double sum_squares(const float *x, uint32_t n) {
+    double s[8] = {0};
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (uint32_t j = 0; j < 8; j++)
+            s[j] += (double)x[i + j] * x[i + j];
+    for (uint32_t j = 0; i < n; i++, j++)
+        s[j] += (double)x[i] * x[i];
+    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
+}
+
+const cq_act_ops cq_act_ops_scalar = {silu_mul, gelu_tanh_mul, argmax, sum_squares};
 
 static const cq_act_ops *const k_tiers[CQ_ISA_COUNT] = {
     [CQ_ISA_SCALAR] = &cq_act_ops_scalar,

@@ -83,4 +83,23 @@ static uint32_t argmax(const float *x, uint32_t n) {
     return i;
 }
 
-const cq_act_ops cq_act_ops_avx2 = {silu_mul, gelu_tanh_mul, argmax};
+/* The scalar tier's 8 partial sums as two vectors of 4 (act_ops.h); a square is exact in
+ * double, so the FMA adds as the scalar add does. The tail runs as the scalar tier's. */
+static double sum_squares(const float *x, uint32_t n) {
+    __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+    uint32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256d a = _mm256_cvtps_pd(_mm_loadu_ps(x + i)),
+                b = _mm256_cvtps_pd(_mm_loadu_ps(x + i + 4));
+        s0 = _mm256_fmadd_pd(a, a, s0);
+        s1 = _mm256_fmadd_pd(b, b, s1);
+    }
+    _Alignas(32) double p[8];
+    _mm256_store_pd(p, s0);
+    _mm256_store_pd(p + 4, s1);
+    for (uint32_t j = 0; i < n; i++, j++)
+        p[j] += (double)x[i] * x[i];
+    return ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
+}
+
+const cq_act_ops cq_act_ops_avx2 = {silu_mul, gelu_tanh_mul, argmax, sum_squares};

@@ -72,4 +72,19 @@ static uint32_t argmax(const float *x, uint32_t n) {
     }
 }
 
-const cq_act_ops cq_act_ops_avx512 = {silu_mul, gelu_tanh_mul, argmax};
+/* The scalar tier's 8 partial sums as the 8 lanes of one vector (act_ops.h); a square is exact
+ * in double, so the FMA adds as the scalar add does, and the tail's zeros leave lanes as they
+ * are. */
+static double sum_squares(const float *x, uint32_t n) {
+    __m512d s = _mm512_setzero_pd();
+    for (uint32_t i = 0; i < n; i += 8) {
+        __mmask8 k = n - i >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << (n - i)) - 1);
+        __m512d v = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(k, x + i));
+        s = _mm512_fmadd_pd(v, v, s);
+    }
+    _Alignas(64) double p[8];
+    _mm512_store_pd(p, s);
+    return ((p[0] + p[4]) + (p[1] + p[5])) + ((p[2] + p[6]) + (p[3] + p[7]));
+}
+
+const cq_act_ops cq_act_ops_avx512 = {silu_mul, gelu_tanh_mul, argmax, sum_squares};

@@ -10,13 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/act_ops.h"
 #include "engine/session.h"
 
 /* ---- elementwise ops ---- */
 void cq_rmsnorm(float *out, const float *x, const float *w, uint32_t n, float eps) {
-    double ss = 0;
-    for (uint32_t i = 0; i < n; i++)
-        ss += (double)x[i] * x[i];
+    double ss = cq_act_ops_get()->sum_squares(x, n); /* act_ops.h: the same bits on every tier */
     float r = 1.0f / sqrtf((float)(ss / n) + eps);
     for (uint32_t i = 0; i < n; i++)
         out[i] = x[i] * r * w[i];
@@ -33,28 +32,43 @@ static void add_bias(float *v, const float *b, size_t n) {
         v[i] += b[i];
 }
 
-/* Rotate pair i of each of n_heads heads of v by (c, s). */
-static void rotate_pair(float *v, uint32_t n_heads, uint32_t head_dim, uint32_t i, uint32_t half,
-                        float c, float s) {
+/* Rotate each of n_heads heads of v: pair (i, i + half) by (c[i], s[i]), i < half. */
+static void rotate_heads(float *v, uint32_t n_heads, uint32_t head_dim, uint32_t half,
+                         const float *restrict c, const float *restrict s) {
     for (uint32_t h = 0; h < n_heads; h++) {
-        float *x = v + (size_t)h * head_dim;
-        float a = x[i], b = x[i + half];
-        x[i] = a * c - b * s;
-        x[i + half] = b * c + a * s;
+        float *restrict x = v + (size_t)h * head_dim, *restrict y = x + half;
+        for (uint32_t i = 0; i < half; i++) {
+            float a = x[i], b = y[i];
+            x[i] = a * c[i] - b * s[i];
+            y[i] = b * c[i] + a * s[i];
+        }
     }
 }
 
-/* RoPE of one token's queries (nq heads) and keys (nk heads) at position pos: each pair's
- * cos / sin once for both (a decode step's serial work before attention). */
-static void rope(float *q, uint32_t nq, float *k, uint32_t nk, uint32_t head_dim, uint32_t rot,
-                 const float *inv, float mscale, uint32_t pos) {
-    uint32_t half = rot / 2;
-    for (uint32_t i = 0; i < half; i++) {
-        float f = (float)pos * inv[i];
-        float c = cosf(f) * mscale, s = sinf(f) * mscale;
-        rotate_pair(q, nq, head_dim, i, half, c, s);
-        rotate_pair(k, nk, head_dim, i, half, c, s);
+/* The cos then the sin (times mscale) of chunk row t's position pos for layer y's table: the
+ * row's cached ones when an earlier layer of this step computed them (session.h). A decode
+ * step's serial work before attention took ~5,000 cycles a layer for these 2 x rot_dim / 2
+ * libm calls and the rotations when every layer made its own. */
+static const float *rope_cs(cortiq_session *s, size_t t, const cq_layer *y, uint32_t pos) {
+    float *cs = s->rope_cs + t * s->m->head_dim;
+    if (s->rope_inv[t] != y->inv_freq || s->rope_pos[t] != pos) {
+        uint32_t half = y->rot_dim / 2;
+        for (uint32_t i = 0; i < half; i++) {
+            float f = (float)pos * y->inv_freq[i];
+            cs[i] = cosf(f) * y->rope_mscale;
+            cs[half + i] = sinf(f) * y->rope_mscale;
+        }
+        s->rope_inv[t] = y->inv_freq, s->rope_pos[t] = pos;
     }
+    return cs;
+}
+
+/* RoPE of one token's queries (nq heads) and keys (nk heads) with its cos / sin cs. */
+static void rope(float *q, uint32_t nq, float *k, uint32_t nk, uint32_t head_dim, uint32_t rot,
+                 const float *cs) {
+    uint32_t half = rot / 2;
+    rotate_heads(q, nq, head_dim, half, cs, cs + half);
+    rotate_heads(k, nk, head_dim, half, cs, cs + half);
 }
 
 /* ---- per-token steps of a layer (cq_token_fn: token t of the chunk) ---- */
@@ -106,7 +120,7 @@ static void qkv_finish(const void *ctx, size_t t) {
     if (y->bv) add_bias(v, y->bv, kvd);
     if (y->q_norm) head_norms(q, nq, hd, y->q_norm, m->eps);
     if (y->k_norm) head_norms(k, m->n_kv, hd, y->k_norm, m->eps);
-    rope(q, nq, k, m->n_kv, hd, y->rot_dim, y->inv_freq, y->rope_mscale, pos);
+    rope(q, nq, k, m->n_kv, hd, y->rot_dim, rope_cs(L->s, t, y, pos));
     cq_kv_store(kv, pos % kv->slots, k, v);
 }
 

@@ -340,6 +340,16 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
         float *inv = m->freq_store + (size_t)l * m->head_dim;
         rope_freqs(a, y->rope_theta, y->rot_dim, !y->sliding, inv, &y->rope_mscale);
         y->inv_freq = inv;
+        /* an earlier layer's equal table is this one's: the sessions' cos / sin of a position
+         * are kept per table (forward.c rope), so layers that share one compute them once */
+        for (uint32_t e = 0; e < l; e++) {
+            const cq_layer *p = &m->layers[e];
+            if (p->inv_freq && p->rot_dim == y->rot_dim && p->rope_mscale == y->rope_mscale &&
+                !memcmp(p->inv_freq, inv, y->rot_dim / 2 * sizeof *inv)) {
+                y->inv_freq = p->inv_freq;
+                break;
+            }
+        }
 
         const uint64_t qd = (uint64_t)y->n_heads * m->head_dim,
                        kvd = (uint64_t)m->n_kv * m->head_dim;

@@ -60,8 +60,11 @@ static bool activations_init(cortiq_session *s) {
     for (uint32_t l = 0; l < m->n_layers; l++)
         if (m->layers[l].out_gate && m->layers[l].wgp.rows > og) og = m->layers[l].wgp.rows;
     s->ogate = og ? malloc(B * og * sizeof(float)) : NULL;
+    s->rope_cs = malloc(B * m->head_dim * sizeof(float));
+    s->rope_inv = calloc(B, sizeof *s->rope_inv); /* no row holds a table's values yet */
+    s->rope_pos = malloc(B * sizeof *s->rope_pos);
     return s->x && s->xn && s->o && s->q && s->att && s->k && s->v && s->g && s->u && s->logits &&
-           s->qgate && (!og || s->ogate);
+           s->qgate && (!og || s->ogate) && s->rope_cs && s->rope_inv && s->rope_pos;
 }
 
 cmf_status cortiq_session_create_kv(cortiq_model *m, uint32_t ctx, cortiq_kv_type kv,
@@ -112,6 +115,7 @@ void cortiq_session_free(cortiq_session *s) {
     free(s->kv);
     free(s->x), free(s->xn), free(s->o), free(s->q), free(s->att), free(s->k), free(s->v);
     free(s->g), free(s->u), free(s->logits), free(s->qgate), free(s->ogate);
+    free(s->rope_cs), free(s->rope_inv), free(s->rope_pos);
     cq_gdn_state_free(&s->gdn);
     cq_attention_free(&s->attn);
     cq_sched_free(&s->sched);

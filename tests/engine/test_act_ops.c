@@ -1,7 +1,9 @@
 /* The MLP gated activations (src/engine/act_ops*.c): every SIMD tier against the libm scalar
  * tier over [-120, 120] (dense near 0, the saturated tails, lengths that leave SIMD tails), and
  * the scalar tier against the definitions evaluated in double. The argmax of every tier against
- * the scalar scan: the maximum at each place, ties, NaNs (at 0 and elsewhere), +-0, -inf. */
+ * the scalar scan: the maximum at each place, ties, NaNs (at 0 and elsewhere), +-0, -inf. The
+ * sum of squares of every tier bit for bit against the scalar tier's, and that against the sum
+ * in long double (lengths around the 8 lanes and their tails; magnitudes from 1e-20 to 1e18). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -84,6 +86,32 @@ static void check_argmax(const cq_act_ops *ops, const char *name) {
     }
 }
 
+static void check_sum_squares(const cq_act_ops *ops, const char *name) {
+    static const uint32_t lens[] = {0, 1, 3, 7, 8, 9, 15, 16, 17, 64, 576, 577, 896, 4099};
+    uint64_t seed = 0x5EEDull;
+    float *x = malloc(4099 * sizeof *x);
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
+        uint32_t n = lens[k];
+        for (int mode = 0; mode < 3; mode++) {
+            float mag = mode == 0 ? 1.0f : mode == 1 ? 1e-20f : 1e18f;
+            for (uint32_t i = 0; i < n; i++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                x[i] = mag * ((float)(seed >> 40) / (float)(1u << 24) * 2.0f - 1.0f);
+            }
+            double want = cq_act_ops_scalar.sum_squares(x, n), got = ops->sum_squares(x, n);
+            CHECK_MSG(got == want || (got != got && want != want),
+                      "%s sum_squares n %u mode %d: %.17g, the scalar tier %.17g", name, n, mode,
+                      got, want);
+            long double ref = 0;
+            for (uint32_t i = 0; i < n; i++)
+                ref += (long double)x[i] * x[i];
+            CHECK_MSG(fabsl((long double)want - ref) <= 1e-14L * ref,
+                      "scalar sum_squares n %u mode %d: %.17g vs %.17Lg", n, mode, want, ref);
+        }
+    }
+    free(x);
+}
+
 int main(int argc, char **argv) {
     test_tier_select(argc, argv);
     const bool scalar = test_tier_on(CQ_ISA_SCALAR),
@@ -92,6 +120,9 @@ int main(int argc, char **argv) {
     if (scalar) check_argmax(&cq_act_ops_scalar, "scalar");
     if (avx2) check_argmax(&cq_act_ops_avx2, "avx2");
     if (avx512) check_argmax(&cq_act_ops_avx512, "avx512");
+    if (avx2) check_sum_squares(&cq_act_ops_avx2, "avx2");
+    if (avx512) check_sum_squares(&cq_act_ops_avx512, "avx512");
+    if (scalar) check_sum_squares(&cq_act_ops_scalar, "scalar");
     static const size_t lens[] = {1, 7, 8, 15, 16, 17, 1000, 4099};
     for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++) {
         if (scalar) check_tier(&cq_act_ops_scalar, "scalar", lens[k]);
