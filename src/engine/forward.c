@@ -50,15 +50,16 @@ static void rotate_heads(float *v, uint32_t n_heads, uint32_t head_dim, uint32_t
  * step's serial work before attention took ~5,000 cycles a layer for these 2 x rot_dim / 2
  * libm calls and the rotations when every layer made its own. */
 static const float *rope_cs(cortiq_session *s, size_t t, const cq_layer *y, uint32_t pos) {
-    float *cs = s->rope_cs + t * s->m->head_dim;
-    if (s->rope_inv[t] != y->inv_freq || s->rope_pos[t] != pos) {
+    size_t e = t * CQ_ROPE_SLOTS + y->rope_slot;
+    float *cs = s->rope_cs + e * s->m->head_dim;
+    if (s->rope_inv[e] != y->inv_freq || s->rope_pos[e] != pos) {
         uint32_t half = y->rot_dim / 2;
         for (uint32_t i = 0; i < half; i++) {
             float f = (float)pos * y->inv_freq[i];
             cs[i] = cosf(f) * y->rope_mscale;
             cs[half + i] = sinf(f) * y->rope_mscale;
         }
-        s->rope_inv[t] = y->inv_freq, s->rope_pos[t] = pos;
+        s->rope_inv[e] = y->inv_freq, s->rope_pos[e] = pos;
     }
     return cs;
 }

@@ -20,6 +20,10 @@
 #define CQ_MAX_FFN      (1u << 20)
 #define CQ_MAX_EXPERTS  4096 /* arch.moe.num_experts */
 
+/* Per chunk row, a session keeps the cos / sin of this many RoPE tables (Gemma 3's local and
+ * global ones); a model with more shares the slots (each entry is tagged, session.h). */
+#define CQ_ROPE_SLOTS 2
+
 typedef enum { CQ_ACT_SILU, CQ_ACT_GELU_TANH } cq_act;
 
 typedef struct cq_gdn cq_gdn;           /* a Gated DeltaNet layer's weights (gdn.h) */
@@ -58,6 +62,8 @@ typedef struct cq_layer {
     uint32_t rot_dim;      /* rotated dims per head (partial rotary) */
     const float *inv_freq; /* rot_dim/2 frequencies (owned by the model) */
     float rope_mscale;     /* YaRN attention factor applied to cos/sin (1 otherwise) */
+    uint32_t rope_slot;    /* the session's cos / sin cache of this table (forward.c rope_cs):
+                              distinct tables in turn, < CQ_ROPE_SLOTS */
     cmf_qmat wq, wk, wv, wo, wg, wu, wd;
     float *bq, *bk, *bv;                /* NULL when absent */
     float *attn_norm, *q_norm, *k_norm; /* weights with gemma's (1+w) folded in */

@@ -298,6 +298,7 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
     uint32_t n_blocks = m->n_layers + (m->mtp ? 1 : 0); /* the MTP block last (mtp.h) */
     m->freq_store = calloc((size_t)n_blocks * m->head_dim, sizeof(float));
     if (!m->freq_store) return cmf_err_set(L->err, CMF_E_NOMEM, L->path, "rope tables");
+    uint32_t n_tables = 0; /* distinct RoPE tables so far */
     bool tagged_sliding = false;
     for (size_t l = 0; l < a->n_layer_types; l++)
         tagged_sliding |= a->layer_types[l] == CMF_LAYER_SLIDING_ATTENTION;
@@ -340,16 +341,19 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
         float *inv = m->freq_store + (size_t)l * m->head_dim;
         rope_freqs(a, y->rope_theta, y->rot_dim, !y->sliding, inv, &y->rope_mscale);
         y->inv_freq = inv;
+        y->rope_slot = n_tables % CQ_ROPE_SLOTS;
         /* an earlier layer's equal table is this one's: the sessions' cos / sin of a position
-         * are kept per table (forward.c rope), so layers that share one compute them once */
+         * are kept per table (forward.c rope_cs), so layers that share one compute them once */
         for (uint32_t e = 0; e < l; e++) {
             const cq_layer *p = &m->layers[e];
             if (p->inv_freq && p->rot_dim == y->rot_dim && p->rope_mscale == y->rope_mscale &&
                 !memcmp(p->inv_freq, inv, y->rot_dim / 2 * sizeof *inv)) {
                 y->inv_freq = p->inv_freq;
+                y->rope_slot = p->rope_slot;
                 break;
             }
         }
+        if (y->inv_freq == inv) n_tables++;
 
         const uint64_t qd = (uint64_t)y->n_heads * m->head_dim,
                        kvd = (uint64_t)m->n_kv * m->head_dim;

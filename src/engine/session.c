@@ -60,9 +60,9 @@ static bool activations_init(cortiq_session *s) {
     for (uint32_t l = 0; l < m->n_layers; l++)
         if (m->layers[l].out_gate && m->layers[l].wgp.rows > og) og = m->layers[l].wgp.rows;
     s->ogate = og ? malloc(B * og * sizeof(float)) : NULL;
-    s->rope_cs = malloc(B * m->head_dim * sizeof(float));
-    s->rope_inv = calloc(B, sizeof *s->rope_inv); /* no row holds a table's values yet */
-    s->rope_pos = malloc(B * sizeof *s->rope_pos);
+    s->rope_cs = malloc(B * CQ_ROPE_SLOTS * m->head_dim * sizeof(float));
+    s->rope_inv = calloc(B * CQ_ROPE_SLOTS, sizeof *s->rope_inv); /* none holds values yet */
+    s->rope_pos = malloc(B * CQ_ROPE_SLOTS * sizeof *s->rope_pos);
     return s->x && s->xn && s->o && s->q && s->att && s->k && s->v && s->g && s->u && s->logits &&
            s->qgate && (!og || s->ogate) && s->rope_cs && s->rope_inv && s->rope_pos;
 }

@@ -39,9 +39,10 @@ struct cortiq_session {
      * qgate [2 max_qd] a gated-attention layer's q_proj output, [query; gate] per head
      * ogate [g_proj rows] an attention output gate's g_proj xn (NULL when no layer has one) */
     float *x, *xn, *q, *k, *v, *att, *o, *g, *u, *qgate, *ogate;
-    /* RoPE per chunk row: the cos then the sin (times the table's mscale) of the row's position
-     * for the rope table rope_inv[row] (a layer's inv_freq; layers with equal tables share one,
-     * model_load.c), rot_dim floats of head_dim; computed by the first layer that needs them */
+    /* RoPE per chunk row and rope slot (cq_layer.rope_slot): the cos then the sin (times the
+     * table's mscale) of position rope_pos[i] for the table rope_inv[i] (a layer's inv_freq;
+     * layers with equal tables share one, model_load.c), rot_dim floats of head_dim, entry
+     * i = row * CQ_ROPE_SLOTS + slot; computed by the first layer that needs them */
     float *rope_cs;
     const float **rope_inv;
     uint32_t *rope_pos;
