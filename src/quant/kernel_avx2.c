@@ -371,12 +371,8 @@ static inline void dec_vbit(const uint8_t *p, const cq_vbit_utab *tb, unsigned b
     }
 }
 
-/* 2^x for the q4tp ladder: Taylor series of 2^f, f in [-0.5, 0.5], times 2^n built as two
- * exponent-field halves so that overflow gives inf and deep underflow gives 0. */
-static inline __m256 exp2_ps(__m256 x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-252.0f)), _mm256_set1_ps(254.0f));
-    __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 f = _mm256_sub_ps(x, n);
+/* 2^f for f in [-0.5, 0.5]: its Taylor series to degree 7. */
+static inline __m256 exp2_frac(__m256 f) {
     __m256 p = _mm256_set1_ps(1.525273380405984e-05f);
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.5403530393381606e-04f));
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146428443e-03f));
@@ -384,14 +380,30 @@ static inline __m256 exp2_ps(__m256 x) {
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550410866482158e-02f));
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402265069591007e-01f));
     p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931471805599453e-01f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    return _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+}
+
+/* 2^n as a float for integral n in [-126, 127]. */
+static inline __m256 pow2_int(__m256 n) {
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+}
+
+/* 2^x for the q4tp ladder: 2^f (f = x - n in [-0.5, 0.5]) times 2^n built as two
+ * exponent-field halves so that overflow gives inf and deep underflow gives 0. */
+static inline __m256 exp2_ps(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-252.0f)), _mm256_set1_ps(254.0f));
+    __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 p = exp2_frac(_mm256_sub_ps(x, n));
     __m256 n1 = _mm256_floor_ps(_mm256_mul_ps(n, _mm256_set1_ps(0.5f))), n2 = _mm256_sub_ps(n, n1);
-    const __m256i bias = _mm256_set1_epi32(127);
-    __m256 e1 =
-        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n1), bias), 23));
-    __m256 e2 =
-        _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n2), bias), 23));
-    return _mm256_mul_ps(_mm256_mul_ps(p, e1), e2);
+    return _mm256_mul_ps(_mm256_mul_ps(p, pow2_int(n1)), pow2_int(n2));
+}
+
+/* exp2_ps for |x| <= 120, the same bits: 2^f times 2^n in one step (p * 2^n1 * 2^n2 and
+ * p * 2^n are both exact while every product is a normal float). */
+static inline __m256 exp2_ps_near(__m256 x) {
+    __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm256_mul_ps(exp2_frac(_mm256_sub_ps(x, n)), pow2_int(n));
 }
 
 /* Two polynomials per row, not four: rungs 0..7 = 2^(lo + c step), and rungs 8k..8k+7 =
@@ -407,6 +419,46 @@ void cq_avx2_q4tp_ladder(const cmf_qmat *m, uint64_t r, float lad[32]) {
     for (int k = 1; k < 4; k++)
         _mm256_storeu_ps(lad + 8 * k,
                          _mm256_mul_ps(e, _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(k - 1))));
+}
+
+static inline __attribute__((always_inline)) void
+ladders8_body(__m256 lo, __m256 st, __m256 (*ex)(__m256), float lad[32][8]) {
+    __m256 f[3];
+    for (int k = 0; k < 3; k++)
+        f[k] = ex(_mm256_mul_ps(_mm256_set1_ps((float)(8 * (k + 1))), st));
+    for (int j = 0; j < 8; j++) {
+        __m256 e = ex(_mm256_fmadd_ps(_mm256_set1_ps((float)j), st, lo));
+        _mm256_storeu_ps(lad[j], e);
+        for (int k = 0; k < 3; k++)
+            _mm256_storeu_ps(lad[8 * (k + 1) + j], _mm256_mul_ps(e, f[k]));
+    }
+}
+
+/* The ladders of rows r .. r + n - 1 (n <= 8) with the rows in the lanes: lad[c][k] is rung c
+ * of row r + k. Each lane does what cq_avx2_q4tp_ladder does for its row (the same fma, exp2
+ * and products, so the same bits), but 11 polynomials serve 8 rows instead of 16, and where
+ * every argument lies within +-120 (almost every real row) 2^n takes one step instead of two:
+ * the one-token decode of a 576-column row spent about a third of its time on its ladder. */
+void cq_avx2_q4tp_ladders8(const cmf_qmat *m, uint64_t r, unsigned n, float lad[32][8]) {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i p = _mm256_maskload_epi32((const int *)(const void *)(m->scales + 4 * r),
+                                      _mm256_cmpgt_epi32(_mm256_set1_epi32((int)n), lanes));
+    /* dword k = (f16 lo, f16 step) of row r + k: the halves to [lo 0-3 | st 0-3 | lo 4-7 |
+     * st 4-7] words, then lo in the low 128 bits and st in the high */
+    __m256i w = _mm256_packus_epi32(_mm256_and_si256(p, _mm256_set1_epi32(0xFFFF)),
+                                    _mm256_srli_epi32(p, 16));
+    w = _mm256_permute4x64_epi64(w, _MM_SHUFFLE(3, 1, 2, 0));
+    const __m256 lo = _mm256_cvtph_ps(_mm256_castsi256_si128(w)),
+                 st = _mm256_cvtph_ps(_mm256_extracti128_si256(w, 1));
+    const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    const __m256 ast = _mm256_and_ps(st, abs),
+                 big = _mm256_max_ps(
+                     _mm256_fmadd_ps(_mm256_set1_ps(7.0f), ast, _mm256_and_ps(lo, abs)),
+                     _mm256_mul_ps(_mm256_set1_ps(24.0f), ast));
+    if (_mm256_movemask_ps(_mm256_cmp_ps(big, _mm256_set1_ps(120.0f), _CMP_NLE_UQ)) == 0)
+        ladders8_body(lo, st, exp2_ps_near, lad);
+    else
+        ladders8_body(lo, st, exp2_ps, lad);
 }
 
 #define FMA4(acc, w, x)                                                                            \

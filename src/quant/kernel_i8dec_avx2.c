@@ -109,10 +109,14 @@ AI void tiled_scales4(const uint8_t *t, __m256 *sa, __m256 *sb) {
     *sb = _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(b, 0x08)));
 }
 
-/* q4tp: the ladder's scales of the next two codes in cw, in their lanes. */
+/* q4tp: the ladder's scales of the next two codes in cw, in their lanes. lad is the row's
+ * column of an 8-row ladder block (cq_avx2_q4tp_ladders8): rung c at lad[8 * c]. Spreading
+ * the 8 codes of a word with vector shifts and picking the rungs with vpermps from the row's
+ * ladder in registers ran slower (35.5 against 32.8 us for 1536 x 576): the vector pipes are
+ * the busier ones. */
 AI __m256 tp_scales2(const float *lad, uint64_t *cw) {
-    __m256 s = _mm256_set_m128(_mm_broadcast_ss(lad + ((*cw >> 5) & 31)),
-                               _mm_broadcast_ss(lad + (*cw & 31)));
+    __m256 s = _mm256_set_m128(_mm_broadcast_ss(lad + 8 * ((*cw >> 5) & 31)),
+                               _mm_broadcast_ss(lad + 8 * (*cw & 31)));
     *cw >>= 10;
     return s;
 }
@@ -205,25 +209,23 @@ AI __m256 row_sum(const cmf_qmat *m, const cmf_dtype dt, const pair8 *tok, uint6
 }
 
 /* Rows [r0, r1) of dtype dt, reduced 8 at a time (q4tp: the 8 rows' ladders first); the rest
- * one by one. */
+ * one by one (q4tp: their ladders in one block). */
 AI void rows_dt(const cmf_qmat *m, const cmf_dtype dt, const pair8 *tok, float *y, uint64_t r0,
                 uint64_t r1) {
-    float lad[8][32];
+    float lad[32][8];
     __m256 v[8];
     uint64_t r = r0;
     for (; r + 8 <= r1; r += 8) {
-        if (dt == CMF_DT_Q4TP)
-            for (uint64_t k = 0; k < 8; k++)
-                cq_avx2_q4tp_ladder(m, r + k, lad[k]);
+        if (dt == CMF_DT_Q4TP) cq_avx2_q4tp_ladders8(m, r, 8, lad);
         for (int k = 0; k < 8; k++)
-            v[k] = row_sum(m, dt, tok, r + (uint64_t)k, lad[k]);
+            v[k] = row_sum(m, dt, tok, r + (uint64_t)k, lad[0] + k);
         _mm256_storeu_ps(y + (r - r0), cq_hsum8x8_avx2(v));
     }
     for (int k = 1; k < 8; k++)
         v[k] = _mm256_setzero_ps();
-    for (; r < r1; r++) {
-        if (dt == CMF_DT_Q4TP) cq_avx2_q4tp_ladder(m, r, lad[0]);
-        v[0] = row_sum(m, dt, tok, r, lad[0]);
+    if (dt == CMF_DT_Q4TP && r < r1) cq_avx2_q4tp_ladders8(m, r, (unsigned)(r1 - r), lad);
+    for (const uint64_t rb = r; r < r1; r++) {
+        v[0] = row_sum(m, dt, tok, r, lad[0] + (r - rb));
         y[r - r0] = _mm256_cvtss_f32(cq_hsum8x8_avx2(v));
     }
 }
@@ -263,13 +265,13 @@ AI void row_sum_multi(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const 
         }
 }
 
-/* Rows b .. b + n - 1 (n <= 8) for nt tokens, y[j] at token j's row b; lad[k] is row b + k's
- * q4tp ladder. */
+/* Rows b .. b + n - 1 (n <= 8) for nt tokens, y[j] at token j's row b; lad holds the rows'
+ * q4tp ladders (cq_avx2_q4tp_ladders8). */
 AI void block_multi_nt(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const *tok, int nt,
-                       float *const *y, uint64_t b, unsigned n, float (*lad)[32]) {
+                       float *const *y, uint64_t b, unsigned n, const float (*lad)[8]) {
     __m256 v[MULTI][8], o[MULTI];
     for (unsigned k = 0; k < n; k++) {
-        row_sum_multi(m, dt, tok, nt, b + k, lad[k], o);
+        row_sum_multi(m, dt, tok, nt, b + k, lad[0] + k, o);
         for (int j = 0; j < nt; j++)
             v[j][k] = o[j];
     }
@@ -281,11 +283,11 @@ AI void block_multi_nt(const cmf_qmat *m, const cmf_dtype dt, const pair8 *const
  * 8-token loop ran up to 9 % slower (code placement), and each count run as its own pass
  * keeps 5-7 tokens from taking two passes. */
 typedef void (*block_fn)(const cmf_qmat *, const pair8 *const *, float *const *, uint64_t, unsigned,
-                         float (*)[32]);
+                         const float (*)[8]);
 #define DEF_BLOCK(NAME, DT, NT)                                                                    \
     static __attribute__((noinline)) void NAME##_##NT(const cmf_qmat *m, const pair8 *const *tok,  \
                                                       float *const *y, uint64_t b, unsigned n,     \
-                                                      float(*lad)[32]) {                           \
+                                                      const float(*lad)[8]) {                      \
         block_multi_nt(m, DT, tok, NT, y, b, n, lad);                                              \
     }
 #define DEF_BLOCKS(NAME, DT)                                                                       \
@@ -308,17 +310,16 @@ DEF_BLOCKS(blocks_q4tp, CMF_DT_Q4TP)
 AI void rows_dt_multi(const cmf_qmat *m, const cmf_dtype dt, const block_fn *blocks,
                       const pair8 *const *tok, size_t n, float *const *y, uint64_t r0,
                       uint64_t r1) {
-    float lad[8][32];
+    float lad[32][8];
     for (uint64_t b = r0; b < r1;) {
         const unsigned rows = r1 - b < 8 ? (unsigned)(r1 - b) : 8;
-        for (unsigned k = 0; dt == CMF_DT_Q4TP && k < rows; k++)
-            cq_avx2_q4tp_ladder(m, b + k, lad[k]);
+        if (dt == CMF_DT_Q4TP) cq_avx2_q4tp_ladders8(m, b, rows, lad);
         float *yb[MULTI];
         for (size_t j = 0; j < n; j += MULTI) {
             size_t nt = n - j < MULTI ? n - j : MULTI;
             for (size_t k = 0; k < nt; k++)
                 yb[k] = y[j + k] + (b - r0);
-            blocks[nt](m, tok + j, yb, b, rows, lad);
+            blocks[nt](m, tok + j, yb, b, rows, (const float(*)[8])lad);
         }
         b += rows;
     }

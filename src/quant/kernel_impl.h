@@ -288,6 +288,8 @@ bool cq_avx2_matvec_multi(const cmf_qmat *m, const float *const *X, size_t T, fl
                           uint64_t r0, uint64_t r1);
 /* q4tp ladder of row r with AVX2 (as cq_avx512_q4tp_ladder). */
 void cq_avx2_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);
+/* The same for rows r .. r + n - 1 (n <= 8), transposed: lad[c][k] is rung c of row r + k. */
+void cq_avx2_q4tp_ladders8(const cmf_qmat *m, uint64_t r, unsigned n, float lad[32][8]);
 bool cq_avx2_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                        size_t ldy, uint64_t r0, uint64_t r1);
 

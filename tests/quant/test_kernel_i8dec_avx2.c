@@ -7,6 +7,7 @@
  * looser CMF_KF_INT8_ACT bound of test_kernel.c would hide it. The dispatcher (cmf_matmul_ex) and
  * the prepared token (cmf_tok8_*) on the AVX2 tier must give the same bits, over any row chunks. */
 #include <math.h>
+#include <string.h>
 
 #include "common/cpu.h"
 #include "common/test.h"
@@ -77,6 +78,44 @@ static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
 }
 
 /* Other dtypes and widths are refused, writing nothing. */
+/* The 8-row q4tp ladders (cq_avx2_q4tp_ladders8, the decode kernels') must be the one-row
+ * ladder's bits (cq_avx2_q4tp_ladder, the GEMM's and the batched-decode copy's) for every
+ * block length and start row, across the f16 range: rungs that overflow to inf, underflow
+ * to 0 or are denormal included. */
+static void test_ladders8_bits(void) {
+    enum { ROWS = 21 };
+    uint8_t p[ROWS * 16 + ROWS * 4 + ROWS] = {0};
+    kg_rng rng = {77};
+    for (int round = 0; round < 200; round++) {
+        uint8_t *par = p + ROWS * 16;
+        for (int r = 0; r < ROWS; r++) {
+            uint16_t h[2];
+            for (int k = 0; k < 2; k++) {
+                h[k] = (uint16_t)kg_u32(&rng, 0x10000);
+                if ((h[k] & 0x7C00) == 0x7C00) h[k] &= 0xBFFF; /* no inf / NaN: finite f16 */
+                if (round % 2) h[k] &= 0xC7FF;                 /* half the rounds: |v| < 16 */
+            }
+            memcpy(par + 4 * r, h, 4);
+        }
+        cmf_qmat m;
+        CHECK(cmf_qmat_init(&m, CMF_DT_Q4TP, ROWS, 32, p, sizeof p, "t", NULL) == CMF_OK);
+        for (uint64_t r0 = 0; r0 < ROWS; r0++)
+            for (unsigned n = 1; n <= 8 && r0 + n <= ROWS; n++) {
+                float blk[32][8], one[32];
+                cq_avx2_q4tp_ladders8(&m, r0, n, blk);
+                for (unsigned k = 0; k < n; k++) {
+                    cq_avx2_q4tp_ladder(&m, r0 + k, one);
+                    for (int c = 0; c < 32; c++)
+                        CHECK_MSG(memcmp(&blk[c][k], &one[c], 4) == 0 ||
+                                      (isnan(blk[c][k]) && isnan(one[c])),
+                                  "row %llu rung %d: %g against %g", (unsigned long long)(r0 + k),
+                                  c, (double)blk[c][k], (double)one[c]);
+                }
+            }
+        cmf_qmat_free(&m);
+    }
+}
+
 static void test_refused(void) {
     kg_rng rng = {5};
     static const cmf_dtype other[] = {CMF_DT_F32, CMF_DT_Q8_2F, CMF_DT_Q1T};
@@ -128,5 +167,6 @@ int main(int argc, char **argv) {
                       (unsigned long long)cols, bad);
         }
     test_refused();
+    test_ladders8_bits();
     TEST_DONE();
 }
