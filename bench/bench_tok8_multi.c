@@ -6,7 +6,8 @@
  * engine's path where the int8 one is absent; q8_row and the 4-bit class also from their
  * batched-decode copy (cmf_qmat_build_lanes, rows "+lanes") where the tier has one. Thread CPU
  * time, best of the rounds, so that other processes' load weighs less. usage: bench_tok8_multi
- * [rows] [cols] [reps] [rounds]  (default 1536 576 200 5: SmolLM2's gate/up shape) */
+ * [rows] [cols] [reps] [rounds] [dtype ...]  (default 1536 576 200 5: SmolLM2's gate/up shape;
+ * the dtypes given, or all) */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,8 +56,18 @@ int main(int argc, char **argv) {
     uint64_t rows = argc > 1 ? strtoull(argv[1], NULL, 10) : 1536,
              cols = argc > 2 ? strtoull(argv[2], NULL, 10) : 576;
     int reps = argc > 3 ? atoi(argv[3]) : 200, rounds = argc > 4 ? atoi(argv[4]) : 5;
-    static const cmf_dtype dts[] = {CMF_DT_Q8_ROW,  CMF_DT_Q4_TILED, CMF_DT_Q4TP, CMF_DT_Q4_BLOCK,
+    static const cmf_dtype all[] = {CMF_DT_Q8_ROW,  CMF_DT_Q4_TILED, CMF_DT_Q4TP, CMF_DT_Q4_BLOCK,
                                     CMF_DT_VBIT_RO, CMF_DT_F16,      CMF_DT_BF16};
+    cmf_dtype dts[CMF_DT_COUNT];
+    size_t ndt = 0;
+    for (int i = 5; i < argc; i++)
+        if (ndt == CMF_DT_COUNT || !cmf_dtype_from_name(argv[i], &dts[ndt++])) {
+            fprintf(stderr, "bench_tok8_multi: '%s' is not a dtype name\n", argv[i]);
+            return 2;
+        }
+    if (ndt == 0)
+        for (; ndt < sizeof all / sizeof *all; ndt++)
+            dts[ndt] = all[ndt];
     size_t tb = (cmf_tok8_bytes(cols) + 63) / 64 * 64 + 64;
     uint8_t *tokmem = aligned_alloc(64, MAXN * tb);
     float *xmem = malloc(MAXN * cols * sizeof(float)), *ymem = malloc(MAXN * rows * sizeof(float));
@@ -71,13 +82,14 @@ int main(int argc, char **argv) {
         y[t] = ymem + t * rows;
         tok[t] = tokmem + t * tb;
         if (cmf_tok8_bytes(cols))
-            cmf_tok8_prepare(tokmem + t * tb, x[t], cols, CMF_TOK8_Q8 | CMF_TOK8_I8DEC);
+            cmf_tok8_prepare(tokmem + t * tb, x[t], cols,
+                             CMF_TOK8_Q8 | CMF_TOK8_I8DEC | CMF_TOK8_LANES);
     }
     printf("%llu x %llu, pieces of %d rows, us per step (thread CPU, best of %d)\n",
            (unsigned long long)rows, (unsigned long long)cols, PIECE, rounds);
     printf("dtype          tokens  int8 alone  int8 multi  multi/alone   f32 alone   f32 multi  "
            "multi/alone\n");
-    for (size_t d = 0; d < 2 * sizeof dts / sizeof *dts; d++) {
+    for (size_t d = 0; d < 2 * ndt; d++) {
         const bool lanes = d % 2; /* each dtype plain, then with the batched-decode copy */
         kg_opts o = {0, 0};
         uint64_t nb;

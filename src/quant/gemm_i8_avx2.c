@@ -282,8 +282,7 @@ void cq_gemm_avx2(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, ui
     uint8_t *panel = scratch;
     float *bs = (float *)(void *)(panel + 16 * k64), *rs = bs;
     const int rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE, vbit = cq_gemm_vbit(m);
-    cq_vbit_utab tabs_[9];
-    const cq_vbit_utab *tabs = vbit ? cq_vbit_utabs(tabs_) : NULL;
+    const cq_vbit_utab *tabs = vbit ? cq_vbit_utabs() : NULL;
     for (uint64_t r = r0; r < r1; r += PR) {
         unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR, nn = cq_next_panel_rows(r, r1, PR);
         int form = FORM_U;

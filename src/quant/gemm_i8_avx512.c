@@ -231,8 +231,7 @@ void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, 
     float *rs = (float *)(void *)((uint8_t *)bs + A64(nb64 * PR * 4));
     const int rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE, vbit = cq_gemm_vbit(m);
     const int32_t *corr = cq_gemm_corr(m, a);
-    cq_vbit_utab tabs_[9];
-    const cq_vbit_utab *tabs = vbit ? cq_vbit_utabs(tabs_) : NULL;
+    const cq_vbit_utab *tabs = vbit ? cq_vbit_utabs() : NULL;
     for (uint64_t r = r0; r < r1; r += PR) {
         unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR, nn = cq_next_panel_rows(r, r1, PR);
         if (m->lanes && r % PR == 0) /* the batched-decode copy: the same codes and scales */

@@ -539,8 +539,7 @@ GROUP_KERNEL(mm_q1t, q1t_tab tb; q1t_tab_init(&tb);
              const uint8_t *ovl_e; uint64_t ovl_n; cq_ovl_next(m, r, &ovl_k, &ovl_e, &ovl_n),
                                                    dec_q1t(row + g * CQ_Q1T_TILE, &tb, w), OVL_POST)
 
-GROUP_KERNEL(mm_vbit, cq_vbit_utab tabs_[9]; const cq_vbit_utab *tabs = cq_vbit_utabs(tabs_);
-             uint8_t bounce[48];
+GROUP_KERNEL(mm_vbit, const cq_vbit_utab *tabs = cq_vbit_utabs(); uint8_t bounce[48];
              const uint8_t *end = m->data + m->nbytes, const unsigned b = cq_vbit_bits(m, r);
              const cq_vbit_utab *tb = &tabs[b]; const uint8_t *row = cq_vbit_row(m, r);
              const uint8_t *sc = m->scales + 2 * r * G,

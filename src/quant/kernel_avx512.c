@@ -496,8 +496,7 @@ GROUP_KERNEL(mm_q1t, q1t_tab tb; q1t_tab_init(&tb);
 /* vbit: the decode tables follow the row's bit width; the last groups of the payload are
  * decoded from a copy so the 16-byte lane loads never leave it. */
 CQ_DEFINE_VBIT_TABS(vbit_tabs, vbit_tab, vbit_tab_init)
-GROUP_KERNEL(mm_vbit_generic, vbit_tab tabs_[9]; const vbit_tab *tabs = vbit_tabs(tabs_);
-             uint8_t bounce[48];
+GROUP_KERNEL(mm_vbit_generic, const vbit_tab *tabs = vbit_tabs(); uint8_t bounce[48];
              const uint8_t *end = m->data + m->nbytes, const unsigned b = cq_vbit_bits(m, r);
              const vbit_tab *tb = &tabs[b]; const uint8_t *row = cq_vbit_row(m, r);
              const uint8_t *sc = m->scales + 2 * r * G,
@@ -694,8 +693,7 @@ static bool vbit_by_width(const cmf_qmat *m, const float *X, size_t n, size_t ld
                           size_t ldy, uint64_t r0, uint64_t r1) {
     float *xd = deinterleave(X, n, ldx, m->cols);
     if (!xd) return false;
-    vbit_tab tabs_[9];
-    const vbit_tab *tabs = vbit_tabs(tabs_);
+    const vbit_tab *tabs = vbit_tabs();
     size_t t = 0;
     for (; t + 4 <= n && cq_fits_l1(4, 4 * m->cols); t += 4)
         vbit_nt(m, X, ldx, xd, tabs, t, 4, Y, ldy, r0, r1);

@@ -29,6 +29,7 @@
  * built 16 rows at a time without a division; q4tp rows, and q4_tiled rows of 16-18 groups,
  * run four at a time (their chains overlap; two rows' tails of 1-2 groups share one step). */
 #include <immintrin.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -261,7 +262,7 @@ typedef struct {
     __m512 lads[16][2];     /* q4tp: the ladders of the 16 rows in hand */
 } q4_tab;
 
-TGT static void q4_tab_init(q4_tab *t) {
+TGT static void q4_tab_build(q4_tab *t) {
     uint8_t ti[64];
     uint16_t wi[32];
     int32_t ci[16];
@@ -308,6 +309,20 @@ TGT static void q4_tab_init(q4_tab *t) {
         wi[i] = (uint16_t)(i < 16 ? 32 * (i / 8) + 9 * (i / 4 % 2) : 0);
     t->tidx_p = _mm512_loadu_si512(ti);
     t->widx_p = _mm512_loadu_si512(wi);
+}
+
+/* The constant part of q4_tab (the fields before tt), built once per process: built per call,
+ * that is per 64-row piece of a decode, it cost more than copying it. */
+static q4_tab q4_consts;
+static pthread_once_t q4_consts_once = PTHREAD_ONCE_INIT;
+
+TGT static void q4_consts_build(void) {
+    q4_tab_build(&q4_consts);
+}
+
+TGT_INL void q4_tab_init(q4_tab *t) {
+    pthread_once(&q4_consts_once, q4_consts_build);
+    memcpy(t, &q4_consts, offsetof(q4_tab, tt));
 }
 
 /* The weights of groups [g0, g0 + ng) of row r (g0 % 16 == 0, 1 <= ng <= 16), decoded for
@@ -977,26 +992,34 @@ TGT_INL void vb_rows_multi_nt(const cmf_qmat *m, const act *const *a, const int 
     }
 }
 
-TGT static void vb_tables(vb_tab tabs[9], __m512i cidx[8], __m512i cidx4[4]) {
+/* The tables, built once per process (built per call, that is per 64-row piece of a decode,
+ * they were a few percent of a vbit decode). */
+static struct {
+    vb_tab tabs[9];
+    __m512i cidx[8], cidx4[4];
+} vb_consts;
+static pthread_once_t vb_consts_once = PTHREAD_ONCE_INIT;
+
+TGT static void vb_tables(void) {
     static const unsigned widths[5] = {3, 4, 5, 6, 8};
     for (int i = 0; i < 5; i++)
-        vb_tab_init(&tabs[widths[i]], widths[i]);
+        vb_tab_init(&vb_consts.tabs[widths[i]], widths[i]);
     for (int c = 0; c < 8; c++) {
         int32_t ci[16];
         for (int l = 0; l < 16; l++)
             ci[l] = 2 * c + l / 8;
-        cidx[c] = _mm512_loadu_si512(ci);
+        vb_consts.cidx[c] = _mm512_loadu_si512(ci);
         for (int l = 0; l < 16 && c < 4; l++)
             ci[l] = 4 * c + l / 4;
-        if (c < 4) cidx4[c] = _mm512_loadu_si512(ci);
+        if (c < 4) vb_consts.cidx4[c] = _mm512_loadu_si512(ci);
     }
 }
 
 TGT static void vb_multi(const cmf_qmat *m, const act *const *a, size_t n, float *const *y,
                          uint64_t r0, uint64_t r1) {
-    vb_tab tabs[9];
-    __m512i cidx[8], cidx4[4];
-    vb_tables(tabs, cidx, cidx4);
+    pthread_once(&vb_consts_once, vb_tables);
+    const vb_tab *tabs = vb_consts.tabs;
+    const __m512i *cidx = vb_consts.cidx, *cidx4 = vb_consts.cidx4;
     size_t t0 = 0;
     for (; t0 + 4 <= n; t0 += 4)
         vb_rows_multi_nt(m, a + t0, 4, tabs, cidx, cidx4, y + t0, r0, r1);

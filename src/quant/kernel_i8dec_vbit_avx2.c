@@ -95,6 +95,27 @@ AI __m256 scales2(uint32_t h) {
     return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
 }
 
+/* Widths 3, 5 and 6: the pair's codes as bytes in the token's order (xe: group a's 16 even
+ * codes, then group b's; xo the odd ones), so that they meet the token's bytes in
+ * vpmaddubsw as the 4-bit class's nibbles do: 4 products per int16 lane stay below 2^15
+ * (4 * 63 * 127 = 32004), and the int32 lanes then cover 8 consecutive elements, the lanes
+ * of the token's corr. Per pair two packs and two qword permutes replace four token
+ * widenings, two vpmaddwd more and the fold of the two groups' halves (width 8, whose
+ * codes reach 255, keeps the int16 path). */
+AI __m256i pair_bytes(__m256i a, __m256i b) {
+    return _mm256_permute4x64_epi64(_mm256_packus_epi16(a, b), _MM_SHUFFLE(3, 1, 2, 0));
+}
+
+AI __m256 pair_dot_bytes(const pair8 *x, __m256i e, __m256i o, const vb_tab *t) {
+    __m256i s = _mm256_add_epi16(
+        _mm256_maddubs_epi16(e, _mm256_load_si256((const __m256i *)(const void *)x->xe)),
+        _mm256_maddubs_epi16(o, _mm256_load_si256((const __m256i *)(const void *)x->xo)));
+    s = _mm256_madd_epi16(s, _mm256_set1_epi16(1));
+    __m256i off = _mm256_mullo_epi32(
+        _mm256_srai_epi32(_mm256_load_si256((const __m256i *)(const void *)x->corr), 3), t->L);
+    return _mm256_cvtepi32_ps(_mm256_sub_epi32(s, off));
+}
+
 /* Row of width b != 4, pair by pair: the two groups' sums folded into their 128-bit halves,
  * the offset L * sum taken off, one FMA by [s_2p * dx x4 | s_2p+1 * dx x4]. Groups near the
  * end of the payload are read from a zero-padded copy (16-byte lanes reach past the group). */
@@ -108,6 +129,18 @@ static __m256 row_generic(const cmf_qmat *m, const pair8 *tok, uint64_t r, const
         const pair8 *x = tok + g / 2;
         const uint8_t *pa = row + gb * g;
         cq_prefetch_weights(pa);
+        if (t->b < 8) {
+            __m256i ea, oa, eb = _mm256_setzero_si256(), ob = eb;
+            group_codes(cq_vbit_group_src(pa, t->b, end, bounce[0]), t, &ea, &oa);
+            uint32_t h = ld_u16(sc + 2 * g);
+            if (g + 1 < G) {
+                group_codes(cq_vbit_group_src(pa + gb, t->b, end, bounce[1]), t, &eb, &ob);
+                h = scale_pair(sc + 2 * g);
+            }
+            acc = _mm256_fmadd_ps(pair_dot_bytes(x, pair_bytes(ea, eb), pair_bytes(oa, ob), t),
+                                  _mm256_mul_ps(scales2(h), _mm256_load_ps(x->dx)), acc);
+            continue;
+        }
         __m256i a = group_dot(cq_vbit_group_src(pa, t->b, end, bounce[0]), t, x->xe, x->xo);
         __m256i b = _mm256_setzero_si256();
         uint32_t h = ld_u16(sc + 2 * g);
@@ -183,8 +216,7 @@ AI __m256 row_sum(const cmf_qmat *m, const pair8 *tok, uint64_t r, const vb_tab 
 
 void cq_avx2_i8dec_vbit_rows(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0,
                              uint64_t r1) {
-    vb_tab tabs_[9];
-    const vb_tab *tabs = vb_tabs(tabs_);
+    const vb_tab *tabs = vb_tabs();
     __m256 v[8];
     uint64_t r = r0;
     for (; r + 8 <= r1; r += 8) {
@@ -257,7 +289,7 @@ AI void row_generic_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, ui
     for (uint64_t g = 0; g < G; g += 2) {
         const uint8_t *pa = row + gb * g;
         cq_prefetch_weights(pa);
-        __m256i ea, oa, eb, ob;
+        __m256i ea, oa, eb = _mm256_setzero_si256(), ob = eb;
         group_codes(cq_vbit_group_src(pa, t->b, end, bounce[0]), t, &ea, &oa);
         const bool two = g + 1 < G;
         uint32_t h = ld_u16(sc + 2 * g);
@@ -266,6 +298,15 @@ AI void row_generic_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, ui
             h = scale_pair(sc + 2 * g);
         }
         __m256 sv = scales2(h);
+        if (t->b < 8) {
+            const __m256i e = pair_bytes(ea, eb), o = pair_bytes(oa, ob);
+            for (int k = 0; k < nt; k++) {
+                const pair8 *x = tok[k] + g / 2;
+                out[k] = _mm256_fmadd_ps(pair_dot_bytes(x, e, o, t),
+                                         _mm256_mul_ps(sv, _mm256_load_ps(x->dx)), out[k]);
+            }
+            continue;
+        }
         for (int k = 0; k < nt; k++) {
             const pair8 *x = tok[k] + g / 2;
             __m256i a = codes_dot(ea, oa, x->xe, x->xo);
@@ -302,8 +343,7 @@ AI void block_multi_nt(const cmf_qmat *m, const pair8 *const *tok, int nt, float
  * tokens in groups of up to VB_MULTI. */
 void cq_avx2_i8dec_vbit_rows_multi(const cmf_qmat *m, const pair8 *const *tok, size_t n,
                                    float *const *y, uint64_t r0, uint64_t r1) {
-    vb_tab tabs_[9];
-    const vb_tab *tabs = vb_tabs(tabs_);
+    const vb_tab *tabs = vb_tabs();
     for (uint64_t b = r0; b < r1;) {
         const unsigned rows = r1 - b < 8 ? (unsigned)(r1 - b) : 8;
         float *yb[VB_MULTI];
