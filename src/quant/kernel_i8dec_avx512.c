@@ -647,11 +647,21 @@ TGT_INL __m512 q4_row(const cmf_qmat *m, const act *a, const q4_tab *t, const cm
     return y;
 }
 
+/* Whether q4tp rows of m run one at a time rather than four per step: rows of 17-31 groups
+ * (576, 640, 896 columns: a 16-group block and a tail), where the 4-row steps spill their
+ * accumulators to the stack (2 threads from DRAM: 576 columns 22-26 -> 27-30 GB/s, 640 16-24
+ * -> 25-28, 896 24-28 -> 31-32; at 2,048 columns level, at 1,536 the 4-row steps ahead, 38-40
+ * against 31-34 GB/s). A lone row's 1-2-group tail takes the 4-group tail step, not the two-row
+ * tail pairs, so the batched kernel (q4_rows_multi) asks the same. */
+TGT_INL bool q4tp_one_by_one(const cmf_qmat *m, const cmf_dtype dt) {
+    return dt == CMF_DT_Q4TP && m->groups > 16 && m->groups < 32;
+}
+
 /* Rows [r0, r1) into y, 16 at a time (q4tp: the 16 rows' ladders first; they are
  * independent, so their exp2 chains overlap instead of each row waiting ~70 cycles on its
  * own before its scales exist: a ladder per row is a large share of the work on rows of
- * 18-28 groups), four rows per step (q4tp rows of 19-31 groups one by one), reduced together
- * by hsum16. */
+ * 18-28 groups), four rows per step (q4tp rows of 17-31 groups one by one: q4tp_one_by_one),
+ * reduced together by hsum16. */
 TGT_INL void q4_rows(const cmf_qmat *m, const act *a, q4_tab *t, const cmf_dtype dt, float *y,
                      uint64_t r0, uint64_t r1) {
     const bool quads = dt == CMF_DT_Q4TP || (m->groups < 32 && m->groups % 16 <= 2);
@@ -661,11 +671,7 @@ TGT_INL void q4_rows(const cmf_qmat *m, const act *a, q4_tab *t, const cmf_dtype
 #undef Q4_ROW
         return;
     }
-    /* q4tp rows of 19-31 groups (640, 896 columns), whose tail takes a step of its own: one
-     * row at a time (the 4-row steps spill there; 2 threads from DRAM, 640 columns 16-24 ->
-     * 25-28 GB/s, 896 24-28 -> 31-32; at 1,152 and 4,864 columns one row at a time measured
-     * +2-7 % and level, and 4-row steps stay) */
-    const bool one_by_one = dt == CMF_DT_Q4TP && m->groups < 32 && m->groups % 16 > 2;
+    const bool one_by_one = q4tp_one_by_one(m, dt);
     uint64_t c0 = r0;
     for (; c0 + 16 <= r1; c0 += 16) { /* a fixed trip count: measured faster than one loop */
         side_prefetch(m, dt, c0 + 16);
@@ -780,7 +786,10 @@ TGT_INL void q4_rows_multi(const cmf_qmat *m, const act *const *a, const q4_tok_
     for (; c0 + 16 <= r1; c0 += 16) {
         side_prefetch(m, dt, c0 + 16);
         if (dt == CMF_DT_Q4TP) q4tp_ladders(m, c0, 16, t->lads);
-        if (quads)
+        if (q4tp_one_by_one(m, dt))
+            for (unsigned k = 0; k < 16; k++)
+                q4_rows_n_multi(m, a, tt, NT, t, dt, c0 + k, &t->lads[k][0], 1, v, (int)k);
+        else if (quads)
             for (unsigned k = 0; k < 16; k += 4)
                 q4_rows_n_multi(m, a, tt, NT, t, dt, c0 + k, &t->lads[k][0], 4, v, (int)k);
         else
