@@ -72,13 +72,6 @@ AI __m256i codes_dot(__m256i e, __m256i o, const int8_t *xe, const int8_t *xo) {
     return _mm256_add_epi32(_mm256_madd_epi16(e, xe16), _mm256_madd_epi16(o, xo16));
 }
 
-/* Group at p against the token codes at xe, xo. */
-AI __m256i group_dot(const uint8_t *p, const vb_tab *t, const int8_t *xe, const int8_t *xo) {
-    __m256i e, o;
-    group_codes(p, t, &e, &o);
-    return codes_dot(e, o, xe, xo);
-}
-
 /* The pair's two groups' sums (b: zeros for a lone last group) folded into their 128-bit
  * halves, the offset L * sum taken off, as floats. */
 AI __m256 pair_fold(const pair8 *x, __m256i a, __m256i b, const vb_tab *t) {
@@ -116,44 +109,8 @@ AI __m256 pair_dot_bytes(const pair8 *x, __m256i e, __m256i o, const vb_tab *t) 
     return _mm256_cvtepi32_ps(_mm256_sub_epi32(s, off));
 }
 
-/* Row of width b != 4, pair by pair: the two groups' sums folded into their 128-bit halves,
- * the offset L * sum taken off, one FMA by [s_2p * dx x4 | s_2p+1 * dx x4]. Groups near the
- * end of the payload are read from a zero-padded copy (16-byte lanes reach past the group). */
-static __m256 row_generic(const cmf_qmat *m, const pair8 *tok, uint64_t r, const vb_tab *t) {
-    const uint64_t G = m->groups;
-    const unsigned gb = 4 * t->b;
-    const uint8_t *row = cq_vbit_row(m, r), *sc = m->scales + 2 * r * G, *end = m->data + m->nbytes;
-    uint8_t bounce[2][48];
-    __m256 acc = _mm256_setzero_ps();
-    for (uint64_t g = 0; g < G; g += 2) {
-        const pair8 *x = tok + g / 2;
-        const uint8_t *pa = row + gb * g;
-        cq_prefetch_weights(pa);
-        if (t->b < 8) {
-            __m256i ea, oa, eb = _mm256_setzero_si256(), ob = eb;
-            group_codes(cq_vbit_group_src(pa, t->b, end, bounce[0]), t, &ea, &oa);
-            uint32_t h = ld_u16(sc + 2 * g);
-            if (g + 1 < G) {
-                group_codes(cq_vbit_group_src(pa + gb, t->b, end, bounce[1]), t, &eb, &ob);
-                h = scale_pair(sc + 2 * g);
-            }
-            acc = _mm256_fmadd_ps(pair_dot_bytes(x, pair_bytes(ea, eb), pair_bytes(oa, ob), t),
-                                  _mm256_mul_ps(scales2(h), _mm256_load_ps(x->dx)), acc);
-            continue;
-        }
-        __m256i a = group_dot(cq_vbit_group_src(pa, t->b, end, bounce[0]), t, x->xe, x->xo);
-        __m256i b = _mm256_setzero_si256();
-        uint32_t h = ld_u16(sc + 2 * g);
-        if (g + 1 < G) {
-            b = group_dot(cq_vbit_group_src(pa + gb, t->b, end, bounce[1]), t, x->xe + 16,
-                          x->xo + 16);
-            h = scale_pair(sc + 2 * g);
-        }
-        acc = _mm256_fmadd_ps(pair_fold(x, a, b, t),
-                              _mm256_mul_ps(scales2(h), _mm256_load_ps(x->dx)), acc);
-    }
-    return acc;
-}
+/* Row of width b != 4: row_generic_multi for one token (below). */
+static __m256 row_generic(const cmf_qmat *m, const pair8 *tok, uint64_t r, const vb_tab *t);
 
 /* A pair of 4-bit groups (32 bytes) against the token: the high nibbles are the even codes.
  * sum(u * x) - 7 * sum(x) = dot - corr + corr / 8. */
@@ -315,6 +272,17 @@ AI void row_generic_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, ui
                                      _mm256_mul_ps(sv, _mm256_load_ps(x->dx)), out[k]);
         }
     }
+}
+
+/* Row of width b != 4, pair by pair: a pair's codes (a zero-padded copy for groups near the
+ * end of the payload, whose 16-byte lanes reach past the group), then widths 3, 5, 6 as bytes
+ * (pair_dot_bytes), width 8 in int16 with the two groups' sums folded into their 128-bit
+ * halves (pair_fold); one FMA by [s_2p * dx x4 | s_2p+1 * dx x4]. The one-token row is the
+ * several-token one for one token, so both give the same bits by construction. */
+static __m256 row_generic(const cmf_qmat *m, const pair8 *tok, uint64_t r, const vb_tab *t) {
+    __m256 out;
+    row_generic_multi(m, &tok, 1, r, t, &out);
+    return out;
 }
 
 AI void row_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, uint64_t r,
