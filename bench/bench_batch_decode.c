@@ -4,12 +4,15 @@
  * independently would do). Rounds alternate between the two so that load from other processes
  * hits both alike; the best round of each is printed.
  * usage: bench_batch_decode MODEL.cmf [threads] [steps] [rounds] [act] [lanes] [prompt] [kv]
+ *        [only]
  * act: 0 default, 1 int8 activations (CORTIQ_ACT_INT8: q8_row decode through the prepared
  * int8 tokens too), 2 f32 activations; lanes 1: the batched-decode copies of the q8 / 4-bit
  * matrices (cortiq_load_opts.batch_lanes), as `cortiq serve --parallel N` makes them; prompt tokens
  * (default 16): the context each stream's steps start from (a server's slots decode at the
  * prompt's length and on, where attention over the cache weighs more); kv: the sessions' KV
- * cache type, f16 (default), q8 or f32 (`cortiq serve --kv`). */
+ * cache type, f16 (default), q8 or f32 (`cortiq serve --kv`); only: one stream count (1-8) to
+ * run instead of 1, 2, 4 and 8 (for a profile of that count alone; its single-stream ratio is
+ * then not printed). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -59,7 +62,7 @@ int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr,
                 "usage: %s MODEL.cmf [threads] [steps] [rounds] [act 0|1|2] [lanes 0|1] "
-                "[prompt tokens] [kv f16|q8|f32]\n",
+                "[prompt tokens] [kv f16|q8|f32] [only streams]\n",
                 argv[0]);
         return 2;
     }
@@ -70,6 +73,11 @@ int main(int argc, char **argv) {
     if (argc > 7) n_prompt = atoi(argv[7]);
     if (argc > 8 && !cortiq_kv_type_from_name(argv[8], &lo.kv)) {
         fprintf(stderr, "kv %s: want f16, q8 or f32\n", argv[8]);
+        return 2;
+    }
+    int only = argc > 9 ? atoi(argv[9]) : 0;
+    if (only < 0 || only > MAXS) {
+        fprintf(stderr, "only %d: want 1 to %d streams\n", only, MAXS);
         return 2;
     }
     if (n_prompt < 1 || n_prompt > MAXP) {
@@ -93,7 +101,7 @@ int main(int argc, char **argv) {
            cortiq_model_threads(m), steps, rounds, (double)cortiq_model_lanes_bytes(m) / (1 << 20));
     printf("streams  batched tok/s  one-by-one tok/s  batched/1-stream\n");
     double single = 0;
-    for (int ns = 1; ns <= MAXS; ns *= 2) {
+    for (int ns = only ? only : 1; ns <= MAXS; ns = only ? MAXS + 1 : 2 * ns) {
         double best_b = 0, best_s = 0;
         for (int r = 0; r < rounds; r++) {
             double b = run(m, s, ns, steps, 1), q = run(m, s, ns, steps, 0);
@@ -101,7 +109,10 @@ int main(int argc, char **argv) {
             if (q > best_s) best_s = q;
         }
         if (ns == 1) single = best_b > best_s ? best_b : best_s;
-        printf("%7d  %13.1f  %16.1f  %16.2f\n", ns, best_b, best_s, best_b / single);
+        if (single > 0)
+            printf("%7d  %13.1f  %16.1f  %16.2f\n", ns, best_b, best_s, best_b / single);
+        else
+            printf("%7d  %13.1f  %16.1f\n", ns, best_b, best_s);
     }
     for (int i = 0; i < MAXS; i++)
         cortiq_session_free(s[i]);

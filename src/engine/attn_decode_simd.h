@@ -78,7 +78,7 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld
     for (uint32_t j = 0; j < PF_ROWS && j < sp.cnt; j++)
         cq_kv_prefetch_row(c, c->kb, sp.kvh, sp.s0, j);
 #endif
-    size_t stride = (size_t)c->n_kv * hd * cq_kv_elem_size(c->type);
+    size_t stride = cq_kv_stride(c);
     const uint8_t *row = NULL;
     uint32_t run = 0; /* rows left in the current evenly spaced run (run_len) */
     for (uint32_t j0 = 0; j0 < sp.cnt; j0 += VW) {
@@ -173,7 +173,7 @@ AI void values(const cq_attn_decode_args *a, span sp, uint32_t ch, const float *
                const int G, const int NV, uint32_t i_begin, uint32_t i_end, ld_fn ld,
                const uint32_t hd) {
     const cq_kv_layer *c = a->kv;
-    size_t esz = cq_kv_elem_size(c->type), stride = (size_t)c->n_kv * hd * esz;
+    size_t esz = cq_kv_elem_size(c->type), stride = cq_kv_stride(c);
     float *part[8];
     const float *wg[8];
     for (int g = 0; g < G; g++) {

@@ -130,21 +130,21 @@ float cq_kv_quantize_q8(const float *x, uint32_t n, int8_t *q) {
 
 static void store_one(const cq_kv_layer *c, uint8_t *const *blk, float *scales, uint32_t slot,
                       const float *x) {
-    size_t kvd = (size_t)c->n_kv * c->hd;
-    void *dst = (void *)cq_kv_row(c, blk, slot, 0);
-    switch (c->type) {
-    case CORTIQ_KV_F32:
-        for (size_t i = 0; i < kvd; i++)
-            ((float *)dst)[i] = x[i];
-        break;
-    case CORTIQ_KV_F16:
-        cq_attn_ops_get()->to_f16(x, (uint16_t *)dst, kvd);
-        break;
-    default:
-        for (uint32_t h = 0; h < c->n_kv; h++)
-            scales[(size_t)slot * c->n_kv + h] =
-                cq_kv_quantize_q8(x + (size_t)h * c->hd, c->hd, (int8_t *)dst + (size_t)h * c->hd);
-        break;
+    for (uint32_t h = 0; h < c->n_kv; h++) {
+        const float *xh = x + (size_t)h * c->hd;
+        void *dst = (void *)cq_kv_row(c, blk, slot, h);
+        switch (c->type) {
+        case CORTIQ_KV_F32:
+            for (uint32_t i = 0; i < c->hd; i++)
+                ((float *)dst)[i] = xh[i];
+            break;
+        case CORTIQ_KV_F16:
+            cq_attn_ops_get()->to_f16(xh, (uint16_t *)dst, c->hd);
+            break;
+        default:
+            scales[(size_t)slot * c->n_kv + h] = cq_kv_quantize_q8(xh, c->hd, (int8_t *)dst);
+            break;
+        }
     }
 }
 
@@ -161,7 +161,7 @@ static uint32_t in_block(uint32_t s0, uint32_t n) {
 
 void cq_kv_dots(const cq_attn_ops *ops, const cq_kv_layer *c, uint32_t h, const float *q,
                 uint32_t s0, uint32_t n, float *out) {
-    size_t kvd = (size_t)c->n_kv * c->hd;
+    const size_t kvd = c->hd; /* elements from one slot's row to the next in a block */
     for (uint32_t r; n; s0 += r, n -= r, out += r) {
         r = in_block(s0, n);
         const void *row = cq_kv_row(c, c->kb, s0, h);
@@ -181,7 +181,7 @@ void cq_kv_dots(const cq_attn_ops *ops, const cq_kv_layer *c, uint32_t h, const 
 
 void cq_kv_axpys(const cq_attn_ops *ops, const cq_kv_layer *c, uint32_t h, float *out,
                  const float *w, uint32_t s0, uint32_t n) {
-    size_t kvd = (size_t)c->n_kv * c->hd;
+    const size_t kvd = c->hd; /* elements from one slot's row to the next in a block */
     for (uint32_t r; n; s0 += r, n -= r, w += r) {
         r = in_block(s0, n);
         const void *row = cq_kv_row(c, c->vb, s0, h);

@@ -12,7 +12,10 @@
 #include "engine/attn_ops.h"
 
 /* Slots per block. A layer's rows are stored in blocks of this many slots; within a block
- * they are slot-major ([slot][n_kv][hd]), and the blocks of one layer need not be adjacent: a
+ * they are head-major ([n_kv][slots of the block][hd]), so that the rows one kv head's
+ * attention reads lie back to back (decode reads them from L3 or memory, where a contiguous
+ * stream is what the hardware prefetchers follow), and the blocks of one layer need not be
+ * adjacent: a
  * session lays its layers' blocks out position-first (block 0 of every layer, then block 1, ...)
  * in one region on 2 MiB pages, so that a short conversation in a long context touches only
  * the first blocks of that region (see cq_kv_arena_init). */
@@ -24,14 +27,13 @@ typedef struct cq_kv_layer {
     uint32_t slots;      /* ctx, or window + chunk for sliding layers (a ring) */
     uint32_t n_kv, hd;   /* a slot holds n_kv head vectors of hd values, for keys and for values */
     uint32_t n_blocks;   /* ceil(slots / CQ_KV_BLOCK) */
-    uint8_t **kb, **vb;  /* [n_blocks] the key / value blocks: [CQ_KV_BLOCK][n_kv * hd] elements
+    uint8_t **kb, **vb;  /* [n_blocks] the key / value blocks: [n_kv][CQ_KV_BLOCK][hd] elements
                             of type (the last block holds what is left of slots) */
     float *ks, *vs;      /* q8 only: [slots][n_kv] scales */
     void *own_k, *own_v; /* cq_kv_layer_init's storage (NULL in an arena) */
 } cq_kv_layer;
 
-/* Allocate one layer on its own (blocks adjacent, so the rows of all slots are evenly spaced
- * as in one array); false when out of memory (the layer is then safe to free). */
+/* Allocate one layer on its own; false when out of memory (the layer is then safe to free). */
 bool cq_kv_layer_init(cq_kv_layer *c, cortiq_kv_type type, uint32_t slots, uint32_t n_kv,
                       uint32_t hd);
 void cq_kv_layer_free(cq_kv_layer *c);
@@ -55,20 +57,33 @@ static inline size_t cq_kv_elem_size(cortiq_kv_type t) {
     return t == CORTIQ_KV_F32 ? 4 : t == CORTIQ_KV_F16 ? 2 : 1;
 }
 
+/* Slots in block b: CQ_KV_BLOCK but for the last, which holds what is left of c->slots. */
+static inline uint32_t cq_kv_block_len(const cq_kv_layer *c, uint32_t b) {
+    uint32_t left = c->slots - (b << CQ_KV_BLOCK_SHIFT);
+    return left < CQ_KV_BLOCK ? left : CQ_KV_BLOCK;
+}
+
+/* Bytes from one slot's row of a kv head to the next slot's within a block (rows of one head
+ * are back to back there). */
+static inline size_t cq_kv_stride(const cq_kv_layer *c) {
+    return (size_t)c->hd * cq_kv_elem_size(c->type);
+}
+
 /* The row (hd elements) of kv head h in slot `slot`; blk is c->kb (keys) or c->vb (values). */
 static inline const uint8_t *cq_kv_row(const cq_kv_layer *c, uint8_t *const *blk, uint32_t slot,
                                        uint32_t h) {
-    size_t in = (size_t)(slot & (CQ_KV_BLOCK - 1)) * c->n_kv + h;
-    return blk[slot >> CQ_KV_BLOCK_SHIFT] + in * c->hd * cq_kv_elem_size(c->type);
+    uint32_t b = slot >> CQ_KV_BLOCK_SHIFT;
+    size_t in = (size_t)h * cq_kv_block_len(c, b) + (slot & (CQ_KV_BLOCK - 1));
+    return blk[b] + in * cq_kv_stride(c);
 }
 
 /* The same place, `off` bytes into the row, in the slot after *slot (the ring wraps at
- * c->slots): p + one slot's stride within a block, else looked up at a block's start. p is the
- * place in *slot's row; *slot advances. */
+ * c->slots): p + one row within a block, else looked up at a block's start. p is the place in
+ * *slot's row; *slot advances. */
 static inline const uint8_t *cq_kv_next(const cq_kv_layer *c, uint8_t *const *blk, uint32_t *slot,
                                         uint32_t h, const uint8_t *p, size_t off) {
     if (++*slot == c->slots) *slot = 0;
-    if (*slot & (CQ_KV_BLOCK - 1)) return p + (size_t)c->n_kv * c->hd * cq_kv_elem_size(c->type);
+    if (*slot & (CQ_KV_BLOCK - 1)) return p + cq_kv_stride(c);
     return cq_kv_row(c, blk, *slot, h) + off;
 }
 
@@ -83,11 +98,10 @@ void cq_kv_axpys(const cq_attn_ops *ops, const cq_kv_layer *c, uint32_t h, float
                  const float *w, uint32_t s0, uint32_t n);
 
 /* Prefetch the row of kv head h in the ring slot s0 + j (keys: blk = c->kb, values: c->vb)
- * into L1. Decode attention reads each cache row once, from L3 or memory, and one kv head's
- * rows sit n_kv rows apart (the layout is slot-major), a stride the hardware prefetchers
- * follow poorly: the units fetch PF_ROWS rows ahead themselves (AVX-512, old and new units
- * called alternately in one process at pos 576: 1-27 % less time per layer). j must be below
- * the span's length. cq_kv_prefetch_at: the row that starts at p. */
+ * into L1. Decode attention reads each cache row once, from L3 or memory: the units fetch
+ * PF_ROWS rows ahead themselves (AVX-512, old and new units called alternately in one process
+ * at pos 576, with the slot-major layout this cache had before: 1-27 % less time per layer).
+ * j must be below the span's length. cq_kv_prefetch_at: the row that starts at p. */
 static inline void cq_kv_prefetch_at(const cq_kv_layer *c, const uint8_t *p) {
     size_t row = (size_t)c->hd * cq_kv_elem_size(c->type);
     for (size_t b = 0; b < row; b += 64)
