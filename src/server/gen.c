@@ -70,7 +70,11 @@ int srv_gen_start(srv_gen *g, srv_ctx *c, srv_slot *slot, const srv_request *rq,
 }
 
 void srv_gen_free(srv_gen *g) {
-    if (g->decoding) srv_slots_decoders(&g->c->slots, -1); /* cancelled mid-answer */
+    if (g->has_pending) { /* cancelled mid-answer: the submitted step still runs */
+        char why[CMF_ERR_MSG_MAX];
+        (void)srv_slot_decode_wait(&g->c->slots, &g->dec, why, sizeof why);
+    }
+    if (g->decoding) srv_slots_decoders(&g->c->slots, -1);
     cortiq_sampler_free(g->smp);
     cmf_detok_stream_free(g->ds);
     free(g->work);
@@ -242,8 +246,8 @@ int srv_gen_step(srv_gen *g, size_t *from, size_t *to, char *why, size_t why_len
     if (!g->t_first && !g->has_pending) {
         if (prefill(g, why, why_len)) return -1;
     } else if (g->has_pending) {
-        if (srv_slot_decode(&g->c->slots, g->slot, g->pending, why, why_len)) return -1;
         g->has_pending = false;
+        if (srv_slot_decode_wait(&g->c->slots, &g->dec, why, why_len)) return -1;
     }
     srv_slot *sl = g->slot;
     const float *l = adjusted_logits(g);
@@ -304,10 +308,11 @@ int srv_gen_step(srv_gen *g, size_t *from, size_t *to, char *why, size_t why_len
             g->finish = "length";
             g->done = true;
         } else {
-            g->pending = t;
-            g->has_pending = true;
+            /* counted before it joins, so the engine gathers it with the others */
             if (!g->decoding) srv_slots_decoders(&g->c->slots, +1);
             g->decoding = true;
+            srv_slot_decode_submit(&g->c->slots, sl, t, &g->dec);
+            g->has_pending = true;
         }
     }
     if (g->done) g->t_end = now_s();

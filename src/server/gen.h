@@ -42,7 +42,7 @@ typedef struct srv_gen {
     size_t len, cap;
     size_t emitted; /* text[0..emitted) was handed out */
     size_t n_gen;
-    int32_t pending; /* sampled, not yet evaluated */
+    srv_decode dec; /* the sampled token's decode step, submitted, not yet waited for */
     bool has_pending, done;
     bool decoding;      /* counted in the slots' decoders (the engine waits for it) */
     const char *finish; /* "stop" or "length" */

@@ -290,14 +290,6 @@ int srv_slot_eval(srv_slots *s, srv_slot *slot, const int32_t *tokens, size_t n,
 
 #define GATHER_WAIT_S 0.002 /* how long the engine waits for the other decoding slots to join */
 
-typedef struct srv_decode {
-    srv_slot *slot;
-    int32_t token;
-    int rc;
-    bool done;
-    char why[CMF_ERR_MSG_MAX];
-} srv_decode;
-
 void srv_slots_decoders(srv_slots *s, int delta) {
     pthread_mutex_lock(&s->batch_mu);
     s->decoders = (unsigned)((int)s->decoders + delta);
@@ -395,16 +387,27 @@ static void *engine_main(void *arg) {
     return NULL;
 }
 
-int srv_slot_decode(srv_slots *s, srv_slot *slot, int32_t token, char *why, size_t why_len) {
-    srv_decode me = {.slot = slot, .token = token};
+void srv_slot_decode_submit(srv_slots *s, srv_slot *slot, int32_t token, srv_decode *d) {
+    *d = (srv_decode){.slot = slot, .token = token};
     pthread_mutex_lock(&s->batch_mu);
     while (s->n_pending == 16)
         pthread_cond_wait(&s->batch_cv, &s->batch_mu);
-    s->pending[s->n_pending++] = &me;
+    s->pending[s->n_pending++] = d;
     pthread_cond_signal(&s->engine_cv);
-    while (!me.done)
+    pthread_mutex_unlock(&s->batch_mu);
+}
+
+int srv_slot_decode_wait(srv_slots *s, srv_decode *d, char *why, size_t why_len) {
+    pthread_mutex_lock(&s->batch_mu);
+    while (!d->done)
         pthread_cond_wait(&s->batch_cv, &s->batch_mu);
     pthread_mutex_unlock(&s->batch_mu);
-    if (me.rc) snprintf(why, why_len, "%s", me.why);
-    return me.rc;
+    if (d->rc) snprintf(why, why_len, "%s", d->why);
+    return d->rc;
+}
+
+int srv_slot_decode(srv_slots *s, srv_slot *slot, int32_t token, char *why, size_t why_len) {
+    srv_decode d;
+    srv_slot_decode_submit(s, slot, token, &d);
+    return srv_slot_decode_wait(s, &d, why, why_len);
 }

@@ -126,8 +126,22 @@ void srv_slots_kv_use(srv_slots *s, uint64_t *used, uint64_t *cap);
 /* Evaluate tokens on a slot's session in the engine turn; keeps slot->hist in step. */
 int srv_slot_eval(srv_slots *s, srv_slot *slot, const int32_t *tokens, size_t n, char *why,
                   size_t why_len);
+/* One decode step of a slot, from its submission to its result. */
+typedef struct srv_decode {
+    srv_slot *slot;
+    int32_t token;
+    int rc;
+    bool done;
+    char why[CMF_ERR_MSG_MAX];
+} srv_decode;
+
 /* The next token of a decoding slot, evaluated by the engine thread in a batch with the other
- * slots' (see above). */
+ * slots' (see above). Submitting returns at once, so that the slot's own work for the token
+ * it just sampled (its text, the HTTP stream) runs while the pass does; d must stay in place
+ * until srv_slot_decode_wait returned, which every submission needs (the engine writes the
+ * session and the slot's history until then). srv_slot_decode does both in turn. */
+void srv_slot_decode_submit(srv_slots *s, srv_slot *slot, int32_t token, srv_decode *d);
+int srv_slot_decode_wait(srv_slots *s, srv_decode *d, char *why, size_t why_len);
 int srv_slot_decode(srv_slots *s, srv_slot *slot, int32_t token, char *why, size_t why_len);
 /* A generation starts (+1) or stops (-1) decoding: how many the engine thread waits for. */
 void srv_slots_decoders(srv_slots *s, int delta);
