@@ -9,6 +9,7 @@
 
 #define L  8
 #define KP CQ_ATTN_KEYS_PER_PASS
+_Static_assert(KP == 2 * L, "a pass's keys are two vectors per element (keys_t)");
 #define AI static inline __attribute__((always_inline))
 
 void cq_attn_exp_avx2(float *x, size_t n) {
@@ -25,6 +26,31 @@ void cq_attn_exp_avx2(float *x, size_t n) {
     }
 }
 
+/* kt[i * KP + k] for the kc keys from `slot` on, which lie in one tile (cq_attn_pass_keys):
+ * per element the tile row, as it is when the pass starts the tile (every pass but a call's
+ * first), else moved down through a bounce buffer. Lanes from kc on hold other keys of the
+ * tile or zeros (never used). */
+AI void keys_t(const cq_kv_layer *c, uint32_t kvh, uint32_t slot, ld_fn ld, float *kt) {
+    const uint8_t *t = cq_kv_key_tile(c, slot, kvh);
+    const uint32_t lane = slot % CQ_KV_TILE;
+    if (!lane) {
+        for (uint32_t i = 0; i < c->hd; i++) {
+            _mm256_storeu_ps(kt + (size_t)i * KP, ld(t, (size_t)i * CQ_KV_TILE));
+            _mm256_storeu_ps(kt + (size_t)i * KP + L, ld(t, (size_t)i * CQ_KV_TILE + L));
+        }
+        return;
+    }
+    _Alignas(32) float row[2 * CQ_KV_TILE];
+    _mm256_store_ps(row + CQ_KV_TILE, _mm256_setzero_ps());
+    _mm256_store_ps(row + CQ_KV_TILE + L, _mm256_setzero_ps());
+    for (uint32_t i = 0; i < c->hd; i++) {
+        _mm256_store_ps(row, ld(t, (size_t)i * CQ_KV_TILE));
+        _mm256_store_ps(row + L, ld(t, (size_t)i * CQ_KV_TILE + L));
+        _mm256_storeu_ps(kt + (size_t)i * KP, _mm256_loadu_ps(row + lane));
+        _mm256_storeu_ps(kt + (size_t)i * KP + L, _mm256_loadu_ps(row + lane + L));
+    }
+}
+
 /* see scores() in attn_batch_avx512.c */
 AI __m256 scores(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b, const float *Qt,
                  float *kbuf, float *St, ld_fn ld) {
@@ -33,54 +59,50 @@ AI __m256 scores(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block 
     __m256i lo = _mm256_loadu_si256((const __m256i *)b->lo),
             hi = _mm256_loadu_si256((const __m256i *)b->hi);
     __m256 mx = _mm256_set1_ps(-INFINITY);
-    for (uint32_t j0 = 0; j0 < n; j0 += KP) {
-        uint32_t kc = n - j0 < KP ? n - j0 : KP;
-        const float *kp[KP];
+    for (uint32_t j0 = 0, kc; j0 < n; j0 += kc) {
+        kc = cq_attn_pass_keys(c, slot, n - j0);
         float ks[KP];
+        keys_t(c, kvh, slot, ld, kbuf);
         for (uint32_t k = 0; k < KP; k++) {
             if (k >= kc) {
-                kp[k] = kp[0], ks[k] = 0;
+                ks[k] = 0;
                 continue;
             }
-            const uint8_t *row = cq_kv_row(c, c->kb, slot, kvh);
             ks[k] = c->type == CORTIQ_KV_Q8 ? cq_attn_scale_at(c->ks, c, slot, kvh) : 1.0f;
-            if (c->type == CORTIQ_KV_F32) {
-                kp[k] = (const float *)row;
-            } else {
-                float *dst = kbuf + (size_t)k * hd;
-                for (uint32_t i = 0; i < hd; i += L)
-                    _mm256_storeu_ps(dst + i, ld(row, i));
-                kp[k] = dst;
-            }
             if (++slot == c->slots) slot = 0;
         }
-        __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0,
-               s7 = s0;
-        for (uint32_t i = 0; i < hd; i++) {
-            __m256 qv = _mm256_loadu_ps(Qt + (size_t)i * L);
-            s0 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[0] + i), qv, s0);
-            s1 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[1] + i), qv, s1);
-            s2 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[2] + i), qv, s2);
-            s3 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[3] + i), qv, s3);
-            s4 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[4] + i), qv, s4);
-            s5 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[5] + i), qv, s5);
-            s6 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[6] + i), qv, s6);
-            s7 = _mm256_fmadd_ps(_mm256_broadcast_ss(kp[7] + i), qv, s7);
-        }
-        __m256 s[KP] = {s0, s1, s2, s3, s4, s5, s6, s7};
-        for (uint32_t k = 0; k < kc; k++) {
-            __m256 x =
-                _mm256_mul_ps(_mm256_mul_ps(s[k], _mm256_set1_ps(ks[k])), _mm256_set1_ps(a->scale));
-            if (a->softcap > 0) {
-                __m256 cap = _mm256_set1_ps(a->softcap);
-                x = _mm256_mul_ps(tanh8(_mm256_div_ps(x, cap)), cap);
+        for (uint32_t h = 0; h < kc; h += 8) { /* 8 keys (accumulators) at a time */
+            const float *kt = kbuf + h;
+            __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0, s4 = s0, s5 = s0, s6 = s0,
+                   s7 = s0;
+            for (uint32_t i = 0; i < hd; i++) {
+                __m256 qv = _mm256_loadu_ps(Qt + (size_t)i * L);
+                const float *e = kt + (size_t)i * KP;
+                s0 = _mm256_fmadd_ps(_mm256_broadcast_ss(e + 0), qv, s0);
+                s1 = _mm256_fmadd_ps(_mm256_broadcast_ss(e + 1), qv, s1);
+                s2 = _mm256_fmadd_ps(_mm256_broadcast_ss(e + 2), qv, s2);
+                s3 = _mm256_fmadd_ps(_mm256_broadcast_ss(e + 3), qv, s3);
+                s4 = _mm256_fmadd_ps(_mm256_broadcast_ss(e + 4), qv, s4);
+                s5 = _mm256_fmadd_ps(_mm256_broadcast_ss(e + 5), qv, s5);
+                s6 = _mm256_fmadd_ps(_mm256_broadcast_ss(e + 6), qv, s6);
+                s7 = _mm256_fmadd_ps(_mm256_broadcast_ss(e + 7), qv, s7);
             }
-            __m256i pos = _mm256_set1_epi32((int32_t)(b->klo + j0 + k));
-            __m256i out = _mm256_or_si256(_mm256_cmpgt_epi32(lo, pos), _mm256_cmpgt_epi32(pos, hi));
-            x = _mm256_blendv_ps(x, _mm256_set1_ps(-INFINITY), _mm256_castsi256_ps(out));
-            _mm256_storeu_ps(St + (size_t)(j0 + k) * L, x);
-            mx = _mm256_max_ps(x,
-                               mx); /* a NaN score does not raise the max, as in the scalar tier */
+            __m256 s[8] = {s0, s1, s2, s3, s4, s5, s6, s7};
+            for (uint32_t k = 0; k < 8 && h + k < kc; k++) {
+                __m256 x = _mm256_mul_ps(_mm256_mul_ps(s[k], _mm256_set1_ps(ks[h + k])),
+                                         _mm256_set1_ps(a->scale));
+                if (a->softcap > 0) {
+                    __m256 cap = _mm256_set1_ps(a->softcap);
+                    x = _mm256_mul_ps(tanh8(_mm256_div_ps(x, cap)), cap);
+                }
+                __m256i pos = _mm256_set1_epi32((int32_t)(b->klo + j0 + h + k));
+                __m256i out =
+                    _mm256_or_si256(_mm256_cmpgt_epi32(lo, pos), _mm256_cmpgt_epi32(pos, hi));
+                x = _mm256_blendv_ps(x, _mm256_set1_ps(-INFINITY), _mm256_castsi256_ps(out));
+                _mm256_storeu_ps(St + (size_t)(j0 + h + k) * L, x);
+                mx = _mm256_max_ps(x, mx); /* a NaN score does not raise the max, as the scalar
+                                              tier's */
+            }
         }
     }
     return mx;

@@ -14,6 +14,7 @@
 #define L  32 /* rows per block: two vectors of 16 lanes */
 #define VW 16 /* floats per vector */
 #define KP CQ_ATTN_KEYS_PER_PASS
+_Static_assert(KP == VW, "a pass's keys are one vector per element (keys_t)");
 #define AI static inline __attribute__((always_inline))
 
 void cq_attn_exp_avx512(float *x, size_t n) {
@@ -45,11 +46,26 @@ AI __m512 score_out(const cq_attn_batch_args *a, __m512 s, float ks, __m512i lo,
 
 #define SCORE2(K)                                                                                  \
     do {                                                                                           \
-        __m512 k_ = _mm512_set1_ps(kp[K][i]);                                                      \
+        __m512 k_ = _mm512_set1_ps(kt[(size_t)i * KP + K]);                                        \
         s##K##a = _mm512_fmadd_ps(k_, q0, s##K##a), s##K##b = _mm512_fmadd_ps(k_, q1, s##K##b);    \
     } while (0)
 
-#define SCORE1(K) s##K##a = _mm512_fmadd_ps(_mm512_set1_ps(kp[K][i]), q0, s##K##a)
+#define SCORE1(K) s##K##a = _mm512_fmadd_ps(_mm512_set1_ps(kt[(size_t)i * KP + K]), q0, s##K##a)
+
+/* kt[i * KP + k] for the kc keys from `slot` on, which lie in one tile (cq_attn_pass_keys):
+ * per element the tile row, permuted so that they come first when the pass does not start the
+ * tile (a call's first). Lanes from kc on hold other keys of the tile (never used). */
+AI void keys_t(const cq_kv_layer *c, uint32_t kvh, uint32_t slot, ld_fn ld, float *kt) {
+    const uint8_t *t = cq_kv_key_tile(c, slot, kvh);
+    const uint32_t lane = slot % CQ_KV_TILE;
+    const __m512i idx =
+        _mm512_add_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32((int)lane));
+    for (uint32_t i = 0; i < c->hd; i++) {
+        __m512 v = ld(t, (size_t)i * CQ_KV_TILE, 0xFFFF);
+        _mm512_storeu_ps(kt + (size_t)i * KP, lane ? _mm512_permutexvar_ps(idx, v) : v);
+    }
+}
 
 /* Scores of the block's 32 rows against keys klo .. khi into St[key][row], eight keys per pass
  * (16 accumulators: each broadcast key element feeds two FMAs); mx[0..1] get the per-row max.
@@ -61,63 +77,57 @@ AI void scores(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b
     __m512i lo0 = _mm512_loadu_si512(b->lo), hi0 = _mm512_loadu_si512(b->hi);
     __m512i lo1 = _mm512_loadu_si512(b->lo + VW), hi1 = _mm512_loadu_si512(b->hi + VW);
     __m512 mx0 = _mm512_set1_ps(-INFINITY), mx1 = mx0;
-    for (uint32_t j0 = 0; j0 < n; j0 += KP) {
-        uint32_t kc = n - j0 < KP ? n - j0 : KP;
-        const float *kp[KP];
+    for (uint32_t j0 = 0, kc; j0 < n; j0 += kc) {
+        kc = cq_attn_pass_keys(c, slot, n - j0);
         float ks[KP];
+        keys_t(c, kvh, slot, ld, kbuf);
         for (uint32_t k = 0; k < KP; k++) {
             if (k >= kc) {
-                kp[k] = kp[0], ks[k] = 0;
+                ks[k] = 0;
                 continue;
             }
-            const uint8_t *row = cq_kv_row(c, c->kb, slot, kvh);
             ks[k] = c->type == CORTIQ_KV_Q8 ? cq_attn_scale_at(c->ks, c, slot, kvh) : 1.0f;
-            if (c->type == CORTIQ_KV_F32) {
-                kp[k] = (const float *)row;
-            } else {
-                float *dst = kbuf + (size_t)k * hd;
-                for (uint32_t i = 0; i < hd; i += VW)
-                    _mm512_storeu_ps(dst + i, ld(row, i, 0xFFFF));
-                kp[k] = dst;
-            }
             if (++slot == c->slots) slot = 0;
         }
-        __m512 s0a = _mm512_setzero_ps(), s1a = s0a, s2a = s0a, s3a = s0a, s4a = s0a, s5a = s0a,
-               s6a = s0a, s7a = s0a, s0b = s0a, s1b = s0a, s2b = s0a, s3b = s0a, s4b = s0a,
-               s5b = s0a, s6b = s0a, s7b = s0a;
-        if (two) {
-            for (uint32_t i = 0; i < hd; i++) {
-                __m512 q0 = _mm512_loadu_ps(Qt + (size_t)i * L),
-                       q1 = _mm512_loadu_ps(Qt + (size_t)i * L + VW);
-                SCORE2(0);
-                SCORE2(1);
-                SCORE2(2);
-                SCORE2(3);
-                SCORE2(4);
-                SCORE2(5);
-                SCORE2(6);
-                SCORE2(7);
+        for (uint32_t h = 0; h < kc; h += 8) { /* 8 keys (16 accumulators) at a time */
+            const float *kt = kbuf + h;
+            __m512 s0a = _mm512_setzero_ps(), s1a = s0a, s2a = s0a, s3a = s0a, s4a = s0a, s5a = s0a,
+                   s6a = s0a, s7a = s0a, s0b = s0a, s1b = s0a, s2b = s0a, s3b = s0a, s4b = s0a,
+                   s5b = s0a, s6b = s0a, s7b = s0a;
+            if (two) {
+                for (uint32_t i = 0; i < hd; i++) {
+                    __m512 q0 = _mm512_loadu_ps(Qt + (size_t)i * L),
+                           q1 = _mm512_loadu_ps(Qt + (size_t)i * L + VW);
+                    SCORE2(0);
+                    SCORE2(1);
+                    SCORE2(2);
+                    SCORE2(3);
+                    SCORE2(4);
+                    SCORE2(5);
+                    SCORE2(6);
+                    SCORE2(7);
+                }
+            } else {
+                for (uint32_t i = 0; i < hd; i++) {
+                    __m512 q0 = _mm512_loadu_ps(Qt + (size_t)i * L);
+                    SCORE1(0);
+                    SCORE1(1);
+                    SCORE1(2);
+                    SCORE1(3);
+                    SCORE1(4);
+                    SCORE1(5);
+                    SCORE1(6);
+                    SCORE1(7);
+                }
             }
-        } else {
-            for (uint32_t i = 0; i < hd; i++) {
-                __m512 q0 = _mm512_loadu_ps(Qt + (size_t)i * L);
-                SCORE1(0);
-                SCORE1(1);
-                SCORE1(2);
-                SCORE1(3);
-                SCORE1(4);
-                SCORE1(5);
-                SCORE1(6);
-                SCORE1(7);
+            __m512 sa[8] = {s0a, s1a, s2a, s3a, s4a, s5a, s6a, s7a};
+            __m512 sb[8] = {s0b, s1b, s2b, s3b, s4b, s5b, s6b, s7b};
+            for (uint32_t k = 0; k < 8 && h + k < kc; k++) {
+                int32_t pos = (int32_t)(b->klo + j0 + h + k);
+                float *st = St + (size_t)(j0 + h + k) * L;
+                mx0 = score_out(a, sa[k], ks[h + k], lo0, hi0, pos, st, mx0);
+                if (two) mx1 = score_out(a, sb[k], ks[h + k], lo1, hi1, pos, st + VW, mx1);
             }
-        }
-        __m512 sa[KP] = {s0a, s1a, s2a, s3a, s4a, s5a, s6a, s7a};
-        __m512 sb[KP] = {s0b, s1b, s2b, s3b, s4b, s5b, s6b, s7b};
-        for (uint32_t k = 0; k < kc; k++) {
-            int32_t pos = (int32_t)(b->klo + j0 + k);
-            float *st = St + (size_t)(j0 + k) * L;
-            mx0 = score_out(a, sa[k], ks[k], lo0, hi0, pos, st, mx0);
-            if (two) mx1 = score_out(a, sb[k], ks[k], lo1, hi1, pos, st + VW, mx1);
         }
     }
     mx[0] = mx0, mx[1] = mx1;

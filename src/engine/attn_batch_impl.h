@@ -5,8 +5,19 @@
 
 #include "engine/attn_batch.h"
 
-/* Keys converted per score pass (f16 / q8 rows widen into the key buffer). */
-#define CQ_ATTN_KEYS_PER_PASS 8
+/* Keys per score pass: a key tile's (kv_cache.h), widened into the key buffer element-major
+ * (kt[i * CQ_ATTN_KEYS_PER_PASS + k]) once, then scored 8 at a time, each element of a key one
+ * broadcast. */
+#define CQ_ATTN_KEYS_PER_PASS CQ_KV_TILE
+
+/* Keys of the pass from ring slot `slot` on, `left` to go: the passes start on tiles (but the
+ * first) and stop at the ring's end, so a pass's keys lie in one tile. A key's score does not
+ * depend on its pass. */
+static inline uint32_t cq_attn_pass_keys(const cq_kv_layer *c, uint32_t slot, uint32_t left) {
+    uint32_t n = CQ_ATTN_KEYS_PER_PASS - slot % CQ_ATTN_KEYS_PER_PASS;
+    if (n > c->slots - slot) n = c->slots - slot;
+    return n < left ? n : left;
+}
 
 /* Up to `lanes` rows of the call, one per vector lane. Row r of the call is token
  * t_begin + r / group, head h0 + r % group (attn_heads.h); lanes past the last row repeat it, so

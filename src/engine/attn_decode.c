@@ -31,8 +31,9 @@ size_t cq_attn_decode_scratch_floats(uint32_t hd, uint32_t group, uint32_t max_k
     uint32_t least =
         round16(((uint64_t)max_keys + CQ_ATTN_DECODE_MAX_CHUNKS - 1) / CQ_ATTN_DECODE_MAX_CHUNKS);
     size_t chunk = least > CQ_ATTN_DECODE_MAX_CHUNK ? least : CQ_ATTN_DECODE_MAX_CHUNK;
-    /* scores of the group, a converted key block, the q8 value scales */
-    return (size_t)group * chunk + 16 * (size_t)hd + chunk;
+    (void)hd;
+    /* scores of the group, the q8 value scales */
+    return (size_t)group * chunk + chunk;
 }
 
 size_t cq_attn_decode_part_floats(uint32_t n_heads, uint32_t hd) {

@@ -1,7 +1,6 @@
 /* attn_decode_avx2.c - decode attention units with AVX2 + FMA + F16C (attn_decode.h): the
- * shared body of attn_decode_simd.h at 8 lanes. Blocks of 8 keys; three horizontal-add levels
- * turn the 8 accumulators into a vector of 8 dots; the hd loop steps 32 floats then 8; values
- * in passes of up to 4 heads, whole slices of 32 (up to 3 heads) or 16 (4) outputs, then single
+ * shared body of attn_decode_simd.h at 8 lanes: a key tile row is two vectors; values in
+ * passes of up to 4 heads, whole slices of 32 (up to 3 heads) or 16 (4) outputs, then single
  * vectors. No masked loads or stores: on AMD cores each masked store costs many cycles. */
 #include <immintrin.h>
 #include <math.h>
@@ -9,8 +8,8 @@
 #include "engine/attn_decode.h"
 #include "engine/attn_math_avx2.h"
 
-#define VW      8  /* floats per vector; keys per score block */
-#define PF_ROWS 24 /* cache rows fetched ahead (cq_kv_prefetch_row); see attn_decode_avx512.c */
+#define VW      8  /* floats per vector: half a key tile row */
+#define PF_ROWS 24 /* value rows fetched ahead (cq_kv_prefetch_row); see attn_decode_avx512.c */
 #define AI      static inline __attribute__((always_inline))
 
 typedef __m256 vec;
@@ -26,9 +25,13 @@ typedef int lmask; /* no lane masks: whole vectors, tails handled by the loops *
 #define V_DIV(x, y)             _mm256_div_ps(x, y)
 #define V_FMADD(x, y, z)        _mm256_fmadd_ps(x, y, z)
 #define V_TANH(x)               tanh8(x)
+#define V_ADD(x, y)             _mm256_add_ps(x, y)
 #define LD(ld, p, i, mk)        ((void)(mk), ld(p, i))
-#define V_STORE_FIRST(p, n, v)  ((void)(n), _mm256_storeu_ps(p, v)) /* room: see softmax */
 #define V_STORE_LANES(p, mk, v) ((void)(mk), _mm256_storeu_ps(p, v))
+/* key tiles, a half (8 keys) per pass: 8 or more accumulators where the 16 ymm registers
+ * hold them beside the key vector and a broadcast (7 heads: 7) */
+#define TILE_MAX_NS 8
+#define TILE_NS(G)  ((G) == 1 ? 8 : (G) == 2 ? 4 : (G) == 3 ? 4 : (G) <= 6 ? 2 : 1)
 /* weights first where the 16 registers hold the sums, the weights and one value vector: at
  * G 3 that allows slices of 4 vectors, 12 independent sums (2 FMA ports x 4 cycles of latency
  * want 8 or more); a SmolLM2-shaped unit 7 % faster on Zen 3 */
@@ -39,23 +42,13 @@ typedef int lmask; /* no lane masks: whole vectors, tails handled by the loops *
 #define VALUES_W_FIRST(G, NV) ((G) * (NV) + (G) < 16)
 #define MASKED_TAIL           0
 #define PREFETCH_AHEAD        0
-#define OPAQUE_KBUF           0
-#define UNROLL
-#define TIER_FN  cq_attn_decode_unit_avx2
-#define TIER_OPS (&cq_attn_ops_avx2)
+#define TIER_FN               cq_attn_decode_unit_avx2
+#define TIER_OPS              (&cq_attn_ops_avx2)
 
 /* Integer lane mask: lanes below n set. */
 static inline __m256i lanes_below(uint32_t n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n < VW ? n : VW)),
                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-/* Lane k of the result = the sum of the lanes of v[k]. */
-AI __m256 transpose_add(const __m256 *v) {
-    __m256 a = _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
-    __m256 b = _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
-    /* a: sums of v0..v3 over the low 128-bit half, then over the high half; b likewise */
-    return _mm256_add_ps(_mm256_permute2f128_ps(a, b, 0x20), _mm256_permute2f128_ps(a, b, 0x31));
 }
 
 static inline float hmax(__m256 v) {

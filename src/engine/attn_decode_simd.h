@@ -1,56 +1,53 @@
 /* attn_decode_simd.h - the body of the SIMD decode attention tiers (attn_decode.h), one source
- * for attn_decode_avx2.c and attn_decode_avx512.c. Scores: blocks of VW keys are widened once
- * to f32 (f16 / q8; f32 rows are copied, so that one pointer walks the block), then for each
- * head of the group VW accumulators (one per key) run over hd and one transpose-add turns them
- * into a vector of VW dots. Softmax over the chunk with the vectorized exp. Values: outputs in
- * slices of NV vectors, one accumulator per (head, vector), each value row widened once and
- * used by every head. Both passes walk the keys in runs of evenly spaced cache rows.
+ * for attn_decode_avx2.c and attn_decode_avx512.c. Scores: the cache's key tiles
+ * (kv_cache.h: element i of 16 consecutive keys side by side) give the keys in the lanes, so
+ * each element of the tile is one load (or two) and one FMA per head of the group, with no
+ * horizontal sums (tile_dots). Softmax over the chunk with the vectorized exp. Values: outputs
+ * in slices of NV vectors, one accumulator per (head, vector), each value row widened once and
+ * used by every head. The values pass walks the keys in runs of evenly spaced cache rows.
  *
  * The including file, built for its ISA, defines before including this:
- *   VW, PF_ROWS, AI             lanes per vector (keys per score block), cache rows fetched
- *                               ahead (cq_kv_prefetch_row), the always-inline marker
+ *   VW, PF_ROWS, AI             lanes per vector (CQ_KV_TILE / VW vectors per tile row),
+ *                               value rows fetched ahead (cq_kv_prefetch_row), the
+ *                               always-inline marker
  *   vec, lmask                  the float vector and the lane-mask types
- *   V_ZERO V_SET1 V_BCAST V_LOADU V_STOREU V_MUL V_DIV V_FMADD V_TANH, and V_LOADU_MASKED
- *                               (masked tails only)
+ *   V_ZERO V_SET1 V_BCAST V_LOADU V_STOREU V_ADD V_MUL V_DIV V_FMADD V_TANH, and
+ *                               V_LOADU_MASKED (masked tails only)
  *   LD(ld, p, i, mk)            VW cache values of row p at element i (mk: the lanes to read
  *                               where the ISA masks; the whole vector otherwise)
  *   ALL_LANES, lanes_upto(i, hd) every lane; the lanes of the vector at element i of a row of
  *                               hd (ALL_LANES or none; unmasked: anything, ignored)
- *   V_STORE_FIRST(p, n, v)      store the first n lanes of v (or all: a head's scores have
- *                               room for whole vectors up to the chunk, a multiple of 16)
  *   V_STORE_LANES(p, mk, v)     store the lanes of mk (masked tails) or all (unmasked)
- *   transpose_add(v)            lane k = the sum of the lanes of v[k] (v may be clobbered)
  *   softmax(a, cnt, s, vs, part) the chunk's softmax of one head (see attn_decode_avx512.c)
+ *   TILE_MAX_NS, TILE_NS(G)     accumulator sets at most, and for G heads (1-8) of a key
+ *                               tile pass (a power of two dividing VW)
  *   VALUES_MAX_G                heads per values pass (<= 8): a group splits into passes
  *                               of at most this many heads, as even as they split
  *   VALUES_NV(G)                vectors per value slice for G heads (G * NV <= 16)
  *   VALUES_W_FIRST(G, NV)       1: per key, the G weights are broadcast first and each value
  *                               vector is loaded as it is used (G + G * NV + 1 registers);
  *                               0: the NV value vectors first, each weight as it is used
- *   MASKED_TAIL                 1: the hd loops step 4 vectors with masked loads past hd, and
- *                               the value slices run over hd masked; 0: whole steps of 32
- *                               floats then single vectors, whole slices then single vectors
- *   PREFETCH_AHEAD              1: also fetch the unit's first key rows up front and, past the
- *                               last key, the values pass's first rows
- *   OPAQUE_KBUF, UNROLL         1: hide the key block's address from each head (an empty asm);
- *                               the pragma that unrolls the VW accumulators (or nothing)
- *   TIER_FN, TIER_OPS           the entry point's name and the ops of the generic fallback
- * The tiers' outputs are unchanged by the sharing: each runs the operations it ran before. */
+ *   MASKED_TAIL                 1: the value slices run over hd masked; 0: whole slices then
+ *                               single vectors
+ *   PREFETCH_AHEAD              1: also fetch the unit's first key tile up front and, with its
+ *                               last tile, the values pass's first rows
+ *   TIER_FN, TIER_OPS           the entry point's name and the ops of the generic fallback */
+#include <string.h>
 
 /* The unit's keys: positions x0 .. x0 + cnt - 1 of kv head kvh, starting at ring slot s0. */
 typedef struct span {
     uint32_t kvh, cnt, s0;
 } span;
 
-/* Keys from the slot `slot` on that lie evenly spaced in the cache: up to the end of its block
- * of CQ_KV_BLOCK slots, the ring's end, or `left` keys. */
+/* Value rows from the slot `slot` on that lie evenly spaced in the cache: up to the end of its
+ * block of CQ_KV_BLOCK slots, the ring's end, or `left` keys. */
 AI uint32_t run_len(const cq_kv_layer *c, uint32_t slot, uint32_t left) {
     uint32_t n = CQ_KV_BLOCK - (slot & (CQ_KV_BLOCK - 1));
     if (n > c->slots - slot) n = c->slots - slot;
     return n < left ? n : left;
 }
 
-/* Fetch row j + PF_ROWS of the span ahead (blk: c->kb or c->vb): row j starts at p and `left`
+/* Fetch value row j + PF_ROWS of the span ahead (blk: c->vb): row j starts at p and `left`
  * rows of its run remain from it, so the row ahead is p + PF_ROWS strides when it lies in the
  * run, else it is looked up. */
 AI void fetch_ahead(const cq_kv_layer *c, uint8_t *const *blk, span sp, uint32_t j,
@@ -61,108 +58,124 @@ AI void fetch_ahead(const cq_kv_layer *c, uint8_t *const *blk, span sp, uint32_t
         cq_kv_prefetch_row(c, blk, sp.kvh, sp.s0, j + PF_ROWS);
 }
 
-/* Final scores of the chunk, sc[g * chunk + j] for head g of the group and key j. Each block
- * of VW keys is widened into kbuf[VW][hd]; per head, 4 vectors of query values stay in
- * registers while the VW accumulators run down the block's rows. */
-AI void scores(const cq_attn_decode_args *a, span sp, float *sc, float *kbuf, ld_fn ld,
-               const uint32_t hd) {
+/* Vectors per key tile row (CQ_KV_TILE keys) and the most heads one tile pass takes. */
+#define NL         ((int)(CQ_KV_TILE / VW))
+#define TILE_MAX_G 8
+
+/* Dots of heads g0 .. g0 + G - 1 (q: their query vectors, hd apart) with the VW keys in lanes
+ * v * VW .. v * VW + VW - 1 of one key tile: d[g * CQ_KV_TILE + v * VW + l]. The keys sit in
+ * the lanes, so element i of all of them is one load and every head adds one FMA, without
+ * horizontal sums; NS sets of accumulators take the elements in turn (i % NS) so that enough
+ * FMA chains run at once, and are added at the end. A tile of two vectors (AVX2) takes two
+ * calls, each with the whole group in registers, rather than a tile row per head pass. */
+AI void tile_dots(const float *q, const uint8_t *tile, int v, const uint8_t *next, size_t esz,
+                  ld_fn ld, const uint32_t hd, const int G, const int NS, float *d) {
+    const size_t step = (size_t)NS * CQ_KV_TILE * esz; /* bytes of the tile per i0 step */
+    vec acc[TILE_MAX_G][TILE_MAX_NS];
+    _Static_assert(TILE_MAX_G == 8, "tile passes of 1-8 heads");
+#pragma GCC unroll 8
+    for (int g = 0; g < G; g++)
+#pragma GCC unroll 8
+        for (int k = 0; k < NS; k++)
+            acc[g][k] = V_ZERO();
+            /* the element loop stays a loop: unrolled over hd, GCC spilled the accumulators */
+#pragma GCC unroll 1
+    for (uint32_t i0 = 0; i0 < hd; i0 += (uint32_t)NS) {
+        /* the next tile, fetched alongside this one: a whole tile at once was a burst of up to
+         * 128 fetches that stalled the loads of the tile in use */
+        if (next)
+            for (size_t b = 0; b < step; b += 64)
+                __builtin_prefetch(next + i0 * CQ_KV_TILE * esz + b, 0, 3);
+#pragma GCC unroll 8
+        for (int k = 0; k < NS; k++) {
+            const uint32_t i = i0 + (uint32_t)k;
+            const vec x = LD(ld, tile, (size_t)i * CQ_KV_TILE + (size_t)v * VW, ALL_LANES);
+#pragma GCC unroll 8
+            for (int g = 0; g < G; g++)
+                acc[g][k] = V_FMADD(V_BCAST(q + (size_t)g * hd + i), x, acc[g][k]);
+        }
+    }
+    /* every loop over the array unrolled, so that it lives in registers only */
+#pragma GCC unroll 8
+    for (int g = 0; g < G; g++) {
+#pragma GCC unroll 8
+        for (int k = 1; k < NS; k++)
+            acc[g][0] = V_ADD(acc[g][0], acc[g][k]);
+        V_STOREU(d + (size_t)g * CQ_KV_TILE + (size_t)v * VW, acc[g][0]);
+    }
+}
+
+/* Fetch the key tile of kv head sp.kvh that holds `slot` (hd x CQ_KV_TILE elements). */
+AI void fetch_tile(const cq_kv_layer *c, span sp, uint32_t slot, const uint32_t hd) {
+    const uint8_t *t = cq_kv_key_tile(c, slot, sp.kvh);
+    const size_t bytes = (size_t)hd * CQ_KV_TILE * cq_kv_elem_size(c->type);
+    for (size_t b = 0; b < bytes; b += 64)
+        __builtin_prefetch(t + b, 0, 3);
+}
+
+/* Final scores of the chunk, sc[g * chunk + j] for head g of the group and key j, a key tile
+ * (or the part of one the chunk holds) at a time: the group's heads in passes of at most
+ * TILE_MAX_G (tile_dots), then the q8 key scales, the scale, the soft-cap, and the lanes of the
+ * chunk's keys copied out. The next tile is fetched while one is used (by the first pass). */
+AI void scores(const cq_attn_decode_args *a, span sp, float *sc, ld_fn ld, const uint32_t hd) {
     const cq_kv_layer *c = a->kv;
-    uint32_t group = cq_attn_decode_group(a, sp.kvh), h0 = cq_attn_decode_head0(a, sp.kvh);
-    uint32_t slot = sp.s0;
-#if !MASKED_TAIL
-    uint32_t hd32 = hd / 32 * 32;
-#endif
+    const uint32_t group = cq_attn_decode_group(a, sp.kvh);
+    const float *q = a->q + (size_t)cq_attn_decode_head0(a, sp.kvh) * hd;
     const vec scale = V_SET1(a->scale), cap = V_SET1(a->softcap);
+    const size_t esz = cq_kv_elem_size(c->type);
+    _Alignas(64) float d[TILE_MAX_G * CQ_KV_TILE], ks[CQ_KV_TILE], out[CQ_KV_TILE];
+    for (uint32_t l = 0; l < CQ_KV_TILE; l++)
+        ks[l] = 1.0f;
 #if PREFETCH_AHEAD
-    /* the unit's first rows (the loop below fetches PF_ROWS ahead from there on) */
-    for (uint32_t j = 0; j < PF_ROWS && j < sp.cnt; j++)
-        cq_kv_prefetch_row(c, c->kb, sp.kvh, sp.s0, j);
+    fetch_tile(c, sp, sp.s0, hd);
 #endif
-    size_t stride = cq_kv_stride(c);
-    const uint8_t *row = NULL;
-    uint32_t run = 0; /* rows left in the current evenly spaced run (run_len) */
-    for (uint32_t j0 = 0; j0 < sp.cnt; j0 += VW) {
-        uint32_t kc = sp.cnt - j0 < VW ? sp.cnt - j0 : VW;
-        float ks[VW];
-        for (uint32_t k = 0; k < VW; k++) {
-            float *dst = kbuf + (size_t)k * hd;
-            if (k >= kc) { /* past the chunk: zeros; the store or the softmax drops them */
-                for (uint32_t i = 0; i < hd; i += VW)
-                    V_STOREU(dst + i, V_ZERO());
-                ks[k] = 1.0f;
-                continue;
-            }
-            ks[k] = c->type == CORTIQ_KV_Q8 ? c->ks[(size_t)slot * c->n_kv + sp.kvh] : 1.0f;
-            if (!run) {
-                run = run_len(c, slot, sp.cnt - j0 - k);
-                row = cq_kv_row(c, c->kb, slot, sp.kvh);
-            }
-            if (j0 + k + PF_ROWS < sp.cnt) fetch_ahead(c, c->kb, sp, j0 + k, row, run, stride);
+    for (uint32_t j = 0, slot = sp.s0; j < sp.cnt;) {
+        const uint32_t n = cq_kv_tile_run(c, slot, sp.cnt - j), lane = slot % CQ_KV_TILE;
+        const uint32_t next = slot + n == c->slots ? 0 : slot + n;
+        const uint8_t *ahead = j + n < sp.cnt ? cq_kv_key_tile(c, next, sp.kvh) : NULL;
 #if PREFETCH_AHEAD
-            else if (j0 + k + PF_ROWS - sp.cnt < sp.cnt) /* one stream: on into the values */
-                cq_kv_prefetch_row(c, c->vb, sp.kvh, sp.s0, j0 + k + PF_ROWS - sp.cnt);
+        if (!ahead) /* the last tile: on into the values pass's first rows */
+            for (uint32_t r = 0; r < PF_ROWS && r < sp.cnt; r++)
+                cq_kv_prefetch_row(c, c->vb, sp.kvh, sp.s0, r);
 #endif
-            for (uint32_t i = 0; i < hd; i += VW)
-                V_STOREU(dst + i, LD(ld, row, i, ALL_LANES));
-            row += stride, run--;
-            if (++slot == c->slots) slot = 0;
-        }
-        vec kscale = V_MUL(V_LOADU(ks), scale); /* q8: scale after the dot */
-        for (uint32_t g = 0; g < group; g++) {
-            const float *q = a->q + (size_t)(h0 + g) * hd;
-            const float *kb = kbuf;
-#if OPAQUE_KBUF
-            /* an empty asm makes the block's address opaque to each head: otherwise GCC hoists
-             * the 64 row addresses out of this loop, spills them and reloads one per FMA at
-             * hd 64; with it, +7 to +12 % per layer there (AVX-512) */
-            __asm__("" : "+r"(kb));
-#endif
-            /* unrolled (UNROLL) so that the accumulators stay in registers: as a loop GCC kept
-             * the 16 of AVX-512 in a stack array (every FMA through memory); +4 to +14 % */
-            vec acc[VW];
-            UNROLL
-            for (int k = 0; k < VW; k++)
-                acc[k] = V_ZERO();
-#if MASKED_TAIL
-            for (uint32_t i0 = 0; i0 < hd; i0 += 4 * VW) {
-                lmask m1 = lanes_upto(i0 + VW, hd), m2 = lanes_upto(i0 + 2 * VW, hd),
-                      m3 = lanes_upto(i0 + 3 * VW, hd);
-                vec q0 = V_LOADU(q + i0), q1 = V_LOADU_MASKED(m1, q + i0 + VW),
-                    q2 = V_LOADU_MASKED(m2, q + i0 + 2 * VW),
-                    q3 = V_LOADU_MASKED(m3, q + i0 + 3 * VW);
-                const float *kr = kb + i0;
-                UNROLL
-                for (int k = 0; k < VW; k++, kr += hd) {
-                    vec t = V_FMADD(q0, V_LOADU(kr), acc[k]);
-                    t = V_FMADD(q1, V_LOADU_MASKED(m1, kr + VW), t);
-                    t = V_FMADD(q2, V_LOADU_MASKED(m2, kr + 2 * VW), t);
-                    acc[k] = V_FMADD(q3, V_LOADU_MASKED(m3, kr + 3 * VW), t);
+        if (c->type == CORTIQ_KV_Q8) /* the tile's other lanes are not copied out */
+            for (uint32_t l = 0; l < n; l++)
+                ks[lane + l] = c->ks[(size_t)(slot + l) * c->n_kv + sp.kvh];
+        const uint8_t *tile = cq_kv_key_tile(c, slot, sp.kvh);
+        for (uint32_t g0 = 0; g0 < group;) {
+            const uint32_t gb = group - g0 < TILE_MAX_G ? group - g0 : TILE_MAX_G;
+            const float *qg = q + (size_t)g0 * hd;
+            for (int v = 0; v < NL; v++) {
+                const uint8_t *fetch = g0 || v ? NULL : ahead; /* by the first call */
+#define TILE_CASE(G)                                                                               \
+    case G:                                                                                        \
+        tile_dots(qg, tile, v, fetch, esz, ld, hd, G, TILE_NS(G), d);                              \
+        break;
+                switch (gb) {
+                    TILE_CASE(1)
+                    TILE_CASE(2)
+                    TILE_CASE(3)
+                    TILE_CASE(4)
+                    TILE_CASE(5)
+                    TILE_CASE(6)
+                    TILE_CASE(7)
+                default:
+                    tile_dots(qg, tile, v, fetch, esz, ld, hd, 8, TILE_NS(8), d);
                 }
+#undef TILE_CASE
             }
-#else
-            uint32_t i0 = 0;
-            for (; i0 < hd32; i0 += 4 * VW) {
-                vec q0 = V_LOADU(q + i0), q1 = V_LOADU(q + i0 + VW), q2 = V_LOADU(q + i0 + 2 * VW),
-                    q3 = V_LOADU(q + i0 + 3 * VW);
-                const float *kr = kb + i0;
-                for (int k = 0; k < VW; k++, kr += hd) {
-                    vec t = V_FMADD(q0, V_LOADU(kr), acc[k]);
-                    t = V_FMADD(q1, V_LOADU(kr + VW), t);
-                    t = V_FMADD(q2, V_LOADU(kr + 2 * VW), t);
-                    acc[k] = V_FMADD(q3, V_LOADU(kr + 3 * VW), t);
+            for (uint32_t g = 0; g < gb; g++) {
+                for (int v = 0; v < NL; v++) { /* q8: scale after the dot */
+                    vec x = V_MUL(V_LOADU(d + g * CQ_KV_TILE + (uint32_t)v * VW),
+                                  V_MUL(V_LOADU(ks + v * VW), scale));
+                    if (a->softcap > 0) x = V_MUL(V_TANH(V_DIV(x, cap)), cap);
+                    V_STOREU(out + v * VW, x);
                 }
+                memcpy(sc + (size_t)(g0 + g) * a->chunk + j, out + lane, n * sizeof *out);
             }
-            for (; i0 < hd; i0 += VW) {
-                vec q0 = V_LOADU(q + i0);
-                const float *kr = kb + i0;
-                for (int k = 0; k < VW; k++, kr += hd)
-                    acc[k] = V_FMADD(q0, V_LOADU(kr), acc[k]);
-            }
-#endif
-            vec s = V_MUL(transpose_add(acc), kscale);
-            if (a->softcap > 0) s = V_MUL(V_TANH(V_DIV(s, cap)), cap);
-            V_STORE_FIRST(sc + (size_t)g * a->chunk + j0, kc, s);
+            g0 += gb;
         }
+        j += n, slot = next;
     }
 }
 
@@ -248,10 +261,10 @@ AI void unit_run(const cq_attn_decode_args *a, uint32_t kvh, uint32_t ch, float 
     uint32_t x0 = cq_attn_decode_first_key(a) + ch * a->chunk;
     uint32_t cnt = a->pos + 1 - x0 < a->chunk ? a->pos + 1 - x0 : a->chunk;
     span sp = {kvh, cnt, x0 % c->slots};
-    float *sc = scratch, *kbuf = sc + (size_t)group * a->chunk, *vs = NULL;
-    scores(a, sp, sc, kbuf, ld, hd);
-    if (c->type == CORTIQ_KV_Q8) { /* the value scales of the chunk, after 16 key rows */
-        vs = kbuf + (size_t)16 * hd;
+    float *sc = scratch, *vs = NULL;
+    scores(a, sp, sc, ld, hd);
+    if (c->type == CORTIQ_KV_Q8) { /* the value scales of the chunk, after the scores */
+        vs = sc + (size_t)group * a->chunk;
         for (uint32_t j = 0, slot = sp.s0; j < cnt; j++, slot = slot + 1 == c->slots ? 0 : slot + 1)
             vs[j] = c->vs[(size_t)slot * c->n_kv + kvh];
     }

@@ -4,10 +4,12 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/checked.h"
 #include "common/f16.h"
 #include "common/hugepages.h"
+#include "engine/model.h" /* CQ_MAX_HEAD_DIM */
 
 /* Room for the block tables and, for q8, the scales of a layer of `slots` slots; *bytes gets
  * the size of its keys (and of its values). A context the address space cannot hold counts as
@@ -31,22 +33,26 @@ static bool layer_tables(cq_kv_layer *c, cortiq_kv_type type, uint32_t slots, ui
     return c->ks && c->vs;
 }
 
-/* Bytes of the keys (or the values) of block b. */
+/* Bytes of the values of block b, and of its keys (whole tiles). */
 static size_t block_bytes(const cq_kv_layer *c, uint32_t b) {
-    uint32_t first = b << CQ_KV_BLOCK_SHIFT, n = c->slots - first;
-    if (n > CQ_KV_BLOCK) n = CQ_KV_BLOCK;
-    return (size_t)n * c->n_kv * c->hd * cq_kv_elem_size(c->type);
+    return (size_t)cq_kv_block_len(c, b) * c->n_kv * c->hd * cq_kv_elem_size(c->type);
+}
+static size_t key_block_bytes(const cq_kv_layer *c, uint32_t b) {
+    return (size_t)cq_kv_block_tiles(c, b) * CQ_KV_TILE * c->n_kv * c->hd *
+           cq_kv_elem_size(c->type);
 }
 
 bool cq_kv_layer_init(cq_kv_layer *c, cortiq_kv_type type, uint32_t slots, uint32_t n_kv,
                       uint32_t hd) {
-    size_t bytes;
+    size_t bytes, kbytes = 0;
     if (!layer_tables(c, type, slots, n_kv, hd, &bytes)) return false;
-    uint8_t *k = c->own_k = malloc(bytes), *v = c->own_v = malloc(bytes);
+    for (uint32_t b = 0; b < c->n_blocks; b++) /* within bytes + a tile per block: no overflow */
+        kbytes += key_block_bytes(c, b);
+    uint8_t *k = c->own_k = malloc(kbytes), *v = c->own_v = malloc(bytes);
     if (!k || !v) return false;
     for (uint32_t b = 0; b < c->n_blocks; b++) {
         c->kb[b] = k, c->vb[b] = v;
-        k += block_bytes(c, b), v += block_bytes(c, b);
+        k += key_block_bytes(c, b), v += block_bytes(c, b);
     }
     return true;
 }
@@ -75,7 +81,9 @@ bool cq_kv_arena_init(cq_kv_arena *a, cq_kv_layer *layers, uint32_t n, cortiq_kv
         }
         if (layers[l].n_blocks > rows) rows = layers[l].n_blocks;
         for (uint32_t b = 0; b < layers[l].n_blocks; b++)
-            if (!ck_add_size(total, 2 * line_up(block_bytes(&layers[l], b)), &total)) ok = false;
+            if (!ck_add_size(total, line_up(key_block_bytes(&layers[l], b)), &total) ||
+                !ck_add_size(total, line_up(block_bytes(&layers[l], b)), &total))
+                ok = false;
     }
     if (!ok) return false;
     uint8_t *p = a->base = cq_huge_alloc(total, huge);
@@ -85,9 +93,8 @@ bool cq_kv_arena_init(cq_kv_arena *a, cq_kv_layer *layers, uint32_t n, cortiq_kv
         for (uint32_t l = 0; l < n; l++) {
             cq_kv_layer *c = &layers[l];
             if (b >= c->n_blocks) continue;
-            size_t sz = line_up(block_bytes(c, b));
-            c->kb[b] = p, p += sz;
-            c->vb[b] = p, p += sz;
+            c->kb[b] = p, p += line_up(key_block_bytes(c, b));
+            c->vb[b] = p, p += line_up(block_bytes(c, b));
         }
     return true;
 }
@@ -128,11 +135,11 @@ float cq_kv_quantize_q8(const float *x, uint32_t n, int8_t *q) {
     return scale;
 }
 
-static void store_one(const cq_kv_layer *c, uint8_t *const *blk, float *scales, uint32_t slot,
-                      const float *x) {
+/* One slot's value rows, head by head. */
+static void store_values(const cq_kv_layer *c, uint32_t slot, const float *x) {
     for (uint32_t h = 0; h < c->n_kv; h++) {
         const float *xh = x + (size_t)h * c->hd;
-        void *dst = (void *)cq_kv_row(c, blk, slot, h);
+        void *dst = (void *)cq_kv_row(c, c->vb, slot, h);
         switch (c->type) {
         case CORTIQ_KV_F32:
             for (uint32_t i = 0; i < c->hd; i++)
@@ -142,15 +149,43 @@ static void store_one(const cq_kv_layer *c, uint8_t *const *blk, float *scales, 
             cq_attn_ops_get()->to_f16(xh, (uint16_t *)dst, c->hd);
             break;
         default:
-            scales[(size_t)slot * c->n_kv + h] = cq_kv_quantize_q8(xh, c->hd, (int8_t *)dst);
+            c->vs[(size_t)slot * c->n_kv + h] = cq_kv_quantize_q8(xh, c->hd, (int8_t *)dst);
+            break;
+        }
+    }
+}
+
+/* One slot's keys: each head's converted once, then spread over its tile's lane (element i
+ * CQ_KV_TILE elements after element i - 1). */
+static void store_keys(const cq_kv_layer *c, uint32_t slot, const float *x) {
+    _Static_assert(CQ_MAX_HEAD_DIM <= 1024, "a head vector fits the buffers");
+    uint16_t h16[1024];
+    int8_t q8[1024];
+    for (uint32_t h = 0; h < c->n_kv; h++) {
+        const float *xh = x + (size_t)h * c->hd;
+        void *dst = (void *)cq_kv_key_at(c, slot, h, 0);
+        switch (c->type) {
+        case CORTIQ_KV_F32:
+            for (uint32_t i = 0; i < c->hd; i++)
+                ((float *)dst)[(size_t)i * CQ_KV_TILE] = xh[i];
+            break;
+        case CORTIQ_KV_F16:
+            cq_attn_ops_get()->to_f16(xh, h16, c->hd);
+            for (uint32_t i = 0; i < c->hd; i++)
+                ((uint16_t *)dst)[(size_t)i * CQ_KV_TILE] = h16[i];
+            break;
+        default: /* one scale for the head's whole vector */
+            c->ks[(size_t)slot * c->n_kv + h] = cq_kv_quantize_q8(xh, c->hd, q8);
+            for (uint32_t i = 0; i < c->hd; i++)
+                ((int8_t *)dst)[(size_t)i * CQ_KV_TILE] = q8[i];
             break;
         }
     }
 }
 
 void cq_kv_store(cq_kv_layer *c, uint32_t slot, const float *k, const float *v) {
-    store_one(c, c->kb, c->ks, slot, k);
-    store_one(c, c->vb, c->vs, slot, v);
+    store_keys(c, slot, k);
+    store_values(c, slot, v);
 }
 
 /* Slots s0 .. s0+n-1 cut where a block ends: the first piece's length. */
@@ -161,21 +196,16 @@ static uint32_t in_block(uint32_t s0, uint32_t n) {
 
 void cq_kv_dots(const cq_attn_ops *ops, const cq_kv_layer *c, uint32_t h, const float *q,
                 uint32_t s0, uint32_t n, float *out) {
-    const size_t kvd = c->hd; /* elements from one slot's row to the next in a block */
-    for (uint32_t r; n; s0 += r, n -= r, out += r) {
-        r = in_block(s0, n);
-        const void *row = cq_kv_row(c, c->kb, s0, h);
-        switch (c->type) {
-        case CORTIQ_KV_F32:
-            ops->dots(q, row, kvd, r, c->hd, out);
-            break;
-        case CORTIQ_KV_F16:
-            ops->dots_f16(q, row, kvd, r, c->hd, out);
-            break;
-        default:
-            ops->dots_q8(q, row, kvd, c->ks + (size_t)s0 * c->n_kv + h, c->n_kv, r, c->hd, out);
-            break;
-        }
+    (void)ops; /* the keys lie in tiles, which the ops' row loops do not walk */
+    const size_t step = CQ_KV_TILE * cq_kv_elem_size(c->type);
+    for (uint32_t j = 0; j < n; j++) {
+        const uint8_t *p = cq_kv_key_at(c, s0 + j, h, 0);
+        float d = 0;
+        for (uint32_t i = 0; i < c->hd; i++, p += step)
+            d += q[i] * (c->type == CORTIQ_KV_F32   ? *(const float *)(const void *)p
+                         : c->type == CORTIQ_KV_F16 ? f16_to_f32(*(const uint16_t *)(const void *)p)
+                                                    : (float)*(const int8_t *)p);
+        out[j] = c->type == CORTIQ_KV_Q8 ? d * c->ks[(size_t)(s0 + j) * c->n_kv + h] : d;
     }
 }
 

@@ -11,24 +11,25 @@
 #include "cortiq/engine.h"
 #include "engine/attn_ops.h"
 
-/* Slots per block. A layer's rows are stored in blocks of this many slots; within a block
- * they are head-major ([n_kv][slots of the block][hd]), so that the rows one kv head's
- * attention reads lie back to back (decode reads them from L3 or memory, where a contiguous
- * stream is what the hardware prefetchers follow), and the blocks of one layer need not be
- * adjacent: a
- * session lays its layers' blocks out position-first (block 0 of every layer, then block 1, ...)
- * in one region on 2 MiB pages, so that a short conversation in a long context touches only
- * the first blocks of that region (see cq_kv_arena_init). */
+/* Slots per block. A layer's rows are stored in blocks of this many slots, and the blocks of
+ * one layer need not be adjacent: a session lays its layers' blocks out position-first (block 0
+ * of every layer, then block 1, ...) in one region on 2 MiB pages, so that a short conversation
+ * in a long context touches only the first blocks of that region (see cq_kv_arena_init).
+ * Within a block the values are head-major ([n_kv][slots of the block][hd]), so the rows one
+ * kv head's attention reads lie back to back; the keys come in tiles of CQ_KV_TILE slots,
+ * [n_kv][tiles of the block][hd][CQ_KV_TILE], so that element i of 16 consecutive keys is one
+ * vector: decode attention takes the keys in the lanes and needs no horizontal sums. */
 #define CQ_KV_BLOCK_SHIFT 8
 #define CQ_KV_BLOCK       (1u << CQ_KV_BLOCK_SHIFT)
+#define CQ_KV_TILE        16u /* key slots per tile (a block's last tile may be partly unused) */
 
 typedef struct cq_kv_layer {
     cortiq_kv_type type;
     uint32_t slots;      /* ctx, or window + chunk for sliding layers (a ring) */
     uint32_t n_kv, hd;   /* a slot holds n_kv head vectors of hd values, for keys and for values */
     uint32_t n_blocks;   /* ceil(slots / CQ_KV_BLOCK) */
-    uint8_t **kb, **vb;  /* [n_blocks] the key / value blocks: [n_kv][CQ_KV_BLOCK][hd] elements
-                            of type (the last block holds what is left of slots) */
+    uint8_t **kb, **vb;  /* [n_blocks] the key / value blocks (above) in elements of type (the
+                            last block holds what is left of slots, its keys whole tiles) */
     float *ks, *vs;      /* q8 only: [slots][n_kv] scales */
     void *own_k, *own_v; /* cq_kv_layer_init's storage (NULL in an arena) */
 } cq_kv_layer;
@@ -69,7 +70,7 @@ static inline size_t cq_kv_stride(const cq_kv_layer *c) {
     return (size_t)c->hd * cq_kv_elem_size(c->type);
 }
 
-/* The row (hd elements) of kv head h in slot `slot`; blk is c->kb (keys) or c->vb (values). */
+/* The value row (hd elements) of kv head h in slot `slot`; blk is c->vb. */
 static inline const uint8_t *cq_kv_row(const cq_kv_layer *c, uint8_t *const *blk, uint32_t slot,
                                        uint32_t h) {
     uint32_t b = slot >> CQ_KV_BLOCK_SHIFT;
@@ -77,7 +78,7 @@ static inline const uint8_t *cq_kv_row(const cq_kv_layer *c, uint8_t *const *blk
     return blk[b] + in * cq_kv_stride(c);
 }
 
-/* The same place, `off` bytes into the row, in the slot after *slot (the ring wraps at
+/* The same place, `off` bytes into the value row, in the slot after *slot (the ring wraps at
  * c->slots): p + one row within a block, else looked up at a block's start. p is the place in
  * *slot's row; *slot advances. */
 static inline const uint8_t *cq_kv_next(const cq_kv_layer *c, uint8_t *const *blk, uint32_t *slot,
@@ -87,10 +88,39 @@ static inline const uint8_t *cq_kv_next(const cq_kv_layer *c, uint8_t *const *bl
     return cq_kv_row(c, blk, *slot, h) + off;
 }
 
+/* Tiles of keys in block b (its slots rounded up to whole tiles). */
+static inline uint32_t cq_kv_block_tiles(const cq_kv_layer *c, uint32_t b) {
+    return (cq_kv_block_len(c, b) + CQ_KV_TILE - 1) / CQ_KV_TILE;
+}
+
+/* The key tile of kv head h that holds slot `slot`, in lane slot % CQ_KV_TILE: element i of
+ * that key at (i * CQ_KV_TILE + lane) elements from it. */
+static inline const uint8_t *cq_kv_key_tile(const cq_kv_layer *c, uint32_t slot, uint32_t h) {
+    uint32_t b = slot >> CQ_KV_BLOCK_SHIFT, t = (slot & (CQ_KV_BLOCK - 1)) / CQ_KV_TILE;
+    size_t tile = (size_t)h * cq_kv_block_tiles(c, b) + t;
+    return c->kb[b] + tile * CQ_KV_TILE * cq_kv_stride(c);
+}
+
+/* Element i of the key of kv head h in slot `slot`. */
+static inline const uint8_t *cq_kv_key_at(const cq_kv_layer *c, uint32_t slot, uint32_t h,
+                                          uint32_t i) {
+    size_t e = (size_t)i * CQ_KV_TILE + slot % CQ_KV_TILE;
+    return cq_kv_key_tile(c, slot, h) + e * cq_kv_elem_size(c->type);
+}
+
+/* Keys from slot `slot` on that share its tile: up to the tile's end, the ring's end (c->slots)
+ * or `left`. */
+static inline uint32_t cq_kv_tile_run(const cq_kv_layer *c, uint32_t slot, uint32_t left) {
+    uint32_t n = CQ_KV_TILE - slot % CQ_KV_TILE;
+    if (n > c->slots - slot) n = c->slots - slot;
+    return n < left ? n : left;
+}
+
 /* Write one position: k and v are n_kv * hd floats each. */
 void cq_kv_store(cq_kv_layer *c, uint32_t slot, const float *k, const float *v);
 
-/* Scores of the query head vector q against the keys of kv head h in slots s0 .. s0+n-1. */
+/* Scores of the query head vector q against the keys of kv head h in slots s0 .. s0+n-1 (one
+ * sum per key, elements in order; the q8 scale after it), n within the ring (s0 + n <= slots). */
 void cq_kv_dots(const cq_attn_ops *ops, const cq_kv_layer *c, uint32_t h, const float *q,
                 uint32_t s0, uint32_t n, float *out);
 /* out (hd floats) += sum_j w[j] * value of kv head h in slot s0 + j, for j < n. */

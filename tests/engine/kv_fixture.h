@@ -22,11 +22,9 @@ static inline cq_kv_layer *kv_fixture_init(kv_fixture *f, cortiq_kv_type type, u
     for (int l = 0; l < 3; l += 2) {
         const cq_kv_layer *c = &f->layers[l];
         size_t row = (size_t)n_kv * hd * cq_kv_elem_size(type);
-        for (uint32_t b = 0; b < c->n_blocks; b++) {
-            uint32_t n =
-                c->slots - b * CQ_KV_BLOCK < CQ_KV_BLOCK ? c->slots - b * CQ_KV_BLOCK : CQ_KV_BLOCK;
-            memset(c->kb[b], 0xFF, n * row);
-            memset(c->vb[b], 0xFF, n * row);
+        for (uint32_t b = 0; b < c->n_blocks; b++) { /* the keys in whole tiles */
+            memset(c->kb[b], 0xFF, cq_kv_block_tiles(c, b) * CQ_KV_TILE * row);
+            memset(c->vb[b], 0xFF, cq_kv_block_len(c, b) * row);
         }
     }
     return &f->layers[1];

@@ -33,14 +33,16 @@ static float frand(void) { /* uniform in [-1, 1) */
 
 /* element i of kv head h's key (or value) at slot s, as the cache stores it */
 static double cached(const cq_kv_layer *c, int value, uint32_t s, uint32_t h, uint32_t i) {
-    const void *row = cq_kv_row(c, value ? c->vb : c->kb, s, h);
+    /* values: row-major; keys: in their tile's lane (kv_cache.h) */
+    const void *e = value ? cq_kv_row(c, c->vb, s, h) + (size_t)i * cq_kv_elem_size(c->type)
+                          : cq_kv_key_at(c, s, h, i);
     switch (c->type) {
     case CORTIQ_KV_F32:
-        return ((const float *)row)[i];
+        return *(const float *)e;
     case CORTIQ_KV_F16:
-        return f16_to_f32(((const uint16_t *)row)[i]);
+        return f16_to_f32(*(const uint16_t *)e);
     default:
-        return (double)(value ? c->vs : c->ks)[(size_t)s * c->n_kv + h] * ((const int8_t *)row)[i];
+        return (double)(value ? c->vs : c->ks)[(size_t)s * c->n_kv + h] * *(const int8_t *)e;
     }
 }
 
