@@ -133,8 +133,8 @@ int main(int argc, char **argv) {
         float *q = malloc(sizeof(float) * qd), *o1 = malloc(sizeof(float) * qd);
         float *o2 = malloc(sizeof(float) * qd), *sc = malloc(sizeof(float) * slots);
         float *part = malloc(sizeof(float) * cq_attn_decode_part_floats(sh->n_heads, sh->hd));
-        float *scratch = aligned_alloc(
-            64, (cq_attn_decode_scratch_floats(sh->hd, group, slots) + 15) / 16 * 16 * 4);
+        float *scratch =
+            aligned_alloc(64, (cq_attn_decode_scratch_floats(group, slots) + 15) / 16 * 16 * 4);
         if (!k || !v || !q || !o1 || !o2 || !sc || !part || !scratch) return 3;
         for (size_t i = 0; i < qd; i++)
             q[i] = 2.0f * frand();

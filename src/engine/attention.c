@@ -18,7 +18,7 @@ bool cq_attention_init(cq_attention *a, const cortiq_model *m, uint32_t ctx) {
     }
     a->batch_stride = (cq_attn_batch_scratch_bytes(m->head_dim, ctx) + 63) / 64 * 16;
     a->batch_scratch = aligned_alloc(64, nt * a->batch_stride * sizeof(float));
-    a->decode_stride = (cq_attn_decode_scratch_floats(m->head_dim, max_group, ctx) + 15) / 16 * 16;
+    a->decode_stride = (cq_attn_decode_scratch_floats(max_group, ctx) + 15) / 16 * 16;
     a->decode_scratch = aligned_alloc(64, nt * a->decode_stride * sizeof(float));
     a->decode_part = malloc(cq_attn_decode_part_floats(max_heads, m->head_dim) * sizeof(float));
     a->decode_done = malloc(m->n_kv * sizeof *a->decode_done);

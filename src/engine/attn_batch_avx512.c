@@ -67,7 +67,8 @@ AI void keys_t(const cq_kv_layer *c, uint32_t kvh, uint32_t slot, ld_fn ld, floa
     }
 }
 
-/* Scores of the block's 32 rows against keys klo .. khi into St[key][row], eight keys per pass
+/* Scores of the block's 32 rows against keys klo .. khi into St[key][row], a key tile per pass
+ * and eight keys at a time
  * (16 accumulators: each broadcast key element feeds two FMAs); mx[0..1] get the per-row max.
  * With two == 0 (a block of at most 16 rows) only the first vector of rows is computed. */
 AI void scores(const cq_attn_batch_args *a, uint32_t kvh, const cq_attn_block *b, const float *Qt,

@@ -27,11 +27,10 @@ uint32_t cq_attn_decode_chunks(const cq_attn_decode_args *a) {
     return (keys + a->chunk - 1) / a->chunk;
 }
 
-size_t cq_attn_decode_scratch_floats(uint32_t hd, uint32_t group, uint32_t max_keys) {
+size_t cq_attn_decode_scratch_floats(uint32_t group, uint32_t max_keys) {
     uint32_t least =
         round16(((uint64_t)max_keys + CQ_ATTN_DECODE_MAX_CHUNKS - 1) / CQ_ATTN_DECODE_MAX_CHUNKS);
     size_t chunk = least > CQ_ATTN_DECODE_MAX_CHUNK ? least : CQ_ATTN_DECODE_MAX_CHUNK;
-    (void)hd;
     /* scores of the group, the q8 value scales */
     return (size_t)group * chunk + chunk;
 }

@@ -66,7 +66,7 @@ uint32_t cq_attn_decode_chunk(uint32_t keys, uint32_t n_kv, unsigned threads);
 uint32_t cq_attn_decode_chunks(const cq_attn_decode_args *a);
 
 /* Floats of scratch one thread needs for any call with at most max_keys keys (the slots). */
-size_t cq_attn_decode_scratch_floats(uint32_t hd, uint32_t group, uint32_t max_keys);
+size_t cq_attn_decode_scratch_floats(uint32_t group, uint32_t max_keys);
 /* Floats of `part`: per (kv head, chunk, query head of the group) hd + 16 floats. */
 size_t cq_attn_decode_part_floats(uint32_t n_heads, uint32_t hd);
 

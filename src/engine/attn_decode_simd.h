@@ -58,6 +58,12 @@ AI void fetch_ahead(const cq_kv_layer *c, uint8_t *const *blk, span sp, uint32_t
         cq_kv_prefetch_row(c, blk, sp.kvh, sp.s0, j + PF_ROWS);
 }
 
+/* Fetch the cache lines of bytes at p into L1. */
+AI void fetch_bytes(const uint8_t *p, size_t bytes) {
+    for (size_t b = 0; b < bytes; b += 64)
+        __builtin_prefetch(p + b, 0, 3);
+}
+
 /* Vectors per key tile row (CQ_KV_TILE keys) and the most heads one tile pass takes. */
 #define NL         ((int)(CQ_KV_TILE / VW))
 #define TILE_MAX_G 8
@@ -74,18 +80,17 @@ AI void tile_dots(const float *q, const uint8_t *tile, int v, const uint8_t *nex
     vec acc[TILE_MAX_G][TILE_MAX_NS];
     _Static_assert(TILE_MAX_G == 8, "tile passes of 1-8 heads");
 #pragma GCC unroll 8
-    for (int g = 0; g < G; g++)
+    for (int g = 0; g < G; g++) {
 #pragma GCC unroll 8
         for (int k = 0; k < NS; k++)
             acc[g][k] = V_ZERO();
-            /* the element loop stays a loop: unrolled over hd, GCC spilled the accumulators */
+    }
+    /* the element loop stays a loop: unrolled over hd, GCC spilled the accumulators */
 #pragma GCC unroll 1
     for (uint32_t i0 = 0; i0 < hd; i0 += (uint32_t)NS) {
         /* the next tile, fetched alongside this one: a whole tile at once was a burst of up to
          * 128 fetches that stalled the loads of the tile in use */
-        if (next)
-            for (size_t b = 0; b < step; b += 64)
-                __builtin_prefetch(next + i0 * CQ_KV_TILE * esz + b, 0, 3);
+        if (next) fetch_bytes(next + i0 * CQ_KV_TILE * esz, step);
 #pragma GCC unroll 8
         for (int k = 0; k < NS; k++) {
             const uint32_t i = i0 + (uint32_t)k;
@@ -105,14 +110,6 @@ AI void tile_dots(const float *q, const uint8_t *tile, int v, const uint8_t *nex
     }
 }
 
-/* Fetch the key tile of kv head sp.kvh that holds `slot` (hd x CQ_KV_TILE elements). */
-AI void fetch_tile(const cq_kv_layer *c, span sp, uint32_t slot, const uint32_t hd) {
-    const uint8_t *t = cq_kv_key_tile(c, slot, sp.kvh);
-    const size_t bytes = (size_t)hd * CQ_KV_TILE * cq_kv_elem_size(c->type);
-    for (size_t b = 0; b < bytes; b += 64)
-        __builtin_prefetch(t + b, 0, 3);
-}
-
 /* Final scores of the chunk, sc[g * chunk + j] for head g of the group and key j, a key tile
  * (or the part of one the chunk holds) at a time: the group's heads in passes of at most
  * TILE_MAX_G (tile_dots), then the q8 key scales, the scale, the soft-cap, and the lanes of the
@@ -126,8 +123,8 @@ AI void scores(const cq_attn_decode_args *a, span sp, float *sc, ld_fn ld, const
     _Alignas(64) float d[TILE_MAX_G * CQ_KV_TILE], ks[CQ_KV_TILE], out[CQ_KV_TILE];
     for (uint32_t l = 0; l < CQ_KV_TILE; l++)
         ks[l] = 1.0f;
-#if PREFETCH_AHEAD
-    fetch_tile(c, sp, sp.s0, hd);
+#if PREFETCH_AHEAD /* the unit's first key tile */
+    fetch_bytes(cq_kv_key_tile(c, sp.s0, sp.kvh), (size_t)hd * CQ_KV_TILE * esz);
 #endif
     for (uint32_t j = 0, slot = sp.s0; j < sp.cnt;) {
         const uint32_t n = cq_kv_tile_run(c, slot, sp.cnt - j), lane = slot % CQ_KV_TILE;

@@ -162,7 +162,7 @@ static void run_case(const shape *sh, cortiq_kv_type type, uint32_t pos, uint32_
     for (size_t i = 0; i < qd; i++)
         q[i] = 3.0f * frand();
     float *part = malloc(sizeof(float) * cq_attn_decode_part_floats(sh->n_heads, hd));
-    float *scratch = aligned_alloc(64, (cq_attn_decode_scratch_floats(hd, group, slots) + 15) / 16 *
+    float *scratch = aligned_alloc(64, (cq_attn_decode_scratch_floats(group, slots) + 15) / 16 *
                                            16 * sizeof(float));
     cq_attn_decode_args a = {
         c, q, out, part, sh->n_heads, pos, window, 0, 1.0f / sqrtf((float)hd), cap, NULL};
@@ -217,7 +217,7 @@ static void chunk_rule(void) {
         for (uint32_t n_kv = 1; n_kv <= 8; n_kv *= 2)
             for (unsigned th = 1; th <= 64; th *= 4) {
                 uint32_t ch = cq_attn_decode_chunk(keys, n_kv, th);
-                size_t room = cq_attn_decode_scratch_floats(64, 1, keys);
+                size_t room = cq_attn_decode_scratch_floats(1, keys);
                 ok &= ch % 16 == 0 && (keys + ch - 1) / ch <= CQ_ATTN_DECODE_MAX_CHUNKS &&
                       2 * (size_t)ch <= room;
             }
