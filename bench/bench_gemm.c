@@ -4,8 +4,10 @@
  * (CMF_KF_INT8_ACT), for the matrix shapes of a Qwen2.5-0.5B layer. Float
  * dtypes (f16, bf16, f32) have no integer path: their cmf_matmul is timed on the AVX-512 FMA
  * panels and, for f16 / bf16 on CPUs with AMX, on the AMX tiles too, the two alternating call
- * by call in this process so that the machine's drift hits both alike. CORTIQ_CPU=avx2 times the
- * AVX2 tier instead (its FMA panels, gemm_f32_avx2.c, from 10 tokens).
+ * by call in this process so that the machine's drift hits both alike; bf16 also with its
+ * activations rounded to bf16 (CMF_KF_BF16_ACT: the AVX-512 BF16 dot products where the CPU has
+ * them). CORTIQ_CPU=avx2 times the AVX2 tier instead (its FMA panels, gemm_f32_avx2.c, from 10
+ * tokens).
  *
  *   bench_gemm [--tokens N] [--reps R] [dtype...]     (default: q8_row q4_tiled q4tp)
  *
@@ -45,7 +47,8 @@ static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) 
     void *sc = aligned_alloc(64, (cmf_qact_scratch_bytes(cols) + 63) / 64 * 64);
     cmf_qact a;
     cmf_qact_bind(&a, am, n, cols);
-    double best_i = 1e30, best_f = 1e30, best_q = 1e30, best_amx = 1e30, best_8 = 1e30;
+    double best_i = 1e30, best_f = 1e30, best_q = 1e30, best_amx = 1e30, best_8 = 1e30,
+           best_h = 1e30;
     const bool amx = (dt == CMF_DT_F16 || dt == CMF_DT_BF16) && cq_cpu_detect()->amx_bf16;
     for (int k = 0; k < reps; k++) {
         if (amx) { /* the AMX tile GEMM, then (below) the FMA panels */
@@ -67,6 +70,9 @@ static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) 
          * it takes no integer GEMM */
         if (cmf_qact_supports(&m)) cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, CMF_KF_INT8_ACT);
         double t4 = cpu_now();
+        if (dt == CMF_DT_BF16) cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, CMF_KF_BF16_ACT);
+        double t5 = cpu_now();
+        if (t5 - t4 < best_h) best_h = t5 - t4;
         if (t4 - t3 < best_8) best_8 = t4 - t3;
         if (t1 - t0 < best_q) best_q = t1 - t0;
         if (t2 - t1 < best_i) best_i = t2 - t1;
@@ -84,6 +90,11 @@ static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) 
                "GMAC/s  (%.2fx)\n",
                cmf_dtype_get(dt)->name, (unsigned long long)rows, (unsigned long long)cols, n,
                macs / best_f * 1e-9, macs / best_amx * 1e-9, best_f / best_amx);
+    else if (dt == CMF_DT_BF16)
+        printf("%-9s %5llu x %-5llu n=%-3zu  f32-activation matmul %6.1f GMAC/s  "
+               "bf16-activation matmul %6.1f GMAC/s (%.2fx)\n",
+               cmf_dtype_get(dt)->name, (unsigned long long)rows, (unsigned long long)cols, n,
+               macs / best_f * 1e-9, macs / best_h * 1e-9, best_f / best_h);
     else
         printf("%-9s %5llu x %-5llu n=%-3zu  f32-activation matmul %6.1f GMAC/s\n",
                cmf_dtype_get(dt)->name, (unsigned long long)rows, (unsigned long long)cols, n,

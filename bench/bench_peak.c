@@ -8,7 +8,9 @@
  *   - f32 FMA on 256-bit (AVX2) and 512-bit (AVX-512) vectors: 2 flops per lane;
  *   - int8 dot products as the integer GEMMs issue them: AVX-512 VNNI vpdpbusd (64 u8 x s8
  *     multiply-adds into 16 int32), AVX-VNNI-less AVX2 vpmaddubsw + vpmaddwd + vpaddd (32
- *     multiply-adds per 3 instructions).
+ *     multiply-adds per 3 instructions);
+ *   - the bf16 dot product of the bf16 prefill (AVX-512 BF16 vdpbf16ps: 32 bf16 x bf16
+ *     multiply-adds into 16 f32), given in flops like the FMA rows.
  * Times are each thread's CPU time (the rate of a thread that has a core to itself; on a quiet
  * machine the same as wall time). Each result is also given per cycle (÷ measured clock ÷ threads):
  * FMA ports x lanes x 2 for the float rows, the derivation docs/PERFORMANCE.md quotes.
@@ -83,6 +85,17 @@ __attribute__((target("avx512f,avx512vnni"))) static uint64_t vnni_zmm(uint64_t 
         CHAIN_STEP(ZDP);
     }
     return (uint64_t)_mm512_reduce_add_epi32(CHAIN_FOLD(_mm512_add_epi32));
+}
+
+#define ZBF(a) _mm512_dpbf16_ps(a, (__m512bh)w, (__m512bh)x)
+__attribute__((target("avx512f,avx512bf16"))) static uint64_t bf16dot_zmm(uint64_t iters) {
+    __m512i w = _mm512_set1_epi32(0x3f803f80), x = _mm512_set1_epi32(0x3f003f00); /* 1, 0.5 */
+    CHAIN_VARS(__m512, ZF);
+    for (uint64_t i = 0; i < iters; i++) {
+        __asm__ volatile("" : "+v"(w), "+v"(x));
+        CHAIN_STEP(ZBF);
+    }
+    return (uint64_t)_mm512_reduce_add_ps(CHAIN_FOLD(_mm512_add_ps));
 }
 
 /* The AVX2 int8 dot product: vpmaddubsw (u8 x s8 -> s16 pairs), vpmaddwd with ones (-> s32),
@@ -161,7 +174,8 @@ int main(int argc, char **argv) {
     printf("| --- | --- | --- | --- |\n");
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
-        avx512 = __builtin_cpu_supports("avx512f"), vnni = __builtin_cpu_supports("avx512vnni");
+        avx512 = __builtin_cpu_supports("avx512f"), vnni = __builtin_cpu_supports("avx512vnni"),
+        bf16 = __builtin_cpu_supports("avx512bf16");
     struct {
         const char *name;
         int have;
@@ -172,6 +186,7 @@ int main(int argc, char **argv) {
         {"f32 FMA, 512-bit (flops)", avx512, fma_zmm, 12 * 16 * 2},
         {"int8 vpmaddubsw+vpmaddwd, 256-bit (multiply-adds)", avx2, maddubs_ymm, 12 * 32},
         {"int8 vpdpbusd, 512-bit (multiply-adds)", vnni, vnni_zmm, 12 * 64},
+        {"bf16 vdpbf16ps, 512-bit (flops)", bf16, bf16dot_zmm, 12 * 32 * 2},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         if (!rows[i].have) {

@@ -16,6 +16,22 @@ struct cq_claim {
     _Alignas(64) atomic_ullong taken[CQ_MM_PRODUCTS];
 };
 
+/* Whether a batch of the model's layers may read activations prepared per batch: bf16 ones
+ * (cmf_bact: a bf16 matrix the dot products accept, activations not pinned to f32) or f32 ones
+ * (cmf_fact: a float matrix the AVX-512 panels take). */
+static bool has_batches(const cortiq_model *m, size_t batch, bool bf16) {
+    if (!m->layers || (bf16 && !m->bf16flags)) return false;
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        const cq_layer *y = &m->layers[l];
+        const cmf_qmat *w[8] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgp, &y->wg, &y->wu, &y->wd};
+        for (int i = 0; i < 8; i++)
+            if (w[i]->rows &&
+                (bf16 ? cmf_bact_supports(w[i], batch) : cmf_fact_supports(w[i], batch, 0)))
+                return true;
+    }
+    return false;
+}
+
 bool cq_sched_init(cq_sched *sc, const cortiq_model *m, size_t batch, size_t in_cols) {
     memset(sc, 0, sizeof *sc);
     sc->m = m;
@@ -29,6 +45,14 @@ bool cq_sched_init(cq_sched *sc, const cortiq_model *m, size_t batch, size_t in_
         sc->tok8 = aligned_alloc(64, (size_t)nt * CQ_DECODE_MAX * sc->tok8_stride);
         if (!sc->tok8) return false;
     }
+    if (has_batches(m, batch, true)) {
+        sc->ba_mem = aligned_alloc(64, (cmf_bact_bytes(batch, in_cols) + 63) / 64 * 64);
+        if (!sc->ba_mem) return false;
+    }
+    if (has_batches(m, batch, false)) {
+        sc->fa_mem = aligned_alloc(64, (cmf_fact_bytes(batch, in_cols) + 63) / 64 * 64);
+        if (!sc->fa_mem) return false;
+    }
     if (m->prefill_qact) {
         sc->qa_stride = (cmf_qact_scratch_bytes(in_cols) + 63) / 64 * 64;
         sc->qa_mem = aligned_alloc(64, (cmf_qact_bytes(batch, in_cols) + 63) / 64 * 64);
@@ -39,7 +63,8 @@ bool cq_sched_init(cq_sched *sc, const cortiq_model *m, size_t batch, size_t in_
 }
 
 void cq_sched_free(cq_sched *sc) {
-    free(sc->qa_mem), free(sc->qa_scratch), free(sc->tok8), free(sc->claim);
+    free(sc->qa_mem), free(sc->qa_scratch), free(sc->ba_mem), free(sc->fa_mem);
+    free(sc->tok8), free(sc->claim);
 }
 
 /* ---- products ---- */
@@ -62,7 +87,10 @@ typedef struct mm_job {
     cq_act act;
     unsigned flags;     /* model->kflags: forces int8 activations for every supported product */
     unsigned q4flags;   /* added for integer-coded weights that take int8 activations by default */
+    unsigned bf16flags; /* added for a batch on bf16 weights (bf16 activations allowed) */
     const cmf_qact *qa; /* non-NULL: x quantized for the integer GEMM */
+    const cmf_bact *ba; /* non-NULL: x rounded to bf16 for the dot products (every part bf16) */
+    const cmf_fact *fa; /* non-NULL: x regrouped for the AVX-512 float panels (every part) */
     uint8_t *scratch;   /* its per-thread panels, stride bytes each */
     size_t stride;
     /* one token (decode_task): the parts that hand out rows (a glu job's pieces cover gate and
@@ -85,9 +113,11 @@ static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t *r0, uint
 
 /* The kernel flags of part p's product: j->flags forces int8 for every supported one; otherwise
  * the dtype's policy (its traits record, cq_dtype_int8_act) decides, unless j->q4flags is 0
- * (f32 activations asked for). */
+ * (f32 activations asked for). A batch on bf16 weights may round its activations to bf16
+ * (j->bf16flags); one token, and the tokens of an `each` job, keep f32. */
 static unsigned part_flags(const mm_job *j, const mm_part *p) {
-    return j->flags | (cq_dtype_int8_act(p->w->dtype, j->each ? 1 : j->n) ? j->q4flags : 0);
+    unsigned half = p->w->dtype == CMF_DT_BF16 && !j->each && j->n > 1 ? j->bf16flags : 0;
+    return j->flags | half | (cq_dtype_int8_act(p->w->dtype, j->each ? 1 : j->n) ? j->q4flags : 0);
 }
 
 /* Rows [r0, r1) of part p (r0 < r1); tok: this thread's prepared token, or NULL; scratch:
@@ -103,6 +133,10 @@ static void part_rows(const mm_job *j, const mm_part *p, uint64_t r0, uint64_t r
         cmf_matvec_tok8(p->w, tok, y, r0, r1);
     else if (j->qa && cmf_qact_supports(p->w))
         cmf_matmul_qact(p->w, j->qa, y, p->ldy, r0, r1, scratch);
+    else if (j->ba && cmf_matmul_bact(p->w, j->ba, y, p->ldy, r0, r1))
+        return; /* (no scratch for it: the same product from x below) */
+    else if (j->fa && cmf_matmul_fact(p->w, j->fa, y, p->ldy, r0, r1))
+        return;
     else if (f)
         cmf_matmul_ex(p->w, x, n, cols, y, p->ldy, r0, r1, f);
     else if (n == 1)
@@ -132,6 +166,39 @@ static void batch_task(void *ctx, unsigned tid, unsigned nt) {
     uint64_t r0, r1;
     rows_of(j->p[0].w->rows, tid, nt, &r0, &r1);
     glu_rows(j, r0, r1);
+}
+
+/* A batch whose products all read activations prepared once for the whole job (the integer
+ * GEMM's quantized batch, the float kernels' regrouped one): no call regroups anything, so the
+ * rows can go in claimed pieces as in decode_task, and the threads end within a small piece of
+ * each other. With equal ranges (batch_task) the faster thread waited for the other, and often
+ * slept through the rest of the region: a q8 prefill's products returned 100 us after their
+ * threads' mean end, 5 % of each. */
+static void batch_pieces_task(void *ctx, unsigned tid, unsigned nt) {
+    const mm_job *j = ctx;
+    uint8_t *scratch = j->qa ? j->scratch + tid * j->stride : NULL;
+    for (unsigned i = 0; i < nt; i++) {
+        unsigned v = (tid + i) % nt;
+        for (unsigned k = 0; k < j->nclaim; k++) {
+            uint64_t lo, end, r0, r1;
+            rows_of(j->p[k].w->rows, v, nt, &lo, &end);
+            while (cq_take_piece(&j->claim[v].taken[k], j->tag, lo, end, 16, &r0, &r1)) {
+                part_rows(j, &j->p[k], r0, r1, NULL, scratch, 0);
+                if (!j->glu) continue;
+                part_rows(j, &j->p[1], r0, r1, NULL, scratch, 0);
+                glu_rows(j, r0, r1);
+            }
+        }
+    }
+}
+
+/* Whether every product of batch j reads the activations prepared for the job. */
+static bool prepared_batch(const mm_job *j) {
+    if (j->ba || j->fa) return true; /* use_prepared took it for every part */
+    if (!j->qa) return false;
+    for (unsigned k = 0; k < j->np; k++)
+        if (!cmf_qact_supports(j->p[k].w)) return false;
+    return true;
 }
 
 _Static_assert(CQ_DECODE_MAX <= CMF_TOK8_MULTI_MAX, "a decode job's tokens fit one multi call");
@@ -195,13 +262,17 @@ static void decode_task(void *ctx, unsigned tid, unsigned nt) {
     }
 }
 
-/* Runs job j on the pool: a batch by equal row ranges, one token by claimed pieces. */
+/* Runs job j on the pool: a batch by equal row ranges (by claimed pieces where its activations
+ * were prepared for the whole job), one token by claimed pieces. */
 static void run_job(cq_sched *sc, mm_job *j) {
+    j->nclaim = j->glu ? 1 : j->np;
+    j->claim = sc->claim;
     if (j->n != 1 && !j->each) {
-        cq_pool_run(sc->m->pool, batch_task, j);
+        bool pieces = prepared_batch(j);
+        if (pieces) j->tag = ++sc->job;
+        cq_pool_run(sc->m->pool, pieces ? batch_pieces_task : batch_task, j);
         return;
     }
-    j->nclaim = j->glu ? 1 : j->np;
     j->tok8 = NULL;
     j->tok8_layouts = 0;
     for (unsigned k = 0; k < j->np; k++) {
@@ -211,7 +282,6 @@ static void run_job(cq_sched *sc, mm_job *j) {
     }
     if (j->tok8_layouts) j->tok8 = sc->tok8;
     j->tok8_stride = sc->tok8_stride;
-    j->claim = sc->claim;
     j->tag = ++sc->job; /* after 2^32 jobs a tag repeats; each claim is rewritten every token */
     cq_pool_run(sc->m->pool, decode_task, j);
 }
@@ -246,6 +316,31 @@ static bool use_qact(cq_sched *sc, mm_job *j) {
     return true;
 }
 
+/* Binds the job to float activations prepared once for it where every part takes them for
+ * this batch: rounded to bf16 (cmf_bact), else regrouped in f32 (cmf_fact); returns the token
+ * grouping the preparation needs (0: none). */
+static size_t use_prepared(cq_sched *sc, mm_job *j) {
+    if (j->qa || j->each || j->n < 2) return 0;
+    bool b = sc->ba_mem != NULL, f = sc->fa_mem != NULL;
+    for (unsigned k = 0; k < j->np && (b || f); k++) {
+        unsigned fl = part_flags(j, &j->p[k]);
+        b = b && (fl & CMF_KF_BF16_ACT) && cmf_bact_supports(j->p[k].w, j->n);
+        f = f && cmf_fact_supports(j->p[k].w, j->n, fl);
+    }
+    size_t cols = (size_t)j->p[0].w->cols;
+    if (b) {
+        cmf_bact_bind(&sc->ba, sc->ba_mem, j->n, cols);
+        j->ba = &sc->ba;
+        return 16;
+    }
+    if (f) {
+        cmf_fact_bind(&sc->fa, sc->fa_mem, j->n, cols);
+        j->fa = &sc->fa;
+        return cmf_fact_group();
+    }
+    return 0;
+}
+
 /* ---- per-token steps ---- */
 
 /* A step over n tokens; with qa set, each thread then quantizes rows [t0, t1) of qx (qcols
@@ -257,6 +352,9 @@ typedef struct token_pass {
     cmf_qact *qa;
     const float *qx;
     size_t qcols;
+    cmf_bact *ba; /* prepared as qa is, by whole groups of `group` tokens per thread */
+    cmf_fact *fa;
+    size_t group;
 } token_pass;
 
 static void token_range(const token_pass *p, size_t t0, size_t t1) {
@@ -264,11 +362,15 @@ static void token_range(const token_pass *p, size_t t0, size_t t1) {
         for (size_t t = t0; t < t1; t++)
             p->step(p->ctx, t);
     if (p->qa) cmf_qact_quantize_rows(p->qa, p->qx, p->qcols, t0, t1);
+    if (p->ba) cmf_bact_prepare(p->ba, p->qx, p->qcols, t0, t1);
+    if (p->fa) cmf_fact_prepare(p->fa, p->qx, p->qcols, t0, t1);
 }
 
 static void token_task(void *ctx, unsigned tid, unsigned nt) {
     const token_pass *p = ctx;
-    size_t per = (p->n + nt - 1) / nt, t0 = tid * per, t1 = t0 + per < p->n ? t0 + per : p->n;
+    size_t per = (p->n + nt - 1) / nt;
+    if (p->group) per = (per + p->group - 1) / p->group * p->group; /* whole groups each */
+    size_t t0 = tid * per, t1 = t0 + per < p->n ? t0 + per : p->n;
     if (t0 < t1) token_range(p, t0, t1);
 }
 
@@ -293,16 +395,18 @@ void cq_matmul_after(cq_sched *sc, cq_token_fn step, const void *ctx, const cq_m
                 .each = mm->each && mm->n > 1,
                 .act = m->act,
                 .flags = m->kflags,
-                .q4flags = m->q4flags};
+                .q4flags = m->q4flags,
+                .bf16flags = m->bf16flags};
     for (unsigned k = 0; k < mm->np; k++)
         j.p[k] = (mm_part){.w = mm->p[k].w, .y = mm->p[k].y, .ldy = (size_t)mm->p[k].w->rows};
     token_pass p = {.step = step, .ctx = ctx, .n = mm->n};
-    if (use_qact(sc, &j)) {
-        p.qa = &sc->qa;
-        p.qx = mm->x;
-        p.qcols = (size_t)mm->p[0].w->cols;
-    }
-    if (p.step || p.qa) run_tokens(sc, &p);
+    if (use_qact(sc, &j)) p.qa = &sc->qa;
+    p.group = use_prepared(sc, &j);
+    p.ba = j.ba ? &sc->ba : NULL;
+    p.fa = j.fa ? &sc->fa : NULL;
+    p.qx = mm->x;
+    p.qcols = (size_t)mm->p[0].w->cols;
+    if (p.step || p.qa || p.group) run_tokens(sc, &p);
     run_job(sc, &j);
 }
 
@@ -365,7 +469,8 @@ void cq_matmul_group(cq_sched *sc, const cq_matmul *mm, unsigned count) {
                       .glu = mm[i].glu,
                       .act = m->act,
                       .flags = m->kflags,
-                      .q4flags = m->q4flags};
+                      .q4flags = m->q4flags,
+                      .bf16flags = m->bf16flags};
         for (unsigned k = 0; k < j->np; k++) {
             mm_part *p = &j->p[k];
             *p = (mm_part){.w = mm[i].p[k].w, .y = mm[i].p[k].y, .ldy = (size_t)mm[i].p[k].w->rows};

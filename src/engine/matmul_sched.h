@@ -2,16 +2,21 @@
  * thread pool, and the per-token steps between them.
  *
  * A product call runs up to CQ_MM_PRODUCTS products that read the same input (q/k/v and an
- * attention layer's g_proj; gate/up) in one parallel region. A batch of tokens (prefill) gives
- * each thread an equal range of every product's rows, so each weight is decoded once per batch;
- * one token (decode) hands the rows out in pieces that a thread done with its own range takes
- * from the others (common/pieces.h), so a thread a hypervisor slowed holds nobody up. Pieces
- * start on 16-row blocks, so every row's result is the same whichever thread computed it.
+ * attention layer's g_proj; gate/up) in one parallel region. Each weight is decoded once per
+ * batch. One token (decode), and a batch whose input was prepared once for the whole call (see
+ * below), hand the rows out in pieces that a thread done with its own range takes from the
+ * others (common/pieces.h), so a thread a hypervisor slowed holds nobody up; other batches give
+ * each thread an equal range of every product's rows (their kernels regroup the input per
+ * call). Pieces start on 16-row blocks, so every row's result is the same whichever thread
+ * computed it.
  *
  * The steps between products (norms, biases, RoPE, residual adds) are independent per token:
  * a batch splits them over the pool by tokens, one token runs them on the caller. When a batch
  * of CQ_QACT_MIN or more tokens takes the integer GEMM (cmf_qact_*), the step that produces a
- * product's input also quantizes it, in the same parallel region (cq_matmul_after).
+ * product's input also quantizes it, in the same parallel region (cq_matmul_after); a batch on
+ * float weights whose kernels take a prepared input (cmf_bact_*: bf16 activations for the bf16
+ * dot products, cmf_fact_*: the AVX-512 float panels) has it rounded or regrouped there the
+ * same way, each thread whole token groups.
  * Internal to src/engine. */
 #ifndef CORTIQ_ENGINE_MATMUL_SCHED_H
 #define CORTIQ_ENGINE_MATMUL_SCHED_H
@@ -30,6 +35,11 @@ typedef struct cq_sched {
     /* integer prefill GEMM (model->prefill_qact): the quantized batch, per-thread panels */
     void *qa_mem;
     cmf_qact qa;
+    /* batches on float weights: the batch rounded to bf16 and regrouped once for the bf16 dot
+     * products, or regrouped once in f32 for the AVX-512 float panels */
+    void *ba_mem, *fa_mem;
+    cmf_bact ba;
+    cmf_fact fa;
     uint8_t *qa_scratch;
     size_t qa_stride;
     /* decode products: per-thread prepared tokens (cmf_tok8_*) and claims */

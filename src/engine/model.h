@@ -117,9 +117,10 @@ struct cortiq_model {
     unsigned kflags;   /* cmf_matmul_ex flags for every product (CMF_KF_INT8_ACT or 0) */
     cortiq_kv_type kv; /* KV cache type of new sessions (cortiq_load_opts.kv) */
     bool prefill_qact; /* batched products use cmf_matmul_qact where the weights allow */
-    unsigned
-        q4flags;     /* extra cmf_matmul_ex flags for integer-coded weights (q8_row, q4_*, vbit*) */
-    bool huge_pages; /* cortiq_model_prefetch moves the matrices onto 2 MiB pages */
+    /* extra cmf_matmul_ex flags for integer-coded weights (q8_row, q4_*, vbit*) */
+    unsigned q4flags;
+    unsigned bf16flags; /* extra flags for batches on bf16 weights (CMF_KF_BF16_ACT or 0) */
+    bool huge_pages;    /* cortiq_model_prefetch moves the matrices onto 2 MiB pages */
     /* 2 MiB windows of the decode matrices left on file pages by cortiq_model_page_in, moved
      * by cortiq_model_move_step: moves[moved .. n_moves) */
     uintptr_t *moves;

@@ -526,6 +526,7 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     m->kflags = act == CORTIQ_ACT_INT8 ? CMF_KF_INT8_ACT : 0;
     m->prefill_qact = act != CORTIQ_ACT_F32 && cmf_qact_simd();
     m->q4flags = act == CORTIQ_ACT_F32 ? 0 : CMF_KF_INT8_ACT;
+    m->bf16flags = act == CORTIQ_ACT_F32 ? 0 : CMF_KF_BF16_ACT;
     m->huge_pages = !(o && o->no_huge_pages);
     m->kv = o ? o->kv : CORTIQ_KV_F16;
     if ((unsigned)m->kv >= CORTIQ_KV_COUNT)

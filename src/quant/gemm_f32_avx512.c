@@ -14,8 +14,8 @@
 #include "quant/kernel_impl.h"
 #include "quant/transpose_avx512.h"
 
-#define PR 16 /* rows per panel */
-#define TG 12 /* tokens per pass: 12 accumulators + the panel vector */
+#define PR 16            /* rows per panel */
+#define TG CQ_FACT_GROUP /* tokens per pass: 12 accumulators + the panel vector */
 
 /* 16 values of row `row`, columns c0 .. c0 + 15 (masked past cols), as f32. */
 static inline __m512 load16(const cmf_qmat *m, uint64_t row, uint64_t c0, __mmask16 k) {
@@ -57,8 +57,8 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t kp16, 
  * 16 columns at a time through one 16 x 16 transpose (the 12 tokens' rows and 4 zero rows).
  * Every thread regroups the whole batch, and element by element this was 4 % of an f16
  * prefill profile. */
-static void group_acts(const float *X, size_t n, size_t ldx, uint64_t C, size_t kp16, size_t g,
-                       float *xg) {
+void cq_fact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size_t kp16, size_t g,
+                          float *xg) {
     size_t t0 = g * TG, nt = n - t0 < TG ? n - t0 : TG;
     _Alignas(64) float blk[16 * 16];
     for (size_t c0 = 0; c0 < kp16; c0 += 16) {
@@ -113,15 +113,11 @@ static const tokens_fn tokens_by_count[TG + 1] = {
     NULL,     tokens_1, tokens_2, tokens_3,  tokens_4,  tokens_5, tokens_6,
     tokens_7, tokens_8, tokens_9, tokens_10, tokens_11, tokens_12};
 
-bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
-                          size_t ldy, uint64_t r0, uint64_t r1) {
-    const size_t kp16 = (size_t)(m->cols + 15) / 16 * 16, groups = (n + TG - 1) / TG;
-    size_t panel_bytes = kp16 * PR * sizeof(float), act_bytes = groups * kp16 * TG * sizeof(float);
-    uint8_t *mem = cq_kernel_scratch(CQ_SCRATCH_ACT, panel_bytes + act_bytes);
-    if (!mem) return false;
-    float *panel = (float *)(void *)mem, *xg = (float *)(void *)(mem + panel_bytes);
-    for (size_t g = 0; g < groups; g++)
-        group_acts(X, n, ldx, m->cols, kp16, g, xg + g * kp16 * TG);
+bool cq_gemm_float_rows_avx512(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
+                               uint64_t r0, uint64_t r1) {
+    const size_t kp16 = CQ_FACT_COLS(m->cols), groups = (n + TG - 1) / TG;
+    float *panel = cq_kernel_scratch(CQ_SCRATCH_AUX, kp16 * PR * sizeof(float));
+    if (!panel) return false;
     const size_t es = m->dtype == CMF_DT_F32 ? 4 : 2;
     for (uint64_t r = r0; r < r1; r += PR) {
         unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR;
@@ -134,4 +130,14 @@ bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ld
         }
     }
     return true;
+}
+
+bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                          size_t ldy, uint64_t r0, uint64_t r1) {
+    const size_t kp16 = CQ_FACT_COLS(m->cols), groups = (n + TG - 1) / TG;
+    float *xg = cq_kernel_scratch(CQ_SCRATCH_ACT, groups * kp16 * TG * sizeof(float));
+    if (!xg) return false;
+    for (size_t g = 0; g < groups; g++)
+        cq_fact_group_avx512(X, n, ldx, m->cols, kp16, g, xg + g * kp16 * TG);
+    return cq_gemm_float_rows_avx512(m, xg, n, Y, ldy, r0, r1);
 }

@@ -50,9 +50,30 @@ static cq_mm_fn pick(cmf_dtype dt) {
  * 10 tokens 1.1x, 16 tokens 1.2x the 4-token kernels; docs/KERNELS.md). */
 #define CQ_FLOAT_GEMM_MIN_AVX2 10
 
+/* Batches from this many tokens on bf16 weights with CMF_KF_BF16_ACT take the AVX-512 BF16 dot
+ * products (gemm_bf16dot_avx512.c); below, the f32 panels. `bench_gemm --tokens N bf16`, one
+ * thread, the dot products against the f32 panels over the Qwen2.5-0.5B shapes: 4 tokens
+ * 0.80-0.90x, 8 tokens 1.0-1.3x, 16 tokens 1.4-1.8x, 64-128 tokens 1.7-1.9x. */
+#define CQ_BF16DOT_GEMM_MIN 8
+
 /* Batches from this many tokens take the AMX tiles for f16 / bf16 weights (below, converting
  * every weight per call costs more than the tile products save: docs/KERNELS.md). */
 #define CQ_AMX_GEMM_MIN 32
+
+bool cq_bf16dot_takes(const cmf_qmat *m, size_t n) {
+    if (m->dtype != CMF_DT_BF16 || n < CQ_BF16DOT_GEMM_MIN || !cq_cpu_detect()->avx512bf16)
+        return false;
+    const cq_isa gemm = cq_isa_pick(cq_dtype_ops_get(m->dtype)->gemm_tiers);
+    return gemm == CQ_ISA_AVX512 || (gemm == CQ_ISA_AMX && n < CQ_AMX_GEMM_MIN);
+}
+
+bool cq_float_avx512_takes(const cmf_qmat *m, size_t n, unsigned flags) {
+    const cq_dtype_ops *o = cq_dtype_ops_get(m->dtype);
+    const cq_isa gemm = o ? cq_isa_pick(o->gemm_tiers) : CQ_ISA_SCALAR;
+    if (n < CQ_FLOAT_GEMM_MIN || gemm < CQ_ISA_AVX512) return false;
+    if (n >= CQ_AMX_GEMM_MIN && gemm >= CQ_ISA_AMX) return false; /* the tiles (f16, bf16) */
+    return !((flags & CMF_KF_BF16_ACT) && cq_bf16dot_takes(m, n));
+}
 
 size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact) {
     /* with the batched-decode copy every batch of 2 or more gets the GEMM's bits (one token
@@ -60,7 +81,12 @@ size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact) {
     if (qact && cmf_qact_supports(m)) return m->lanes ? 2 : cmf_qact_min_tokens();
     const cq_dtype_ops *o = cq_dtype_ops_get(m->dtype);
     const cq_isa gemm = o ? cq_isa_pick(o->gemm_tiers) : CQ_ISA_SCALAR;
+    /* bf16 with bf16 activations: f32 panels below CQ_BF16DOT_GEMM_MIN, dot products from it
+     * (asked for or not, the larger size holds for both) */
+    const bool dot =
+        m->dtype == CMF_DT_BF16 && gemm == CQ_ISA_AVX512 && cq_cpu_detect()->avx512bf16;
     return gemm >= CQ_ISA_AMX      ? CQ_AMX_GEMM_MIN
+           : dot                   ? CQ_BF16DOT_GEMM_MIN
            : gemm >= CQ_ISA_AVX512 ? CQ_FLOAT_GEMM_MIN
            : gemm == CQ_ISA_AVX2   ? CQ_FLOAT_GEMM_MIN_AVX2
                                    : 0;
@@ -134,6 +160,10 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
         /* half-precision weights, AMX: tile products (split bf16, as exact as f32) */
         if (n >= CQ_AMX_GEMM_MIN && gemm >= CQ_ISA_AMX &&
             cq_gemm_half_amx(m, X, n, ldx, Y, ldy, row_begin, row_end))
+            return;
+        /* bf16 weights, bf16 activations allowed: the BF16 dot products */
+        if ((flags & CMF_KF_BF16_ACT) && cq_bf16dot_takes(m, n) &&
+            cq_gemm_bf16dot_avx512(m, X, n, ldx, Y, ldy, row_begin, row_end))
             return;
         /* float weights: the panel GEMM (each weight converted once per call) */
         if (gemm >= CQ_ISA_AVX512 && cq_gemm_float_avx512(m, X, n, ldx, Y, ldy, row_begin, row_end))

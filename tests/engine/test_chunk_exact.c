@@ -1,12 +1,13 @@
 /* test_chunk_exact.c - cortiq_model_exact_chunk: from that chunk size on, a token's results do
  * not depend on how its prompt was cut. On tiny checkpoints of four families converted to q8,
- * q4t, vbit and f16, a prompt of N tokens evaluated at once and evaluated as a prefix of p tokens
- * then the rest (both at least the exact size) give the same bits: the last token's logits, and
- * those of one decode step after it (the KV cache the same). N = 130 also checks that the engine
- * does not leave a last chunk of 2 tokens (cq_eval_chunk shares the last two). A model loaded with
- * f32 activations (its integer weights then take kernels without such a size) reports 0. The q8
- * and q4t models again with the batched-decode copies `cortiq serve --parallel` makes, whose
- * exact size is 2 (every cut from 2 tokens on). */
+ * q4t, vbit, f16 and bf16 (whose batches take bf16 activations from 8 tokens on AVX-512 BF16,
+ * the f32 panels below), a prompt of N tokens evaluated at once and evaluated as a prefix of p
+ * tokens then the rest (both at least the exact size) give the same bits: the last token's logits,
+ * and those of one decode step after it (the KV cache the same). N = 130 also checks that the
+ * engine does not leave a last chunk of 2 tokens (cq_eval_chunk shares the last two). A model
+ * loaded with f32 activations (its integer weights then take kernels without such a size) reports
+ * 0. The q8 and q4t models again with the batched-decode copies `cortiq serve --parallel` makes,
+ * whose exact size is 2 (every cut from 2 tokens on). */
 #include <string.h>
 
 #include "cortiq/engine.h"
@@ -89,7 +90,8 @@ static void run(const char *fam, const char *quant) {
     }
     cortiq_model_free(m);
     lo.batch_lanes = 0;
-    if (strcmp(quant, "f16")) { /* integer weights without the integer GEMM: no exact size */
+    /* integer weights without the integer GEMM: no exact size */
+    if (strcmp(quant, "f16") && strcmp(quant, "bf16")) {
         lo.act = CORTIQ_ACT_F32;
         CHECK(cortiq_model_load(out, &lo, &m, &err) == CMF_OK);
         if (m)
@@ -102,7 +104,7 @@ static void run(const char *fam, const char *quant) {
 
 int main(void) {
     static const char *fams[] = {"llama", "qwen2", "gemma3_text", "mistral"};
-    static const char *quants[] = {"q8", "q4t", "vbit", "f16"};
+    static const char *quants[] = {"q8", "q4t", "vbit", "f16", "bf16"};
     for (size_t i = 0; i < sizeof fams / sizeof *fams; i++)
         for (size_t q = 0; q < sizeof quants / sizeof *quants; q++)
             run(fams[i], quants[q]);

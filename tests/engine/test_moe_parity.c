@@ -6,7 +6,8 @@
  *  - qwen3_moe with a sigmoid router (router_sigmoid, expert_bias for selection only,
  *    norm_topk_prob, routed_scaling_factor 2.5): the converted file plus those header fields
  *    and bias tensors, against transformers' Qwen3-MoE with that router put in.
- * Converted at f32 (and at bf16, exact for the bf16 checkpoints): logits over 64 tokens within
+ * Converted at f32 (and at bf16, exact for the bf16 checkpoints; f32 activations, which bf16
+ * weights otherwise round to bf16 in a batch, CMF_KF_BF16_ACT): logits over 64 tokens within
  * 1e-4 (max |diff| / max |logit|) of transformers, 32 greedy tokens identical, and prefill in
  * one batch (tokens grouped by expert) equal to token by token. */
 #include "common/f16.h"
@@ -28,7 +29,7 @@ static void run(const char *fam, const char *quant) {
     int32_t *greedy = npy_load(path, &ng, &dt);
     CHECK(tokens && ref && greedy && nt == 64 && ng == 32);
     if (!tokens || !ref || !greedy) return;
-    cortiq_load_opts lo = {.threads = 2, .kv = CORTIQ_KV_F32};
+    cortiq_load_opts lo = {.threads = 2, .kv = CORTIQ_KV_F32, .act = CORTIQ_ACT_F32};
     uint32_t V = 0;
     float *batch = tiny_logits(out, &lo, 128, tokens, 64, 0, &V);
     float *tbt = tiny_logits(out, &lo, 128, tokens, 64, 1, &V);

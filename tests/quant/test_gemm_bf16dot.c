@@ -1,0 +1,239 @@
+/* test_gemm_bf16dot.c - the bf16 dot-product GEMM (gemm_bf16dot_avx512.c, CMF_KF_BF16_ACT):
+ * called directly against a double-precision sum of the weights times the activations rounded
+ * to bf16 (nearest even), over the shapes its blocking has edges in: 1 .. 40 tokens (whole and
+ * partial groups of 16, last groups of 8 or fewer on 256-bit vectors), row ranges that start and
+ * end inside a 16-row panel, column counts that are odd, below one pair group of 32, and past one
+ * and two blocks of 256, padded ldx / ldy. Bound: 2e-5 of sum |w x'| (f32 summation), and the
+ * products' distance from the f32 ones within the activation rounding (2^-8 of sum |w x|). Y
+ * outside the rows and tokens asked for stays as it was; a NaN activation or an infinite weight
+ * reaches exactly its own outputs; a token's outputs are the same bits whatever the batch size;
+ * other dtypes are refused. Through cmf_matmul_ex, the flag takes this kernel on the AVX-512
+ * tier only, from 8 tokens; prepared once (cmf_bact) and read by row ranges, the same bits.
+ * Skipped (77) on a CPU without AVX-512 BF16. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cpu.h"
+#include "common/f16.h"
+#include "common/test.h"
+#include "cortiq/kernels.h"
+#include "quant/gemm_impl.h"
+#include "quant/kernel_gen.h"
+#include "quant/kernels_engine.h"
+
+#define SENTINEL 12345.0f
+
+static uint8_t *make_weights(uint64_t rows, uint64_t cols, kg_rng *rng, uint64_t *nb) {
+    *nb = rows * cols * 2;
+    uint8_t *w = malloc(*nb);
+    for (uint64_t i = 0; i < rows * cols; i++) /* magnitudes over several octaves */
+        st_u16(w + 2 * i, f32_to_bf16(kg_unif(rng, -1, 1) * exp2f(kg_unif(rng, -6, 2))));
+    return w;
+}
+
+static float bf16_round(float x) {
+    return bf16_to_f32(f32_to_bf16(x));
+}
+
+/* Returns the number of outputs outside the bounds or changed outside the range. */
+static int check(const cmf_qmat *m, size_t n, uint64_t r0, uint64_t r1, kg_rng *rng) {
+    const uint64_t cols = m->cols;
+    size_t ldx = cols + (n & 1 ? 3 : 0), ldy = (r1 - r0) + (n & 2 ? 5 : 0);
+    float *X = malloc(n * ldx * sizeof *X), *Y = malloc(n * ldy * sizeof *Y);
+    float *w = malloc(cols * sizeof *w);
+    for (size_t i = 0; i < n * ldx; i++)
+        X[i] = kg_unif(rng, -1, 1) * exp2f(kg_unif(rng, -4, 4));
+    for (size_t i = 0; i < n * ldy; i++)
+        Y[i] = SENTINEL;
+    CHECK(cq_gemm_bf16dot_avx512(m, X, n, ldx, Y, ldy, r0, r1));
+    int bad = 0;
+    for (uint64_t r = r0; r < r1; r++) {
+        cmf_qmat_dequant_row(m, r, w);
+        for (size_t t = 0; t < n; t++) {
+            double s = 0, mag = 0, s32 = 0, mag32 = 0;
+            for (uint64_t k = 0; k < cols; k++) {
+                double x = X[t * ldx + k], p = (double)w[k] * bf16_round((float)x);
+                s += p, mag += fabs(p);
+                s32 += w[k] * x, mag32 += fabs(w[k] * x);
+            }
+            double got = Y[t * ldy + (r - r0)];
+            bool ok = fabs(got - s) <= 2e-5 * mag + 1e-30 &&
+                      fabs(got - s32) <= (exp2(-8) + 2e-5) * mag32 + 1e-30;
+            if (!ok && bad++ < 5)
+                fprintf(stderr,
+                        "  [%llu x %llu] n=%zu rows %llu..%llu: row %llu tok %zu got %.9g want "
+                        "%.9g (f32 activations %.9g)\n",
+                        (unsigned long long)m->rows, (unsigned long long)cols, n,
+                        (unsigned long long)r0, (unsigned long long)r1, (unsigned long long)r, t,
+                        got, s, s32);
+        }
+    }
+    for (size_t t = 0; t < n; t++) /* the padding of ldy stays untouched */
+        for (size_t i = r1 - r0; i < ldy; i++)
+            if (Y[t * ldy + i] != SENTINEL && bad++ < 5)
+                fprintf(stderr, "  n=%zu: Y[%zu][%zu] written past the range\n", n, t, i);
+    free(X), free(Y), free(w);
+    return bad;
+}
+
+static void test_shapes(void) {
+    /* {rows, cols}: partial panels, cols below 32 / odd / past 1 and 2 blocks of 256 */
+    static const uint64_t shapes[][2] = {{5, 1},   {16, 8},   {17, 257}, {33, 600},
+                                         {40, 31}, {31, 513}, {7, 255},  {18, 1030}};
+    kg_rng rng = {2025};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        uint64_t rows = shapes[s][0], cols = shapes[s][1], nb;
+        uint8_t *p = make_weights(rows, cols, &rng, &nb);
+        cmf_qmat m;
+        CHECK(cmf_qmat_init(&m, CMF_DT_BF16, rows, cols, p, nb, "t", NULL) == CMF_OK);
+        int bad = 0;
+        for (size_t n = 1; n <= 40; n++) {
+            bad += check(&m, n, 0, rows, &rng);
+            if (rows >= 4) bad += check(&m, n, 1, rows - 1, &rng);
+            if (rows >= 20) bad += check(&m, n, 3, 19, &rng); /* inside 2 panels */
+        }
+        CHECK_MSG(bad == 0, "[%llu x %llu]: %d mismatches", (unsigned long long)rows,
+                  (unsigned long long)cols, bad);
+        cmf_qmat_free(&m);
+        free(p);
+    }
+}
+
+/* An infinite weight (row 3, col 5) and a NaN activation (token 2, col 7): non-finite results
+ * exactly in row 3 and token 2; every other output finite. Batches of 9 (256-bit) and 20. */
+static void test_nonfinite(void) {
+    const uint64_t rows = 21, cols = 300;
+    kg_rng rng = {99};
+    for (size_t n = 9; n <= 20; n += 11) {
+        uint64_t nb;
+        uint8_t *p = make_weights(rows, cols, &rng, &nb);
+        st_u16(p + 2 * (3 * cols + 5), f32_to_bf16(INFINITY));
+        cmf_qmat m;
+        CHECK(cmf_qmat_init(&m, CMF_DT_BF16, rows, cols, p, nb, "t", NULL) == CMF_OK);
+        float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y);
+        for (size_t i = 0; i < n * cols; i++)
+            X[i] = kg_unif(&rng, -1, 1);
+        X[2 * cols + 7] = NAN;
+        CHECK(cq_gemm_bf16dot_avx512(&m, X, n, cols, Y, rows, 0, rows));
+        int bad = 0;
+        for (size_t t = 0; t < n; t++)
+            for (uint64_t r = 0; r < rows; r++) {
+                bool want_finite = t != 2 && r != 3;
+                if (want_finite != (bool)isfinite(Y[t * rows + r]) && bad++ < 5)
+                    fprintf(stderr, "  n=%zu tok %zu row %llu: %g\n", n, t, (unsigned long long)r,
+                            Y[t * rows + r]);
+            }
+        CHECK_MSG(bad == 0, "n=%zu: non-finite values misplaced (%d)", n, bad);
+        free(X), free(Y), free(p);
+        cmf_qmat_free(&m);
+    }
+}
+
+/* Tokens 0 .. 9 of batches of 10 .. 40 tokens (the same activations): bit-identical outputs,
+ * though their groups differ (256- and 512-bit, whole and partial). */
+static void test_batch_invariance(void) {
+    const uint64_t rows = 37, cols = 530; /* a partial panel and three blocks */
+    const size_t nmax = 40, keep = 10;
+    kg_rng rng = {7};
+    uint64_t nb;
+    uint8_t *p = make_weights(rows, cols, &rng, &nb);
+    cmf_qmat m;
+    CHECK(cmf_qmat_init(&m, CMF_DT_BF16, rows, cols, p, nb, "t", NULL) == CMF_OK);
+    float *X = malloc(nmax * cols * sizeof *X), *Y = malloc(nmax * rows * sizeof *Y);
+    float *first = malloc(keep * rows * sizeof *first);
+    for (size_t i = 0; i < nmax * cols; i++)
+        X[i] = kg_unif(&rng, -1, 1) * exp2f(kg_unif(&rng, -4, 4));
+    int bad = 0;
+    for (size_t n = keep; n <= nmax; n++) {
+        CHECK(cq_gemm_bf16dot_avx512(&m, X, n, cols, Y, rows, 0, rows));
+        if (n == keep)
+            memcpy(first, Y, keep * rows * sizeof *Y);
+        else if (memcmp(first, Y, keep * rows * sizeof *Y) && bad++ < 3)
+            fprintf(stderr, "  tokens 0..9 differ between batches of 10 and %zu\n", n);
+    }
+    CHECK_MSG(bad == 0, "results depend on the batch size");
+    free(X), free(Y), free(first), free(p);
+    cmf_qmat_free(&m);
+}
+
+/* Other dtypes are refused, nothing written; through cmf_matmul_ex the flag selects this kernel
+ * on the AVX-512 tier (its bits) and is ignored on AVX2 (the f32 GEMM's bits there). */
+static void test_dispatch(void) {
+    const uint64_t rows = 20, cols = 96;
+    const size_t n = 12;
+    kg_rng rng = {5};
+    uint64_t nb;
+    uint8_t *p = make_weights(rows, cols, &rng, &nb);
+    cmf_qmat m, f16;
+    CHECK(cmf_qmat_init(&m, CMF_DT_BF16, rows, cols, p, nb, "t", NULL) == CMF_OK);
+    CHECK(cmf_qmat_init(&f16, CMF_DT_F16, rows, cols, p, nb, "t", NULL) == CMF_OK);
+    float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y),
+          *Z = malloc(n * rows * sizeof *Z);
+    for (size_t i = 0; i < n * cols; i++)
+        X[i] = kg_unif(&rng, -1, 1);
+    for (size_t i = 0; i < n * rows; i++)
+        Y[i] = SENTINEL;
+    CHECK(!cq_gemm_bf16dot_avx512(&f16, X, n, cols, Y, rows, 0, rows));
+    CHECK_MSG(Y[0] == SENTINEL && Y[n * rows - 1] == SENTINEL, "a refused call wrote to Y");
+    CHECK(cq_gemm_bf16dot_avx512(&m, X, n, cols, Y, rows, 0, rows));
+    cmf_matmul_ex(&m, X, n, cols, Z, rows, 0, rows, CMF_KF_BF16_ACT);
+    CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y), "cmf_matmul_ex with the flag: not this kernel");
+    /* below 8 tokens the flag leaves the f32 panels in charge */
+    cmf_matmul_ex(&m, X, 6, cols, Y, rows, 0, rows, CMF_KF_BF16_ACT);
+    cmf_matmul_ex(&m, X, 6, cols, Z, rows, 0, rows, 0);
+    CHECK_MSG(!memcmp(Y, Z, 6 * rows * sizeof *Y), "6 tokens with the flag: not the f32 panels");
+    CHECK(cq_gemm_bf16dot_avx512(&m, X, n, cols, Y, rows, 0, rows));
+    cq_isa saved = cq_cpu_isa();
+    cq_cpu_force(CQ_ISA_AVX2);
+    cmf_matmul_ex(&m, X, n, cols, Z, rows, 0, rows, CMF_KF_BF16_ACT);
+    CHECK_MSG(memcmp(Y, Z, n * rows * sizeof *Y) != 0, "the flag took bf16 activations on AVX2");
+    cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, 0);
+    CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y), "AVX2: the flag changed the f32 GEMM's bits");
+    cq_cpu_force(saved);
+    free(X), free(Y), free(Z), free(p);
+    cmf_qmat_free(&m);
+    cmf_qmat_free(&f16);
+}
+
+/* The batch prepared once (cmf_bact: two "threads" preparing tokens [0, 32) and [32, 45)) and
+ * read by row ranges: the bits of the one-call kernel, for every range split. */
+static void test_prepared(void) {
+    const uint64_t rows = 50, cols = 300;
+    const size_t n = 45;
+    kg_rng rng = {11};
+    uint64_t nb;
+    uint8_t *p = make_weights(rows, cols, &rng, &nb);
+    cmf_qmat m;
+    CHECK(cmf_qmat_init(&m, CMF_DT_BF16, rows, cols, p, nb, "t", NULL) == CMF_OK);
+    CHECK(cmf_bact_supports(&m, n) && !cmf_bact_supports(&m, 7));
+    float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y),
+          *Z = malloc(n * rows * sizeof *Z);
+    void *mem = aligned_alloc(64, (cmf_bact_bytes(n, cols) + 63) / 64 * 64);
+    for (size_t i = 0; i < n * cols; i++)
+        X[i] = kg_unif(&rng, -1, 1) * exp2f(kg_unif(&rng, -4, 4));
+    CHECK(cq_gemm_bf16dot_avx512(&m, X, n, cols, Y, rows, 0, rows));
+    cmf_bact a;
+    cmf_bact_bind(&a, mem, n, cols);
+    cmf_bact_prepare(&a, X, cols, 32, n);
+    cmf_bact_prepare(&a, X, cols, 0, 32);
+    static const uint64_t cuts[] = {0, 16, 32, 48, 50};
+    for (size_t c = 0; c + 1 < sizeof cuts / sizeof *cuts; c++)
+        CHECK(cmf_matmul_bact(&m, &a, Z + cuts[c], rows, cuts[c], cuts[c + 1]));
+    CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y), "prepared batch: not the one-call bits");
+    free(X), free(Y), free(Z), free(mem), free(p);
+    cmf_qmat_free(&m);
+}
+
+int main(void) {
+    if (cq_cpu_isa() < CQ_ISA_AVX512 || !cq_cpu_detect()->avx512bf16) {
+        printf("SKIP: this CPU has no AVX-512 BF16\n");
+        return 77;
+    }
+    test_shapes();
+    test_nonfinite();
+    test_batch_invariance();
+    test_dispatch();
+    test_prepared();
+    TEST_DONE();
+}
