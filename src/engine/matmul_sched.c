@@ -16,20 +16,22 @@ struct cq_claim {
     _Alignas(64) atomic_ullong taken[CQ_MM_PRODUCTS];
 };
 
-/* Whether a batch of the model's layers may read activations prepared per batch: bf16 ones
- * (cmf_bact: a bf16 matrix the dot products accept, activations not pinned to f32) or f32 ones
- * (cmf_fact: a float matrix the AVX-512 panels take). */
-static bool has_batches(const cortiq_model *m, size_t batch, bool bf16) {
-    if (!m->layers || (bf16 && !m->bf16flags)) return false;
-    for (uint32_t l = 0; l < m->n_layers; l++) {
+/* Bytes of the largest input a batch of the model's layers prepares once (cmf_pact: a float
+ * matrix whose kernel for such a batch takes it, bf16 activations unless pinned to f32). */
+static size_t prepared_bytes(const cortiq_model *m, size_t batch, size_t in_cols) {
+    size_t most = 0;
+    for (uint32_t l = 0; m->layers && l < m->n_layers; l++) {
         const cq_layer *y = &m->layers[l];
         const cmf_qmat *w[8] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgp, &y->wg, &y->wu, &y->wd};
-        for (int i = 0; i < 8; i++)
-            if (w[i]->rows &&
-                (bf16 ? cmf_bact_supports(w[i], batch) : cmf_fact_supports(w[i], batch, 0)))
-                return true;
+        for (int i = 0; i < 8; i++) {
+            if (!w[i]->rows) continue;
+            for (size_t n = batch; n >= 2; n /= 2) { /* a kind can start below the batch size */
+                size_t b = cmf_pact_bytes(cmf_pact_for(w[i], n, m->bf16flags), batch, in_cols);
+                most = b > most ? b : most;
+            }
+        }
     }
-    return false;
+    return most;
 }
 
 bool cq_sched_init(cq_sched *sc, const cortiq_model *m, size_t batch, size_t in_cols) {
@@ -45,14 +47,8 @@ bool cq_sched_init(cq_sched *sc, const cortiq_model *m, size_t batch, size_t in_
         sc->tok8 = aligned_alloc(64, (size_t)nt * CQ_DECODE_MAX * sc->tok8_stride);
         if (!sc->tok8) return false;
     }
-    if (has_batches(m, batch, true)) {
-        sc->ba_mem = aligned_alloc(64, (cmf_bact_bytes(batch, in_cols) + 63) / 64 * 64);
-        if (!sc->ba_mem) return false;
-    }
-    if (has_batches(m, batch, false)) {
-        sc->fa_mem = aligned_alloc(64, (cmf_fact_bytes(batch, in_cols) + 63) / 64 * 64);
-        if (!sc->fa_mem) return false;
-    }
+    sc->pa_bytes = (prepared_bytes(m, batch, in_cols) + 63) / 64 * 64;
+    if (sc->pa_bytes && !(sc->pa_mem = aligned_alloc(64, sc->pa_bytes))) return false;
     if (m->prefill_qact) {
         sc->qa_stride = (cmf_qact_scratch_bytes(in_cols) + 63) / 64 * 64;
         sc->qa_mem = aligned_alloc(64, (cmf_qact_bytes(batch, in_cols) + 63) / 64 * 64);
@@ -63,7 +59,7 @@ bool cq_sched_init(cq_sched *sc, const cortiq_model *m, size_t batch, size_t in_
 }
 
 void cq_sched_free(cq_sched *sc) {
-    free(sc->qa_mem), free(sc->qa_scratch), free(sc->ba_mem), free(sc->fa_mem);
+    free(sc->qa_mem), free(sc->qa_scratch), free(sc->pa_mem);
     free(sc->tok8), free(sc->claim);
 }
 
@@ -89,8 +85,7 @@ typedef struct mm_job {
     unsigned q4flags;   /* added for integer-coded weights that take int8 activations by default */
     unsigned bf16flags; /* added for a batch on bf16 weights (bf16 activations allowed) */
     const cmf_qact *qa; /* non-NULL: x quantized for the integer GEMM */
-    const cmf_bact *ba; /* non-NULL: x rounded to bf16 for the dot products (every part bf16) */
-    const cmf_fact *fa; /* non-NULL: x regrouped for the AVX-512 float panels (every part) */
+    const cmf_pact *pa; /* non-NULL: x rounded or regrouped for every part's kernel */
     uint8_t *scratch;   /* its per-thread panels, stride bytes each */
     size_t stride;
     /* one token (decode_task): the parts that hand out rows (a glu job's pieces cover gate and
@@ -133,10 +128,8 @@ static void part_rows(const mm_job *j, const mm_part *p, uint64_t r0, uint64_t r
         cmf_matvec_tok8(p->w, tok, y, r0, r1);
     else if (j->qa && cmf_qact_supports(p->w))
         cmf_matmul_qact(p->w, j->qa, y, p->ldy, r0, r1, scratch);
-    else if (j->ba && cmf_matmul_bact(p->w, j->ba, y, p->ldy, r0, r1))
+    else if (j->pa && cmf_matmul_pact(p->w, j->pa, y, p->ldy, r0, r1))
         return; /* (no scratch for it: the same product from x below) */
-    else if (j->fa && cmf_matmul_fact(p->w, j->fa, y, p->ldy, r0, r1))
-        return;
     else if (f)
         cmf_matmul_ex(p->w, x, n, cols, y, p->ldy, r0, r1, f);
     else if (n == 1)
@@ -174,27 +167,17 @@ static void batch_task(void *ctx, unsigned tid, unsigned nt) {
  * each other. With equal ranges (batch_task) the faster thread waited for the other, and often
  * slept through the rest of the region: a q8 prefill's products returned 100 us after their
  * threads' mean end, 5 % of each. */
+static void run_pieces(const mm_job *j, unsigned tid, unsigned nt, const void *const *tok,
+                       size_t ntok, uint8_t *scratch);
+
 static void batch_pieces_task(void *ctx, unsigned tid, unsigned nt) {
     const mm_job *j = ctx;
-    uint8_t *scratch = j->qa ? j->scratch + tid * j->stride : NULL;
-    for (unsigned i = 0; i < nt; i++) {
-        unsigned v = (tid + i) % nt;
-        for (unsigned k = 0; k < j->nclaim; k++) {
-            uint64_t lo, end, r0, r1;
-            rows_of(j->p[k].w->rows, v, nt, &lo, &end);
-            while (cq_take_piece(&j->claim[v].taken[k], j->tag, lo, end, 16, &r0, &r1)) {
-                part_rows(j, &j->p[k], r0, r1, NULL, scratch, 0);
-                if (!j->glu) continue;
-                part_rows(j, &j->p[1], r0, r1, NULL, scratch, 0);
-                glu_rows(j, r0, r1);
-            }
-        }
-    }
+    run_pieces(j, tid, nt, NULL, 0, j->qa ? j->scratch + tid * j->stride : NULL);
 }
 
 /* Whether every product of batch j reads the activations prepared for the job. */
 static bool prepared_batch(const mm_job *j) {
-    if (j->ba || j->fa) return true; /* use_prepared took it for every part */
+    if (j->pa) return true; /* use_prepared took it for every part */
     if (!j->qa) return false;
     for (unsigned k = 0; k < j->np; k++)
         if (!cmf_qact_supports(j->p[k].w)) return false;
@@ -247,15 +230,28 @@ static void decode_task(void *ctx, unsigned tid, unsigned nt) {
             cmf_tok8_prepare(buf, j->x + b * cols, j->p[0].w->cols, j->tok8_layouts);
             tok[b] = buf;
         }
+    run_pieces(j, tid, nt, tok, ntok, NULL);
+}
+
+/* Thread tid's claimed pieces: its own range first, then what is left of the others'. A glu
+ * job's pieces cover gate and up rows together. Each piece runs the ntok tokens of a decode
+ * job (piece_rows: the tokens over the same rows, read from memory once, then cached), or with
+ * ntok 0 the whole prepared batch (part_rows, scratch: this thread's integer-GEMM panels). */
+static void run_pieces(const mm_job *j, unsigned tid, unsigned nt, const void *const *tok,
+                       size_t ntok, uint8_t *scratch) {
     for (unsigned i = 0; i < nt; i++) {
         unsigned v = (tid + i) % nt;
         for (unsigned k = 0; k < j->nclaim; k++) {
             uint64_t lo, end, r0, r1;
             rows_of(j->p[k].w->rows, v, nt, &lo, &end);
             while (cq_take_piece(&j->claim[v].taken[k], j->tag, lo, end, 16, &r0, &r1)) {
-                /* the tokens over the same rows: read from memory once, then cached */
-                piece_rows(j, &j->p[k], r0, r1, tok, ntok);
-                if (j->glu) piece_rows(j, &j->p[1], r0, r1, tok, ntok);
+                for (unsigned q = 0; q < (j->glu ? 2u : 1u); q++) {
+                    const mm_part *p = &j->p[j->glu ? q : k];
+                    if (ntok)
+                        piece_rows(j, p, r0, r1, tok, ntok);
+                    else
+                        part_rows(j, p, r0, r1, NULL, scratch, 0);
+                }
                 if (j->glu) glu_rows(j, r0, r1);
             }
         }
@@ -316,29 +312,19 @@ static bool use_qact(cq_sched *sc, mm_job *j) {
     return true;
 }
 
-/* Binds the job to float activations prepared once for it where every part takes them for
- * this batch: rounded to bf16 (cmf_bact), else regrouped in f32 (cmf_fact); returns the token
- * grouping the preparation needs (0: none). */
+/* Binds the job to float activations prepared once for it where every part's kernel takes the
+ * same kind for this batch (cmf_pact_for); returns the token grouping the preparation needs
+ * (0: none). */
 static size_t use_prepared(cq_sched *sc, mm_job *j) {
-    if (j->qa || j->each || j->n < 2) return 0;
-    bool b = sc->ba_mem != NULL, f = sc->fa_mem != NULL;
-    for (unsigned k = 0; k < j->np && (b || f); k++) {
-        unsigned fl = part_flags(j, &j->p[k]);
-        b = b && (fl & CMF_KF_BF16_ACT) && cmf_bact_supports(j->p[k].w, j->n);
-        f = f && cmf_fact_supports(j->p[k].w, j->n, fl);
-    }
+    if (!sc->pa_mem || j->qa || j->each || j->n < 2) return 0;
+    cmf_pact_kind kind = cmf_pact_for(j->p[0].w, j->n, part_flags(j, &j->p[0]));
+    for (unsigned k = 1; k < j->np && kind != CMF_PACT_NONE; k++)
+        if (cmf_pact_for(j->p[k].w, j->n, part_flags(j, &j->p[k])) != kind) kind = CMF_PACT_NONE;
     size_t cols = (size_t)j->p[0].w->cols;
-    if (b) {
-        cmf_bact_bind(&sc->ba, sc->ba_mem, j->n, cols);
-        j->ba = &sc->ba;
-        return 16;
-    }
-    if (f) {
-        cmf_fact_bind(&sc->fa, sc->fa_mem, j->n, cols);
-        j->fa = &sc->fa;
-        return cmf_fact_group();
-    }
-    return 0;
+    if (kind == CMF_PACT_NONE || cmf_pact_bytes(kind, j->n, cols) > sc->pa_bytes) return 0;
+    cmf_pact_bind(&sc->pa, kind, sc->pa_mem, j->n, cols);
+    j->pa = &sc->pa;
+    return cmf_pact_group(kind);
 }
 
 /* ---- per-token steps ---- */
@@ -352,8 +338,7 @@ typedef struct token_pass {
     cmf_qact *qa;
     const float *qx;
     size_t qcols;
-    cmf_bact *ba; /* prepared as qa is, by whole groups of `group` tokens per thread */
-    cmf_fact *fa;
+    cmf_pact *pa; /* prepared as qa is, by whole groups of `group` tokens per thread */
     size_t group;
 } token_pass;
 
@@ -362,8 +347,7 @@ static void token_range(const token_pass *p, size_t t0, size_t t1) {
         for (size_t t = t0; t < t1; t++)
             p->step(p->ctx, t);
     if (p->qa) cmf_qact_quantize_rows(p->qa, p->qx, p->qcols, t0, t1);
-    if (p->ba) cmf_bact_prepare(p->ba, p->qx, p->qcols, t0, t1);
-    if (p->fa) cmf_fact_prepare(p->fa, p->qx, p->qcols, t0, t1);
+    if (p->pa) cmf_pact_prepare(p->pa, p->qx, p->qcols, t0, t1);
 }
 
 static void token_task(void *ctx, unsigned tid, unsigned nt) {
@@ -402,8 +386,7 @@ void cq_matmul_after(cq_sched *sc, cq_token_fn step, const void *ctx, const cq_m
     token_pass p = {.step = step, .ctx = ctx, .n = mm->n};
     if (use_qact(sc, &j)) p.qa = &sc->qa;
     p.group = use_prepared(sc, &j);
-    p.ba = j.ba ? &sc->ba : NULL;
-    p.fa = j.fa ? &sc->fa : NULL;
+    p.pa = j.pa ? &sc->pa : NULL;
     p.qx = mm->x;
     p.qcols = (size_t)mm->p[0].w->cols;
     if (p.step || p.qa || p.group) run_tokens(sc, &p);

@@ -14,8 +14,8 @@
  * a batch splits them over the pool by tokens, one token runs them on the caller. When a batch
  * of CQ_QACT_MIN or more tokens takes the integer GEMM (cmf_qact_*), the step that produces a
  * product's input also quantizes it, in the same parallel region (cq_matmul_after); a batch on
- * float weights whose kernels take a prepared input (cmf_bact_*: bf16 activations for the bf16
- * dot products, cmf_fact_*: the AVX-512 float panels) has it rounded or regrouped there the
+ * float weights whose kernels take a prepared input (cmf_pact_*: bf16 activations for the bf16
+ * dot products, or the AVX-512 float panels' f32 groups) has it rounded or regrouped there the
  * same way, each thread whole token groups.
  * Internal to src/engine. */
 #ifndef CORTIQ_ENGINE_MATMUL_SCHED_H
@@ -35,11 +35,11 @@ typedef struct cq_sched {
     /* integer prefill GEMM (model->prefill_qact): the quantized batch, per-thread panels */
     void *qa_mem;
     cmf_qact qa;
-    /* batches on float weights: the batch rounded to bf16 and regrouped once for the bf16 dot
-     * products, or regrouped once in f32 for the AVX-512 float panels */
-    void *ba_mem, *fa_mem;
-    cmf_bact ba;
-    cmf_fact fa;
+    /* batches on float weights: the batch rounded to bf16 or regrouped once for all its
+     * products (cmf_pact); pa_bytes of memory */
+    void *pa_mem;
+    size_t pa_bytes;
+    cmf_pact pa;
     uint8_t *qa_scratch;
     size_t qa_stride;
     /* decode products: per-thread prepared tokens (cmf_tok8_*) and claims */

@@ -1,64 +1,53 @@
 /* batch_act.c - a batch's activations prepared once for every product and row range that reads
- * them (quant/kernels_engine.h): rounded to bf16 and regrouped for the bf16 dot products
- * (cmf_bact, gemm_bf16dot_avx512.c), or regrouped in f32 for the AVX-512 float panels (cmf_fact,
- * gemm_f32_avx512.c). Each is the first half of what the one-call kernel does, so the bits are
+ * them (cmf_pact, quant/kernels_engine.h): rounded to bf16 and regrouped for the bf16 dot
+ * products (gemm_bf16dot_avx512.c), or regrouped in f32 for the AVX-512 float panels
+ * (gemm_f32_avx512.c). Each is the first half of what the one-call kernel does, so the bits are
  * that kernel's. */
 #include "quant/gemm_impl.h"
 #include "quant/kernels_engine.h"
 
-#define BGROUP 16 /* tokens per bf16 group: one vector's lanes */
-
-bool cmf_bact_supports(const cmf_qmat *m, size_t n) {
-    return cq_bf16dot_takes(m, n);
+/* Tokens per group and columns per token (cols rounded up) of a kind's layout. */
+static size_t group_of(cmf_pact_kind k) {
+    return k == CMF_PACT_BF16 ? CQ_BACT_GROUP : CQ_FACT_GROUP;
 }
 
-size_t cmf_bact_bytes(size_t n, size_t cols) {
-    return (n + BGROUP - 1) / BGROUP * CQ_BACT_PAIRS(cols) * BGROUP * sizeof(uint32_t);
+static size_t padded_cols(cmf_pact_kind k, size_t cols) {
+    return k == CMF_PACT_BF16 ? 2 * CQ_BACT_PAIRS(cols) : CQ_FACT_COLS(cols);
 }
 
-void cmf_bact_bind(cmf_bact *a, void *mem, size_t n, size_t cols) {
-    a->n = n;
-    a->cols = cols;
-    a->xb = mem;
+cmf_pact_kind cmf_pact_for(const cmf_qmat *m, size_t n, unsigned flags) {
+    if ((flags & CMF_KF_BF16_ACT) && cq_bf16dot_takes(m, n)) return CMF_PACT_BF16;
+    return cq_float_avx512_takes(m, n, flags) ? CMF_PACT_F32 : CMF_PACT_NONE;
 }
 
-void cmf_bact_prepare(cmf_bact *a, const float *X, size_t ldx, size_t t0, size_t t1) {
-    const size_t kpp = CQ_BACT_PAIRS(a->cols);
-    for (size_t g = t0 / BGROUP; g * BGROUP < t1; g++)
-        cq_bact_group_avx512(X, a->n, ldx, a->cols, kpp, g, a->xb + g * kpp * BGROUP);
+size_t cmf_pact_group(cmf_pact_kind kind) {
+    return kind == CMF_PACT_NONE ? 0 : group_of(kind);
 }
 
-bool cmf_matmul_bact(const cmf_qmat *m, const cmf_bact *a, float *Y, size_t ldy, uint64_t r0,
+size_t cmf_pact_bytes(cmf_pact_kind kind, size_t n, size_t cols) {
+    if (kind == CMF_PACT_NONE) return 0;
+    size_t g = group_of(kind); /* bf16: a pair per 32-bit word, so 4 bytes per 2 columns */
+    return (n + g - 1) / g * g * padded_cols(kind, cols) * (kind == CMF_PACT_BF16 ? 2 : 4);
+}
+
+void cmf_pact_bind(cmf_pact *a, cmf_pact_kind kind, void *mem, size_t n, size_t cols) {
+    *a = (cmf_pact){kind, n, cols, mem};
+}
+
+void cmf_pact_prepare(cmf_pact *a, const float *X, size_t ldx, size_t t0, size_t t1) {
+    const size_t g = group_of(a->kind), stride = g * padded_cols(a->kind, a->cols);
+    for (size_t i = t0 / g; i * g < t1; i++)
+        if (a->kind == CMF_PACT_BF16)
+            cq_bact_group_avx512(X, a->n, ldx, a->cols, CQ_BACT_PAIRS(a->cols), i,
+                                 (uint32_t *)a->mem + i * stride / 2);
+        else
+            cq_fact_group_avx512(X, a->n, ldx, a->cols, CQ_FACT_COLS(a->cols), i,
+                                 (float *)a->mem + i * stride);
+}
+
+bool cmf_matmul_pact(const cmf_qmat *m, const cmf_pact *a, float *Y, size_t ldy, uint64_t r0,
                      uint64_t r1) {
-    return r0 >= r1 || cq_gemm_bf16dot_rows_avx512(m, a->xb, a->n, Y, ldy, r0, r1);
-}
-
-bool cmf_fact_supports(const cmf_qmat *m, size_t n, unsigned flags) {
-    return cq_float_avx512_takes(m, n, flags);
-}
-
-size_t cmf_fact_group(void) {
-    return CQ_FACT_GROUP;
-}
-
-size_t cmf_fact_bytes(size_t n, size_t cols) {
-    return (n + CQ_FACT_GROUP - 1) / CQ_FACT_GROUP * CQ_FACT_COLS(cols) * CQ_FACT_GROUP *
-           sizeof(float);
-}
-
-void cmf_fact_bind(cmf_fact *a, void *mem, size_t n, size_t cols) {
-    a->n = n;
-    a->cols = cols;
-    a->xg = mem;
-}
-
-void cmf_fact_prepare(cmf_fact *a, const float *X, size_t ldx, size_t t0, size_t t1) {
-    const size_t kp = CQ_FACT_COLS(a->cols);
-    for (size_t g = t0 / CQ_FACT_GROUP; g * CQ_FACT_GROUP < t1; g++)
-        cq_fact_group_avx512(X, a->n, ldx, a->cols, kp, g, a->xg + g * kp * CQ_FACT_GROUP);
-}
-
-bool cmf_matmul_fact(const cmf_qmat *m, const cmf_fact *a, float *Y, size_t ldy, uint64_t r0,
-                     uint64_t r1) {
-    return r0 >= r1 || cq_gemm_float_rows_avx512(m, a->xg, a->n, Y, ldy, r0, r1);
+    if (r0 >= r1) return true;
+    return a->kind == CMF_PACT_BF16 ? cq_gemm_bf16dot_rows_avx512(m, a->mem, a->n, Y, ldy, r0, r1)
+                                    : cq_gemm_float_rows_avx512(m, a->mem, a->n, Y, ldy, r0, r1);
 }

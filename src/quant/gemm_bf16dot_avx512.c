@@ -29,9 +29,9 @@
 #include "quant/kernel_impl.h"
 #include "quant/transpose_avx512.h"
 
-#define PR  16  /* rows per panel: 16 accumulators + the activation vector */
-#define TG  16  /* tokens per group: one vector's lanes */
-#define KBP 128 /* column pairs per block: 16 rows x 512 bytes = 8 KiB of panel */
+#define PR  16            /* rows per panel: 16 accumulators + the activation vector */
+#define TG  CQ_BACT_GROUP /* tokens per group: one vector's lanes */
+#define KBP 128           /* column pairs per block: 16 rows x 512 bytes = 8 KiB of panel */
 
 /* The lanes of 16 values from column c on that exist (C columns in all). */
 static inline __mmask16 cols_mask(uint64_t C, uint64_t c) {
@@ -53,8 +53,9 @@ void cq_bact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size
                 r[t] = _mm512_setzero_si512();
                 continue;
             }
-            const float *x = X + (t0 + t) * ldx + c0;
-            __m512 lo = _mm512_maskz_loadu_ps(k0, x), hi = _mm512_maskz_loadu_ps(k1, x + 16);
+            const float *x = X + (t0 + t) * ldx + c0; /* c0 < C: within the row */
+            __m512 lo = _mm512_maskz_loadu_ps(k0, x);
+            __m512 hi = k1 ? _mm512_maskz_loadu_ps(k1, x + 16) : _mm512_setzero_ps();
             r[t] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
         }
         cq_transpose16_store(r, xb + c0 / 2 * TG); /* xb[16 p + t]: token t, pair c0 / 2 + p */
@@ -66,13 +67,14 @@ void cq_bact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size
 static void copy_block(const cmf_qmat *m, uint64_t r, unsigned nr, size_t p0, size_t bw,
                        uint32_t *panel) {
     const uint64_t C = m->cols;
-    const uint16_t *w = (const uint16_t *)(const void *)m->data + r * C;
-    for (unsigned i = 0; i < PR; i++, w += C)
+    const uint16_t *w0 = (const uint16_t *)(const void *)m->data;
+    for (unsigned i = 0; i < PR; i++)
         for (size_t q = 0; q < bw; q += 16) {
-            uint64_t c = 2 * (p0 + q);
-            __mmask32 k =
-                i >= nr ? 0 : (__mmask32)cols_mask(C, c) | ((__mmask32)cols_mask(C, c + 16) << 16);
-            _mm512_store_si512(panel + i * KBP + q, _mm512_maskz_loadu_epi16(k, w + c));
+            uint64_t c = 2 * (p0 + q); /* < C: a block starts within the row */
+            __mmask32 k = (__mmask32)cols_mask(C, c) | ((__mmask32)cols_mask(C, c + 16) << 16);
+            _mm512_store_si512(panel + i * KBP + q,
+                               i < nr ? _mm512_maskz_loadu_epi16(k, w0 + (r + i) * C + c)
+                                      : _mm512_setzero_si512());
         }
 }
 
@@ -100,71 +102,40 @@ static inline void store_tokens(__m512i acc[PR], size_t nt, float *Y, size_t ldy
         _mm512_mask_storeu_ps(Y + t * ldy, mask, _mm512_load_ps(blk + 16 * t));
 }
 
-/* One block of a panel against 16 tokens. The sums start at zero on the first block and
- * continue from `sums` after it; after the last block they go to Y, before it back to sums. */
-static void block_tokens16(const uint32_t *panel, const uint32_t *xb, size_t bw, float *sums,
-                           bool first, bool last, size_t nt, float *Y, size_t ldy, __mmask16 mask,
-                           next_block *nx) {
-    __m512 acc[PR];
-#pragma GCC unroll 16
-    for (int i = 0; i < PR; i++)
-        acc[i] = first ? _mm512_setzero_ps() : _mm512_load_ps(sums + 16 * i);
-    for (size_t q0 = 0; q0 < bw; q0 += 16, panel += 16, xb += 16 * TG) {
-        prefetch_step(nx);
-#pragma GCC unroll 2
-        for (int j = 0; j < 16; j++) {
-            __m512bh x = (__m512bh)_mm512_load_si512(xb + TG * j);
-#pragma GCC unroll 16
-            for (int i = 0; i < PR; i++)
-                acc[i] = _mm512_dpbf16_ps(acc[i],
-                                          (__m512bh)_mm512_set1_epi32((int)panel[i * KBP + j]), x);
-        }
+/* One block of a panel against a group's tokens, NAME on VT vectors (16 lanes: __m512, 8:
+ * __m256, which Zen 4 issues at the same multiply-add rate, for a last group of at most 8 tokens
+ * whose padding lanes 8-15 are not read). The sums start at zero on the first block and continue
+ * from `sums` after it; after the last block they go to Y, before it back to sums. */
+#define DEF_BLOCK_TOKENS(NAME, VT, BH, ZERO, LOAD, STORE, SET1, DP, WIDEN)                         \
+    static void NAME(const uint32_t *panel, const uint32_t *xb, size_t bw, float *sums,            \
+                     bool first, bool last, size_t nt, float *Y, size_t ldy, __mmask16 mask,       \
+                     next_block *nx) {                                                             \
+        VT acc[PR];                                                                                \
+        _Pragma("GCC unroll 16") for (int i = 0; i < PR; i++) acc[i] =                             \
+            first ? ZERO() : LOAD(sums + 16 * i);                                                  \
+        for (size_t q0 = 0; q0 < bw; q0 += 16, panel += 16, xb += 16 * TG) {                       \
+            prefetch_step(nx);                                                                     \
+            _Pragma("GCC unroll 2") for (int j = 0; j < 16; j++) {                                 \
+                BH x = (BH)LOAD((const float *)(const void *)(xb + TG * j));                       \
+                _Pragma("GCC unroll 16") for (int i = 0; i < PR; i++) acc[i] =                     \
+                    DP(acc[i], (BH)SET1((int)panel[i * KBP + j]), x);                              \
+            }                                                                                      \
+        }                                                                                          \
+        if (!last) {                                                                               \
+            _Pragma("GCC unroll 16") for (int i = 0; i < PR; i++) STORE(sums + 16 * i, acc[i]);    \
+            return;                                                                                \
+        }                                                                                          \
+        __m512i v[PR];                                                                             \
+        _Pragma("GCC unroll 16") for (int i = 0; i < PR; i++) v[i] = WIDEN(acc[i]);                \
+        store_tokens(v, nt, Y, ldy, mask);                                                         \
     }
-    if (!last) {
-#pragma GCC unroll 16
-        for (int i = 0; i < PR; i++)
-            _mm512_store_ps(sums + 16 * i, acc[i]);
-        return;
-    }
-    __m512i v[PR];
-#pragma GCC unroll 16
-    for (int i = 0; i < PR; i++)
-        v[i] = _mm512_castps_si512(acc[i]);
-    store_tokens(v, nt, Y, ldy, mask);
-}
 
-/* The same for a last group of at most 8 tokens, on 256-bit vectors (same rate on Zen 4; lanes
- * 8-15 of its regrouped activations are padding and are not read). */
-static void block_tokens8(const uint32_t *panel, const uint32_t *xb, size_t bw, float *sums,
-                          bool first, bool last, size_t nt, float *Y, size_t ldy, __mmask16 mask,
-                          next_block *nx) {
-    __m256 acc[PR];
-#pragma GCC unroll 16
-    for (int i = 0; i < PR; i++)
-        acc[i] = first ? _mm256_setzero_ps() : _mm256_load_ps(sums + 16 * i);
-    for (size_t q0 = 0; q0 < bw; q0 += 16, panel += 16, xb += 16 * TG) {
-        prefetch_step(nx);
-#pragma GCC unroll 2
-        for (int j = 0; j < 16; j++) {
-            __m256bh x = (__m256bh)_mm256_load_si256((const __m256i *)(const void *)(xb + TG * j));
-#pragma GCC unroll 16
-            for (int i = 0; i < PR; i++)
-                acc[i] = _mm256_dpbf16_ps(acc[i],
-                                          (__m256bh)_mm256_set1_epi32((int)panel[i * KBP + j]), x);
-        }
-    }
-    if (!last) {
-#pragma GCC unroll 16
-        for (int i = 0; i < PR; i++)
-            _mm256_store_ps(sums + 16 * i, acc[i]);
-        return;
-    }
-    __m512i v[PR];
-#pragma GCC unroll 16
-    for (int i = 0; i < PR; i++)
-        v[i] = _mm512_castps_si512(_mm512_zextps256_ps512(acc[i]));
-    store_tokens(v, nt, Y, ldy, mask);
-}
+#define WIDEN16(a) _mm512_castps_si512(a)
+#define WIDEN8(a)  _mm512_castps_si512(_mm512_zextps256_ps512(a))
+DEF_BLOCK_TOKENS(block_tokens16, __m512, __m512bh, _mm512_setzero_ps, _mm512_load_ps,
+                 _mm512_store_ps, _mm512_set1_epi32, _mm512_dpbf16_ps, WIDEN16)
+DEF_BLOCK_TOKENS(block_tokens8, __m256, __m256bh, _mm256_setzero_ps, _mm256_load_ps,
+                 _mm256_store_ps, _mm256_set1_epi32, _mm256_dpbf16_ps, WIDEN8)
 
 bool cq_gemm_bf16dot_rows_avx512(const cmf_qmat *m, const uint32_t *xb, size_t n, float *Y,
                                  size_t ldy, uint64_t r0, uint64_t r1) {

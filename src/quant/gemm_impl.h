@@ -64,9 +64,9 @@ bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ld
                           size_t ldy, uint64_t r0, uint64_t r1);
 /* Whether cmf_matmul_ex takes it for n tokens of m with these flags (kernel.c). */
 bool cq_float_avx512_takes(const cmf_qmat *m, size_t n, unsigned flags);
-/* Its two halves (cmf_fact): token group g of X (CQ_FACT_GROUP tokens) regrouped into xg
- * (CQ_FACT_COLS(C) * CQ_FACT_GROUP floats), and rows [r0, r1) of m over n tokens so regrouped
- * (groups back to back; false: no scratch, nothing written). */
+/* Its two halves (cmf_pact, CMF_PACT_F32): token group g of X (CQ_FACT_GROUP tokens)
+ * regrouped into xg (CQ_FACT_COLS(C) * CQ_FACT_GROUP floats), and rows [r0, r1) of m over n
+ * tokens so regrouped (groups back to back; false: no scratch, nothing written). */
 #define CQ_FACT_GROUP   12
 #define CQ_FACT_COLS(C) ((size_t)((C) + 15) / 16 * 16)
 void cq_fact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size_t kp16, size_t g,
@@ -85,10 +85,11 @@ bool cq_gemm_bf16dot_avx512(const cmf_qmat *m, const float *X, size_t n, size_t 
 /* Whether a batch of n tokens on m with CMF_KF_BF16_ACT takes it (kernel.c: bf16, AVX-512 BF16,
  * at least CQ_BF16DOT_GEMM_MIN tokens, and below the AMX tiles' floor on AMX). */
 bool cq_bf16dot_takes(const cmf_qmat *m, size_t n);
-/* Its two halves (cmf_bact): the column pairs of a regrouped token group (cols rounded up to
- * 32), group g of X (16 tokens) rounded and regrouped into xb (CQ_BACT_PAIRS(C) * 16 words), and
- * rows [r0, r1) of a bf16 m over n tokens so regrouped (groups back to back; false: no
- * scratch, nothing written). */
+/* Its two halves (cmf_pact, CMF_PACT_BF16): the column pairs of a regrouped token group (cols
+ * rounded up to 32), group g of X (CQ_BACT_GROUP tokens) rounded and regrouped into xb
+ * (CQ_BACT_PAIRS(C) * CQ_BACT_GROUP words), and rows [r0, r1) of a bf16 m over n tokens so
+ * regrouped (groups back to back; false: no scratch, nothing written). */
+#define CQ_BACT_GROUP    16
 #define CQ_BACT_PAIRS(C) ((size_t)((C) + 31) / 32 * 16)
 void cq_bact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size_t kpp, size_t g,
                           uint32_t *xb);

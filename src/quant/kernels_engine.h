@@ -172,42 +172,31 @@ void cmf_matmul_qact(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy,
 
 /* ---- Batch activations prepared once for all their products (batch_act.c) ----
  *
- * What cmf_matmul_ex(m, X, n, ...) does on its own for float weights, in two steps, so that
- * the activations are regrouped once for every product and row range that reads them (q / k /
- * v, gate / up, rows in claimed pieces), as cmf_qact does for the integer GEMM; the same bits.
- *
- * cmf_bact, with CMF_KF_BF16_ACT: cmf_bact_supports(m, n): whether such a batch of n tokens on
- * m takes the bf16 dot products (bf16 weights, AVX-512 BF16 at the AVX-512 tier, from 8 tokens,
- * below the AMX tiles' floor on AMX). cmf_bact_bytes:
- * memory (64-byte aligned) for n tokens of cols columns; cmf_bact_bind lays a cmf_bact over it.
- * cmf_bact_prepare: tokens [t0, t1) of X (X still points at token 0), t0 a multiple of 16 and
- * t1 one too or n, so that threads can each prepare whole groups of 16 tokens.
- * cmf_matmul_bact: Y[t * ldy + r - r0] for r in [r0, r1) of a supported m with m->cols ==
- * a->cols; false (nothing written) when its scratch cannot be had. */
-typedef struct cmf_bact {
+ * What cmf_matmul_ex(m, X, n, ..., flags) does on its own for float weights, in two steps, so
+ * that the activations are rounded or regrouped once for every product and row range that reads
+ * them (q / k / v, gate / up, rows in claimed pieces), as cmf_qact does for the integer GEMM;
+ * the same bits. cmf_pact_for(m, n, flags): the kind of preparation cmf_matmul_ex's kernel for
+ * that batch starts with: CMF_PACT_BF16, the bf16 dot products' (CMF_KF_BF16_ACT, bf16
+ * weights, AVX-512 BF16 at the AVX-512 tier, from 8 tokens, below the AMX tiles' floor on AMX),
+ * CMF_PACT_F32, the AVX-512 float panels' (f32 / f16 / bf16 weights from 4 tokens, not the AMX
+ * tiles), or none. cmf_pact_bytes: memory (64-byte aligned) for n tokens of cols columns;
+ * cmf_pact_bind lays a cmf_pact of a kind over it. cmf_pact_prepare: tokens [t0, t1) of X
+ * (X still points at token 0), t0 a multiple of cmf_pact_group(kind) and t1 one too or n, so
+ * that threads each prepare whole groups. cmf_matmul_pact: Y[t * ldy + r - r0] for r in
+ * [r0, r1) of an m whose cmf_pact_for was the kind, with m->cols == a->cols; false (nothing
+ * written) when its scratch cannot be had. */
+typedef enum { CMF_PACT_NONE, CMF_PACT_BF16, CMF_PACT_F32 } cmf_pact_kind;
+typedef struct cmf_pact {
+    cmf_pact_kind kind;
     size_t n, cols;
-    uint32_t *xb; /* groups of 16 tokens, each pairs x 16 words */
-} cmf_bact;
-bool cmf_bact_supports(const cmf_qmat *m, size_t n);
-size_t cmf_bact_bytes(size_t n, size_t cols);
-void cmf_bact_bind(cmf_bact *a, void *mem, size_t n, size_t cols);
-void cmf_bact_prepare(cmf_bact *a, const float *X, size_t ldx, size_t t0, size_t t1);
-bool cmf_matmul_bact(const cmf_qmat *m, const cmf_bact *a, float *Y, size_t ldy, uint64_t r0,
-                     uint64_t r1);
-/* cmf_fact, the f32 activations of the AVX-512 float panels (f32, f16, bf16 weights), the same
- * way: cmf_fact_supports(m, n, flags) whether cmf_matmul_ex(m, X, n, ..., flags) takes those
- * panels (AVX-512 tier, from 4 tokens, not the AMX tiles or the bf16 dot products); a thread
- * prepares tokens [t0, t1) with t0 a multiple of cmf_fact_group() and t1 one too or n. */
-typedef struct cmf_fact {
-    size_t n, cols;
-    float *xg; /* groups of cmf_fact_group() tokens, each cols (rounded up to 16) x group floats */
-} cmf_fact;
-bool cmf_fact_supports(const cmf_qmat *m, size_t n, unsigned flags);
-size_t cmf_fact_group(void);
-size_t cmf_fact_bytes(size_t n, size_t cols);
-void cmf_fact_bind(cmf_fact *a, void *mem, size_t n, size_t cols);
-void cmf_fact_prepare(cmf_fact *a, const float *X, size_t ldx, size_t t0, size_t t1);
-bool cmf_matmul_fact(const cmf_qmat *m, const cmf_fact *a, float *Y, size_t ldy, uint64_t r0,
+    void *mem; /* groups of tokens back to back, in the kind's kernel's layout */
+} cmf_pact;
+cmf_pact_kind cmf_pact_for(const cmf_qmat *m, size_t n, unsigned flags);
+size_t cmf_pact_group(cmf_pact_kind kind);
+size_t cmf_pact_bytes(cmf_pact_kind kind, size_t n, size_t cols);
+void cmf_pact_bind(cmf_pact *a, cmf_pact_kind kind, void *mem, size_t n, size_t cols);
+void cmf_pact_prepare(cmf_pact *a, const float *X, size_t ldx, size_t t0, size_t t1);
+bool cmf_matmul_pact(const cmf_qmat *m, const cmf_pact *a, float *Y, size_t ldy, uint64_t r0,
                      uint64_t r1);
 
 /* True when the engine should ask dtype dt for int8 activations (CMF_KF_INT8_ACT) in a product

@@ -8,7 +8,8 @@
  * outside the rows and tokens asked for stays as it was; a NaN activation or an infinite weight
  * reaches exactly its own outputs; a token's outputs are the same bits whatever the batch size;
  * other dtypes are refused. Through cmf_matmul_ex, the flag takes this kernel on the AVX-512
- * tier only, from 8 tokens; prepared once (cmf_bact) and read by row ranges, the same bits.
+ * tier only, from 8 tokens; prepared once (cmf_pact, also the f32 panels' kind) and read by
+ * row ranges, the same bits.
  * Skipped (77) on a CPU without AVX-512 BF16. */
 #include <math.h>
 #include <stdlib.h>
@@ -18,11 +19,10 @@
 #include "common/f16.h"
 #include "common/test.h"
 #include "cortiq/kernels.h"
+#include "quant/gemm_case.h"
 #include "quant/gemm_impl.h"
 #include "quant/kernel_gen.h"
 #include "quant/kernels_engine.h"
-
-#define SENTINEL 12345.0f
 
 static uint8_t *make_weights(uint64_t rows, uint64_t cols, kg_rng *rng, uint64_t *nb) {
     *nb = rows * cols * 2;
@@ -39,25 +39,20 @@ static float bf16_round(float x) {
 /* Returns the number of outputs outside the bounds or changed outside the range. */
 static int check(const cmf_qmat *m, size_t n, uint64_t r0, uint64_t r1, kg_rng *rng) {
     const uint64_t cols = m->cols;
-    size_t ldx = cols + (n & 1 ? 3 : 0), ldy = (r1 - r0) + (n & 2 ? 5 : 0);
-    float *X = malloc(n * ldx * sizeof *X), *Y = malloc(n * ldy * sizeof *Y);
+    gemm_case c = gemm_case_make(n, cols, r1 - r0, rng);
     float *w = malloc(cols * sizeof *w);
-    for (size_t i = 0; i < n * ldx; i++)
-        X[i] = kg_unif(rng, -1, 1) * exp2f(kg_unif(rng, -4, 4));
-    for (size_t i = 0; i < n * ldy; i++)
-        Y[i] = SENTINEL;
-    CHECK(cq_gemm_bf16dot_avx512(m, X, n, ldx, Y, ldy, r0, r1));
+    CHECK(cq_gemm_bf16dot_avx512(m, c.X, n, c.ldx, c.Y, c.ldy, r0, r1));
     int bad = 0;
     for (uint64_t r = r0; r < r1; r++) {
         cmf_qmat_dequant_row(m, r, w);
         for (size_t t = 0; t < n; t++) {
             double s = 0, mag = 0, s32 = 0, mag32 = 0;
             for (uint64_t k = 0; k < cols; k++) {
-                double x = X[t * ldx + k], p = (double)w[k] * bf16_round((float)x);
+                double x = c.X[t * c.ldx + k], p = (double)w[k] * bf16_round((float)x);
                 s += p, mag += fabs(p);
                 s32 += w[k] * x, mag32 += fabs(w[k] * x);
             }
-            double got = Y[t * ldy + (r - r0)];
+            double got = c.Y[t * c.ldy + (r - r0)];
             bool ok = fabs(got - s) <= 2e-5 * mag + 1e-30 &&
                       fabs(got - s32) <= (exp2(-8) + 2e-5) * mag32 + 1e-30;
             if (!ok && bad++ < 5)
@@ -69,12 +64,38 @@ static int check(const cmf_qmat *m, size_t n, uint64_t r0, uint64_t r1, kg_rng *
                         got, s, s32);
         }
     }
-    for (size_t t = 0; t < n; t++) /* the padding of ldy stays untouched */
-        for (size_t i = r1 - r0; i < ldy; i++)
-            if (Y[t * ldy + i] != SENTINEL && bad++ < 5)
-                fprintf(stderr, "  n=%zu: Y[%zu][%zu] written past the range\n", n, t, i);
-    free(X), free(Y), free(w);
+    bad += gemm_case_padding(&c, r1 - r0, "bf16");
+    gemm_case_free(&c);
+    free(w);
     return bad;
+}
+
+/* A bf16 matrix of random weights, n tokens' activations (stride cols) and two outputs (stride
+ * rows), Y filled with the sentinel. */
+typedef struct dot_case {
+    uint8_t *p;
+    cmf_qmat m;
+    float *X, *Y, *Z;
+} dot_case;
+
+static dot_case dot_case_make(uint64_t rows, uint64_t cols, size_t n, kg_rng *rng) {
+    dot_case d = {0};
+    uint64_t nb;
+    d.p = make_weights(rows, cols, rng, &nb);
+    CHECK(cmf_qmat_init(&d.m, CMF_DT_BF16, rows, cols, d.p, nb, "t", NULL) == CMF_OK);
+    d.X = malloc(n * cols * sizeof *d.X);
+    d.Y = malloc(n * rows * sizeof *d.Y);
+    d.Z = malloc(n * rows * sizeof *d.Z);
+    for (size_t i = 0; i < n * cols; i++)
+        d.X[i] = kg_unif(rng, -1, 1) * exp2f(kg_unif(rng, -4, 4));
+    for (size_t i = 0; i < n * rows; i++)
+        d.Y[i] = GEMM_SENTINEL;
+    return d;
+}
+
+static void dot_case_free(dot_case *d) {
+    free(d->X), free(d->Y), free(d->Z), free(d->p);
+    cmf_qmat_free(&d->m);
 }
 
 static void test_shapes(void) {
@@ -106,27 +127,16 @@ static void test_nonfinite(void) {
     const uint64_t rows = 21, cols = 300;
     kg_rng rng = {99};
     for (size_t n = 9; n <= 20; n += 11) {
-        uint64_t nb;
-        uint8_t *p = make_weights(rows, cols, &rng, &nb);
-        st_u16(p + 2 * (3 * cols + 5), f32_to_bf16(INFINITY));
-        cmf_qmat m;
-        CHECK(cmf_qmat_init(&m, CMF_DT_BF16, rows, cols, p, nb, "t", NULL) == CMF_OK);
-        float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y);
-        for (size_t i = 0; i < n * cols; i++)
-            X[i] = kg_unif(&rng, -1, 1);
-        X[2 * cols + 7] = NAN;
-        CHECK(cq_gemm_bf16dot_avx512(&m, X, n, cols, Y, rows, 0, rows));
+        dot_case d = dot_case_make(rows, cols, n, &rng);
+        st_u16(d.p + 2 * (3 * cols + 5), f32_to_bf16(INFINITY));
+        d.X[2 * cols + 7] = NAN;
+        CHECK(cq_gemm_bf16dot_avx512(&d.m, d.X, n, cols, d.Y, rows, 0, rows));
         int bad = 0;
-        for (size_t t = 0; t < n; t++)
-            for (uint64_t r = 0; r < rows; r++) {
-                bool want_finite = t != 2 && r != 3;
-                if (want_finite != (bool)isfinite(Y[t * rows + r]) && bad++ < 5)
-                    fprintf(stderr, "  n=%zu tok %zu row %llu: %g\n", n, t, (unsigned long long)r,
-                            Y[t * rows + r]);
-            }
+        for (size_t i = 0; i < n * rows; i++)
+            if ((i / rows != 2 && i % rows != 3) != (bool)isfinite(d.Y[i]) && bad++ < 5)
+                fprintf(stderr, "  n=%zu tok %zu row %zu: %g\n", n, i / rows, i % rows, d.Y[i]);
         CHECK_MSG(bad == 0, "n=%zu: non-finite values misplaced (%d)", n, bad);
-        free(X), free(Y), free(p);
-        cmf_qmat_free(&m);
+        dot_case_free(&d);
     }
 }
 
@@ -136,25 +146,15 @@ static void test_batch_invariance(void) {
     const uint64_t rows = 37, cols = 530; /* a partial panel and three blocks */
     const size_t nmax = 40, keep = 10;
     kg_rng rng = {7};
-    uint64_t nb;
-    uint8_t *p = make_weights(rows, cols, &rng, &nb);
-    cmf_qmat m;
-    CHECK(cmf_qmat_init(&m, CMF_DT_BF16, rows, cols, p, nb, "t", NULL) == CMF_OK);
-    float *X = malloc(nmax * cols * sizeof *X), *Y = malloc(nmax * rows * sizeof *Y);
-    float *first = malloc(keep * rows * sizeof *first);
-    for (size_t i = 0; i < nmax * cols; i++)
-        X[i] = kg_unif(&rng, -1, 1) * exp2f(kg_unif(&rng, -4, 4));
+    dot_case d = dot_case_make(rows, cols, nmax, &rng);
     int bad = 0;
     for (size_t n = keep; n <= nmax; n++) {
-        CHECK(cq_gemm_bf16dot_avx512(&m, X, n, cols, Y, rows, 0, rows));
-        if (n == keep)
-            memcpy(first, Y, keep * rows * sizeof *Y);
-        else if (memcmp(first, Y, keep * rows * sizeof *Y) && bad++ < 3)
+        CHECK(cq_gemm_bf16dot_avx512(&d.m, d.X, n, cols, n == keep ? d.Z : d.Y, rows, 0, rows));
+        if (n > keep && memcmp(d.Z, d.Y, keep * rows * sizeof *d.Y) && bad++ < 3)
             fprintf(stderr, "  tokens 0..9 differ between batches of 10 and %zu\n", n);
     }
     CHECK_MSG(bad == 0, "results depend on the batch size");
-    free(X), free(Y), free(first), free(p);
-    cmf_qmat_free(&m);
+    dot_case_free(&d);
 }
 
 /* Other dtypes are refused, nothing written; through cmf_matmul_ex the flag selects this kernel
@@ -163,66 +163,61 @@ static void test_dispatch(void) {
     const uint64_t rows = 20, cols = 96;
     const size_t n = 12;
     kg_rng rng = {5};
-    uint64_t nb;
-    uint8_t *p = make_weights(rows, cols, &rng, &nb);
-    cmf_qmat m, f16;
-    CHECK(cmf_qmat_init(&m, CMF_DT_BF16, rows, cols, p, nb, "t", NULL) == CMF_OK);
-    CHECK(cmf_qmat_init(&f16, CMF_DT_F16, rows, cols, p, nb, "t", NULL) == CMF_OK);
-    float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y),
-          *Z = malloc(n * rows * sizeof *Z);
-    for (size_t i = 0; i < n * cols; i++)
-        X[i] = kg_unif(&rng, -1, 1);
-    for (size_t i = 0; i < n * rows; i++)
-        Y[i] = SENTINEL;
+    dot_case d = dot_case_make(rows, cols, n, &rng);
+    float *X = d.X, *Y = d.Y, *Z = d.Z;
+    cmf_qmat f16;
+    CHECK(cmf_qmat_init(&f16, CMF_DT_F16, rows, cols, d.p, rows * cols * 2, "t", NULL) == CMF_OK);
     CHECK(!cq_gemm_bf16dot_avx512(&f16, X, n, cols, Y, rows, 0, rows));
-    CHECK_MSG(Y[0] == SENTINEL && Y[n * rows - 1] == SENTINEL, "a refused call wrote to Y");
-    CHECK(cq_gemm_bf16dot_avx512(&m, X, n, cols, Y, rows, 0, rows));
-    cmf_matmul_ex(&m, X, n, cols, Z, rows, 0, rows, CMF_KF_BF16_ACT);
+    CHECK_MSG(Y[0] == GEMM_SENTINEL && Y[n * rows - 1] == GEMM_SENTINEL,
+              "a refused call wrote to Y");
+    CHECK(cq_gemm_bf16dot_avx512(&d.m, X, n, cols, Y, rows, 0, rows));
+    cmf_matmul_ex(&d.m, X, n, cols, Z, rows, 0, rows, CMF_KF_BF16_ACT);
     CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y), "cmf_matmul_ex with the flag: not this kernel");
     /* below 8 tokens the flag leaves the f32 panels in charge */
-    cmf_matmul_ex(&m, X, 6, cols, Y, rows, 0, rows, CMF_KF_BF16_ACT);
-    cmf_matmul_ex(&m, X, 6, cols, Z, rows, 0, rows, 0);
+    cmf_matmul_ex(&d.m, X, 6, cols, Y, rows, 0, rows, CMF_KF_BF16_ACT);
+    cmf_matmul_ex(&d.m, X, 6, cols, Z, rows, 0, rows, 0);
     CHECK_MSG(!memcmp(Y, Z, 6 * rows * sizeof *Y), "6 tokens with the flag: not the f32 panels");
-    CHECK(cq_gemm_bf16dot_avx512(&m, X, n, cols, Y, rows, 0, rows));
+    CHECK(cq_gemm_bf16dot_avx512(&d.m, X, n, cols, Y, rows, 0, rows));
     cq_isa saved = cq_cpu_isa();
     cq_cpu_force(CQ_ISA_AVX2);
-    cmf_matmul_ex(&m, X, n, cols, Z, rows, 0, rows, CMF_KF_BF16_ACT);
+    cmf_matmul_ex(&d.m, X, n, cols, Z, rows, 0, rows, CMF_KF_BF16_ACT);
     CHECK_MSG(memcmp(Y, Z, n * rows * sizeof *Y) != 0, "the flag took bf16 activations on AVX2");
-    cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, 0);
+    cmf_matmul_ex(&d.m, X, n, cols, Y, rows, 0, rows, 0);
     CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y), "AVX2: the flag changed the f32 GEMM's bits");
     cq_cpu_force(saved);
-    free(X), free(Y), free(Z), free(p);
-    cmf_qmat_free(&m);
     cmf_qmat_free(&f16);
+    dot_case_free(&d);
 }
 
-/* The batch prepared once (cmf_bact: two "threads" preparing tokens [0, 32) and [32, 45)) and
- * read by row ranges: the bits of the one-call kernel, for every range split. */
+/* The batch prepared once (cmf_pact: two "threads" preparing tokens [0, 32) and [32, 45)) and
+ * read by row ranges: the bits of the one-call kernel, for every range split; both kinds, the
+ * bf16 dot products' (CMF_KF_BF16_ACT) and the AVX-512 float panels' (no flag; and 4-7 tokens
+ * with the flag). */
 static void test_prepared(void) {
     const uint64_t rows = 50, cols = 300;
     const size_t n = 45;
     kg_rng rng = {11};
-    uint64_t nb;
-    uint8_t *p = make_weights(rows, cols, &rng, &nb);
-    cmf_qmat m;
-    CHECK(cmf_qmat_init(&m, CMF_DT_BF16, rows, cols, p, nb, "t", NULL) == CMF_OK);
-    CHECK(cmf_bact_supports(&m, n) && !cmf_bact_supports(&m, 7));
-    float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y),
-          *Z = malloc(n * rows * sizeof *Z);
-    void *mem = aligned_alloc(64, (cmf_bact_bytes(n, cols) + 63) / 64 * 64);
-    for (size_t i = 0; i < n * cols; i++)
-        X[i] = kg_unif(&rng, -1, 1) * exp2f(kg_unif(&rng, -4, 4));
-    CHECK(cq_gemm_bf16dot_avx512(&m, X, n, cols, Y, rows, 0, rows));
-    cmf_bact a;
-    cmf_bact_bind(&a, mem, n, cols);
-    cmf_bact_prepare(&a, X, cols, 32, n);
-    cmf_bact_prepare(&a, X, cols, 0, 32);
-    static const uint64_t cuts[] = {0, 16, 32, 48, 50};
-    for (size_t c = 0; c + 1 < sizeof cuts / sizeof *cuts; c++)
-        CHECK(cmf_matmul_bact(&m, &a, Z + cuts[c], rows, cuts[c], cuts[c + 1]));
-    CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y), "prepared batch: not the one-call bits");
-    free(X), free(Y), free(Z), free(mem), free(p);
-    cmf_qmat_free(&m);
+    dot_case d = dot_case_make(rows, cols, n, &rng);
+    CHECK(cmf_pact_for(&d.m, n, CMF_KF_BF16_ACT) == CMF_PACT_BF16);
+    CHECK(cmf_pact_for(&d.m, 7, CMF_KF_BF16_ACT) == CMF_PACT_F32);
+    CHECK(cmf_pact_for(&d.m, 3, CMF_KF_BF16_ACT) == CMF_PACT_NONE);
+    for (unsigned flags = 0; flags <= CMF_KF_BF16_ACT; flags += CMF_KF_BF16_ACT) {
+        cmf_pact_kind kind = cmf_pact_for(&d.m, n, flags);
+        void *mem = aligned_alloc(64, (cmf_pact_bytes(kind, n, cols) + 63) / 64 * 64);
+        cmf_matmul_ex(&d.m, d.X, n, cols, d.Y, rows, 0, rows, flags);
+        cmf_pact a;
+        cmf_pact_bind(&a, kind, mem, n, cols);
+        size_t half = 2 * cmf_pact_group(kind);
+        cmf_pact_prepare(&a, d.X, cols, half, n);
+        cmf_pact_prepare(&a, d.X, cols, 0, half);
+        static const uint64_t cuts[] = {0, 16, 32, 48, 50};
+        for (size_t c = 0; c + 1 < sizeof cuts / sizeof *cuts; c++)
+            CHECK(cmf_matmul_pact(&d.m, &a, d.Z + cuts[c], rows, cuts[c], cuts[c + 1]));
+        CHECK_MSG(!memcmp(d.Y, d.Z, n * rows * sizeof *d.Y),
+                  "prepared batch (kind %d): not the bits of cmf_matmul_ex", (int)kind);
+        free(mem);
+    }
+    dot_case_free(&d);
 }
 
 int main(void) {

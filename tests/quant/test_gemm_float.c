@@ -18,9 +18,8 @@
 #include "common/tier.h"
 #include "cortiq/kernels.h"
 #include "quant/gemm_impl.h"
+#include "quant/gemm_case.h"
 #include "quant/kernel_gen.h"
-
-#define SENTINEL 12345.0f
 
 typedef bool (*gemm_fn)(const cmf_qmat *, const float *, size_t, size_t, float *, size_t, uint64_t,
                         uint64_t);
@@ -43,25 +42,20 @@ static uint8_t *make_weights(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng 
 /* Returns the number of outputs outside the bound or changed outside the range. */
 static int check(gemm_fn gemm, const cmf_qmat *m, size_t n, uint64_t r0, uint64_t r1, kg_rng *rng) {
     const uint64_t cols = m->cols;
-    size_t ldx = cols + (n & 1 ? 3 : 0), ldy = (r1 - r0) + (n & 2 ? 5 : 0);
-    float *X = malloc(n * ldx * sizeof *X), *Y = malloc(n * ldy * sizeof *Y);
+    gemm_case c = gemm_case_make(n, cols, r1 - r0, rng);
     float *w = malloc(cols * sizeof *w);
-    for (size_t i = 0; i < n * ldx; i++)
-        X[i] = kg_unif(rng, -1, 1) * exp2f(kg_unif(rng, -4, 4));
-    for (size_t i = 0; i < n * ldy; i++)
-        Y[i] = SENTINEL;
-    CHECK(gemm(m, X, n, ldx, Y, ldy, r0, r1));
+    CHECK(gemm(m, c.X, n, c.ldx, c.Y, c.ldy, r0, r1));
     int bad = 0;
     for (uint64_t r = r0; r < r1; r++) {
         cmf_qmat_dequant_row(m, r, w);
         for (size_t t = 0; t < n; t++) {
             double s = 0, mag = 0;
             for (uint64_t k = 0; k < cols; k++) {
-                double p = (double)w[k] * X[t * ldx + k];
+                double p = (double)w[k] * c.X[t * c.ldx + k];
                 s += p;
                 mag += fabs(p);
             }
-            double got = Y[t * ldy + (r - r0)];
+            double got = c.Y[t * c.ldy + (r - r0)];
             if (!(fabs(got - s) <= 2e-5 * mag + 1e-30) && bad++ < 5)
                 fprintf(stderr,
                         "  %s [%llu x %llu] n=%zu rows %llu..%llu: row %llu tok %zu got %.9g want "
@@ -71,12 +65,9 @@ static int check(gemm_fn gemm, const cmf_qmat *m, size_t n, uint64_t r0, uint64_
                         (unsigned long long)r, t, got, s);
         }
     }
-    for (size_t t = 0; t < n; t++) /* the padding of ldy stays untouched */
-        for (size_t i = r1 - r0; i < ldy; i++)
-            if (Y[t * ldy + i] != SENTINEL && bad++ < 5)
-                fprintf(stderr, "  %s n=%zu: Y[%zu][%zu] written past the range\n",
-                        cmf_dtype_name(m->dtype), n, t, i);
-    free(X), free(Y), free(w);
+    bad += gemm_case_padding(&c, r1 - r0, cmf_dtype_name(m->dtype));
+    gemm_case_free(&c);
+    free(w);
     return bad;
 }
 
