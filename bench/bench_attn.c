@@ -52,8 +52,8 @@ static void old_path(const cq_attn_batch_args *a, uint32_t n, float *sc) {
         uint32_t cnt = p + 1 - lo, s0 = lo % slots;
         uint32_t run1 = cnt < slots - s0 ? cnt : slots - s0, run2 = cnt - run1;
         const float *q = a->q + t * qd + (size_t)h * hd;
-        cq_kv_dots(ops, c, kvh, q, s0, run1, sc);
-        if (run2) cq_kv_dots(ops, c, kvh, q, 0, run2, sc + run1);
+        cq_kv_dots(c, kvh, q, s0, run1, sc);
+        if (run2) cq_kv_dots(c, kvh, q, 0, run2, sc + run1);
         float mx = -INFINITY;
         for (uint32_t k = 0; k < cnt; k++) {
             float d = sc[k] * a->scale;

@@ -54,7 +54,7 @@ static void old_path(const cq_attn_decode_args *a, float *sc) {
     uint32_t hd = c->hd, group = a->n_heads / c->n_kv, cnt = a->pos + 1;
     for (uint32_t h = 0; h < a->n_heads; h++) {
         const float *q = a->q + (size_t)h * hd;
-        cq_kv_dots(ops, c, h / group, q, 0, cnt, sc);
+        cq_kv_dots(c, h / group, q, 0, cnt, sc);
         float mx = -INFINITY;
         for (uint32_t k = 0; k < cnt; k++) {
             sc[k] *= a->scale;

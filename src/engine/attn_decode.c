@@ -51,8 +51,8 @@ void cq_attn_decode_unit_generic(const cq_attn_decode_args *a, uint32_t kvh, uin
     float *sc = scratch;
     for (uint32_t g = 0; g < group; g++) {
         const float *q = a->q + (size_t)(h0 + g) * hd;
-        cq_kv_dots(ops, c, kvh, q, s0, run1, sc);
-        if (run2) cq_kv_dots(ops, c, kvh, q, 0, run2, sc + run1);
+        cq_kv_dots(c, kvh, q, s0, run1, sc);
+        if (run2) cq_kv_dots(c, kvh, q, 0, run2, sc + run1);
         float mx = -INFINITY;
         for (uint32_t k = 0; k < cnt; k++) {
             float d = sc[k] * a->scale;

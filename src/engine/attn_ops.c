@@ -1,28 +1,9 @@
-/* attn_ops.c - portable attention loops (eight independent partial sums so the compiler can
- * keep them in vector lanes) and the tier dispatch. The f16 and q8 loops are the reference
- * definitions of how each cache type is read. */
+/* attn_ops.c - portable attention value loops and the tier dispatch. The f16 and q8 loops are
+ * the reference definitions of how each cache type's values are read. */
 #include "engine/attn_ops.h"
 
 #include "common/cpu.h"
 #include "common/f16.h"
-
-static float dot_portable(const float *a, const float *b, uint32_t n) {
-    float acc[8] = {0};
-    uint32_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (uint32_t l = 0; l < 8; l++)
-            acc[l] += a[i + l] * b[i + l];
-    float d = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; i < n; i++)
-        d += a[i] * b[i];
-    return d;
-}
-
-static void dots_portable(const float *q, const float *K, size_t ld, uint32_t n, uint32_t hd,
-                          float *out) {
-    for (uint32_t j = 0; j < n; j++)
-        out[j] = dot_portable(q, K + (size_t)j * ld, hd);
-}
 
 static void axpys_portable(float *out, const float *w, const float *V, size_t ld, uint32_t n,
                            uint32_t hd) {
@@ -34,24 +15,6 @@ static void axpys_portable(float *out, const float *w, const float *V, size_t ld
     }
 }
 
-static float dot_f16(const float *a, const uint16_t *b, uint32_t n) {
-    float acc[8] = {0};
-    uint32_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (uint32_t l = 0; l < 8; l++)
-            acc[l] += a[i + l] * f16_to_f32(b[i + l]);
-    float d = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; i < n; i++)
-        d += a[i] * f16_to_f32(b[i]);
-    return d;
-}
-
-static void dots_f16_portable(const float *q, const uint16_t *K, size_t ld, uint32_t n, uint32_t hd,
-                              float *out) {
-    for (uint32_t j = 0; j < n; j++)
-        out[j] = dot_f16(q, K + (size_t)j * ld, hd);
-}
-
 static void axpys_f16_portable(float *out, const float *w, const uint16_t *V, size_t ld, uint32_t n,
                                uint32_t hd) {
     for (uint32_t j = 0; j < n; j++) {
@@ -60,24 +23,6 @@ static void axpys_f16_portable(float *out, const float *w, const uint16_t *V, si
         for (uint32_t i = 0; i < hd; i++)
             out[i] += a * f16_to_f32(v[i]);
     }
-}
-
-static float dot_q8(const float *a, const int8_t *b, uint32_t n) {
-    float acc[8] = {0};
-    uint32_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        for (uint32_t l = 0; l < 8; l++)
-            acc[l] += a[i + l] * (float)b[i + l];
-    float d = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for (; i < n; i++)
-        d += a[i] * (float)b[i];
-    return d;
-}
-
-static void dots_q8_portable(const float *q, const int8_t *K, size_t ld, const float *ks,
-                             size_t lds, uint32_t n, uint32_t hd, float *out) {
-    for (uint32_t j = 0; j < n; j++)
-        out[j] = ks[(size_t)j * lds] * dot_q8(q, K + (size_t)j * ld, hd);
 }
 
 static void axpys_q8_portable(float *out, const float *w, const int8_t *V, size_t ld,
@@ -98,8 +43,7 @@ static void to_f16_portable(const float *x, uint16_t *out, size_t n) {
     }
 }
 
-const cq_attn_ops cq_attn_ops_scalar = {dots_portable,      axpys_portable,   dots_f16_portable,
-                                        axpys_f16_portable, dots_q8_portable, axpys_q8_portable,
+const cq_attn_ops cq_attn_ops_scalar = {axpys_portable, axpys_f16_portable, axpys_q8_portable,
                                         to_f16_portable};
 
 static const cq_attn_ops *const k_tiers[CQ_ISA_COUNT] = {

@@ -1,5 +1,6 @@
-/* attn_ops.h - the two inner loops of attention over the KV cache, per SIMD tier and per cache
- * element type: scores (q against n cached keys) and the weighted sum of n cached values.
+/* attn_ops.h - the value loop of attention over the KV cache, per SIMD tier and per cache
+ * element type: the weighted sum of n cached values (the keys lie in tiles, which the tiers'
+ * attention kernels read themselves: kv_cache.h), and the f16 cache's write.
  * The cache is read as stored (f32, IEEE half, or int8 with one f32 scale per head vector per
  * position); nothing converts the whole cache. Half -> float is exact in every tier, so only
  * the float summation order differs between tiers. */
@@ -10,19 +11,12 @@
 #include <stdint.h>
 
 typedef struct cq_attn_ops {
-    /* out[j] = dot(q, K + j*ld) over hd values, for j < n */
-    void (*dots)(const float *q, const float *K, size_t ld, uint32_t n, uint32_t hd, float *out);
     /* out[i] += sum_j w[j] * V[j*ld + i] for i < hd, j < n */
     void (*axpys)(float *out, const float *w, const float *V, size_t ld, uint32_t n, uint32_t hd);
-    /* the same with K / V as IEEE half bits */
-    void (*dots_f16)(const float *q, const uint16_t *K, size_t ld, uint32_t n, uint32_t hd,
-                     float *out);
+    /* the same with V as IEEE half bits */
     void (*axpys_f16)(float *out, const float *w, const uint16_t *V, size_t ld, uint32_t n,
                       uint32_t hd);
-    /* int8 rows with scales: out[j] = ks[j*lds] * dot(q, K + j*ld) (scale applied after the
-     * dot), and out[i] += sum_j (w[j] * vs[j*lds]) * V[j*ld + i] */
-    void (*dots_q8)(const float *q, const int8_t *K, size_t ld, const float *ks, size_t lds,
-                    uint32_t n, uint32_t hd, float *out);
+    /* int8 rows with scales: out[i] += sum_j (w[j] * vs[j*lds]) * V[j*ld + i] */
     void (*axpys_q8)(float *out, const float *w, const int8_t *V, size_t ld, const float *vs,
                      size_t lds, uint32_t n, uint32_t hd);
     /* out[i] = IEEE half of x[i] clamped to +-65504 (round to nearest even), for i < n: the f16

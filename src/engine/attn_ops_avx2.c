@@ -1,17 +1,9 @@
-/* attn_ops_avx2.c - attention loops with AVX2 + FMA (8 lanes; four keys per pass so each
- * query vector load is reused). f16 rows widen with F16C, int8 rows with vpmovsxbd; one loop
- * body per cache type, instantiated from the macros below. */
+/* attn_ops_avx2.c - attention value loops with AVX2 + FMA (8 lanes). f16 rows widen with F16C,
+ * int8 rows with vpmovsxbd; one loop body per cache type, instantiated from the macro below. */
 #include <immintrin.h>
 
 #include "common/f16.h"
 #include "engine/attn_ops.h"
-
-static inline float hsum8(__m256 v) {
-    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_add_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
 
 /* eight cache values at p as floats, and one */
 static inline __m256 ld8_f32(const float *p) {
@@ -32,38 +24,6 @@ static inline float ld1_f16(const uint16_t *p) {
 static inline float ld1_q8(const int8_t *p) {
     return (float)*p;
 }
-
-/* dots over raw rows of type T (no scale) */
-#define DEF_DOTS(NAME, T, LD8, LD1)                                                                \
-    static float NAME##_1(const float *q, const T *k, uint32_t hd) {                               \
-        __m256 a = _mm256_setzero_ps();                                                            \
-        uint32_t i = 0;                                                                            \
-        for (; i + 8 <= hd; i += 8)                                                                \
-            a = _mm256_fmadd_ps(_mm256_loadu_ps(q + i), LD8(k + i), a);                            \
-        float d = hsum8(a);                                                                        \
-        for (; i < hd; i++)                                                                        \
-            d += q[i] * LD1(k + i);                                                                \
-        return d;                                                                                  \
-    }                                                                                              \
-    static void NAME(const float *q, const T *K, size_t ld, uint32_t n, uint32_t hd, float *out) { \
-        uint32_t j = 0;                                                                            \
-        if (hd % 8 == 0)                                                                           \
-            for (; j + 4 <= n; j += 4) {                                                           \
-                const T *k0 = K + (size_t)j * ld, *k1 = k0 + ld, *k2 = k1 + ld, *k3 = k2 + ld;     \
-                __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                        \
-                for (uint32_t i = 0; i < hd; i += 8) {                                             \
-                    __m256 x = _mm256_loadu_ps(q + i);                                             \
-                    a0 = _mm256_fmadd_ps(x, LD8(k0 + i), a0);                                      \
-                    a1 = _mm256_fmadd_ps(x, LD8(k1 + i), a1);                                      \
-                    a2 = _mm256_fmadd_ps(x, LD8(k2 + i), a2);                                      \
-                    a3 = _mm256_fmadd_ps(x, LD8(k3 + i), a3);                                      \
-                }                                                                                  \
-                out[j] = hsum8(a0), out[j + 1] = hsum8(a1), out[j + 2] = hsum8(a2),                \
-                out[j + 3] = hsum8(a3);                                                            \
-            }                                                                                      \
-        for (; j < n; j++)                                                                         \
-            out[j] = NAME##_1(q, K + (size_t)j * ld, hd);                                          \
-    }
 
 /* out[i] += sum_j WEIGHT(j) * V[j*ld + i]; WEIGHT may read w, j and the extra arguments */
 #define DEF_AXPYS(NAME, T, LD8, LD1, WEIGHT, ...)                                                  \
@@ -98,20 +58,10 @@ static inline float ld1_q8(const int8_t *p) {
         }                                                                                          \
     }
 
-DEF_DOTS(dots, float, ld8_f32, ld1_f32)
-DEF_DOTS(dots_f16, uint16_t, ld8_f16, ld1_f16)
-DEF_DOTS(dots_i8, int8_t, ld8_q8, ld1_q8)
 DEF_AXPYS(axpys, float, ld8_f32, ld1_f32, w[j], )
 DEF_AXPYS(axpys_f16, uint16_t, ld8_f16, ld1_f16, w[j], )
 DEF_AXPYS(axpys_q8, int8_t, ld8_q8, ld1_q8, w[j] * vs[(size_t)j * lds], const float *vs,
           size_t lds, )
-
-static void dots_q8(const float *q, const int8_t *K, size_t ld, const float *ks, size_t lds,
-                    uint32_t n, uint32_t hd, float *out) {
-    dots_i8(q, K, ld, n, hd, out);
-    for (uint32_t j = 0; j < n; j++)
-        out[j] *= ks[(size_t)j * lds];
-}
 
 static void to_f16(const float *x, uint16_t *out, size_t n) {
     const __m256 hi = _mm256_set1_ps(65504.0f), lo = _mm256_set1_ps(-65504.0f);
@@ -126,4 +76,4 @@ static void to_f16(const float *x, uint16_t *out, size_t n) {
     if (i < n) cq_attn_ops_scalar.to_f16(x + i, out + i, n - i);
 }
 
-const cq_attn_ops cq_attn_ops_avx2 = {dots, axpys, dots_f16, axpys_f16, dots_q8, axpys_q8, to_f16};
+const cq_attn_ops cq_attn_ops_avx2 = {axpys, axpys_f16, axpys_q8, to_f16};

@@ -194,9 +194,8 @@ static uint32_t in_block(uint32_t s0, uint32_t n) {
     return n < left ? n : left;
 }
 
-void cq_kv_dots(const cq_attn_ops *ops, const cq_kv_layer *c, uint32_t h, const float *q,
-                uint32_t s0, uint32_t n, float *out) {
-    (void)ops; /* the keys lie in tiles, which the ops' row loops do not walk */
+void cq_kv_dots(const cq_kv_layer *c, uint32_t h, const float *q, uint32_t s0, uint32_t n,
+                float *out) {
     const size_t step = CQ_KV_TILE * cq_kv_elem_size(c->type);
     for (uint32_t j = 0; j < n; j++) {
         const uint8_t *p = cq_kv_key_at(c, s0 + j, h, 0);

@@ -121,8 +121,8 @@ void cq_kv_store(cq_kv_layer *c, uint32_t slot, const float *k, const float *v);
 
 /* Scores of the query head vector q against the keys of kv head h in slots s0 .. s0+n-1 (one
  * sum per key, elements in order; the q8 scale after it), n within the ring (s0 + n <= slots). */
-void cq_kv_dots(const cq_attn_ops *ops, const cq_kv_layer *c, uint32_t h, const float *q,
-                uint32_t s0, uint32_t n, float *out);
+void cq_kv_dots(const cq_kv_layer *c, uint32_t h, const float *q, uint32_t s0, uint32_t n,
+                float *out);
 /* out (hd floats) += sum_j w[j] * value of kv head h in slot s0 + j, for j < n. */
 void cq_kv_axpys(const cq_attn_ops *ops, const cq_kv_layer *c, uint32_t h, float *out,
                  const float *w, uint32_t s0, uint32_t n);

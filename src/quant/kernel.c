@@ -83,8 +83,7 @@ size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact) {
     const cq_isa gemm = o ? cq_isa_pick(o->gemm_tiers) : CQ_ISA_SCALAR;
     /* bf16 with bf16 activations: f32 panels below CQ_BF16DOT_GEMM_MIN, dot products from it
      * (asked for or not, the larger size holds for both) */
-    const bool dot =
-        m->dtype == CMF_DT_BF16 && gemm == CQ_ISA_AVX512 && cq_cpu_detect()->avx512bf16;
+    const bool dot = cq_bf16dot_takes(m, CQ_BF16DOT_GEMM_MIN);
     return gemm >= CQ_ISA_AMX      ? CQ_AMX_GEMM_MIN
            : dot                   ? CQ_BF16DOT_GEMM_MIN
            : gemm >= CQ_ISA_AVX512 ? CQ_FLOAT_GEMM_MIN
