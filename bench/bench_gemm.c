@@ -6,8 +6,8 @@
  * panels and, for f16 / bf16 on CPUs with AMX, on the AMX tiles too, the two alternating call
  * by call in this process so that the machine's drift hits both alike; bf16 also with its
  * activations rounded to bf16 (CMF_KF_BF16_ACT: the AVX-512 BF16 dot products where the CPU has
- * them). CORTIQ_CPU=avx2 times the AVX2 tier instead (its FMA panels, gemm_f32_avx2.c, from 10
- * tokens).
+ * them, and on AMX the tiles with one product per step). CORTIQ_CPU=avx2 times the AVX2 tier
+ * instead (its FMA panels, gemm_f32_avx2.c, from 10 tokens).
  *
  *   bench_gemm [--tokens N] [--reps R] [dtype...]     (default: q8_row q4_tiled q4tp)
  *
@@ -48,7 +48,7 @@ static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) 
     cmf_qact a;
     cmf_qact_bind(&a, am, n, cols);
     double best_i = 1e30, best_f = 1e30, best_q = 1e30, best_amx = 1e30, best_8 = 1e30,
-           best_h = 1e30;
+           best_h = 1e30, best_amxh = 1e30;
     const bool amx = (dt == CMF_DT_F16 || dt == CMF_DT_BF16) && cq_cpu_detect()->amx_bf16;
     for (int k = 0; k < reps; k++) {
         if (amx) { /* the AMX tile GEMM, then (below) the FMA panels */
@@ -57,6 +57,12 @@ static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) 
             cmf_matmul(&m, X, n, Y, rows, 0, rows);
             double a1 = cpu_now() - a0;
             if (a1 < best_amx) best_amx = a1;
+            if (dt == CMF_DT_BF16) {
+                a0 = cpu_now();
+                cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, CMF_KF_BF16_ACT);
+                a1 = cpu_now() - a0;
+                if (a1 < best_amxh) best_amxh = a1;
+            }
             cq_cpu_force(CQ_ISA_AVX512);
         }
         double t0 = cpu_now();
@@ -85,6 +91,12 @@ static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) 
                cmf_dtype_get(dt)->name, (unsigned long long)rows, (unsigned long long)cols, n,
                macs / best_i * 1e-9, macs / best_f * 1e-9, best_f / best_i, macs / best_8 * 1e-9,
                best_8 / best_i, best_q * 1e6);
+    else if (amx && dt == CMF_DT_BF16)
+        printf("%-9s %5llu x %-5llu n=%-3zu  AVX-512 FMA panels %6.1f GMAC/s  AMX tiles %6.1f "
+               "GMAC/s  (%.2fx)  bf16-activation tiles %6.1f GMAC/s (%.2fx)\n",
+               cmf_dtype_get(dt)->name, (unsigned long long)rows, (unsigned long long)cols, n,
+               macs / best_f * 1e-9, macs / best_amx * 1e-9, best_f / best_amx,
+               macs / best_amxh * 1e-9, best_f / best_amxh);
     else if (amx)
         printf("%-9s %5llu x %-5llu n=%-3zu  AVX-512 FMA panels %6.1f GMAC/s  AMX tiles %6.1f "
                "GMAC/s  (%.2fx)\n",

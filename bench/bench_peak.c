@@ -1,8 +1,10 @@
 /* bench_peak.c - the machine's compute roof for prefill: the clock each core runs at and the
  * multiply-add throughput of the instructions the GEMMs use, per thread and for T threads.
  *
- * Clock: a chain of dependent 64-bit adds retires one per cycle on every x86 core we target,
- * so adds / second is the clock under load (turbo and the hypervisor's share included).
+ * Clock: a chain of dependent register-to-register 64-bit adds retires one per cycle on every
+ * x86 core we target, so adds / second is the clock under load (turbo and the hypervisor's share
+ * included). Not adds of an immediate: Golden Cove cores (Sapphire Rapids) fold those chains at
+ * rename, several per cycle.
  * Throughput: 12 independent accumulator chains per thread (more than FMA latency x ports, so
  * the ports, not the latency, bound it) of
  *   - f32 FMA on 256-bit (AVX2) and 512-bit (AVX-512) vectors: 2 flops per lane;
@@ -10,7 +12,10 @@
  *     multiply-adds into 16 int32), AVX-VNNI-less AVX2 vpmaddubsw + vpmaddwd + vpaddd (32
  *     multiply-adds per 3 instructions);
  *   - the bf16 dot product of the bf16 prefill (AVX-512 BF16 vdpbf16ps: 32 bf16 x bf16
- *     multiply-adds into 16 f32), given in flops like the FMA rows.
+ *     multiply-adds into 16 f32), given in flops like the FMA rows;
+ *   - AMX tile products, 4 independent 16 x 16 accumulator tiles (the f16 / bf16 prefill's
+ *     2 x 2 blocking): tdpbf16ps (16 x 16 x 32 bf16 multiply-adds, in flops) and tdpbssd
+ *     (16 x 16 x 64 int8 multiply-adds), operands kept in tiles (the instruction's own rate).
  * Times are each thread's CPU time (the rate of a thread that has a core to itself; on a quiet
  * machine the same as wall time). Each result is also given per cycle (÷ measured clock ÷ threads):
  * FMA ports x lanes x 2 for the float rows, the derivation docs/PERFORMANCE.md quotes.
@@ -23,6 +28,7 @@
 #include <stdlib.h>
 
 #include "bench_util.h"
+#include "common/cpu.h"
 
 typedef struct peak_job {
     uint64_t (*fn)(uint64_t iters);
@@ -33,9 +39,9 @@ typedef struct peak_job {
 
 /* `iters` x 64 dependent adds: the clock. */
 static uint64_t add_chain(uint64_t iters) {
-    uint64_t x = 1;
+    uint64_t x = 1, one = 1;
     for (uint64_t i = 0; i < iters; i++) {
-        __asm__ volatile(".rept 64\n\taddq $1, %0\n\t.endr" : "+r"(x));
+        __asm__ volatile(".rept 64\n\taddq %1, %0\n\t.endr" : "+r"(x) : "r"(one));
     }
     return x;
 }
@@ -96,6 +102,60 @@ __attribute__((target("avx512f,avx512bf16"))) static uint64_t bf16dot_zmm(uint64
         CHAIN_STEP(ZBF);
     }
     return (uint64_t)_mm512_reduce_add_ps(CHAIN_FOLD(_mm512_add_ps));
+}
+
+/* AMX: 8 tiles of 16 rows x 64 bytes; C in 0-3, A in 4-5, B in 6-7 */
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config;
+
+__attribute__((target("amx-tile"))) static void amx_setup(void) {
+    static const uint8_t ops[1024] = {1, 2, 3};
+    amx_config cfg = {.palette = 1};
+    for (int i = 0; i < 8; i++) {
+        cfg.colsb[i] = 64;
+        cfg.rows[i] = 16;
+    }
+    _tile_loadconfig(&cfg);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+    _tile_loadd(4, ops, 64);
+    _tile_loadd(5, ops, 64);
+    _tile_loadd(6, ops, 64);
+    _tile_loadd(7, ops, 64);
+}
+
+__attribute__((target("amx-tile"))) static uint64_t amx_finish(void) {
+    float c[256];
+    _tile_stored(0, c, 64);
+    _tile_release();
+    return (uint64_t)c[0];
+}
+
+__attribute__((target("amx-tile,amx-bf16"))) static uint64_t amx_bf16(uint64_t iters) {
+    amx_setup();
+    for (uint64_t i = 0; i < iters; i++) {
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+    }
+    return amx_finish();
+}
+
+__attribute__((target("amx-tile,amx-int8"))) static uint64_t amx_int8(uint64_t iters) {
+    amx_setup();
+    for (uint64_t i = 0; i < iters; i++) {
+        _tile_dpbssd(0, 4, 6);
+        _tile_dpbssd(1, 4, 7);
+        _tile_dpbssd(2, 5, 6);
+        _tile_dpbssd(3, 5, 7);
+    }
+    return amx_finish();
 }
 
 /* The AVX2 int8 dot product: vpmaddubsw (u8 x s8 -> s16 pairs), vpmaddwd with ones (-> s32),
@@ -176,6 +236,7 @@ int main(int argc, char **argv) {
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
         avx512 = __builtin_cpu_supports("avx512f"), vnni = __builtin_cpu_supports("avx512vnni"),
         bf16 = __builtin_cpu_supports("avx512bf16");
+    const cq_cpu_features *cpu = cq_cpu_detect(); /* AMX: also asks Linux for the tile state */
     struct {
         const char *name;
         int have;
@@ -187,6 +248,8 @@ int main(int argc, char **argv) {
         {"int8 vpmaddubsw+vpmaddwd, 256-bit (multiply-adds)", avx2, maddubs_ymm, 12 * 32},
         {"int8 vpdpbusd, 512-bit (multiply-adds)", vnni, vnni_zmm, 12 * 64},
         {"bf16 vdpbf16ps, 512-bit (flops)", bf16, bf16dot_zmm, 12 * 32 * 2},
+        {"bf16 AMX tdpbf16ps (flops)", cpu->amx_bf16, amx_bf16, 4 * 16 * 16 * 32 * 2},
+        {"int8 AMX tdpbssd (multiply-adds)", cpu->amx_int8, amx_int8, 4 * 16 * 16 * 64},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         if (!rows[i].have) {

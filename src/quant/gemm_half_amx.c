@@ -8,7 +8,9 @@
  * Each output sums w_hi (x_hi + x_mid + x_lo) + w_lo (x_hi + x_mid); what is left out (w_lo x_lo
  * < 2^-24 |w x|, and e) is below f32 rounding, so batched and one-token products agree as
  * closely as two f32 summation orders do (tests/engine/test_parity_tiny.c: 1e-5 on logits).
- * Non-finite values keep their other parts 0.
+ * Non-finite values keep their other parts 0. With CMF_KF_BF16_ACT the activations are rounded
+ * to bf16 instead (x_hi alone, as the AVX-512 BF16 dot products take them): a third of the tile
+ * products on bf16 weights, two fifths on f16.
  *
  * Orientation: the weights are the A operand (16 rows x 32 columns, bf16, row-major: a weight
  * row's 32 columns are a tile row as they are, no transpose), the activations the B operand
@@ -38,11 +40,14 @@
  * one contiguous run:
  *   weights, per 32-row pair:       [w_hi rows 0-15, w_hi rows 16-31, w_lo 0-15, w_lo 16-31];
  *   activations, per 32-token pair: [x_hi tokens 0-15, x_hi 16-31, x_mid 0-15, x_mid 16-31,
- *                                    x_lo 0-15, x_lo 16-31].
- * TILE_U16 is one tile in uint16 units; WSTEP_U16 and XSTEP_U16 a step of each. */
+ *                                    x_lo 0-15, x_lo 16-31] (x_hi alone with bf16 activations).
+ * TILE_U16 is one tile in uint16 units; WSTEP_U16 a step of weights, xstep_u16 of activations. */
 #define TILE_U16  512u
 #define WSTEP_U16 (4 * TILE_U16)
-#define XSTEP_U16 (6 * TILE_U16)
+
+static inline size_t xstep_u16(unsigned xparts) {
+    return 2 * xparts * TILE_U16;
+}
 
 typedef struct {
     uint8_t palette, start_row, reserved[14];
@@ -78,12 +83,12 @@ static inline __m512i join256(__m256i a, __m256i b) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
 }
 
-/* Activations of tokens [0, np), columns [c0, c0 + kc), into packed B tiles (zero past n and
- * past cols): token t = 32 q + 16 b + j, columns c0 + 32 s + 2 p and the next land in pair q's
- * step s, tile (part, b), row p, pair j. */
+/* Activations of tokens [0, np), columns [c0, c0 + kc), into packed B tiles of xparts parts (3:
+ * the split, 1: rounded to bf16; zero past n and past cols): token t = 32 q + 16 b + j, columns
+ * c0 + 32 s + 2 p and the next land in pair q's step s, tile (part, b), row p, pair j. */
 TGT static void convert_acts(const float *X, size_t n, size_t ldx, uint64_t cols, size_t np,
-                             uint64_t c0, size_t kc, uint16_t *xp) {
-    const size_t steps = kc / 32;
+                             uint64_t c0, size_t kc, unsigned xparts, uint16_t *xp) {
+    const size_t steps = kc / 32, xstep = xstep_u16(xparts);
     for (size_t t0 = 0; t0 < np; t0 += 16)
         for (size_t s = 0; s < steps; s++) {
             uint64_t c = c0 + 32 * s;
@@ -95,15 +100,20 @@ TGT static void convert_acts(const float *X, size_t n, size_t ldx, uint64_t cols
                     continue;
                 }
                 const float *x = X + (t0 + j) * ldx + c;
+                const __m512 a = _mm512_maskz_loadu_ps((__mmask16)km, x),
+                             b = _mm512_maskz_loadu_ps((__mmask16)(km >> 16), x + 16);
+                if (xparts == 1) {
+                    v[0][j] = (__m512i)_mm512_cvtne2ps_pbh(b, a);
+                    continue;
+                }
                 __m256i p0[3], p1[3];
-                split_act16(_mm512_maskz_loadu_ps((__mmask16)km, x), &p0[0], &p0[1], &p0[2]);
-                split_act16(_mm512_maskz_loadu_ps((__mmask16)(km >> 16), x + 16), &p1[0], &p1[1],
-                            &p1[2]);
+                split_act16(a, &p0[0], &p0[1], &p0[2]);
+                split_act16(b, &p1[0], &p1[1], &p1[2]);
                 for (int k = 0; k < 3; k++)
                     v[k][j] = join256(p0[k], p1[k]);
             }
-            uint16_t *d = xp + ((t0 / 32) * steps + s) * XSTEP_U16 + (t0 / 16 % 2) * TILE_U16;
-            for (int k = 0; k < 3; k++)
+            uint16_t *d = xp + ((t0 / 32) * steps + s) * xstep + (t0 / 16 % 2) * TILE_U16;
+            for (unsigned k = 0; k < xparts; k++)
                 cq_transpose16_store(v[k], d + 2 * k * TILE_U16);
         }
 }
@@ -211,22 +221,31 @@ TGT static void tile_out(const out_view *o, uint64_t r, size_t t, float *buf) {
     } while (0)
 
 /* Rows [r, r + 32) x tokens [t, t + 32) over one column block of `steps` 32-column steps: wp is
- * the row pair's packed weights for the block, xp the token pair's packed activations from the
- * block's first step. */
+ * the row pair's packed weights for the block, xp the token pair's packed activations (xparts
+ * parts) from the block's first step. */
 TGT static void block_2x2(const out_view *o, uint64_t r, size_t t, bool first, bool last,
                           const uint16_t *wp, const uint16_t *xp, size_t steps, bool has_lo,
-                          float *acc, float *buf) {
+                          unsigned xparts, float *acc, float *buf) {
+    const size_t xstep = xstep_u16(xparts);
     C_LOAD(0);
     C_LOAD(1);
     C_LOAD(2);
     C_LOAD(3);
     for (size_t s = 0; s < steps; s++) {
-        const uint16_t *w = wp + s * WSTEP_U16, *x = xp + s * XSTEP_U16;
+        const uint16_t *w = wp + s * WSTEP_U16, *x = xp + s * xstep;
         _tile_loadd(4, w, 64); /* w_hi x_hi */
         _tile_loadd(5, w + TILE_U16, 64);
         _tile_loadd(6, x, 64);
         _tile_loadd(7, x + TILE_U16, 64);
         DP4();
+        if (xparts == 1) {
+            if (has_lo) {
+                _tile_loadd(4, w + 2 * TILE_U16, 64); /* w_lo x_hi */
+                _tile_loadd(5, w + 3 * TILE_U16, 64);
+                DP4();
+            }
+            continue;
+        }
         _tile_loadd(6, x + 2 * TILE_U16, 64); /* w_hi x_mid */
         _tile_loadd(7, x + 3 * TILE_U16, 64);
         DP4();
@@ -251,15 +270,16 @@ TGT static void block_2x2(const out_view *o, uint64_t r, size_t t, bool first, b
 }
 
 TGT bool cq_gemm_half_amx(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
-                          size_t ldy, uint64_t r0, uint64_t r1) {
+                          size_t ldy, uint64_t r0, uint64_t r1, unsigned flags) {
     if (m->dtype != CMF_DT_F16 && m->dtype != CMF_DT_BF16) return false;
+    const unsigned xparts = flags & CMF_KF_BF16_ACT ? 1 : 3;
     const size_t np = (n + 31) & ~(size_t)31, kp = (size_t)(m->cols + 31) & ~(size_t)31;
     const size_t ntp = np / 32, nrp = (size_t)(r1 - r0 + 31) / 32, kb = kp < KB_MAX ? kp : KB_MAX;
-    /* columns per pass: the pass's activations (6 bytes per token and column) stay in L2 */
-    size_t ks = ACT_PASS_BYTES / (np * 6) / kb * kb;
+    /* columns per pass: the pass's activations (2 bytes per part, token and column) stay in L2 */
+    size_t ks = ACT_PASS_BYTES / (np * 2 * xparts) / kb * kb;
     if (ks < kb) ks = kb;
     if (ks > kp) ks = kp;
-    const size_t act_bytes = np * ks * 6, wt_bytes = 32 * kb * 4;
+    const size_t act_bytes = np * ks * 2 * xparts, wt_bytes = 32 * kb * 4;
     const size_t acc_bytes = (ks < kp ? nrp : 1) * ntp * 4096; /* C tiles between blocks */
     uint8_t *mem = cq_kernel_scratch(CQ_SCRATCH_ACT, act_bytes + wt_bytes + acc_bytes + 2048);
     if (!mem) return false;
@@ -279,7 +299,7 @@ TGT bool cq_gemm_half_amx(const cmf_qmat *m, const float *X, size_t n, size_t ld
     const out_view o = {Y, ldy, n, r0, r1};
     for (size_t p0 = 0; p0 < kp; p0 += ks) {
         const size_t kpass = kp - p0 < ks ? kp - p0 : ks, psteps = kpass / 32;
-        convert_acts(X, n, ldx, m->cols, np, p0, kpass, xp);
+        convert_acts(X, n, ldx, m->cols, np, p0, kpass, xparts, xp);
         for (size_t rp = 0; rp < nrp; rp++) {
             const uint64_t r = r0 + 32 * rp;
             float *a = acc + (ks < kp ? rp * ntp * 1024 : 0);
@@ -291,8 +311,8 @@ TGT bool cq_gemm_half_amx(const cmf_qmat *m, const float *X, size_t n, size_t ld
                 convert_weights(m, r, r1, k0, kbn, pass_end ? 32 : 0, pass_end ? p0 : k0 + kbn, wp);
                 for (size_t tp = 0; tp < ntp; tp++)
                     block_2x2(&o, r, 32 * tp, first, last, wp,
-                              xp + (tp * psteps + (k0 - p0) / 32) * XSTEP_U16, kbn / 32, has_lo,
-                              a + tp * 1024, buf);
+                              xp + (tp * psteps + (k0 - p0) / 32) * xstep_u16(xparts), kbn / 32,
+                              has_lo, xparts, a + tp * 1024, buf);
             }
         }
     }

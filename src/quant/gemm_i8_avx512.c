@@ -223,28 +223,43 @@ static const tokens_fn tokens_by_count[TMAX + 1] = {
     NULL,     tokens_1, tokens_2, tokens_3,  tokens_4,  tokens_5, tokens_6,
     tokens_7, tokens_8, tokens_9, tokens_10, tokens_11, tokens_12};
 
+void cq_i8_panel_bind(cq_i8_panel *p, const cmf_qmat *m, const cmf_qact *a, void *scratch) {
+    const size_t k64 = (a->kpad + 63) / 64 * 64, nb64 = k64 / 32;
+    p->k64 = k64;
+    p->codes = scratch;
+    p->bs = (float *)(void *)(p->codes + PR * k64);
+    p->rs = (float *)(void *)((uint8_t *)p->bs + A64(nb64 * PR * 4));
+    p->rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE;
+    p->vbit = cq_gemm_vbit(m);
+    p->corr = cq_gemm_corr(m, a);
+    p->tabs = p->vbit ? cq_vbit_utabs() : NULL;
+}
+
+void cq_i8_panel_pack(cq_i8_panel *p, const cmf_qmat *m, uint64_t r, uint64_t r1) {
+    unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR, nn = cq_next_panel_rows(r, r1, PR);
+    if (m->lanes && r % PR == 0) /* the batched-decode copy: the same codes and scales */
+        cq_avx512_lanes_unpack(m, r, p->k64 / 32, p->codes, p->bs, p->rs);
+    else if (p->vbit)
+        pack_vbit(m, (const cq_vbit_utab *)p->tabs, r, nr, p->k64, p->codes, p->bs, nn);
+    else
+        pack_panel(m, r, nr, p->k64, p->codes, p->bs, p->rs, nn);
+    p->nr = nr;
+}
+
+void cq_i8_panel_group(const cq_i8_panel *p, const cmf_qact *a, size_t g, float *Y, size_t ldy) {
+    size_t cnt = a->n - g * TMAX < TMAX ? a->n - g * TMAX : TMAX;
+    tokens_by_count[cnt](p->codes, p->bs, p->rs, p->rowscale, a, p->corr, g, Y, ldy,
+                         (__mmask16)((1u << p->nr) - 1));
+}
+
 void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
                     uint64_t r1, void *scratch) {
-    const size_t k64 = (a->kpad + 63) / 64 * 64, nb64 = k64 / 32;
-    uint8_t *panel = scratch;
-    float *bs = (float *)(void *)(panel + PR * k64);
-    float *rs = (float *)(void *)((uint8_t *)bs + A64(nb64 * PR * 4));
-    const int rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE, vbit = cq_gemm_vbit(m);
-    const int32_t *corr = cq_gemm_corr(m, a);
-    const cq_vbit_utab *tabs = vbit ? cq_vbit_utabs() : NULL;
+    cq_i8_panel p;
+    cq_i8_panel_bind(&p, m, a, scratch);
     for (uint64_t r = r0; r < r1; r += PR) {
-        unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR, nn = cq_next_panel_rows(r, r1, PR);
-        if (m->lanes && r % PR == 0) /* the batched-decode copy: the same codes and scales */
-            cq_avx512_lanes_unpack(m, r, k64 / 32, panel, bs, rs);
-        else if (vbit)
-            pack_vbit(m, tabs, r, nr, k64, panel, bs, nn);
-        else
-            pack_panel(m, r, nr, k64, panel, bs, rs, nn);
-        __mmask16 mask = (__mmask16)((1u << nr) - 1);
-        for (size_t g = 0; g * TMAX < a->n; g++) {
-            size_t cnt = a->n - g * TMAX < TMAX ? a->n - g * TMAX : TMAX;
-            tokens_by_count[cnt](panel, bs, rs, rowscale, a, corr, g, Y + (r - r0), ldy, mask);
-        }
+        cq_i8_panel_pack(&p, m, r, r1);
+        for (size_t g = 0; g * TMAX < a->n; g++)
+            cq_i8_panel_group(&p, a, g, Y + (r - r0), ldy);
     }
 }
 

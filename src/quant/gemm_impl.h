@@ -24,6 +24,11 @@ static inline bool cq_gemm_vbit(const cmf_qmat *m) {
     return m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO;
 }
 
+/* The offset of m's unsigned codes (code = weight code + off). */
+static inline unsigned cq_gemm_off(const cmf_qmat *m) {
+    return m->dtype == CMF_DT_Q8_ROW ? 128 : cq_gemm_vbit(m) ? 127 : 8;
+}
+
 /* -off * (sum of activation codes) of token t, block b: the offset correction. */
 static inline const int32_t *cq_gemm_corr(const cmf_qmat *m, const cmf_qact *a) {
     return m->dtype == CMF_DT_Q8_ROW ? a->c128 : cq_gemm_vbit(m) ? a->c127 : a->c8;
@@ -51,6 +56,31 @@ static inline void cq_prefetch_panel_rows(const uint8_t *next, unsigned nn, uint
 void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
                     uint64_t r1, void *scratch);
 void cq_qact_quantize_avx512(cmf_qact *a, const float *X, size_t ldx, size_t t0, size_t t1);
+
+/* Its 16-row panels, which the AMX tier reads too: bound to a call's scratch
+ * (cmf_qact_scratch_bytes), packed per panel of rows [r, min(r + 16, r1)), then multiplied by
+ * one token group g of a at a time into Y (the panel's first row at Y[0]). codes: per 64
+ * columns c, 16 vectors of 64 bytes, vector j holding columns 64c + 4j .. +3 of the 16 rows as
+ * unsigned codes (so block b's 8 vectors start at codes + 512 b); bs[block][16] the block
+ * scales (q4 family, vbit), rs[16] the row scales (q8_row); corr the offset correction per
+ * activation entry (cq_gemm_corr). */
+typedef struct {
+    size_t k64;
+    uint8_t *codes;
+    float *bs, *rs;
+    int rowscale, vbit;
+    const int32_t *corr;
+    const void *tabs; /* vbit: the unpack tables */
+    unsigned nr;      /* rows in the panel packed last */
+} cq_i8_panel;
+void cq_i8_panel_bind(cq_i8_panel *p, const cmf_qmat *m, const cmf_qact *a, void *scratch);
+void cq_i8_panel_pack(cq_i8_panel *p, const cmf_qmat *m, uint64_t r, uint64_t r1);
+void cq_i8_panel_group(const cq_i8_panel *p, const cmf_qact *a, size_t g, float *Y, size_t ldy);
+
+/* The AMX-INT8 tier (gemm_i8_amx.c): the AVX-512 tier's panels, each whole token group's
+ * products as tile products (the same bits as cq_gemm_avx512). */
+void cq_gemm_amx(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
+                 uint64_t r1, void *scratch);
 
 /* The AVX2 tier (gemm_i8_avx2.c; also AVX-512 CPUs without VNNI) and its quantizer (the
  * scalar tier's codes). */
@@ -96,9 +126,10 @@ void cq_bact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size
 bool cq_gemm_bf16dot_rows_avx512(const cmf_qmat *m, const uint32_t *xb, size_t n, float *Y,
                                  size_t ldy, uint64_t r0, uint64_t r1);
 
-/* Batched product for f16 / bf16 weights on AMX-BF16 tiles (gemm_half_amx.c; CQ_ISA_AMX): false
- * (nothing written) for other dtypes or when its scratch cannot be allocated. */
+/* Batched product for f16 / bf16 weights on AMX-BF16 tiles (gemm_half_amx.c; CQ_ISA_AMX): as
+ * exact as f32, or with CMF_KF_BF16_ACT in flags the activations rounded to bf16; false (nothing
+ * written) for other dtypes or when its scratch cannot be allocated. */
 bool cq_gemm_half_amx(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
-                      uint64_t r0, uint64_t r1);
+                      uint64_t r0, uint64_t r1, unsigned flags);
 
 #endif

@@ -57,21 +57,31 @@ static cq_mm_fn pick(cmf_dtype dt) {
 #define CQ_BF16DOT_GEMM_MIN 8
 
 /* Batches from this many tokens take the AMX tiles for f16 / bf16 weights (below, converting
- * every weight per call costs more than the tile products save: docs/KERNELS.md). */
-#define CQ_AMX_GEMM_MIN 32
+ * every weight per call costs more than the tile products save: docs/KERNELS.md), from
+ * CQ_AMX_BF16ACT_MIN on bf16 weights with bf16 activations (one tile product per step instead
+ * of three, and the weights copied as they are): `bench_gemm --tokens 4 bf16`, one thread, the
+ * tiles 1.2-2.0x the f32 panels at 4 tokens, 1.5-2.7x at 8. */
+#define CQ_AMX_GEMM_MIN    32
+#define CQ_AMX_BF16ACT_MIN 4
 
+static size_t amx_min(const cmf_qmat *m, unsigned flags) {
+    return m->dtype == CMF_DT_BF16 && (flags & CMF_KF_BF16_ACT) ? CQ_AMX_BF16ACT_MIN
+                                                                : CQ_AMX_GEMM_MIN;
+}
+
+/* The AVX-512 tier only: on the AMX tier the tiles take these batches (and the Intel cores
+ * that have AMX run vdpbf16ps at half the f32 FMA's flops: bench_peak). */
 bool cq_bf16dot_takes(const cmf_qmat *m, size_t n) {
     if (m->dtype != CMF_DT_BF16 || n < CQ_BF16DOT_GEMM_MIN || !cq_cpu_detect()->avx512bf16)
         return false;
-    const cq_isa gemm = cq_isa_pick(cq_dtype_ops_get(m->dtype)->gemm_tiers);
-    return gemm == CQ_ISA_AVX512 || (gemm == CQ_ISA_AMX && n < CQ_AMX_GEMM_MIN);
+    return cq_isa_pick(cq_dtype_ops_get(m->dtype)->gemm_tiers) == CQ_ISA_AVX512;
 }
 
 bool cq_float_avx512_takes(const cmf_qmat *m, size_t n, unsigned flags) {
     const cq_dtype_ops *o = cq_dtype_ops_get(m->dtype);
     const cq_isa gemm = o ? cq_isa_pick(o->gemm_tiers) : CQ_ISA_SCALAR;
     if (n < CQ_FLOAT_GEMM_MIN || gemm < CQ_ISA_AVX512) return false;
-    if (n >= CQ_AMX_GEMM_MIN && gemm >= CQ_ISA_AMX) return false; /* the tiles (f16, bf16) */
+    if (gemm >= CQ_ISA_AMX && n >= amx_min(m, flags)) return false; /* the tiles (f16, bf16) */
     return !((flags & CMF_KF_BF16_ACT) && cq_bf16dot_takes(m, n));
 }
 
@@ -81,8 +91,9 @@ size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact) {
     if (qact && cmf_qact_supports(m)) return m->lanes ? 2 : cmf_qact_min_tokens();
     const cq_dtype_ops *o = cq_dtype_ops_get(m->dtype);
     const cq_isa gemm = o ? cq_isa_pick(o->gemm_tiers) : CQ_ISA_SCALAR;
-    /* bf16 with bf16 activations: f32 panels below CQ_BF16DOT_GEMM_MIN, dot products from it
-     * (asked for or not, the larger size holds for both) */
+    /* bf16 with bf16 activations: f32 panels below CQ_BF16DOT_GEMM_MIN, dot products from it;
+     * AMX: the tiles from CQ_AMX_BF16ACT_MIN with them, from CQ_AMX_GEMM_MIN without (asked
+     * for or not, the larger size holds for both) */
     const bool dot = cq_bf16dot_takes(m, CQ_BF16DOT_GEMM_MIN);
     return gemm >= CQ_ISA_AMX      ? CQ_AMX_GEMM_MIN
            : dot                   ? CQ_BF16DOT_GEMM_MIN
@@ -156,9 +167,11 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
     }
     if (n >= CQ_FLOAT_GEMM_MIN) { /* a batch: the dtype's GEMM of the best tier in effect */
         const cq_isa gemm = cq_isa_pick(cq_dtype_ops_get(m->dtype)->gemm_tiers);
-        /* half-precision weights, AMX: tile products (split bf16, as exact as f32) */
-        if (n >= CQ_AMX_GEMM_MIN && gemm >= CQ_ISA_AMX &&
-            cq_gemm_half_amx(m, X, n, ldx, Y, ldy, row_begin, row_end))
+        /* half-precision weights, AMX: tile products (split bf16, as exact as f32; bf16 weights
+         * with bf16 activations allowed: those alone) */
+        if (gemm >= CQ_ISA_AMX && n >= amx_min(m, flags) &&
+            cq_gemm_half_amx(m, X, n, ldx, Y, ldy, row_begin, row_end,
+                             m->dtype == CMF_DT_BF16 ? flags & CMF_KF_BF16_ACT : 0))
             return;
         /* bf16 weights, bf16 activations allowed: the BF16 dot products */
         if ((flags & CMF_KF_BF16_ACT) && cq_bf16dot_takes(m, n) &&

@@ -20,12 +20,12 @@ enum {
      * carries the activation rounding error, bounded per group by
      * sum|w|·absmax(x_group)/254. Ignored by dtypes and tiers without such a path. */
     CMF_KF_INT8_ACT = 1u << 0,
-    /* Allow a batch (from 8 tokens) on bf16 weights to round its activations to bf16 (nearest
-     * even) and use the AVX-512 BF16 dot product (vdpbf16ps: twice the multiply-adds of an f32
-     * FMA) where the CPU has it and the tier in effect is AVX-512 (gemm_bf16dot_avx512.c). Each
-     * output then carries the activation rounding, at most 2^-8 of sum |w x|. Ignored by
-     * other dtypes, tiers and batch sizes (and below CQ_AMX_GEMM_MIN tokens on AMX, whose tiles
-     * keep f32 accuracy above it). */
+    /* Allow a batch on bf16 weights to round its activations to bf16 (nearest even): on the
+     * AMX tier from 4 tokens, one tile product per step instead of three (gemm_half_amx.c); on
+     * the AVX-512 tier from 8 tokens where the CPU has AVX-512 BF16, the dot product vdpbf16ps
+     * (twice the multiply-adds of an f32 FMA on Zen 4; gemm_bf16dot_avx512.c). Each output then
+     * carries the activation rounding, at most 2^-8 of sum |w x|. Ignored by other dtypes,
+     * tiers and batch sizes. */
     CMF_KF_BF16_ACT = 1u << 1,
 };
 

@@ -41,12 +41,14 @@ void cmf_qact_bind(cmf_qact *a, void *mem, size_t n, size_t cols) {
     a->c127 = (int32_t *)(void *)p;
 }
 
-/* The tier that runs: AVX-512 VNNI where it is in effect, else AVX2 on any CPU tier from AVX2
+/* The tier that runs: AMX-INT8 where the AMX tier is in effect (its products on the AVX-512
+ * tier's panels and quantizer), AVX-512 VNNI where that is, else AVX2 on any CPU tier from AVX2
  * up (an AVX-512 CPU without VNNI too), else scalar. */
-typedef enum { QACT_SCALAR, QACT_AVX2, QACT_VNNI } qact_tier_t;
+typedef enum { QACT_SCALAR, QACT_AVX2, QACT_VNNI, QACT_AMX } qact_tier_t;
 
 static qact_tier_t qact_tier(void) {
-    return cq_vnni_tier() ? QACT_VNNI : cq_cpu_isa() >= CQ_ISA_AVX2 ? QACT_AVX2 : QACT_SCALAR;
+    if (!cq_vnni_tier()) return cq_cpu_isa() >= CQ_ISA_AVX2 ? QACT_AVX2 : QACT_SCALAR;
+    return cq_cpu_isa() >= CQ_ISA_AMX && cq_cpu_detect()->amx_int8 ? QACT_AMX : QACT_VNNI;
 }
 
 void cmf_qact_quantize(cmf_qact *a, const float *X, size_t ldx) {
@@ -56,6 +58,7 @@ void cmf_qact_quantize(cmf_qact *a, const float *X, size_t ldx) {
 void cmf_qact_quantize_rows(cmf_qact *a, const float *X, size_t ldx, size_t t_begin, size_t t_end) {
     if (t_end > a->n) t_end = a->n;
     switch (qact_tier()) {
+    case QACT_AMX:
     case QACT_VNNI:
         cq_qact_quantize_avx512(a, X, ldx, t_begin, t_end);
         return;
@@ -102,7 +105,7 @@ int cmf_qact_supports(const cmf_qmat *m) {
 }
 
 int cmf_qact_fast(void) {
-    return qact_tier() == QACT_VNNI;
+    return qact_tier() >= QACT_VNNI;
 }
 
 int cmf_qact_simd(void) {
@@ -211,6 +214,9 @@ void cmf_matmul_qact(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy,
                      uint64_t row_end, void *scratch) {
     if (a->n == 0 || row_begin >= row_end) return;
     switch (qact_tier()) {
+    case QACT_AMX:
+        cq_gemm_amx(m, a, Y, ldy, row_begin, row_end, scratch);
+        break;
     case QACT_VNNI:
         cq_gemm_avx512(m, a, Y, ldy, row_begin, row_end, scratch);
         break;

@@ -9,7 +9,8 @@
  * reaches exactly its own outputs; a token's outputs are the same bits whatever the batch size;
  * other dtypes are refused. Through cmf_matmul_ex, the flag takes this kernel on the AVX-512
  * tier only, from 8 tokens; prepared once (cmf_pact, also the f32 panels' kind) and read by
- * row ranges, the same bits.
+ * row ranges, the same bits. On an AMX CPU the AVX-512 tier is forced (the AMX tier's bf16
+ * batches take the tiles: test_gemm_half_amx.c).
  * Skipped (77) on a CPU without AVX-512 BF16. */
 #include <math.h>
 #include <stdlib.h>
@@ -225,6 +226,8 @@ int main(void) {
         printf("SKIP: this CPU has no AVX-512 BF16\n");
         return 77;
     }
+    if (cq_cpu_isa() > CQ_ISA_AVX512)
+        cq_cpu_force(CQ_ISA_AVX512); /* the AMX tier takes the tiles */
     test_shapes();
     test_nonfinite();
     test_batch_invariance();

@@ -4,10 +4,15 @@
  * partial last step (cols % 32 != 0), several passes over the columns, row ranges that start and
  * end inside a 32-row pair, padded ldx / ldy. The bound, 2e-6 of sum |w x|, is ten times tighter
  * than the tiers' common one (2e-5, tests/quant/test_kernel.c): the split bf16 products must be as
- * exact as f32 arithmetic (seen: 2.7e-7), which a split that drops a part does not reach. Y outside
- * the requested rows and tokens must be left as it was. Skipped on CPUs without AMX-BF16. */
+ * exact as f32 arithmetic (seen: 2.7e-7), which a split that drops a part does not reach. With
+ * CMF_KF_BF16_ACT the same bound holds against the reference on the activations rounded to bf16
+ * (nearest even): the products of the bf16 parts are exact, only the rounding of x is allowed.
+ * Y outside the requested rows and tokens must be left as it was. Through cmf_matmul_ex on the
+ * AMX tier the tiles take bf16 weights with the flag from 4 tokens (rounded activations), f16
+ * weights (the flag ignored) and flagless bf16 from 32. Skipped on CPUs without AMX-BF16. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/cpu.h"
 #include "common/f16.h"
@@ -29,7 +34,7 @@ static double from_half(cmf_dtype dt, uint16_t h) {
 
 /* Returns the number of outputs outside the bound (printing the first few). */
 static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, uint64_t r0, uint64_t r1,
-                 kg_rng *rng) {
+                 unsigned flags, kg_rng *rng) {
     size_t ldx = cols + 5, ldy = (r1 - r0) + 3;
     uint16_t *w = malloc(rows * cols * 2);
     float *X = malloc(n * ldx * sizeof *X), *Y = malloc(n * ldy * sizeof *Y);
@@ -42,7 +47,10 @@ static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, uint64_t 
     cmf_qmat m;
     CHECK(cmf_qmat_init(&m, dt, rows, cols, (const uint8_t *)w, rows * cols * 2, "t", NULL) ==
           CMF_OK);
-    CHECK(cq_gemm_half_amx(&m, X, n, ldx, Y, ldy, r0, r1));
+    CHECK(cq_gemm_half_amx(&m, X, n, ldx, Y, ldy, r0, r1, flags));
+    if (flags & CMF_KF_BF16_ACT) /* the reference's input: rounded as the kernel rounds it */
+        for (size_t i = 0; i < n * ldx; i++)
+            X[i] = bf16_to_f32(f32_to_bf16(X[i]));
     int bad = 0;
     for (size_t t = 0; t < n; t++) {
         for (uint64_t r = r0; r < r1; r++) {
@@ -55,11 +63,11 @@ static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, uint64_t 
             double got = Y[t * ldy + (r - r0)];
             if (!(fabs(got - s) <= 2e-6 * mag + 1e-30) && bad++ < 5)
                 fprintf(stderr,
-                        "  %s [%llu x %llu] n=%zu rows %llu..%llu: row %llu tok %zu got %.9g want "
-                        "%.9g\n",
-                        cmf_dtype_name(dt), (unsigned long long)rows, (unsigned long long)cols, n,
-                        (unsigned long long)r0, (unsigned long long)r1, (unsigned long long)r, t,
-                        got, s);
+                        "  %s%s [%llu x %llu] n=%zu rows %llu..%llu: row %llu tok %zu got %.9g "
+                        "want %.9g\n",
+                        cmf_dtype_name(dt), flags ? " bf16-act" : "", (unsigned long long)rows,
+                        (unsigned long long)cols, n, (unsigned long long)r0, (unsigned long long)r1,
+                        (unsigned long long)r, t, got, s);
         }
         for (uint64_t j = r1 - r0; j < ldy; j++) /* the padding of each output row */
             if (Y[t * ldy + j] != SENTINEL && bad++ < 5)
@@ -87,11 +95,44 @@ static void test_non_finite(cmf_dtype dt) {
     cmf_qmat m;
     CHECK(cmf_qmat_init(&m, dt, rows, cols, (const uint8_t *)w, rows * cols * 2, "t", NULL) ==
           CMF_OK);
-    CHECK(cq_gemm_half_amx(&m, X, 40, 64, Y, 32, 0, 32));
+    CHECK(cq_gemm_half_amx(&m, X, 40, 64, Y, 32, 0, 32, 0));
     for (int t = 0; t < 40; t++) {
         CHECK_MSG(!isfinite(Y[t * 32 + 3]) && isnan(Y[t * 32 + 7]), "%s tok %d: %g %g",
                   cmf_dtype_name(dt), t, Y[t * 32 + 3], Y[t * 32 + 7]);
         CHECK(Y[t * 32 + 0] == 16.0f); /* 64 x 0.25: the other rows are untouched by them */
+    }
+    cmf_qmat_free(&m);
+    free(w);
+}
+
+/* Which kernel cmf_matmul_ex picks on the AMX tier: its bits against direct calls. */
+static void test_dispatch(cmf_dtype dt) {
+    const uint64_t rows = 40, cols = 96;
+    const size_t ns[] = {4, 31, 32};
+    kg_rng rng = {77};
+    uint16_t *w = malloc(rows * cols * 2);
+    float X[32 * 96], Y[32 * 40], Z[32 * 40];
+    for (uint64_t i = 0; i < rows * cols; i++)
+        w[i] = to_half(dt, kg_unif(&rng, -1, 1));
+    for (size_t i = 0; i < 32 * cols; i++)
+        X[i] = kg_unif(&rng, -1, 1);
+    cmf_qmat m;
+    CHECK(cmf_qmat_init(&m, dt, rows, cols, (const uint8_t *)w, rows * cols * 2, "t", NULL) ==
+          CMF_OK);
+    for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+        const size_t n = ns[i];
+        for (unsigned flags = 0; flags <= CMF_KF_BF16_ACT; flags += CMF_KF_BF16_ACT) {
+            /* the tiles: bf16 with the flag from 4 tokens, the rest from 32 */
+            const bool tiles = n >= 32 || (dt == CMF_DT_BF16 && flags);
+            const unsigned kf = dt == CMF_DT_BF16 ? flags : 0;
+            cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, flags);
+            if (tiles)
+                CHECK(cq_gemm_half_amx(&m, X, n, cols, Z, rows, 0, rows, kf));
+            else
+                CHECK(cq_gemm_float_avx512(&m, X, n, cols, Z, rows, 0, rows));
+            CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y), "%s n=%zu flags %u: not the %s",
+                      cmf_dtype_name(dt), n, flags, tiles ? "tiles" : "f32 panels");
+        }
     }
     cmf_qmat_free(&m);
     free(w);
@@ -120,15 +161,19 @@ int main(int argc, char **argv) {
         {128, 96, 128, 32, 128}, /* a prefill chunk */
     };
     kg_rng rng = {4242};
-    for (size_t d = 0; d < 2; d++)
-        for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-            int bad = check(dts[d], cases[c].rows, cases[c].cols, cases[c].n, cases[c].r0,
-                            cases[c].r1, &rng);
-            CHECK_MSG(bad == 0, "%s [%llu x %llu] n=%zu: %d mismatches", cmf_dtype_name(dts[d]),
-                      (unsigned long long)cases[c].rows, (unsigned long long)cases[c].cols,
-                      cases[c].n, bad);
-        }
+    for (unsigned flags = 0; flags <= CMF_KF_BF16_ACT; flags += CMF_KF_BF16_ACT)
+        for (size_t d = 0; d < 2; d++)
+            for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+                int bad = check(dts[d], cases[c].rows, cases[c].cols, cases[c].n, cases[c].r0,
+                                cases[c].r1, flags, &rng);
+                CHECK_MSG(bad == 0, "%s%s [%llu x %llu] n=%zu: %d mismatches",
+                          cmf_dtype_name(dts[d]), flags ? " bf16-act" : "",
+                          (unsigned long long)cases[c].rows, (unsigned long long)cases[c].cols,
+                          cases[c].n, bad);
+            }
     test_non_finite(CMF_DT_F16);
     test_non_finite(CMF_DT_BF16);
+    test_dispatch(CMF_DT_F16);
+    test_dispatch(CMF_DT_BF16);
     TEST_DONE();
 }

@@ -3,6 +3,8 @@
  *    byte, NaN / inf / zero blocks included;
  *  - AVX-512 VNNI and AVX2 tiers vs scalar tier: the integer block sums are exact in all, so
  *    results differ only by f32 accumulation order (checked at 1e-5 of sum |w x|);
+ *  - the AMX tier (tile products over the VNNI tier's panels) vs the VNNI tier: the same bits,
+ *    whole token groups and a partial last one alike, Y's padding untouched;
  *  - vs the exact f32 product of the dequantized weights and the unquantized activations:
  *    within the documented bound sum_b sum|w| * absmax_b / 254 (+ f32 slack);
  *  - partial panels (rows not a multiple of 16), token counts 1..30, row sub-ranges, q8_row
@@ -43,6 +45,14 @@ static bool vnni_on(void) {
 }
 static bool avx2_on(void) {
     return test_tier_on(CQ_ISA_AVX2) && cq_cpu_detect()->avx2 && cq_cpu_detect()->fma;
+}
+static bool amx_on(void) {
+    cq_isa saved = cq_cpu_isa();
+    cq_cpu_force(CQ_ISA_AMX);
+    bool have = cq_cpu_isa() == CQ_ISA_AMX;
+    cq_cpu_force(saved);
+    return test_tier_on(CQ_ISA_AMX) && have && cq_cpu_detect()->amx_int8 &&
+           cq_cpu_detect()->avx512vnni;
 }
 
 /* The quantizer of tier `tier` gives the scalar tier's codes, scales and sums. */
@@ -91,7 +101,8 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
         cmf_qact_quantize(&a, X, cols);
         size_t ldy = rows + 3;
         float *Ys = calloc(n * ldy, sizeof *Ys), *Yv = calloc(n * ldy, sizeof *Yv),
-              *Y2 = calloc(n * ldy, sizeof *Y2);
+              *Y2 = calloc(n * ldy, sizeof *Y2), *Ya = calloc(n * ldy, sizeof *Ya),
+              *Yr = calloc(n * ldy, sizeof *Yr);
         /* row sub-ranges that start on a panel boundary (16 rows; 8 for AVX2), one that starts
          * and ends mid-panel (AVX2: rows 16..19 are a partial panel), and one to the end */
         uint64_t splits[4] = {0, rows > 16 ? 16 : rows, rows > 20 ? 20 : rows, rows};
@@ -110,7 +121,19 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
                 CHECK(cmf_qact_simd() && !cmf_qact_fast());
                 cmf_matmul_qact(&m, &a, Y2 + r0, ldy, r0, r1, scratch);
             }
+            if (amx_on()) { /* against the VNNI tier's bits */
+                cq_cpu_force(CQ_ISA_AVX512);
+                cmf_matmul_qact(&m, &a, Yr + r0, ldy, r0, r1, scratch);
+                cq_cpu_force(CQ_ISA_AMX);
+                CHECK(cmf_qact_fast());
+                cmf_matmul_qact(&m, &a, Ya + r0, ldy, r0, r1, scratch);
+            }
         }
+        if (amx_on())
+            CHECK_MSG(!memcmp(Ya, Yr, n * ldy * sizeof *Ya),
+                      "%s [%llu x %llu] n=%zu: amx not the avx512 tier's bits",
+                      cmf_dtype_get(dt)->name, (unsigned long long)rows, (unsigned long long)cols,
+                      n);
         size_t nb = a.kpad / 32;
         for (size_t t = 0; t < n; t++)
             for (uint64_t i = 0; i < rows; i++) {
@@ -144,7 +167,7 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
         for (size_t t = 0; t < n; t++)
             for (size_t i = rows; i < ldy && t + 1 < n; i++)
                 CHECK(Ys[t * ldy + i] == 0 && Yv[t * ldy + i] == 0 && Y2[t * ldy + i] == 0);
-        free(Ys), free(Yv), free(Y2), free(am), free(X);
+        free(Ys), free(Yv), free(Y2), free(Ya), free(Yr), free(am), free(X);
     }
     free(scratch), free(W), free(payload);
     cmf_qmat_free(&m);
@@ -219,6 +242,8 @@ int main(int argc, char **argv) {
     check_dtype(CMF_DT_Q8_ROW, 33, 17, 401);
     check_dtype(CMF_DT_Q8_ROW, 11, 4, 402);    /* one partial block, one partial panel */
     check_dtype(CMF_DT_Q4_TILED, 27, 32, 403); /* one block, a partial panel */
+    check_dtype(CMF_DT_Q8_ROW, 40, 200, 404);  /* 7 blocks */
+    check_dtype(CMF_DT_Q4_TILED, 18, 64, 405); /* 2 blocks */
     /* unsupported forms */
     {
         uint64_t nbytes;

@@ -95,6 +95,13 @@ static bool tier_runs(cq_isa tier) {
     if (!test_tier_on(tier)) return false;
     if (tier == CQ_ISA_AVX512) return c->avx512f && c->avx512vnni;
     if (tier == CQ_ISA_AVX2) return c->avx2 && c->fma;
+    if (tier == CQ_ISA_AMX) {
+        cq_isa saved = cq_cpu_isa();
+        cq_cpu_force(CQ_ISA_AMX);
+        bool have = cq_cpu_isa() == CQ_ISA_AMX;
+        cq_cpu_force(saved);
+        return have && c->amx_int8 && c->avx512vnni;
+    }
     return true;
 }
 
@@ -109,7 +116,7 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
     CHECK(cmf_qact_supports(&m));
     void *scratch = amalloc(cmf_qact_scratch_bytes(cols));
     static const size_t ns[] = {1, 2, 7, 13, 30};
-    static const cq_isa tiers[] = {CQ_ISA_SCALAR, CQ_ISA_AVX2, CQ_ISA_AVX512};
+    static const cq_isa tiers[] = {CQ_ISA_SCALAR, CQ_ISA_AVX2, CQ_ISA_AVX512, CQ_ISA_AMX};
     for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
         size_t n = ns[ni], ldy = rows + 1;
         float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * ldy * sizeof *Y);
@@ -117,7 +124,7 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
         void *am = amalloc(cmf_qact_bytes(n, cols));
         cmf_qact a;
         cmf_qact_bind(&a, am, n, cols);
-        for (int ti = 0; ti < 3; ti++) {
+        for (int ti = 0; ti < 4; ti++) {
             if (!tier_runs(tiers[ti])) continue;
             cq_cpu_force(tiers[ti]);
             cmf_qact_quantize(&a, X, cols);
