@@ -1,9 +1,10 @@
 /* bench_gemm.c - prefill matrix products on one thread: the integer GEMM (cmf_matmul_qact,
- * activations quantized once) against the f32-activation batched kernel (cmf_matmul), in
- * weight.token multiply-adds per second, and against the int8-activation batched kernels
- * (CMF_KF_INT8_ACT), for the matrix shapes of a Qwen2.5-0.5B layer. Float
- * dtypes (f16, bf16, f32) have no integer path: their cmf_matmul is timed on the AVX-512 FMA
- * panels and, for f16 / bf16 on CPUs with AMX, on the AMX tiles too, the two alternating call
+ * activations quantized once; its AMX tiles where that tier is in effect) against the
+ * f32-activation batched kernel (cmf_matmul), in weight.token multiply-adds per second, and
+ * against the int8-activation batched kernels (CMF_KF_INT8_ACT), for the matrix shapes of a
+ * Qwen2.5-0.5B layer. Float dtypes (f16, bf16, f32) have no integer path: their cmf_matmul is
+ * timed on the AVX-512 FMA panels and, on the AMX tier, for f16 / bf16 on its tiles too, the two
+ * alternating call
  * by call in this process so that the machine's drift hits both alike; bf16 also with its
  * activations rounded to bf16 (CMF_KF_BF16_ACT: the AVX-512 BF16 dot products where the CPU has
  * them, and on AMX the tiles with one product per step). CORTIQ_CPU=avx2 times the AVX2 tier
@@ -49,7 +50,8 @@ static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) 
     cmf_qact_bind(&a, am, n, cols);
     double best_i = 1e30, best_f = 1e30, best_q = 1e30, best_amx = 1e30, best_8 = 1e30,
            best_h = 1e30, best_amxh = 1e30;
-    const bool amx = (dt == CMF_DT_F16 || dt == CMF_DT_BF16) && cq_cpu_detect()->amx_bf16;
+    const cq_isa tier = cq_cpu_isa(); /* CORTIQ_CPU may lower it */
+    const bool amx = (dt == CMF_DT_F16 || dt == CMF_DT_BF16) && tier >= CQ_ISA_AMX;
     for (int k = 0; k < reps; k++) {
         if (amx) { /* the AMX tile GEMM, then (below) the FMA panels */
             cq_cpu_force(CQ_ISA_AMX);
@@ -84,6 +86,7 @@ static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) 
         if (t2 - t1 < best_i) best_i = t2 - t1;
         if (t3 - t2 < best_f) best_f = t3 - t2;
     }
+    cq_cpu_force(tier);
     double macs = (double)rows * (double)cols * (double)n;
     if (cmf_qact_supports(&m))
         printf("%-9s %5llu x %-5llu n=%-3zu  int8 GEMM %6.1f GMAC/s  f32 matmul %6.1f GMAC/s  "
@@ -136,9 +139,10 @@ int main(int argc, char **argv) {
     }
     if (!nd) dts[nd++] = CMF_DT_Q8_ROW, dts[nd++] = CMF_DT_Q4_TILED, dts[nd++] = CMF_DT_Q4TP;
     cq_isa tier = cq_cpu_isa();
-    printf("integer GEMM tier: %s\n", cmf_qact_fast()   ? "AVX-512 VNNI"
-                                      : cmf_qact_simd() ? "AVX2"
-                                                        : "scalar");
+    printf("integer GEMM tier: %s\n", !cmf_qact_fast() ? (cmf_qact_simd() ? "AVX2" : "scalar")
+                                      : tier >= CQ_ISA_AMX && cq_cpu_detect()->amx_int8
+                                          ? "AMX-INT8 tiles (the VNNI tier's bits)"
+                                          : "AVX-512 VNNI");
     static const uint64_t shapes[][2] = {{896, 896}, {4864, 896}, {896, 4864}, {128, 896}};
     for (size_t d = 0; d < nd; d++)
         for (size_t s = 0; s < 4; s++)
