@@ -21,6 +21,7 @@
 #define PR 16  /* rows per panel */
 #define TG 6   /* tokens per pass: 12 accumulators + 2 panel vectors + 1 broadcast */
 #define KB 256 /* columns per block: 16 KiB of panel in f32 */
+_Static_assert(TG == CQ_FACT2_GROUP, "the prepared groups are the kernel's passes");
 
 /* 8 weights of dtype dt at p as f32. */
 static inline __attribute__((always_inline)) __m256 cvt8(cmf_dtype dt, const uint8_t *p) {
@@ -111,7 +112,7 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k0, si
 /* Activations of tokens [t0, t0 + nt) (nt <= TG) regrouped: xg[k * TG + t], k < kp (zero past n
  * and cols), 8 columns at a time through one 8 x 8 transpose. Each column's 8-float store spills
  * 2 floats (zero rows) into the next column's slot, which the next store overwrites; the last
- * one spills 2 floats past the group (the caller leaves room). */
+ * one spills 2 floats past the group, into the group's padding (CQ_FACT2_STRIDE). */
 static void group_acts(const float *X, size_t t0, size_t nt, size_t ldx, uint64_t C, size_t kp,
                        float *xg) {
     for (size_t c = 0; c < kp; c += 8) {
@@ -199,15 +200,16 @@ static void store_row(const float *o, size_t stride, float *y, uint64_t rows) {
         y[i] = o[k];
 }
 
-/* Group g of the n tokens: TG tokens each, except that a remainder of 1-3 tokens shares the
- * last two groups (7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4): with 2 tokens the kernel keeps 4 FMA
- * chains, too few for FMA latency x ports, and ran at about half the rate (a 128-token prefill
- * chunk ends in 2). A token's sums do not depend on its group. */
-static void group_span(size_t n, size_t g, size_t *t0, size_t *cnt) {
+/* Group g of the n tokens: TG tokens each, except that with `share` a remainder of 1-3 tokens
+ * shares the last two groups (7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4): with 2 tokens the kernel keeps 4
+ * FMA chains, too few for FMA latency x ports, and ran at about half the rate (a 128-token
+ * prefill chunk ends in 2). A token's sums do not depend on its group. Activations prepared by
+ * several threads (cmf_pact) keep plain groups: a shared pair would span two threads' tokens. */
+static void group_span(size_t n, size_t g, bool share, size_t *t0, size_t *cnt) {
     size_t groups = (n + TG - 1) / TG, r = n % TG;
     *t0 = g * TG;
     *cnt = n - *t0 < TG ? n - *t0 : TG;
-    if (groups < 2 || r == 0 || r > 3 || g + 2 < groups) return;
+    if (!share || groups < 2 || r == 0 || r > 3 || g + 2 < groups) return;
     size_t pair = TG + r, first = (pair + 1) / 2;
     if (g + 2 == groups)
         *cnt = first;
@@ -220,25 +222,21 @@ static void group_span(size_t n, size_t g, size_t *t0, size_t *cnt) {
 /* Panels per row tile: the tile's sums (panels x tokens x 16 floats) stay within this. */
 #define TILE_ACC_BYTES (128 * 1024)
 
-bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
-                        size_t ldy, uint64_t r0, uint64_t r1) {
-    const size_t kp = (size_t)(m->cols + 7) / 8 * 8, groups = (n + TG - 1) / TG;
+/* Rows [r0, r1) of m over n tokens regrouped in groups (group_span with `share`) of stride
+ * CQ_FACT2_STRIDE(cols) floats. */
+static bool float_rows(const cmf_qmat *m, const float *xg, size_t n, bool share, float *Y,
+                       size_t ldy, uint64_t r0, uint64_t r1) {
+    const size_t kp = CQ_FACT2_COLS(m->cols), gs = CQ_FACT2_STRIDE(m->cols),
+                 groups = (n + TG - 1) / TG;
     const size_t panel_acc = groups * TG * PR; /* floats of one panel's sums */
     size_t tile = TILE_ACC_BYTES / (panel_acc * sizeof(float));
     tile = tile < 1 ? 1 : tile > 16 ? 16 : tile;
     const size_t panel_bytes = (size_t)KB * PR * sizeof(float);
-    const size_t acc_bytes = tile * panel_acc * sizeof(float);
-    const size_t act_bytes = (groups * kp * TG + 8) * sizeof(float); /* + the last spill */
     _Alignas(32) float out[TG * PR];
-    uint8_t *mem = cq_kernel_scratch(CQ_SCRATCH_ACT, panel_bytes + acc_bytes + act_bytes);
+    uint8_t *mem =
+        cq_kernel_scratch(CQ_SCRATCH_AUX, panel_bytes + tile * panel_acc * sizeof(float));
     if (!mem) return false;
-    float *panel = (float *)(void *)mem, *acc = (float *)(void *)(mem + panel_bytes),
-          *xg = (float *)(void *)(mem + panel_bytes + acc_bytes);
-    for (size_t g = 0; g < groups; g++) {
-        size_t t0, cnt;
-        group_span(n, g, &t0, &cnt);
-        group_acts(X, t0, cnt, ldx, m->cols, kp, xg + g * kp * TG);
-    }
+    float *panel = (float *)(void *)mem, *acc = (float *)(void *)(mem + panel_bytes);
     /* Row tiles of up to `tile` panels, column blocks outside the tile's panels: a block's
      * activations (the batch's tokens x 256 columns, 128 KiB at 128 tokens) stay in L2 while
      * every panel of the tile passes over them, where a panel walking all its blocks alone
@@ -255,19 +253,43 @@ bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx,
                 pack_panel(m, r, nr, k0, kw, panel, nn);
                 for (size_t g = 0; g < groups; g++) {
                     size_t t0, cnt;
-                    group_span(n, g, &t0, &cnt);
-                    tokens_by_count[cnt](panel, xg + g * kp * TG + k0 * TG, kw, out);
+                    group_span(n, g, share, &t0, &cnt);
+                    tokens_by_count[cnt](panel, xg + g * gs + k0 * TG, kw, out);
                     add_out(out, (int)cnt, pacc + g * TG * PR, k0 > 0);
                 }
             }
         }
         for (size_t g = 0; g < groups; g++) {
             size_t t0, cnt;
-            group_span(n, g, &t0, &cnt);
+            group_span(n, g, share, &t0, &cnt);
             for (size_t t = 0; t < cnt; t++) /* a token's row of Y across the tile in one run */
                 store_row(acc + g * TG * PR + t * PR, panel_acc, Y + (t0 + t) * ldy + (rt - r0),
                           rt1 - rt);
         }
     }
     return true;
+}
+
+void cq_fact2_group_avx2(const float *X, size_t n, size_t ldx, uint64_t C, size_t g, float *xg) {
+    size_t t0, cnt;
+    group_span(n, g, false, &t0, &cnt);
+    group_acts(X, t0, cnt, ldx, C, CQ_FACT2_COLS(C), xg);
+}
+
+bool cq_gemm_float_rows_avx2(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
+                             uint64_t r0, uint64_t r1) {
+    return float_rows(m, xg, n, false, Y, ldy, r0, r1);
+}
+
+bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                        size_t ldy, uint64_t r0, uint64_t r1) {
+    const size_t gs = CQ_FACT2_STRIDE(m->cols), groups = (n + TG - 1) / TG;
+    float *xg = cq_kernel_scratch(CQ_SCRATCH_ACT, groups * gs * sizeof(float));
+    if (!xg) return false;
+    for (size_t g = 0; g < groups; g++) {
+        size_t t0, cnt;
+        group_span(n, g, true, &t0, &cnt);
+        group_acts(X, t0, cnt, ldx, m->cols, CQ_FACT2_COLS(m->cols), xg + g * gs);
+    }
+    return float_rows(m, xg, n, true, Y, ldy, r0, r1);
 }

@@ -103,9 +103,20 @@ void cq_fact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size
                           float *xg);
 bool cq_gemm_float_rows_avx512(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
                                uint64_t r0, uint64_t r1);
-/* The same for the AVX2 tier (gemm_f32_avx2.c: 16-row x 6-token FMA panels). */
+/* The same for the AVX2 tier (gemm_f32_avx2.c: 16-row x 6-token FMA panels), and its halves
+ * (CMF_PACT_F32_AVX2): token group g (CQ_FACT2_GROUP tokens) regrouped into xg, a group's
+ * region CQ_FACT2_STRIDE(C) floats (its columns rounded up to 8, and room for the regroup's
+ * last spill), and rows [r0, r1) of m over n tokens so regrouped. */
+#define CQ_FACT2_GROUP     6
+#define CQ_FACT2_COLS(C)   ((size_t)((C) + 7) / 8 * 8)
+#define CQ_FACT2_STRIDE(C) (CQ_FACT2_COLS(C) * CQ_FACT2_GROUP + 8)
 bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                         size_t ldy, uint64_t r0, uint64_t r1);
+/* Whether cmf_matmul_ex takes it for n tokens of m (kernel.c). */
+bool cq_float_avx2_takes(const cmf_qmat *m, size_t n);
+void cq_fact2_group_avx2(const float *X, size_t n, size_t ldx, uint64_t C, size_t g, float *xg);
+bool cq_gemm_float_rows_avx2(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
+                             uint64_t r0, uint64_t r1);
 
 /* Batched product for bf16 weights with bf16-rounded activations (gemm_bf16dot_avx512.c,
  * CMF_KF_BF16_ACT): false (nothing written) for other dtypes, on CPUs without AVX-512 BF16, or

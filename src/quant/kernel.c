@@ -85,6 +85,11 @@ bool cq_float_avx512_takes(const cmf_qmat *m, size_t n, unsigned flags) {
     return !((flags & CMF_KF_BF16_ACT) && cq_bf16dot_takes(m, n));
 }
 
+bool cq_float_avx2_takes(const cmf_qmat *m, size_t n) {
+    const cq_dtype_ops *o = cq_dtype_ops_get(m->dtype);
+    return o && n >= CQ_FLOAT_GEMM_MIN_AVX2 && cq_isa_pick(o->gemm_tiers) == CQ_ISA_AVX2;
+}
+
 size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact) {
     /* with the batched-decode copy every batch of 2 or more gets the GEMM's bits (one token
      * takes the decode pass, whose attention rounds otherwise) */
@@ -180,7 +185,7 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
         /* float weights: the panel GEMM (each weight converted once per call) */
         if (gemm >= CQ_ISA_AVX512 && cq_gemm_float_avx512(m, X, n, ldx, Y, ldy, row_begin, row_end))
             return;
-        if (gemm == CQ_ISA_AVX2 && n >= CQ_FLOAT_GEMM_MIN_AVX2 &&
+        if (cq_float_avx2_takes(m, n) &&
             cq_gemm_float_avx2(m, X, n, ldx, Y, ldy, row_begin, row_end))
             return;
     }

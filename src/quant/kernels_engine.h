@@ -177,15 +177,15 @@ void cmf_matmul_qact(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy,
  * them (q / k / v, gate / up, rows in claimed pieces), as cmf_qact does for the integer GEMM;
  * the same bits. cmf_pact_for(m, n, flags): the kind of preparation cmf_matmul_ex's kernel for
  * that batch starts with: CMF_PACT_BF16, the bf16 dot products' (CMF_KF_BF16_ACT, bf16
- * weights, AVX-512 BF16 at the AVX-512 tier, from 8 tokens, below the AMX tiles' floor on AMX),
+ * weights, AVX-512 BF16 at the AVX-512 tier, from 8 tokens),
  * CMF_PACT_F32, the AVX-512 float panels' (f32 / f16 / bf16 weights from 4 tokens, not the AMX
- * tiles), or none. cmf_pact_bytes: memory (64-byte aligned) for n tokens of cols columns;
- * cmf_pact_bind lays a cmf_pact of a kind over it. cmf_pact_prepare: tokens [t0, t1) of X
- * (X still points at token 0), t0 a multiple of cmf_pact_group(kind) and t1 one too or n, so
- * that threads each prepare whole groups. cmf_matmul_pact: Y[t * ldy + r - r0] for r in
- * [r0, r1) of an m whose cmf_pact_for was the kind, with m->cols == a->cols; false (nothing
- * written) when its scratch cannot be had. */
-typedef enum { CMF_PACT_NONE, CMF_PACT_BF16, CMF_PACT_F32 } cmf_pact_kind;
+ * tiles), CMF_PACT_F32_AVX2, the AVX2 float panels' (from 10 tokens), or none. cmf_pact_bytes:
+ * memory (64-byte aligned) for n tokens of cols columns; cmf_pact_bind lays a cmf_pact of a kind
+ * over it. cmf_pact_prepare: tokens [t0, t1) of X (X still points at token 0), t0 a multiple of
+ * cmf_pact_group(kind) and t1 one too or n, so that threads each prepare whole groups.
+ * cmf_matmul_pact: Y[t * ldy + r - r0] for r in [r0, r1) of an m whose cmf_pact_for was the kind,
+ * with m->cols == a->cols; false (nothing written) when its scratch cannot be had. */
+typedef enum { CMF_PACT_NONE, CMF_PACT_BF16, CMF_PACT_F32, CMF_PACT_F32_AVX2 } cmf_pact_kind;
 typedef struct cmf_pact {
     cmf_pact_kind kind;
     size_t n, cols;

@@ -7,7 +7,9 @@
  * 2e-5 of sum |w x|. Y outside the requested rows and tokens must be left as it was, and a NaN
  * activation or an infinite weight must reach exactly its own outputs (zero padding must not
  * spread it to other rows or tokens). A token's outputs must also be the same bits whatever the
- * batch size and the token's group in it (the engine's exact prefix reuse relies on it). */
+ * batch size and the token's group in it (the engine's exact prefix reuse relies on it), and a
+ * batch prepared once (cmf_pact, the tier's kind: two "threads" preparing whole groups, the
+ * later range first) and read by row ranges gives cmf_matmul_ex's bits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +168,44 @@ static void test_batch_invariance(gemm_fn gemm, const char *tier) {
     }
 }
 
+static void test_prepared(cq_isa isa, const char *tier) {
+    static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16};
+    static const size_t ns[] = {10, 45, 128}; /* last groups of 4, 3 and 2 tokens */
+    const uint64_t rows = 50, cols = 300;
+    const cmf_pact_kind want = isa == CQ_ISA_AVX2 ? CMF_PACT_F32_AVX2 : CMF_PACT_F32;
+    kg_rng rng = {11};
+    for (size_t d = 0; d < 3; d++)
+        for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
+            const size_t n = ns[i];
+            uint64_t nb;
+            uint8_t *p = make_weights(dts[d], rows, cols, &rng, &nb);
+            cmf_qmat m;
+            CHECK(cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "t", NULL) == CMF_OK);
+            float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y),
+                  *Z = malloc(n * rows * sizeof *Z);
+            for (size_t k = 0; k < n * cols; k++)
+                X[k] = kg_unif(&rng, -1, 1) * exp2f(kg_unif(&rng, -4, 4));
+            const cmf_pact_kind kind = cmf_pact_for(&m, n, 0);
+            CHECK_MSG(kind == want, "%s %s n=%zu: prepared kind %d", tier, cmf_dtype_name(dts[d]),
+                      n, (int)kind);
+            void *mem = aligned_alloc(64, (cmf_pact_bytes(kind, n, cols) + 63) / 64 * 64);
+            cmf_pact a;
+            cmf_pact_bind(&a, kind, mem, n, cols);
+            const size_t g = cmf_pact_group(kind), half = (n / 2 + g - 1) / g * g;
+            cmf_pact_prepare(&a, X, cols, half, n);
+            cmf_pact_prepare(&a, X, cols, 0, half);
+            cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, 0);
+            static const uint64_t cuts[] = {0, 16, 21, 48, 50};
+            for (size_t c = 0; c + 1 < sizeof cuts / sizeof *cuts; c++)
+                CHECK(cmf_matmul_pact(&m, &a, Z + cuts[c], rows, cuts[c], cuts[c + 1]));
+            CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y),
+                      "%s %s n=%zu: prepared batch not the bits of cmf_matmul_ex", tier,
+                      cmf_dtype_name(dts[d]), n);
+            free(mem), free(X), free(Y), free(Z), free(p);
+            cmf_qmat_free(&m);
+        }
+}
+
 int main(int argc, char **argv) {
     test_tier_select(argc, argv);
     static const struct {
@@ -181,6 +221,7 @@ int main(int argc, char **argv) {
         test_shapes(k_gemms[i].fn, k_gemms[i].name);
         test_nonfinite(k_gemms[i].fn, k_gemms[i].name);
         test_batch_invariance(k_gemms[i].fn, k_gemms[i].name);
+        test_prepared(k_gemms[i].isa, k_gemms[i].name);
     }
     TEST_DONE();
 }

@@ -105,8 +105,11 @@ static void test_non_finite(cmf_dtype dt) {
     free(w);
 }
 
-/* Which kernel cmf_matmul_ex picks on the AMX tier: its bits against direct calls. */
+/* Which kernel cmf_matmul_ex picks on the AMX tier (forced: CORTIQ_CPU may have lowered it):
+ * its bits against direct calls. */
 static void test_dispatch(cmf_dtype dt) {
+    const cq_isa saved = cq_cpu_isa();
+    cq_cpu_force(CQ_ISA_AMX);
     const uint64_t rows = 40, cols = 96;
     const size_t ns[] = {4, 31, 32};
     kg_rng rng = {77};
@@ -136,6 +139,7 @@ static void test_dispatch(cmf_dtype dt) {
     }
     cmf_qmat_free(&m);
     free(w);
+    cq_cpu_force(saved);
 }
 
 int main(int argc, char **argv) {
