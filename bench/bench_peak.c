@@ -136,27 +136,20 @@ __attribute__((target("amx-tile"))) static uint64_t amx_finish(void) {
     return (uint64_t)c[0];
 }
 
-__attribute__((target("amx-tile,amx-bf16"))) static uint64_t amx_bf16(uint64_t iters) {
-    amx_setup();
-    for (uint64_t i = 0; i < iters; i++) {
-        _tile_dpbf16ps(0, 4, 6);
-        _tile_dpbf16ps(1, 4, 7);
-        _tile_dpbf16ps(2, 5, 6);
-        _tile_dpbf16ps(3, 5, 7);
+/* 4 independent tile products per step, OP (immediates: C, A, B) for the 2 x 2 blocking */
+#define AMX_LOOP(NAME, TARGET, OP)                                                                 \
+    __attribute__((target(TARGET))) static uint64_t NAME(uint64_t iters) {                         \
+        amx_setup();                                                                               \
+        for (uint64_t i = 0; i < iters; i++) {                                                     \
+            OP(0, 4, 6);                                                                           \
+            OP(1, 4, 7);                                                                           \
+            OP(2, 5, 6);                                                                           \
+            OP(3, 5, 7);                                                                           \
+        }                                                                                          \
+        return amx_finish();                                                                       \
     }
-    return amx_finish();
-}
-
-__attribute__((target("amx-tile,amx-int8"))) static uint64_t amx_int8(uint64_t iters) {
-    amx_setup();
-    for (uint64_t i = 0; i < iters; i++) {
-        _tile_dpbssd(0, 4, 6);
-        _tile_dpbssd(1, 4, 7);
-        _tile_dpbssd(2, 5, 6);
-        _tile_dpbssd(3, 5, 7);
-    }
-    return amx_finish();
-}
+AMX_LOOP(amx_bf16, "amx-tile,amx-bf16", _tile_dpbf16ps)
+AMX_LOOP(amx_int8, "amx-tile,amx-int8", _tile_dpbssd)
 
 /* The AVX2 int8 dot product: vpmaddubsw (u8 x s8 -> s16 pairs), vpmaddwd with ones (-> s32),
  * vpaddd into the accumulator; 32 multiply-adds per step. */
