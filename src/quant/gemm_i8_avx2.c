@@ -15,7 +15,11 @@
  *  - vbit / vbit_ro: v = u - L lies in [-127, 128], so in general the q8_row form (|v| <= 128
  *    as u8, the sign from v saturated to int8) with block scales. A panel whose rows are all
  *    3 or 4 bits takes the q4 form instead, codes v + 8 in [1, 16] with the -8 * sum(x)
- *    correction (a block's int16 sum stays within 8 * 2 * 16 * 127 = 32512).
+ *    correction (a block's int16 sum stays within 8 * 2 * 16 * 127 = 32512), about half the
+ *    work per step. So that mixed widths do not put nearly every panel in the wide form (with a
+ *    quarter of 5-bit rows, 9 in 10 panels of 8 consecutive rows hold one), the rows of each
+ *    window of VBIT_WINDOW go into panels by width class, narrow first, and each panel's
+ *    outputs are scattered back to its rows; a row's sums are the same integers either way.
  * Per block the int32 sums are converted to f32 and scaled as in the scalar tier. */
 #include <immintrin.h>
 #include <string.h>
@@ -125,17 +129,17 @@ static void pack_q8(const cmf_qmat *m, uint64_t r, unsigned nr, size_t nb, uint8
     }
 }
 
-/* Pack rows [r, r + nr) of a vbit / vbit_ro matrix, returning the form: FORM_U (all rows of 3
- * or 4 bits) in pack_q4's layout, else FORM_SIGN_BLOCK in pack_q8's; block scales at
- * bs[8b + i] (rows past nr: scale 0 and codes 0). */
-static int pack_vbit(const cmf_qmat *m, const cq_vbit_utab *tabs, uint64_t r, unsigned nr,
-                     size_t nb, uint8_t *panel, float *bs, unsigned nn) {
+/* Pack rows rows[0 .. nr) of a vbit / vbit_ro matrix, returning the form: FORM_U (all rows of
+ * 3 or 4 bits) in pack_q4's layout, else FORM_SIGN_BLOCK in pack_q8's; block scales at
+ * bs[8b + i] (rows past nr: scale 0 and codes 0). The rows next[0 .. nn) are prefetched. */
+static int pack_vbit(const cmf_qmat *m, const cq_vbit_utab *tabs, const uint32_t *rows, unsigned nr,
+                     size_t nb, uint8_t *panel, float *bs, const uint32_t *next, unsigned nn) {
     const uint64_t G = m->groups;
     const uint8_t *end = m->data + m->nbytes, *rowp[PR];
     unsigned bw[PR];
     int narrow = 1;
     for (unsigned i = 0; i < PR; i++) {
-        uint64_t row = r + (i < nr ? i : 0);
+        uint64_t row = rows[i < nr ? i : 0];
         rowp[i] = cq_vbit_row(m, row);
         bw[i] = cq_vbit_bits(m, row);
         narrow &= bw[i] <= 4;
@@ -144,7 +148,8 @@ static int pack_vbit(const cmf_qmat *m, const cq_vbit_utab *tabs, uint64_t r, un
     }
     const __m256i eight = _mm256_set1_epi16(8);
     for (size_t g = 0; g < nb; g++) {
-        cq_vbit_prefetch_rows(m, r + PR, nn, g);
+        for (unsigned i = 0; i < nn; i++)
+            cq_vbit_prefetch_rows(m, next[i], 1, g);
         __m256i va[PR], vs[PR];
         for (unsigned i = 0; i < PR; i++) {
             va[i] = vs[i] = _mm256_setzero_si256();
@@ -183,7 +188,7 @@ static inline __m256i bcast4(const int8_t *p) {
 static inline __attribute__((always_inline)) void
 panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int form,
              const cmf_qact *a, const int32_t *corr, size_t g, size_t t0, const int T, float *Y,
-             size_t ldy, unsigned nr) {
+             size_t ldy, unsigned nr, const uint32_t *idx) {
     enum { G = CMF_QACT_GROUP };
     __m256 accf[TMAX];
     __m256i acc[TMAX];
@@ -242,7 +247,14 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int f
     }
     const __m256 rsc = form == FORM_SIGN_ROW ? _mm256_loadu_ps(rs) : _mm256_set1_ps(1.0f);
     float *y = Y + (g * G + t0) * ldy;
-    if (nr == PR) {
+    if (idx) { /* the panel's rows are Y's columns idx[0 .. nr) */
+        for (int t = 0; t < T; t++) {
+            _Alignas(32) float o[PR];
+            _mm256_store_ps(o, _mm256_mul_ps(accf[t], rsc));
+            for (unsigned i = 0; i < nr; i++)
+                y[(size_t)t * ldy + idx[i]] = o[i];
+        }
+    } else if (nr == PR) {
         for (int t = 0; t < T; t++)
             _mm256_storeu_ps(y + (size_t)t * ldy, _mm256_mul_ps(accf[t], rsc));
     } else {
@@ -256,13 +268,13 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int f
 #define DEF_TOKENS(T)                                                                              \
     static void tokens_##T(const uint8_t *p, const float *bs, const float *rs, int form,           \
                            const cmf_qact *a, const int32_t *corr, size_t g, size_t t0, float *Y,  \
-                           size_t ldy, unsigned nr) {                                              \
+                           size_t ldy, unsigned nr, const uint32_t *idx) {                         \
         if (form == FORM_SIGN_ROW)                                                                 \
-            panel_tokens(p, bs, rs, FORM_SIGN_ROW, a, corr, g, t0, T, Y, ldy, nr);                 \
+            panel_tokens(p, bs, rs, FORM_SIGN_ROW, a, corr, g, t0, T, Y, ldy, nr, idx);            \
         else if (form == FORM_SIGN_BLOCK)                                                          \
-            panel_tokens(p, bs, rs, FORM_SIGN_BLOCK, a, corr, g, t0, T, Y, ldy, nr);               \
+            panel_tokens(p, bs, rs, FORM_SIGN_BLOCK, a, corr, g, t0, T, Y, ldy, nr, idx);          \
         else                                                                                       \
-            panel_tokens(p, bs, rs, FORM_U, a, corr, g, t0, T, Y, ldy, nr);                        \
+            panel_tokens(p, bs, rs, FORM_U, a, corr, g, t0, T, Y, ldy, nr, idx);                   \
     }
 DEF_TOKENS(1)
 DEF_TOKENS(2)
@@ -272,9 +284,46 @@ DEF_TOKENS(5)
 DEF_TOKENS(6)
 
 typedef void (*tokens_fn)(const uint8_t *, const float *, const float *, int, const cmf_qact *,
-                          const int32_t *, size_t, size_t, float *, size_t, unsigned);
+                          const int32_t *, size_t, size_t, float *, size_t, unsigned,
+                          const uint32_t *);
 static const tokens_fn tokens_by_count[TMAX + 1] = {NULL,     tokens_1, tokens_2, tokens_3,
                                                     tokens_4, tokens_5, tokens_6};
+
+/* Every token of a over one packed panel (Y: the panel's first row, or with idx its rows). */
+static void panel_all_tokens(const uint8_t *panel, const float *bs, const float *rs, int form,
+                             const cmf_qact *a, float *Y, size_t ldy, unsigned nr,
+                             const uint32_t *idx) {
+    for (size_t t = 0; t < a->n; t += TMAX) {
+        size_t cnt = a->n - t < TMAX ? a->n - t : TMAX;
+        /* the unsigned form's offset is 8 (q4 family, narrow vbit panels) */
+        tokens_by_count[cnt](panel, bs, rs, form, a, a->c8, t / CMF_QACT_GROUP, t % CMF_QACT_GROUP,
+                             Y, ldy, nr, idx);
+    }
+}
+
+/* vbit rows [r0, r1): per window of VBIT_WINDOW rows, the narrow rows (3-4 bits) in panels of
+ * their own, then the rest. */
+#define VBIT_WINDOW 256
+static void vbit_rows(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
+                      uint64_t r1, uint8_t *panel, float *bs) {
+    const cq_vbit_utab *tabs = cq_vbit_utabs();
+    uint32_t rows[VBIT_WINDOW], idx[VBIT_WINDOW];
+    for (uint64_t w = r0; w < r1; w += VBIT_WINDOW) {
+        const uint64_t w1 = r1 - w < VBIT_WINDOW ? r1 : w + VBIT_WINDOW;
+        unsigned n = 0;
+        for (int wide = 0; wide < 2; wide++)
+            for (uint64_t r = w; r < w1; r++)
+                if ((cq_vbit_bits(m, r) > 4) == wide) {
+                    rows[n] = (uint32_t)r;
+                    idx[n++] = (uint32_t)(r - r0);
+                }
+        for (unsigned i = 0; i < n; i += PR) {
+            unsigned nr = n - i < PR ? n - i : PR, nn = n - i - nr < PR ? n - i - nr : PR;
+            int form = pack_vbit(m, tabs, rows + i, nr, a->nb, panel, bs, rows + i + nr, nn);
+            panel_all_tokens(panel, bs, bs, form, a, Y, ldy, nr, idx + i);
+        }
+    }
+}
 
 void cq_gemm_avx2(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
                   uint64_t r1, void *scratch) {
@@ -282,7 +331,10 @@ void cq_gemm_avx2(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, ui
     uint8_t *panel = scratch;
     float *bs = (float *)(void *)(panel + 16 * k64), *rs = bs;
     const int rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE, vbit = cq_gemm_vbit(m);
-    const cq_vbit_utab *tabs = vbit ? cq_vbit_utabs() : NULL;
+    if (vbit && !m->lanes) {
+        vbit_rows(m, a, Y, ldy, r0, r1, panel, bs);
+        return;
+    }
     for (uint64_t r = r0; r < r1; r += PR) {
         unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR, nn = cq_next_panel_rows(r, r1, PR);
         int form = FORM_U;
@@ -292,17 +344,15 @@ void cq_gemm_avx2(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, ui
         } else if (rowscale) {
             pack_q8(m, r, nr, nb, panel, rs, nn);
             form = FORM_SIGN_ROW;
-        } else if (vbit) {
-            form = pack_vbit(m, tabs, r, nr, nb, panel, bs, nn);
+        } else if (vbit) { /* with the copy: a panel not on its 8-row grid */
+            uint32_t rows[2 * PR];
+            for (unsigned i = 0; i < nr + nn; i++)
+                rows[i] = (uint32_t)(r + i);
+            form = pack_vbit(m, cq_vbit_utabs(), rows, nr, nb, panel, bs, rows + nr, nn);
         } else {
             pack_q4(m, r, nr, nb, panel, bs, nn);
         }
-        for (size_t t = 0; t < a->n; t += TMAX) {
-            size_t cnt = a->n - t < TMAX ? a->n - t : TMAX;
-            /* the unsigned form's offset is 8 (q4 family, narrow vbit panels) */
-            tokens_by_count[cnt](panel, bs, rs, form, a, a->c8, t / CMF_QACT_GROUP,
-                                 t % CMF_QACT_GROUP, Y + (r - r0), ldy, nr);
-        }
+        panel_all_tokens(panel, bs, rs, form, a, Y + (r - r0), ldy, nr, NULL);
     }
 }
 

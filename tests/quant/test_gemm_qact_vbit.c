@@ -8,7 +8,8 @@
  *    codes of each panel's widest width against all +127 / -127 tokens (AVX2's int16 sums and
  *    saturating pairs at their limits);
  *  - odd row counts, row ranges not starting or ending on a panel (8 / 16 rows), cols 32, 96,
- *    896, token counts across the groups of 12 and the AVX2 passes of 6. */
+ *    896, token counts across the groups of 12 and the AVX2 passes of 6, and 300 rows (the AVX2
+ *    tier's panels by width class, per window of 256 rows, outputs scattered back). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,6 +170,7 @@ int main(int argc, char **argv) {
         check(dts[d], 45, 96, 11 + d);
         check(dts[d], 37, 32, 21 + d);
         check(dts[d], 23, 896, 31 + d);
+        check(dts[d], 300, 32, 41 + d); /* the AVX2 tier's width classes: two row windows */
     }
     cq_cpu_force(saved);
     TEST_DONE();
