@@ -31,7 +31,8 @@ static inline unsigned cq_gemm_off(const cmf_qmat *m) {
 
 /* -off * (sum of activation codes) of token t, block b: the offset correction. */
 static inline const int32_t *cq_gemm_corr(const cmf_qmat *m, const cmf_qact *a) {
-    return m->dtype == CMF_DT_Q8_ROW ? a->c128 : cq_gemm_vbit(m) ? a->c127 : a->c8;
+    const unsigned off = cq_gemm_off(m);
+    return off == 128 ? a->c128 : off == 127 ? a->c127 : a->c8;
 }
 
 /* The panel GEMMs (gemm_i8_avx512.c, gemm_f32_avx512.c, gemm_f32_avx2.c) pack `pr` rows per panel,

@@ -14,17 +14,24 @@
 
 static int t_tier = -1; /* the tier to check; -1: all */
 
+/* Whether this CPU has tier isa (cq_cpu_force clamps to what it has); the tier in effect is
+ * left as it was. */
+static inline bool test_cpu_has_tier(cq_isa isa) {
+    cq_isa saved = cq_cpu_isa();
+    cq_cpu_force(isa);
+    bool have = cq_cpu_isa() == isa;
+    cq_cpu_force(saved);
+    return have;
+}
+
 static inline void test_tier_select(int argc, char **argv) {
     if (argc < 2) return;
-    cq_isa want, saved = cq_cpu_isa();
+    cq_isa want;
     if (!cq_isa_from_name(argv[1], &want)) {
         fprintf(stderr, "%s: unknown tier '%s'\n", argv[0], argv[1]);
         exit(2);
     }
-    cq_cpu_force(want); /* clamped to what the CPU has */
-    bool have = cq_cpu_isa() == want;
-    cq_cpu_force(saved);
-    if (!have) {
+    if (!test_cpu_has_tier(want)) {
         printf("SKIP: this CPU has no %s tier\n", argv[1]);
         exit(77);
     }

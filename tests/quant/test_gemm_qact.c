@@ -47,11 +47,7 @@ static bool avx2_on(void) {
     return test_tier_on(CQ_ISA_AVX2) && cq_cpu_detect()->avx2 && cq_cpu_detect()->fma;
 }
 static bool amx_on(void) {
-    cq_isa saved = cq_cpu_isa();
-    cq_cpu_force(CQ_ISA_AMX);
-    bool have = cq_cpu_isa() == CQ_ISA_AMX;
-    cq_cpu_force(saved);
-    return test_tier_on(CQ_ISA_AMX) && have && cq_cpu_detect()->amx_int8 &&
+    return test_tier_on(CQ_ISA_AMX) && test_cpu_has_tier(CQ_ISA_AMX) && cq_cpu_detect()->amx_int8 &&
            cq_cpu_detect()->avx512vnni;
 }
 

@@ -96,13 +96,7 @@ static bool tier_runs(cq_isa tier) {
     if (!test_tier_on(tier)) return false;
     if (tier == CQ_ISA_AVX512) return c->avx512f && c->avx512vnni;
     if (tier == CQ_ISA_AVX2) return c->avx2 && c->fma;
-    if (tier == CQ_ISA_AMX) {
-        cq_isa saved = cq_cpu_isa();
-        cq_cpu_force(CQ_ISA_AMX);
-        bool have = cq_cpu_isa() == CQ_ISA_AMX;
-        cq_cpu_force(saved);
-        return have && c->amx_int8 && c->avx512vnni;
-    }
+    if (tier == CQ_ISA_AMX) return test_cpu_has_tier(CQ_ISA_AMX) && c->amx_int8 && c->avx512vnni;
     return true;
 }
 
