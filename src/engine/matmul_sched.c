@@ -355,6 +355,7 @@ static void token_task(void *ctx, unsigned tid, unsigned nt) {
     size_t per = (p->n + nt - 1) / nt;
     if (p->group) per = (per + p->group - 1) / p->group * p->group; /* whole groups each */
     size_t t0 = tid * per, t1 = t0 + per < p->n ? t0 + per : p->n;
+    if (p->pa) t0 = cmf_pact_cut(p->pa, t0), t1 = cmf_pact_cut(p->pa, t1);
     if (t0 < t1) token_range(p, t0, t1);
 }
 

@@ -38,6 +38,13 @@ void cmf_pact_bind(cmf_pact *a, cmf_pact_kind kind, void *mem, size_t n, size_t 
     *a = (cmf_pact){kind, n, cols, mem};
 }
 
+size_t cmf_pact_cut(const cmf_pact *a, size_t t) {
+    if (a->kind == CMF_PACT_F32_AVX2) return cq_fact2_cut(a->n, t);
+    const size_t g = group_of(a->kind);
+    t = (t + g - 1) / g * g;
+    return t < a->n ? t : a->n;
+}
+
 void cmf_pact_prepare(cmf_pact *a, const float *X, size_t ldx, size_t t0, size_t t1) {
     const size_t g = group_of(a->kind), stride = group_elems(a->kind, a->cols);
     for (size_t i = t0 / g; i * g < t1; i++)

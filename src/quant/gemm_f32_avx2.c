@@ -18,9 +18,10 @@
 #include "quant/gemm_impl.h"
 #include "quant/kernel_impl.h"
 
-#define PR 16  /* rows per panel */
-#define TG 6   /* tokens per pass: 12 accumulators + 2 panel vectors + 1 broadcast */
-#define KB 256 /* columns per block: 16 KiB of panel in f32 */
+#define PR      16  /* rows per panel */
+#define TG      6   /* tokens per pass: 12 accumulators + 2 panel vectors + 1 broadcast */
+#define KB      256 /* columns per block: 16 KiB of panel in f32 */
+#define PF_STEP 32  /* columns of the kernel's loop per step of the next block's prefetch */
 _Static_assert(TG == CQ_FACT2_GROUP, "the prepared groups are the kernel's passes");
 
 /* 8 weights of dtype dt at p as f32. */
@@ -67,17 +68,14 @@ static inline void transpose8(__m256 r[8]) {
 }
 
 /* Rows [r, r + nr) of W, columns [k0, k0 + kw) (kw % 8 == 0), as f32, transposed:
- * panel[k * 16 + i] = W[r + i][k0 + k] (zero past cols and for rows past nr). The next panel's
- * nn rows are prefetched at the same byte offsets as this one is read (cq_prefetch_panel_rows).
- * One copy per dtype, so that the conversion is chosen once per panel, not per load. */
+ * panel[k * 16 + i] = W[r + i][k0 + k] (zero past cols and for rows past nr). One copy per
+ * dtype, so that the conversion is chosen once per panel, not per load. */
 static inline __attribute__((always_inline)) void pack_panel_dt(cmf_dtype dt, const cmf_qmat *m,
                                                                 uint64_t r, unsigned nr, size_t k0,
                                                                 size_t kw, float *panel,
-                                                                unsigned nn, size_t es) {
+                                                                size_t es) {
     const uint64_t C = m->cols;
-    const uint8_t *next = nn ? m->data + (r + PR) * C * es : NULL; /* the next panel's row 0 */
     for (size_t c = k0; c < k0 + kw; c += 8) {
-        if ((c * es) % 64 == 0) cq_prefetch_panel_rows(next, nn, C * es, c * es);
         float *dst = panel + (c - k0) * PR;
         const bool whole = nr == PR && C - c >= 8; /* the common step: no row or column test */
         for (unsigned h = 0; h < PR; h += 8) {     /* rows 0..7, then 8..15 */
@@ -96,16 +94,54 @@ static inline __attribute__((always_inline)) void pack_panel_dt(cmf_dtype dt, co
 }
 
 static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k0, size_t kw,
-                       float *panel, unsigned nn) {
+                       float *panel) {
     switch (m->dtype) {
     case CMF_DT_F32:
-        pack_panel_dt(CMF_DT_F32, m, r, nr, k0, kw, panel, nn, 4);
+        pack_panel_dt(CMF_DT_F32, m, r, nr, k0, kw, panel, 4);
         break;
     case CMF_DT_F16:
-        pack_panel_dt(CMF_DT_F16, m, r, nr, k0, kw, panel, nn, 2);
+        pack_panel_dt(CMF_DT_F16, m, r, nr, k0, kw, panel, 2);
         break;
     default:
-        pack_panel_dt(CMF_DT_BF16, m, r, nr, k0, kw, panel, nn, 2);
+        pack_panel_dt(CMF_DT_BF16, m, r, nr, k0, kw, panel, 2);
+    }
+}
+
+/* The weights the next pack reads (rows x bytes from base, row_bytes apart), brought into L2
+ * while the kernel runs, a line every PF_STEP columns of its loop: issued in one burst as the
+ * pack read the panel before, they left the core waiting for fill buffers. A cursor: line
+ * `line` of row `row`, `left` lines to go. */
+typedef struct {
+    const uint8_t *base;
+    uint64_t row_bytes;
+    size_t lines_per_row, row, line, left;
+} next_block;
+
+/* The block packed after rows [r, r + 16) at columns [k0, k0 + KB) in the walk of float_rows:
+ * the tile's next panel, else the tile's first panel at the next block, else the next tile's. */
+static next_block next_block_at(const cmf_qmat *m, uint64_t r, uint64_t rt, uint64_t rt1,
+                                uint64_t r1, size_t k0, size_t kp) {
+    const size_t es = m->dtype == CMF_DT_F32 ? 4 : 2;
+    uint64_t nr = r + PR, nk = k0;
+    if (nr >= rt1) {
+        nr = rt, nk = k0 + KB;
+        if (nk >= kp) nr = rt1, nk = 0;
+    }
+    next_block b = {NULL, m->cols * es, 0, 0, 0, 0};
+    if (nr >= r1) return b;
+    const uint64_t rows = r1 - nr < PR ? r1 - nr : PR;
+    const uint64_t bytes = ((m->cols < nk + KB ? m->cols : nk + KB) - nk) * es;
+    b.base = m->data + (nr * m->cols + nk) * es;
+    b.lines_per_row = (size_t)((bytes + 63) / 64);
+    b.left = (size_t)rows * b.lines_per_row;
+    return b;
+}
+
+/* Up to n more lines of b into L2. */
+static inline void prefetch_lines(next_block *b, size_t n) {
+    for (n = n < b->left ? n : b->left, b->left -= n; n; n--) {
+        __builtin_prefetch(b->base + b->row * b->row_bytes + b->line * 64, 0, 2);
+        if (++b->line == b->lines_per_row) b->line = 0, b->row++;
     }
 }
 
@@ -138,21 +174,27 @@ static void group_acts(const float *X, size_t t0, size_t nt, size_t ldx, uint64_
  * The accumulators leave through an aligned buffer only: with the masked and adding stores of
  * Y in the same function, GCC kept them in memory, storing all twelve every column. */
 static inline __attribute__((always_inline)) void panel_tokens(const float *panel, const float *xg,
-                                                               size_t kw, const int T, float *out) {
+                                                               size_t kw, const int T, float *out,
+                                                               next_block *pf, size_t lines) {
     __m256 a0[TG], a1[TG];
 #pragma GCC unroll 6
     for (int t = 0; t < T; t++) {
         a0[t] = _mm256_setzero_ps();
         a1[t] = _mm256_setzero_ps();
     }
-    for (size_t k = 0; k < kw; k++) {
-        __m256 w0 = _mm256_load_ps(panel + PR * k), w1 = _mm256_load_ps(panel + PR * k + 8);
-        const float *x = xg + k * TG;
+    /* `lines` of the next block spread over the steps of PF_STEP columns */
+    const size_t steps = (kw + PF_STEP - 1) / PF_STEP, per = (lines + steps - 1) / steps;
+    for (size_t k0 = 0; k0 < kw; k0 += PF_STEP) {
+        prefetch_lines(pf, per);
+        for (size_t k = k0, ke = kw - k0 < PF_STEP ? kw : k0 + PF_STEP; k < ke; k++) {
+            __m256 w0 = _mm256_load_ps(panel + PR * k), w1 = _mm256_load_ps(panel + PR * k + 8);
+            const float *x = xg + k * TG;
 #pragma GCC unroll 6
-        for (int t = 0; t < T; t++) {
-            __m256 b = _mm256_broadcast_ss(x + t);
-            a0[t] = _mm256_fmadd_ps(w0, b, a0[t]);
-            a1[t] = _mm256_fmadd_ps(w1, b, a1[t]);
+            for (int t = 0; t < T; t++) {
+                __m256 b = _mm256_broadcast_ss(x + t);
+                a0[t] = _mm256_fmadd_ps(w0, b, a0[t]);
+                a1[t] = _mm256_fmadd_ps(w1, b, a1[t]);
+            }
         }
     }
 #pragma GCC unroll 6
@@ -163,8 +205,9 @@ static inline __attribute__((always_inline)) void panel_tokens(const float *pane
 }
 
 #define DEF_TOKENS(T)                                                                              \
-    static void tokens_##T(const float *p, const float *xg, size_t kw, float *out) {               \
-        panel_tokens(p, xg, kw, T, out);                                                           \
+    static void tokens_##T(const float *p, const float *xg, size_t kw, float *out, next_block *pf, \
+                           size_t lines) {                                                         \
+        panel_tokens(p, xg, kw, T, out, pf, lines);                                                \
     }
 DEF_TOKENS(1)
 DEF_TOKENS(2)
@@ -173,7 +216,7 @@ DEF_TOKENS(4)
 DEF_TOKENS(5)
 DEF_TOKENS(6)
 
-typedef void (*tokens_fn)(const float *, const float *, size_t, float *);
+typedef void (*tokens_fn)(const float *, const float *, size_t, float *, next_block *, size_t);
 static const tokens_fn tokens_by_count[TG + 1] = {NULL,     tokens_1, tokens_2, tokens_3,
                                                   tokens_4, tokens_5, tokens_6};
 
@@ -200,16 +243,15 @@ static void store_row(const float *o, size_t stride, float *y, uint64_t rows) {
         y[i] = o[k];
 }
 
-/* Group g of the n tokens: TG tokens each, except that with `share` a remainder of 1-3 tokens
- * shares the last two groups (7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4): with 2 tokens the kernel keeps 4
- * FMA chains, too few for FMA latency x ports, and ran at about half the rate (a 128-token
- * prefill chunk ends in 2). A token's sums do not depend on its group. Activations prepared by
- * several threads (cmf_pact) keep plain groups: a shared pair would span two threads' tokens. */
-static void group_span(size_t n, size_t g, bool share, size_t *t0, size_t *cnt) {
+/* Group g of the n tokens: TG tokens each, except that a remainder of 1-3 tokens shares the
+ * last two groups (7 = 4 + 3, 8 = 4 + 4, 9 = 5 + 4): with 2 tokens the kernel keeps 4 FMA
+ * chains, too few for FMA latency x ports, and ran at about half the rate (a 128-token prefill
+ * chunk ends in 2). A token's sums do not depend on its group. */
+static void group_span(size_t n, size_t g, size_t *t0, size_t *cnt) {
     size_t groups = (n + TG - 1) / TG, r = n % TG;
     *t0 = g * TG;
     *cnt = n - *t0 < TG ? n - *t0 : TG;
-    if (!share || groups < 2 || r == 0 || r > 3 || g + 2 < groups) return;
+    if (groups < 2 || r == 0 || r > 3 || g + 2 < groups) return;
     size_t pair = TG + r, first = (pair + 1) / 2;
     if (g + 2 == groups)
         *cnt = first;
@@ -219,13 +261,20 @@ static void group_span(size_t n, size_t g, bool share, size_t *t0, size_t *cnt) 
     }
 }
 
+size_t cq_fact2_cut(size_t n, size_t t) {
+    if (t >= n) return n;
+    t = (t + TG - 1) / TG * TG;
+    size_t last = (n - 1) / TG * TG, r = n % TG; /* the last group's plain start */
+    return t >= n || (t == last && last >= TG && r >= 1 && r <= 3) ? n : t;
+}
+
 /* Panels per row tile: the tile's sums (panels x tokens x 16 floats) stay within this. */
 #define TILE_ACC_BYTES (128 * 1024)
 
-/* Rows [r0, r1) of m over n tokens regrouped in groups (group_span with `share`) of stride
+/* Rows [r0, r1) of m over n tokens regrouped in groups (group_span) of stride
  * CQ_FACT2_STRIDE(cols) floats. */
-static bool float_rows(const cmf_qmat *m, const float *xg, size_t n, bool share, float *Y,
-                       size_t ldy, uint64_t r0, uint64_t r1) {
+static bool float_rows(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
+                       uint64_t r0, uint64_t r1) {
     const size_t kp = CQ_FACT2_COLS(m->cols), gs = CQ_FACT2_STRIDE(m->cols),
                  groups = (n + TG - 1) / TG;
     const size_t panel_acc = groups * TG * PR; /* floats of one panel's sums */
@@ -247,21 +296,21 @@ static bool float_rows(const cmf_qmat *m, const float *xg, size_t n, bool share,
             size_t kw = kp - k0 < KB ? kp - k0 : KB;
             for (uint64_t r = rt; r < rt1; r += PR) {
                 unsigned nr = rt1 - r < PR ? (unsigned)(rt1 - r) : PR;
-                /* prefetched: the tile's next panel, this block (the one packed next) */
-                unsigned nn = cq_next_panel_rows(r, rt1, PR);
+                next_block nb = next_block_at(m, r, rt, rt1, r1, k0, kp);
+                const size_t per_group = (nb.left + groups - 1) / groups;
                 float *pacc = acc + (r - rt) / PR * panel_acc;
-                pack_panel(m, r, nr, k0, kw, panel, nn);
+                pack_panel(m, r, nr, k0, kw, panel);
                 for (size_t g = 0; g < groups; g++) {
                     size_t t0, cnt;
-                    group_span(n, g, share, &t0, &cnt);
-                    tokens_by_count[cnt](panel, xg + g * gs + k0 * TG, kw, out);
+                    group_span(n, g, &t0, &cnt);
+                    tokens_by_count[cnt](panel, xg + g * gs + k0 * TG, kw, out, &nb, per_group);
                     add_out(out, (int)cnt, pacc + g * TG * PR, k0 > 0);
                 }
             }
         }
         for (size_t g = 0; g < groups; g++) {
             size_t t0, cnt;
-            group_span(n, g, share, &t0, &cnt);
+            group_span(n, g, &t0, &cnt);
             for (size_t t = 0; t < cnt; t++) /* a token's row of Y across the tile in one run */
                 store_row(acc + g * TG * PR + t * PR, panel_acc, Y + (t0 + t) * ldy + (rt - r0),
                           rt1 - rt);
@@ -272,13 +321,13 @@ static bool float_rows(const cmf_qmat *m, const float *xg, size_t n, bool share,
 
 void cq_fact2_group_avx2(const float *X, size_t n, size_t ldx, uint64_t C, size_t g, float *xg) {
     size_t t0, cnt;
-    group_span(n, g, false, &t0, &cnt);
+    group_span(n, g, &t0, &cnt);
     group_acts(X, t0, cnt, ldx, C, CQ_FACT2_COLS(C), xg);
 }
 
 bool cq_gemm_float_rows_avx2(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
                              uint64_t r0, uint64_t r1) {
-    return float_rows(m, xg, n, false, Y, ldy, r0, r1);
+    return float_rows(m, xg, n, Y, ldy, r0, r1);
 }
 
 bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
@@ -288,8 +337,8 @@ bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx,
     if (!xg) return false;
     for (size_t g = 0; g < groups; g++) {
         size_t t0, cnt;
-        group_span(n, g, true, &t0, &cnt);
+        group_span(n, g, &t0, &cnt);
         group_acts(X, t0, cnt, ldx, m->cols, CQ_FACT2_COLS(m->cols), xg + g * gs);
     }
-    return float_rows(m, xg, n, true, Y, ldy, r0, r1);
+    return float_rows(m, xg, n, Y, ldy, r0, r1);
 }

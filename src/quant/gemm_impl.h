@@ -116,6 +116,10 @@ bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx,
 /* Whether cmf_matmul_ex takes it for n tokens of m (kernel.c). */
 bool cq_float_avx2_takes(const cmf_qmat *m, size_t n);
 void cq_fact2_group_avx2(const float *X, size_t n, size_t ldx, uint64_t C, size_t g, float *xg);
+/* The first token at or after t where a thread's groups may end: a multiple of the group, or n
+ * where that multiple would split the last two groups (a remainder of 1-3 tokens is shared by
+ * them, so one regroup reads tokens of both). */
+size_t cq_fact2_cut(size_t n, size_t t);
 bool cq_gemm_float_rows_avx2(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
                              uint64_t r0, uint64_t r1);
 

@@ -181,8 +181,10 @@ void cmf_matmul_qact(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy,
  * CMF_PACT_F32, the AVX-512 float panels' (f32 / f16 / bf16 weights from 4 tokens, not the AMX
  * tiles), CMF_PACT_F32_AVX2, the AVX2 float panels' (from 10 tokens), or none. cmf_pact_bytes:
  * memory (64-byte aligned) for n tokens of cols columns; cmf_pact_bind lays a cmf_pact of a kind
- * over it. cmf_pact_prepare: tokens [t0, t1) of X (X still points at token 0), t0 a multiple of
- * cmf_pact_group(kind) and t1 one too or n, so that threads each prepare whole groups.
+ * over it. cmf_pact_cut: the first token at or after t at which one thread's share of the
+ * preparation may end and the next one's begin (a multiple of cmf_pact_group(kind), or n).
+ * cmf_pact_prepare: tokens [t0, t1) of X (X still points at token 0), t0 and t1 such points
+ * (or 0), so that threads each prepare whole groups.
  * cmf_matmul_pact: Y[t * ldy + r - r0] for r in [r0, r1) of an m whose cmf_pact_for was the kind,
  * with m->cols == a->cols; false (nothing written) when its scratch cannot be had. */
 typedef enum { CMF_PACT_NONE, CMF_PACT_BF16, CMF_PACT_F32, CMF_PACT_F32_AVX2 } cmf_pact_kind;
@@ -194,6 +196,7 @@ typedef struct cmf_pact {
 cmf_pact_kind cmf_pact_for(const cmf_qmat *m, size_t n, unsigned flags);
 size_t cmf_pact_group(cmf_pact_kind kind);
 size_t cmf_pact_bytes(cmf_pact_kind kind, size_t n, size_t cols);
+size_t cmf_pact_cut(const cmf_pact *a, size_t t);
 void cmf_pact_bind(cmf_pact *a, cmf_pact_kind kind, void *mem, size_t n, size_t cols);
 void cmf_pact_prepare(cmf_pact *a, const float *X, size_t ldx, size_t t0, size_t t1);
 bool cmf_matmul_pact(const cmf_qmat *m, const cmf_pact *a, float *Y, size_t ldy, uint64_t r0,

@@ -8,8 +8,9 @@
  * activation or an infinite weight must reach exactly its own outputs (zero padding must not
  * spread it to other rows or tokens). A token's outputs must also be the same bits whatever the
  * batch size and the token's group in it (the engine's exact prefix reuse relies on it), and a
- * batch prepared once (cmf_pact, the tier's kind: two "threads" preparing whole groups, the
- * later range first) and read by row ranges gives cmf_matmul_ex's bits. */
+ * batch prepared once (cmf_pact, the tier's kind: two "threads" each preparing the groups of its
+ * own tokens up to a cmf_pact_cut, the later range first, each seeing only its own tokens) and
+ * read by row ranges gives cmf_matmul_ex's bits. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -170,7 +171,8 @@ static void test_batch_invariance(gemm_fn gemm, const char *tier) {
 
 static void test_prepared(cq_isa isa, const char *tier) {
     static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16};
-    static const size_t ns[] = {10, 45, 128}; /* last groups of 4, 3 and 2 tokens */
+    /* last groups of 4, 3, 2 and 1 tokens (AVX2: 1-3 shared by the last two groups) */
+    static const size_t ns[] = {10, 45, 128, 13};
     const uint64_t rows = 50, cols = 300;
     const cmf_pact_kind want = isa == CQ_ISA_AVX2 ? CMF_PACT_F32_AVX2 : CMF_PACT_F32;
     kg_rng rng = {11};
@@ -182,7 +184,7 @@ static void test_prepared(cq_isa isa, const char *tier) {
             cmf_qmat m;
             CHECK(cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "t", NULL) == CMF_OK);
             float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y),
-                  *Z = malloc(n * rows * sizeof *Z);
+                  *Z = malloc(n * rows * sizeof *Z), *Xo = malloc(n * cols * sizeof *Xo);
             for (size_t k = 0; k < n * cols; k++)
                 X[k] = kg_unif(&rng, -1, 1) * exp2f(kg_unif(&rng, -4, 4));
             const cmf_pact_kind kind = cmf_pact_for(&m, n, 0);
@@ -191,17 +193,31 @@ static void test_prepared(cq_isa isa, const char *tier) {
             void *mem = aligned_alloc(64, (cmf_pact_bytes(kind, n, cols) + 63) / 64 * 64);
             cmf_pact a;
             cmf_pact_bind(&a, kind, mem, n, cols);
-            const size_t g = cmf_pact_group(kind), half = (n / 2 + g - 1) / g * g;
-            cmf_pact_prepare(&a, X, cols, half, n);
-            cmf_pact_prepare(&a, X, cols, 0, half);
             cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, 0);
-            static const uint64_t cuts[] = {0, 16, 21, 48, 50};
-            for (size_t c = 0; c + 1 < sizeof cuts / sizeof *cuts; c++)
-                CHECK(cmf_matmul_pact(&m, &a, Z + cuts[c], rows, cuts[c], cuts[c + 1]));
-            CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y),
-                      "%s %s n=%zu: prepared batch not the bits of cmf_matmul_ex", tier,
-                      cmf_dtype_name(dts[d]), n);
-            free(mem), free(X), free(Y), free(Z), free(p);
+            /* the threads' meeting point asked for in the middle, at the last group's plain
+             * start (a cut there would split a shared pair) and just before it */
+            const size_t g = cmf_pact_group(kind), last = (n - 1) / g * g;
+            const size_t asks[] = {n / 2, last, last ? last - 1 : 0};
+            for (size_t q = 0; q < sizeof asks / sizeof *asks; q++) {
+                const size_t cut = cmf_pact_cut(&a, asks[q]);
+                CHECK_MSG(cut >= asks[q] && (cut % g == 0 || cut == n), "%s n=%zu: cut %zu for %zu",
+                          tier, n, cut, asks[q]);
+                /* each "thread" sees only its own tokens (the others NaN: not yet computed),
+                 * so a group that reads a token of the other range spreads NaN */
+                for (size_t k = 0; k < n * cols; k++)
+                    Xo[k] = k / cols < cut ? NAN : X[k];
+                cmf_pact_prepare(&a, Xo, cols, cut, n); /* the later range first */
+                for (size_t k = 0; k < n * cols; k++)
+                    Xo[k] = k / cols < cut ? X[k] : NAN;
+                cmf_pact_prepare(&a, Xo, cols, 0, cut);
+                static const uint64_t cuts[] = {0, 16, 21, 48, 50};
+                for (size_t c = 0; c + 1 < sizeof cuts / sizeof *cuts; c++)
+                    CHECK(cmf_matmul_pact(&m, &a, Z + cuts[c], rows, cuts[c], cuts[c + 1]));
+                CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y),
+                          "%s %s n=%zu cut %zu: prepared batch not the bits of cmf_matmul_ex", tier,
+                          cmf_dtype_name(dts[d]), n, cut);
+            }
+            free(mem), free(X), free(Xo), free(Y), free(Z), free(p);
             cmf_qmat_free(&m);
         }
 }
