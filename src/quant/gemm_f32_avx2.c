@@ -107,44 +107,6 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k0, si
     }
 }
 
-/* The weights the next pack reads (rows x bytes from base, row_bytes apart), brought into L2
- * while the kernel runs, a line every PF_STEP columns of its loop: issued in one burst as the
- * pack read the panel before, they left the core waiting for fill buffers. A cursor: line
- * `line` of row `row`, `left` lines to go. */
-typedef struct {
-    const uint8_t *base;
-    uint64_t row_bytes;
-    size_t lines_per_row, row, line, left;
-} next_block;
-
-/* The block packed after rows [r, r + 16) at columns [k0, k0 + KB) in the walk of float_rows:
- * the tile's next panel, else the tile's first panel at the next block, else the next tile's. */
-static next_block next_block_at(const cmf_qmat *m, uint64_t r, uint64_t rt, uint64_t rt1,
-                                uint64_t r1, size_t k0, size_t kp) {
-    const size_t es = m->dtype == CMF_DT_F32 ? 4 : 2;
-    uint64_t nr = r + PR, nk = k0;
-    if (nr >= rt1) {
-        nr = rt, nk = k0 + KB;
-        if (nk >= kp) nr = rt1, nk = 0;
-    }
-    next_block b = {NULL, m->cols * es, 0, 0, 0, 0};
-    if (nr >= r1) return b;
-    const uint64_t rows = r1 - nr < PR ? r1 - nr : PR;
-    const uint64_t bytes = ((m->cols < nk + KB ? m->cols : nk + KB) - nk) * es;
-    b.base = m->data + (nr * m->cols + nk) * es;
-    b.lines_per_row = (size_t)((bytes + 63) / 64);
-    b.left = (size_t)rows * b.lines_per_row;
-    return b;
-}
-
-/* Up to n more lines of b into L2. */
-static inline void prefetch_lines(next_block *b, size_t n) {
-    for (n = n < b->left ? n : b->left, b->left -= n; n; n--) {
-        __builtin_prefetch(b->base + b->row * b->row_bytes + b->line * 64, 0, 2);
-        if (++b->line == b->lines_per_row) b->line = 0, b->row++;
-    }
-}
-
 /* Activations of tokens [t0, t0 + nt) (nt <= TG) regrouped: xg[k * TG + t], k < kp (zero past n
  * and cols), 8 columns at a time through one 8 x 8 transpose. Each column's 8-float store spills
  * 2 floats (zero rows) into the next column's slot, which the next store overwrites; the last
@@ -175,7 +137,7 @@ static void group_acts(const float *X, size_t t0, size_t nt, size_t ldx, uint64_
  * Y in the same function, GCC kept them in memory, storing all twelve every column. */
 static inline __attribute__((always_inline)) void panel_tokens(const float *panel, const float *xg,
                                                                size_t kw, const int T, float *out,
-                                                               next_block *pf, size_t lines) {
+                                                               cq_next_block *pf, size_t lines) {
     __m256 a0[TG], a1[TG];
 #pragma GCC unroll 6
     for (int t = 0; t < T; t++) {
@@ -185,7 +147,7 @@ static inline __attribute__((always_inline)) void panel_tokens(const float *pane
     /* `lines` of the next block spread over the steps of PF_STEP columns */
     const size_t steps = (kw + PF_STEP - 1) / PF_STEP, per = (lines + steps - 1) / steps;
     for (size_t k0 = 0; k0 < kw; k0 += PF_STEP) {
-        prefetch_lines(pf, per);
+        cq_next_block_fetch(pf, per);
         for (size_t k = k0, ke = kw - k0 < PF_STEP ? kw : k0 + PF_STEP; k < ke; k++) {
             __m256 w0 = _mm256_load_ps(panel + PR * k), w1 = _mm256_load_ps(panel + PR * k + 8);
             const float *x = xg + k * TG;
@@ -205,8 +167,8 @@ static inline __attribute__((always_inline)) void panel_tokens(const float *pane
 }
 
 #define DEF_TOKENS(T)                                                                              \
-    static void tokens_##T(const float *p, const float *xg, size_t kw, float *out, next_block *pf, \
-                           size_t lines) {                                                         \
+    static void tokens_##T(const float *p, const float *xg, size_t kw, float *out,                 \
+                           cq_next_block *pf, size_t lines) {                                      \
         panel_tokens(p, xg, kw, T, out, pf, lines);                                                \
     }
 DEF_TOKENS(1)
@@ -216,7 +178,7 @@ DEF_TOKENS(4)
 DEF_TOKENS(5)
 DEF_TOKENS(6)
 
-typedef void (*tokens_fn)(const float *, const float *, size_t, float *, next_block *, size_t);
+typedef void (*tokens_fn)(const float *, const float *, size_t, float *, cq_next_block *, size_t);
 static const tokens_fn tokens_by_count[TG + 1] = {NULL,     tokens_1, tokens_2, tokens_3,
                                                   tokens_4, tokens_5, tokens_6};
 
@@ -276,7 +238,7 @@ size_t cq_fact2_cut(size_t n, size_t t) {
 static bool float_rows(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
                        uint64_t r0, uint64_t r1) {
     const size_t kp = CQ_FACT2_COLS(m->cols), gs = CQ_FACT2_STRIDE(m->cols),
-                 groups = (n + TG - 1) / TG;
+                 groups = (n + TG - 1) / TG, es = m->dtype == CMF_DT_F32 ? 4 : 2;
     const size_t panel_acc = groups * TG * PR; /* floats of one panel's sums */
     size_t tile = TILE_ACC_BYTES / (panel_acc * sizeof(float));
     tile = tile < 1 ? 1 : tile > 16 ? 16 : tile;
@@ -296,7 +258,8 @@ static bool float_rows(const cmf_qmat *m, const float *xg, size_t n, float *Y, s
             size_t kw = kp - k0 < KB ? kp - k0 : KB;
             for (uint64_t r = rt; r < rt1; r += PR) {
                 unsigned nr = rt1 - r < PR ? (unsigned)(rt1 - r) : PR;
-                next_block nb = next_block_at(m, r, rt, rt1, r1, k0, kp);
+                cq_next_block nb =
+                    cq_next_block_at(m->data, m->cols, es, r, rt, rt1, r1, k0, kp, PR, KB);
                 const size_t per_group = (nb.left + groups - 1) / groups;
                 float *pacc = acc + (r - rt) / PR * panel_acc;
                 pack_panel(m, r, nr, k0, kw, panel);

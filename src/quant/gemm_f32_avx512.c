@@ -1,12 +1,16 @@
 /* gemm_f32_avx512.c - batched products (prefill) for the float weight dtypes (f32, f16, bf16)
- * with AVX-512: the same panel scheme as the integer GEMM, in f32.
+ * with AVX-512: the panel scheme of gemm_f32_avx2.c in 512-bit vectors.
  *
- * Each 16-row panel is converted to f32 once and transposed so that one 64-byte vector holds
- * column k of all 16 rows; the tokens' activations are regrouped 12 tokens at a time so that
- * column k of those tokens sits in 12 consecutive floats. The inner step is then one panel load
- * and 12 FMAs, each with an activation broadcast straight from memory: FMA-bound, every weight
- * converted once per call instead of once per token. Results differ from the scalar tier only by
- * the f32 summation order (one running sum per row and token, columns in order). */
+ * A 32-row panel is converted to f32 once per call and transposed so that two 64-byte vectors
+ * hold column k of its 32 rows; the tokens' activations are regrouped 12 tokens at a time so that
+ * column k of those tokens sits in 12 consecutive floats. The micro-kernel is 32 rows x 12
+ * tokens: per column two panel loads, twelve broadcasts and 24 FMAs into 24 accumulators, so
+ * two FMA ports need 1.08 loads per cycle (16 rows x 12 tokens needed 13 loads per 12 FMAs and
+ * ran at 62-77 % of the 2-port FMA roof, 32 x 12 at 81-91 %, one thread of an Intel Xeon). The
+ * columns go in blocks of KB so that a block of the panel (16 KiB) stays in L1 while every token
+ * group passes over it, the rows in tiles of panels with the blocks outside them, and the blocks'
+ * sums meet in the tile's buffer, written to Y once, a run per token (as gemm_f32_avx2.c).
+ * Results differ from the scalar tier only by the f32 summation order. */
 #include <immintrin.h>
 #include <stdlib.h>
 
@@ -14,8 +18,11 @@
 #include "quant/kernel_impl.h"
 #include "quant/transpose_avx512.h"
 
-#define PR 16            /* rows per panel */
-#define TG CQ_FACT_GROUP /* tokens per pass: 12 accumulators + the panel vector */
+#define PH      16            /* rows per half panel: one 16 x 16 transpose */
+#define PR      32            /* rows per panel */
+#define TG      CQ_FACT_GROUP /* tokens per pass: 24 accumulators + 2 panel vectors + 1 */
+#define KB      128           /* columns per block: 16 KiB of panel in f32 */
+#define PF_STEP 16 /* columns of the kernel's loop per step of the next block's prefetch */
 
 /* 16 values of row `row`, columns c0 .. c0 + 15 (masked past cols), as f32. */
 static inline __m512 load16(const cmf_qmat *m, uint64_t row, uint64_t c0, __mmask16 k) {
@@ -35,21 +42,21 @@ static inline __m512 load16(const cmf_qmat *m, uint64_t row, uint64_t c0, __mmas
     }
 }
 
-/* Rows [r, r + nr) of W as f32, transposed: panel[k * 16 + i] = W[r + i][k], k < kp16 (zero past
- * cols and for rows past nr). The next panel's nn rows (es bytes per weight) are prefetched
- * column by column as this one is read (cq_prefetch_panel_rows). */
-static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t kp16, float *panel,
-                       unsigned nn, size_t es) {
+/* Rows [r, r + nr) of W, columns [k0, k0 + kw) (kw % 16 == 0), as f32, transposed:
+ * panel[k * 32 + i] = W[r + i][k0 + k] (zero past cols and for rows past nr). */
+static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k0, size_t kw,
+                       float *panel) {
     const uint64_t C = m->cols;
-    const uint8_t *next = nn ? m->data + (r + PR) * C * es : NULL; /* the next panel's row 0 */
-    for (size_t c0 = 0; c0 < kp16; c0 += 16) {
-        if ((c0 * es) % 64 == 0) cq_prefetch_panel_rows(next, nn, C * es, c0 * es);
+    for (size_t c0 = k0; c0 < k0 + kw; c0 += 16) {
         __mmask16 k = C - c0 >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (C - c0)) - 1);
-        __m512i v[16];
+        for (unsigned h = 0; h < PR; h += PH) {
+            __m512i v[PH];
 #pragma GCC unroll 16
-        for (unsigned i = 0; i < PR; i++)
-            v[i] = _mm512_castps_si512(load16(m, r + (i < nr ? i : 0), c0, i < nr ? k : 0));
-        cq_transpose16_store(v, panel + c0 * 16);
+            for (unsigned i = 0; i < PH; i++) /* rows past nr: a load of nothing, zeros */
+                v[i] = _mm512_castps_si512(
+                    load16(m, r + (h + i < nr ? h + i : 0), c0, h + i < nr ? k : 0));
+            cq_transpose16_store_at(v, panel + (c0 - k0) * PR + h, PR * sizeof(float));
+        }
     }
 }
 
@@ -74,26 +81,42 @@ void cq_fact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size
     }
 }
 
+/* out[t * 32 + i] = the products of panel row i and token t over the kw columns of the block,
+ * with `lines` of the next block prefetched along the way. */
 static inline __attribute__((always_inline)) void panel_tokens(const float *panel, const float *xg,
-                                                               size_t kp16, const int T, float *Y,
-                                                               size_t ldy, __mmask16 mask) {
-    __m512 acc[TG];
-    for (int t = 0; t < T; t++)
-        acc[t] = _mm512_setzero_ps();
-    for (size_t k = 0; k < kp16; k++) {
-        __m512 w = _mm512_load_ps(panel + 16 * k);
-        const float *x = xg + k * TG;
-        for (int t = 0; t < T; t++)
-            acc[t] = _mm512_fmadd_ps(w, _mm512_set1_ps(x[t]), acc[t]);
+                                                               size_t kw, const int T, float *out,
+                                                               cq_next_block *pf, size_t lines) {
+    __m512 a0[TG], a1[TG];
+#pragma GCC unroll 12
+    for (int t = 0; t < T; t++) {
+        a0[t] = _mm512_setzero_ps();
+        a1[t] = _mm512_setzero_ps();
     }
-    for (int t = 0; t < T; t++)
-        _mm512_mask_storeu_ps(Y + (size_t)t * ldy, mask, acc[t]);
+    const size_t steps = (kw + PF_STEP - 1) / PF_STEP, per = (lines + steps - 1) / steps;
+    for (size_t k0 = 0; k0 < kw; k0 += PF_STEP) {
+        cq_next_block_fetch(pf, per);
+        for (size_t k = k0, ke = kw - k0 < PF_STEP ? kw : k0 + PF_STEP; k < ke; k++) {
+            __m512 w0 = _mm512_load_ps(panel + PR * k), w1 = _mm512_load_ps(panel + PR * k + PH);
+            const float *x = xg + k * TG;
+#pragma GCC unroll 12
+            for (int t = 0; t < T; t++) {
+                __m512 b = _mm512_set1_ps(x[t]);
+                a0[t] = _mm512_fmadd_ps(w0, b, a0[t]);
+                a1[t] = _mm512_fmadd_ps(w1, b, a1[t]);
+            }
+        }
+    }
+#pragma GCC unroll 12
+    for (int t = 0; t < T; t++) {
+        _mm512_store_ps(out + PR * t, a0[t]);
+        _mm512_store_ps(out + PR * t + PH, a1[t]);
+    }
 }
 
 #define DEF_TOKENS(T)                                                                              \
-    static void tokens_##T(const float *p, const float *xg, size_t kp16, float *Y, size_t ldy,     \
-                           __mmask16 mask) {                                                       \
-        panel_tokens(p, xg, kp16, T, Y, ldy, mask);                                                \
+    static void tokens_##T(const float *p, const float *xg, size_t kw, float *out,                 \
+                           cq_next_block *pf, size_t lines) {                                      \
+        panel_tokens(p, xg, kw, T, out, pf, lines);                                                \
     }
 DEF_TOKENS(1)
 DEF_TOKENS(2)
@@ -108,26 +131,70 @@ DEF_TOKENS(10)
 DEF_TOKENS(11)
 DEF_TOKENS(12)
 
-typedef void (*tokens_fn)(const float *, const float *, size_t, float *, size_t, __mmask16);
+typedef void (*tokens_fn)(const float *, const float *, size_t, float *, cq_next_block *, size_t);
 static const tokens_fn tokens_by_count[TG + 1] = {
     NULL,     tokens_1, tokens_2, tokens_3,  tokens_4,  tokens_5, tokens_6,
     tokens_7, tokens_8, tokens_9, tokens_10, tokens_11, tokens_12};
 
+/* The panel's sums of T tokens: acc[t * 32 + i] = (add: +=) out[t * 32 + i]. */
+static inline void add_out(const float *out, int T, float *acc, bool add) {
+    for (int v = 0; v < 2 * T; v++) {
+        __m512 o = _mm512_load_ps(out + PH * v);
+        _mm512_store_ps(acc + PH * v, add ? _mm512_add_ps(_mm512_load_ps(acc + PH * v), o) : o);
+    }
+}
+
+/* One token's outputs for `rows` rows of a row tile: y[0 .. rows) from the panels' sums, panel
+ * p's 32 at o + p * stride, as one run. */
+static void store_row(const float *o, size_t stride, float *y, uint64_t rows) {
+    for (uint64_t i = 0; i < rows; i += PR, o += stride) {
+        uint64_t left = rows - i;
+        __mmask16 m0 = left >= PH ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        __mmask16 m1 = left >= PR  ? (__mmask16)0xFFFF
+                       : left > PH ? (__mmask16)((1u << (left - PH)) - 1)
+                                   : (__mmask16)0;
+        _mm512_mask_storeu_ps(y + i, m0, _mm512_load_ps(o));
+        _mm512_mask_storeu_ps(y + i + PH, m1, _mm512_load_ps(o + PH));
+    }
+}
+
+/* Panels per row tile: the tile's sums (panels x tokens x 32 floats) stay within this. */
+#define TILE_ACC_BYTES (128 * 1024)
+
 bool cq_gemm_float_rows_avx512(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
                                uint64_t r0, uint64_t r1) {
-    const size_t kp16 = CQ_FACT_COLS(m->cols), groups = (n + TG - 1) / TG;
-    float *panel = cq_kernel_scratch(CQ_SCRATCH_AUX, kp16 * PR * sizeof(float));
-    if (!panel) return false;
-    const size_t es = m->dtype == CMF_DT_F32 ? 4 : 2;
-    for (uint64_t r = r0; r < r1; r += PR) {
-        unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR;
-        pack_panel(m, r, nr, kp16, panel, cq_next_panel_rows(r, r1, PR), es);
-        __mmask16 mask = (__mmask16)((1u << nr) - 1);
-        for (size_t g = 0; g < groups; g++) {
-            size_t cnt = n - g * TG < TG ? n - g * TG : TG;
-            tokens_by_count[cnt](panel, xg + g * kp16 * TG, kp16, Y + g * TG * ldy + (r - r0), ldy,
-                                 mask);
+    const size_t kp = CQ_FACT_COLS(m->cols), groups = (n + TG - 1) / TG,
+                 es = m->dtype == CMF_DT_F32 ? 4 : 2;
+    const size_t panel_acc = groups * TG * PR; /* floats of one panel's sums */
+    size_t tile = TILE_ACC_BYTES / (panel_acc * sizeof(float));
+    tile = tile < 1 ? 1 : tile > 16 ? 16 : tile;
+    const size_t panel_bytes = (size_t)KB * PR * sizeof(float);
+    _Alignas(64) float out[TG * PR];
+    uint8_t *mem =
+        cq_kernel_scratch(CQ_SCRATCH_AUX, panel_bytes + tile * panel_acc * sizeof(float));
+    if (!mem) return false;
+    float *panel = (float *)(void *)mem, *acc = (float *)(void *)(mem + panel_bytes);
+    for (uint64_t rt = r0; rt < r1; rt += tile * PR) {
+        const uint64_t rt1 = r1 - rt < tile * PR ? r1 : rt + tile * PR;
+        for (size_t k0 = 0; k0 < kp; k0 += KB) {
+            size_t kw = kp - k0 < KB ? kp - k0 : KB;
+            for (uint64_t r = rt; r < rt1; r += PR) {
+                unsigned nr = rt1 - r < PR ? (unsigned)(rt1 - r) : PR;
+                cq_next_block nb =
+                    cq_next_block_at(m->data, m->cols, es, r, rt, rt1, r1, k0, kp, PR, KB);
+                const size_t per_group = (nb.left + groups - 1) / groups;
+                float *pacc = acc + (r - rt) / PR * panel_acc;
+                pack_panel(m, r, nr, k0, kw, panel);
+                for (size_t g = 0; g < groups; g++) {
+                    size_t cnt = n - g * TG < TG ? n - g * TG : TG;
+                    tokens_by_count[cnt](panel, xg + g * kp * TG + k0 * TG, kw, out, &nb,
+                                         per_group);
+                    add_out(out, (int)cnt, pacc + g * TG * PR, k0 > 0);
+                }
+            }
         }
+        for (size_t t = 0; t < n; t++) /* a token's row of Y across the tile in one run */
+            store_row(acc + t * PR, panel_acc, Y + t * ldy + (rt - r0), rt1 - rt);
     }
     return true;
 }

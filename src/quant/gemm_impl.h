@@ -52,6 +52,46 @@ static inline void cq_prefetch_panel_rows(const uint8_t *next, unsigned nn, uint
         __builtin_prefetch(next + i * row_bytes + off, 0, 2);
 }
 
+/* The float panels' walk (gemm_f32_avx2.c, gemm_f32_avx512.c): row tiles of panels of pr rows,
+ * column blocks of kb inside a tile, the tile's panels inside a block. The weights the next pack
+ * reads are brought into L2 while the micro-kernel runs, a few lines per step of its column
+ * loop: issued in one burst as the pack read the panel before, the prefetches stalled the core
+ * waiting for fill buffers. A cursor over them: line `line` of row `row`, `left` to go. */
+typedef struct {
+    const uint8_t *base;
+    uint64_t row_bytes;
+    size_t lines_per_row, row, line, left;
+} cq_next_block;
+
+/* The block packed after rows [r, r + pr) at columns [k0, k0 + kb) (kp columns in all, es bytes
+ * per weight) of the tile [rt, rt1) of the call's rows [., r1): the tile's next panel, else the
+ * tile's first panel at the next block, else the next tile's first. */
+static inline cq_next_block cq_next_block_at(const uint8_t *data, uint64_t cols, size_t es,
+                                             uint64_t r, uint64_t rt, uint64_t rt1, uint64_t r1,
+                                             size_t k0, size_t kp, unsigned pr, size_t kb) {
+    uint64_t nr = r + pr, nk = k0;
+    if (nr >= rt1) {
+        nr = rt, nk = k0 + kb;
+        if (nk >= kp) nr = rt1, nk = 0;
+    }
+    cq_next_block b = {NULL, cols * es, 0, 0, 0, 0};
+    if (nr >= r1) return b;
+    const uint64_t rows = r1 - nr < pr ? r1 - nr : pr;
+    const uint64_t bytes = ((cols < nk + kb ? cols : nk + kb) - nk) * es;
+    b.base = data + (nr * cols + nk) * es;
+    b.lines_per_row = (size_t)((bytes + 63) / 64);
+    b.left = (size_t)rows * b.lines_per_row;
+    return b;
+}
+
+/* Up to n more lines of b into L2. */
+static inline void cq_next_block_fetch(cq_next_block *b, size_t n) {
+    for (n = n < b->left ? n : b->left, b->left -= n; n; n--) {
+        __builtin_prefetch(b->base + b->row * b->row_bytes + b->line * 64, 0, 2);
+        if (++b->line == b->lines_per_row) b->line = 0, b->row++;
+    }
+}
+
 /* The AVX-512 VNNI tier (gemm_i8_avx512.c) and its activation quantizer (same codes as the
  * scalar tier: round to nearest even, NaN -> 0). */
 void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,

@@ -4,12 +4,14 @@
 #define CORTIQ_QUANT_TRANSPOSE_AVX512_H
 
 #include <immintrin.h>
+#include <stddef.h>
 #include <stdint.h>
 
-/* Store the transpose of r[0..15] to dst (64-byte aligned): vector j (at dst + 64 j) lane i =
- * r[i] lane j. r is clobbered. Each output is stored as soon as it exists, which keeps ~20
- * vectors live, so the transpose stays in registers. */
-static inline void cq_transpose16_store(__m512i r[16], void *dst) {
+/* Store the transpose of r[0..15] to dst (64-byte aligned, as is stride): vector j (at
+ * dst + stride j) lane i = r[i] lane j. r is clobbered. Each output is stored as soon as it
+ * exists, which keeps ~20 vectors live, so the transpose stays in registers. */
+static inline __attribute__((always_inline)) void cq_transpose16_store_at(__m512i r[16], void *dst,
+                                                                          size_t stride) {
     uint8_t *d = dst;
     __m512i t[16];
     for (int i = 0; i < 16; i += 2) {
@@ -27,11 +29,16 @@ static inline void cq_transpose16_store(__m512i r[16], void *dst) {
                 x1 = _mm512_shuffle_i32x4(r[e], r[4 + e], 0xEE),
                 y0 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0x44),
                 y1 = _mm512_shuffle_i32x4(r[8 + e], r[12 + e], 0xEE);
-        _mm512_store_si512(d + 64 * (0 + e), _mm512_shuffle_i32x4(x0, y0, 0x88));
-        _mm512_store_si512(d + 64 * (4 + e), _mm512_shuffle_i32x4(x0, y0, 0xDD));
-        _mm512_store_si512(d + 64 * (8 + e), _mm512_shuffle_i32x4(x1, y1, 0x88));
-        _mm512_store_si512(d + 64 * (12 + e), _mm512_shuffle_i32x4(x1, y1, 0xDD));
+        _mm512_store_si512(d + stride * (0 + e), _mm512_shuffle_i32x4(x0, y0, 0x88));
+        _mm512_store_si512(d + stride * (4 + e), _mm512_shuffle_i32x4(x0, y0, 0xDD));
+        _mm512_store_si512(d + stride * (8 + e), _mm512_shuffle_i32x4(x1, y1, 0x88));
+        _mm512_store_si512(d + stride * (12 + e), _mm512_shuffle_i32x4(x1, y1, 0xDD));
     }
+}
+
+/* The same, the 16 outputs back to back. */
+static inline void cq_transpose16_store(__m512i r[16], void *dst) {
+    cq_transpose16_store_at(r, dst, 64);
 }
 
 #endif

@@ -1,9 +1,10 @@
 /* test_gemm_float.c - the FMA panel GEMMs of the float weight dtypes (f32, f16, bf16):
  * gemm_f32_avx2.c (tier avx2) and gemm_f32_avx512.c (tier avx512), called directly, against a
  * double-precision reference over the shapes their blocking has edges in: 1 .. 30 tokens (whole
- * and partial token groups of 6 and 12), row ranges that start and end inside a 16-row panel,
- * column counts that are odd, below one vector, and past one or more 256-column blocks (the
- * AVX2 GEMM's K blocks, whose partial sums add into Y), padded ldx / ldy. Bound: test_kernel.c's
+ * and partial token groups of 6 and 12), row ranges that start and end inside a panel (16 rows
+ * AVX2, 32 AVX-512) and span several row tiles, column counts that are odd, below one vector,
+ * and past one or more K blocks (256 columns AVX2, 128 AVX-512; their partial sums add up in the
+ * tile's buffer), padded ldx / ldy. Bound: test_kernel.c's
  * 2e-5 of sum |w x|. Y outside the requested rows and tokens must be left as it was, and a NaN
  * activation or an infinite weight must reach exactly its own outputs (zero padding must not
  * spread it to other rows or tokens). A token's outputs must also be the same bits whatever the
@@ -76,9 +77,11 @@ static int check(gemm_fn gemm, const cmf_qmat *m, size_t n, uint64_t r0, uint64_
 
 static void test_shapes(gemm_fn gemm, const char *tier) {
     static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16};
-    /* {rows, cols}: partial panels, cols below 8 / odd / past 1 and 2 K blocks of 256 */
-    static const uint64_t shapes[][2] = {{5, 1},  {16, 8},   {17, 257}, {33, 600},
-                                         {40, 9}, {31, 513}, {7, 255},  {18, 1030}};
+    /* {rows, cols}: partial panels, cols below 8 / odd / past 1 and 2 K blocks (AVX2 256,
+     * AVX-512 128 columns), and rows past one row tile (16 panels: AVX2 256, AVX-512 512 rows,
+     * the first block's panels all packed before the second block's) */
+    static const uint64_t shapes[][2] = {{5, 1},    {16, 8},  {17, 257},  {33, 600}, {40, 9},
+                                         {31, 513}, {7, 255}, {18, 1030}, {600, 140}};
     kg_rng rng = {2024};
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
