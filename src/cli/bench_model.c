@@ -59,7 +59,7 @@ static void usage(void) {
         "sd,\n"
         "  model load time, weights read per decode step, peak RSS. --int8-act: int8 activations.\n"
         "  --f32-act: f32 activations everywhere (default: int8 GEMM for prefill on VNNI CPUs,\n"
-        "  bf16 for prefill on bf16 weights with AVX-512 BF16, int8 activations for 4-bit\n"
+        "  bf16 for prefill on bf16 weights on AMD AVX-512 BF16 / AMX, int8 activations for 4-bit\n"
         "  weights at decode).\n"
         "  --kv: KV cache type (default f16); its size is reported as kv_bytes.\n"
         "  --task NAME: run the file's task mask NAME (default: the skill's\n"

@@ -27,7 +27,7 @@ static void usage(void) {
         "  --task NAME: the file's task mask NAME (default: the skill's\n"
         "  input_mask_task, else the file's default_task; none: dense).\n"
         "  --f32-act: f32 activations everywhere (default: int8 GEMM for batches on VNNI CPUs,\n"
-        "  bf16 for batches on bf16 weights with AVX-512 BF16).\n"
+        "  bf16 for batches on bf16 weights on AMD AVX-512 BF16 / AMX).\n"
         "  --verify: check every tensor's hash64 before computing.\n"
         "  --skill ID|auto|none: skill overlay (spec 9); auto routes on the text's beginning.\n"
         "  --skill-blend T: soft blend of the routable skills, weights softmax(-E/T).\n" CLI_MOE_HELP);

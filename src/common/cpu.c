@@ -35,6 +35,8 @@ const cq_cpu_features *cq_cpu_detect(void) {
     unsigned a, b, c, d;
     cq_cpu_features f;
     memset(&f, 0, sizeof f);
+    bool amd = __get_cpuid(0, &a, &b, &c, &d) && b == 0x68747541 && d == 0x69746e65 &&
+               c == 0x444d4163; /* "AuthenticAMD" in ebx, edx, ecx */
     if (__get_cpuid(1, &a, &b, &c, &d)) {
         bool osxsave = c & (1u << 27);
         uint64_t xcr0 = osxsave ? xgetbv0() : 0;
@@ -56,6 +58,7 @@ const cq_cpu_features *cq_cpu_detect(void) {
         if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
             f.avxvnni = ymm && (a & (1u << 4));
             f.avx512bf16 = zmm && (a & (1u << 5));
+            f.bf16dot_fast = f.avx512bf16 && amd;
         }
     }
     g_feat = f;

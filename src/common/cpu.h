@@ -18,6 +18,9 @@ typedef enum cq_isa {
 typedef struct cq_cpu_features {
     bool avx2, fma, f16c, avx512f, avx512bw, avx512vl, avx512dq, avx512vnni, avx512bf16, avxvnni;
     bool amx_tile, amx_bf16, amx_int8; /* usable: CPU, XCR0, and Linux's permission granted */
+    /* vdpbf16ps outruns the f32 FMAs it replaces: AMD's AVX-512 BF16 (Zen 4: twice their
+     * rate); Intel's (Sapphire Rapids: half their rate, bench_peak) does not */
+    bool bf16dot_fast;
 } cq_cpu_features;
 
 /* Features the CPU and OS support (XSAVE state checked). The first call also asks Linux for

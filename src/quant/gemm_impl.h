@@ -168,8 +168,8 @@ bool cq_gemm_float_rows_avx2(const cmf_qmat *m, const float *xg, size_t n, float
  * when its scratch cannot be allocated. */
 bool cq_gemm_bf16dot_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                             size_t ldy, uint64_t r0, uint64_t r1);
-/* Whether a batch of n tokens on m with CMF_KF_BF16_ACT takes it (kernel.c: bf16, AVX-512 BF16,
- * at least CQ_BF16DOT_GEMM_MIN tokens, and below the AMX tiles' floor on AMX). */
+/* Whether a batch of n tokens on m with CMF_KF_BF16_ACT takes it (kernel.c: bf16, the AVX-512
+ * tier, a CPU whose vdpbf16ps is fast, at least CQ_BF16DOT_GEMM_MIN tokens). */
 bool cq_bf16dot_takes(const cmf_qmat *m, size_t n);
 /* Its two halves (cmf_pact, CMF_PACT_BF16): the column pairs of a regrouped token group (cols
  * rounded up to 32), group g of X (CQ_BACT_GROUP tokens) rounded and regrouped into xb

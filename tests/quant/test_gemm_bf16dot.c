@@ -8,9 +8,9 @@
  * outside the rows and tokens asked for stays as it was; a NaN activation or an infinite weight
  * reaches exactly its own outputs; a token's outputs are the same bits whatever the batch size;
  * other dtypes are refused. Through cmf_matmul_ex, the flag takes this kernel on the AVX-512
- * tier only, from 8 tokens; prepared once (cmf_pact, also the f32 panels' kind) and read by
- * row ranges, the same bits. On an AMX CPU the AVX-512 tier is forced (the AMX tier's bf16
- * batches take the tiles: test_gemm_half_amx.c).
+ * tier only, from 8 tokens, where vdpbf16ps is fast (AMD; elsewhere the f32 panels); prepared once
+ * (cmf_pact, also the f32 panels' kind) and read by row ranges, the same bits. On an AMX CPU the
+ * AVX-512 tier is forced (the AMX tier's bf16 batches take the tiles: test_gemm_half_amx.c).
  * Skipped (77) on a CPU without AVX-512 BF16. */
 #include <math.h>
 #include <stdlib.h>
@@ -173,7 +173,14 @@ static void test_dispatch(void) {
               "a refused call wrote to Y");
     CHECK(cq_gemm_bf16dot_avx512(&d.m, X, n, cols, Y, rows, 0, rows));
     cmf_matmul_ex(&d.m, X, n, cols, Z, rows, 0, rows, CMF_KF_BF16_ACT);
-    CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y), "cmf_matmul_ex with the flag: not this kernel");
+    if (cq_cpu_detect()->bf16dot_fast)
+        CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y),
+                  "cmf_matmul_ex with the flag: not this kernel");
+    else { /* a CPU whose vdpbf16ps is slower than its f32 FMAs: the f32 panels */
+        cmf_matmul_ex(&d.m, X, n, cols, Y, rows, 0, rows, 0);
+        CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y),
+                  "the flag took the dot products where vdpbf16ps is the slower");
+    }
     /* below 8 tokens the flag leaves the f32 panels in charge */
     cmf_matmul_ex(&d.m, X, 6, cols, Y, rows, 0, rows, CMF_KF_BF16_ACT);
     cmf_matmul_ex(&d.m, X, 6, cols, Z, rows, 0, rows, 0);
@@ -199,7 +206,8 @@ static void test_prepared(void) {
     const size_t n = 45;
     kg_rng rng = {11};
     dot_case d = dot_case_make(rows, cols, n, &rng);
-    CHECK(cmf_pact_for(&d.m, n, CMF_KF_BF16_ACT) == CMF_PACT_BF16);
+    CHECK(cmf_pact_for(&d.m, n, CMF_KF_BF16_ACT) ==
+          (cq_cpu_detect()->bf16dot_fast ? CMF_PACT_BF16 : CMF_PACT_F32));
     CHECK(cmf_pact_for(&d.m, 7, CMF_KF_BF16_ACT) == CMF_PACT_F32);
     CHECK(cmf_pact_for(&d.m, 3, CMF_KF_BF16_ACT) == CMF_PACT_NONE);
     for (unsigned flags = 0; flags <= CMF_KF_BF16_ACT; flags += CMF_KF_BF16_ACT) {
