@@ -98,10 +98,16 @@ typedef struct mm_job {
     cq_claim *claim;
 } mm_job;
 
-static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t *r0, uint64_t *r1) {
-    /* split on multiples of 16 rows so SIMD tiles stay whole */
+/* Rows of a batch's row ranges and pieces: a multiple of every batched kernel's panel (the
+ * AVX-512 float panels hold 32 rows, the others 16 or 8), so no thread computes a panel's zero
+ * rows; a decode step's kernels go by 16 at most. */
+#define BATCH_ROW_UNIT  32
+#define DECODE_ROW_UNIT 16
+
+static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t unit, uint64_t *r0,
+                    uint64_t *r1) {
     uint64_t per = (rows + nt - 1) / nt;
-    per = (per + 15) / 16 * 16;
+    per = (per + unit - 1) / unit * unit;
     *r0 = (uint64_t)tid * per;
     *r1 = *r0 + per < rows ? *r0 + per : rows;
 }
@@ -152,12 +158,12 @@ static void batch_task(void *ctx, unsigned tid, unsigned nt) {
     uint8_t *scratch = j->qa ? j->scratch + tid * j->stride : NULL;
     for (unsigned k = 0; k < j->np; k++) {
         uint64_t r0, r1;
-        rows_of(j->p[k].w->rows, tid, nt, &r0, &r1);
+        rows_of(j->p[k].w->rows, tid, nt, BATCH_ROW_UNIT, &r0, &r1);
         if (r0 < r1) part_rows(j, &j->p[k], r0, r1, NULL, scratch, 0);
     }
     if (!j->glu) return;
     uint64_t r0, r1;
-    rows_of(j->p[0].w->rows, tid, nt, &r0, &r1);
+    rows_of(j->p[0].w->rows, tid, nt, BATCH_ROW_UNIT, &r0, &r1);
     glu_rows(j, r0, r1);
 }
 
@@ -242,9 +248,10 @@ static void run_pieces(const mm_job *j, unsigned tid, unsigned nt, const void *c
     for (unsigned i = 0; i < nt; i++) {
         unsigned v = (tid + i) % nt;
         for (unsigned k = 0; k < j->nclaim; k++) {
+            const uint64_t unit = ntok ? DECODE_ROW_UNIT : BATCH_ROW_UNIT;
             uint64_t lo, end, r0, r1;
-            rows_of(j->p[k].w->rows, v, nt, &lo, &end);
-            while (cq_take_piece(&j->claim[v].taken[k], j->tag, lo, end, 16, &r0, &r1)) {
+            rows_of(j->p[k].w->rows, v, nt, unit, &lo, &end);
+            while (cq_take_piece(&j->claim[v].taken[k], j->tag, lo, end, unit, &r0, &r1)) {
                 for (unsigned q = 0; q < (j->glu ? 2u : 1u); q++) {
                     const mm_part *p = &j->p[j->glu ? q : k];
                     if (ntok)
