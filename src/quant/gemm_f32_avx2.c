@@ -9,8 +9,7 @@
  * the two load ports (8 rows x 12 tokens would need 13 loads per 12 FMAs: load-bound).
  * The columns are walked in blocks of KB so that a block of the panel (16 KiB) stays in L1
  * while every token group passes over it, and the rows in tiles of panels with the blocks
- * outside them, so that a block's activations stay in L2 for the whole tile; the blocks' sums
- * meet in the tile's buffer, which is written to Y once, a run per token.
+ * outside them (gemm_float_walk.c, shared with the AVX-512 tier).
  * Results differ from the scalar tier only by the f32 summation order. */
 #include <immintrin.h>
 #include <string.h>
@@ -230,56 +229,24 @@ size_t cq_fact2_cut(size_t n, size_t t) {
     return t >= n || (t == last && last >= TG && r >= 1 && r <= 3) ? n : t;
 }
 
-/* Panels per row tile: the tile's sums (panels x tokens x 16 floats) stay within this. */
-#define TILE_ACC_BYTES (128 * 1024)
+/* Group g's products over a block into acc (cq_float_walk's group). */
+static void walk_group(const cq_float_walk *w, size_t g, size_t k0, size_t kw, const float *panel,
+                       float *acc, bool add, cq_next_block *nb, size_t lines) {
+    _Alignas(32) float out[TG * PR];
+    size_t t0, cnt;
+    group_span(w->n, g, &t0, &cnt);
+    tokens_by_count[cnt](panel, w->xg + g * w->gs + k0 * TG, kw, out, nb, lines);
+    add_out(out, (int)cnt, acc, add);
+}
+
+static const cq_float_tier k_tier = {PR, TG, KB, pack_panel, walk_group, store_row, group_span};
 
 /* Rows [r0, r1) of m over n tokens regrouped in groups (group_span) of stride
  * CQ_FACT2_STRIDE(cols) floats. */
 static bool float_rows(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
                        uint64_t r0, uint64_t r1) {
-    const size_t kp = CQ_FACT2_COLS(m->cols), gs = CQ_FACT2_STRIDE(m->cols),
-                 groups = (n + TG - 1) / TG, es = m->dtype == CMF_DT_F32 ? 4 : 2;
-    const size_t panel_acc = groups * TG * PR; /* floats of one panel's sums */
-    size_t tile = TILE_ACC_BYTES / (panel_acc * sizeof(float));
-    tile = tile < 1 ? 1 : tile > 16 ? 16 : tile;
-    const size_t panel_bytes = (size_t)KB * PR * sizeof(float);
-    _Alignas(32) float out[TG * PR];
-    uint8_t *mem =
-        cq_kernel_scratch(CQ_SCRATCH_AUX, panel_bytes + tile * panel_acc * sizeof(float));
-    if (!mem) return false;
-    float *panel = (float *)(void *)mem, *acc = (float *)(void *)(mem + panel_bytes);
-    /* Row tiles of up to `tile` panels, column blocks outside the tile's panels: a block's
-     * activations (the batch's tokens x 256 columns, 128 KiB at 128 tokens) stay in L2 while
-     * every panel of the tile passes over them, where a panel walking all its blocks alone
-     * pulled the whole batch's activations through L2 once per panel. */
-    for (uint64_t rt = r0; rt < r1; rt += tile * PR) {
-        const uint64_t rt1 = r1 - rt < tile * PR ? r1 : rt + tile * PR;
-        for (size_t k0 = 0; k0 < kp; k0 += KB) {
-            size_t kw = kp - k0 < KB ? kp - k0 : KB;
-            for (uint64_t r = rt; r < rt1; r += PR) {
-                unsigned nr = rt1 - r < PR ? (unsigned)(rt1 - r) : PR;
-                cq_next_block nb =
-                    cq_next_block_at(m->data, m->cols, es, r, rt, rt1, r1, k0, kp, PR, KB);
-                const size_t per_group = (nb.left + groups - 1) / groups;
-                float *pacc = acc + (r - rt) / PR * panel_acc;
-                pack_panel(m, r, nr, k0, kw, panel);
-                for (size_t g = 0; g < groups; g++) {
-                    size_t t0, cnt;
-                    group_span(n, g, &t0, &cnt);
-                    tokens_by_count[cnt](panel, xg + g * gs + k0 * TG, kw, out, &nb, per_group);
-                    add_out(out, (int)cnt, pacc + g * TG * PR, k0 > 0);
-                }
-            }
-        }
-        for (size_t g = 0; g < groups; g++) {
-            size_t t0, cnt;
-            group_span(n, g, &t0, &cnt);
-            for (size_t t = 0; t < cnt; t++) /* a token's row of Y across the tile in one run */
-                store_row(acc + g * TG * PR + t * PR, panel_acc, Y + (t0 + t) * ldy + (rt - r0),
-                          rt1 - rt);
-        }
-    }
-    return true;
+    const cq_float_walk w = {&k_tier, m, xg, n, CQ_FACT2_STRIDE(m->cols), CQ_FACT2_COLS(m->cols)};
+    return cq_float_walk_run(&w, Y, ldy, r0, r1);
 }
 
 void cq_fact2_group_avx2(const float *X, size_t n, size_t ldx, uint64_t C, size_t g, float *xg) {

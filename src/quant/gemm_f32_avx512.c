@@ -8,8 +8,8 @@
  * two FMA ports need 1.08 loads per cycle (16 rows x 12 tokens needed 13 loads per 12 FMAs and
  * ran at 62-77 % of the 2-port FMA roof, 32 x 12 at 81-91 %, one thread of an Intel Xeon). The
  * columns go in blocks of KB so that a block of the panel (16 KiB) stays in L1 while every token
- * group passes over it, the rows in tiles of panels with the blocks outside them, and the blocks'
- * sums meet in the tile's buffer, written to Y once, a run per token (as gemm_f32_avx2.c).
+ * group passes over it, the rows in tiles of panels with the blocks outside them
+ * (gemm_float_walk.c, shared with the AVX2 tier).
  * Results differ from the scalar tier only by the f32 summation order. */
 #include <immintrin.h>
 #include <stdlib.h>
@@ -158,45 +158,29 @@ static void store_row(const float *o, size_t stride, float *y, uint64_t rows) {
     }
 }
 
-/* Panels per row tile: the tile's sums (panels x tokens x 32 floats) stay within this. */
-#define TILE_ACC_BYTES (128 * 1024)
+/* Group g of the n tokens: TG each, the last what is left. */
+static void group_span(size_t n, size_t g, size_t *t0, size_t *cnt) {
+    *t0 = g * TG;
+    *cnt = n - *t0 < TG ? n - *t0 : TG;
+}
+
+/* Group g's products over a block into acc (cq_float_walk's group). */
+static void walk_group(const cq_float_walk *w, size_t g, size_t k0, size_t kw, const float *panel,
+                       float *acc, bool add, cq_next_block *nb, size_t lines) {
+    _Alignas(64) float out[TG * PR];
+    size_t t0, cnt;
+    group_span(w->n, g, &t0, &cnt);
+    tokens_by_count[cnt](panel, w->xg + g * w->gs + k0 * TG, kw, out, nb, lines);
+    add_out(out, (int)cnt, acc, add);
+}
+
+static const cq_float_tier k_tier = {PR, TG, KB, pack_panel, walk_group, store_row, group_span};
 
 bool cq_gemm_float_rows_avx512(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
                                uint64_t r0, uint64_t r1) {
-    const size_t kp = CQ_FACT_COLS(m->cols), groups = (n + TG - 1) / TG,
-                 es = m->dtype == CMF_DT_F32 ? 4 : 2;
-    const size_t panel_acc = groups * TG * PR; /* floats of one panel's sums */
-    size_t tile = TILE_ACC_BYTES / (panel_acc * sizeof(float));
-    tile = tile < 1 ? 1 : tile > 16 ? 16 : tile;
-    const size_t panel_bytes = (size_t)KB * PR * sizeof(float);
-    _Alignas(64) float out[TG * PR];
-    uint8_t *mem =
-        cq_kernel_scratch(CQ_SCRATCH_AUX, panel_bytes + tile * panel_acc * sizeof(float));
-    if (!mem) return false;
-    float *panel = (float *)(void *)mem, *acc = (float *)(void *)(mem + panel_bytes);
-    for (uint64_t rt = r0; rt < r1; rt += tile * PR) {
-        const uint64_t rt1 = r1 - rt < tile * PR ? r1 : rt + tile * PR;
-        for (size_t k0 = 0; k0 < kp; k0 += KB) {
-            size_t kw = kp - k0 < KB ? kp - k0 : KB;
-            for (uint64_t r = rt; r < rt1; r += PR) {
-                unsigned nr = rt1 - r < PR ? (unsigned)(rt1 - r) : PR;
-                cq_next_block nb =
-                    cq_next_block_at(m->data, m->cols, es, r, rt, rt1, r1, k0, kp, PR, KB);
-                const size_t per_group = (nb.left + groups - 1) / groups;
-                float *pacc = acc + (r - rt) / PR * panel_acc;
-                pack_panel(m, r, nr, k0, kw, panel);
-                for (size_t g = 0; g < groups; g++) {
-                    size_t cnt = n - g * TG < TG ? n - g * TG : TG;
-                    tokens_by_count[cnt](panel, xg + g * kp * TG + k0 * TG, kw, out, &nb,
-                                         per_group);
-                    add_out(out, (int)cnt, pacc + g * TG * PR, k0 > 0);
-                }
-            }
-        }
-        for (size_t t = 0; t < n; t++) /* a token's row of Y across the tile in one run */
-            store_row(acc + t * PR, panel_acc, Y + t * ldy + (rt - r0), rt1 - rt);
-    }
-    return true;
+    const size_t kp = CQ_FACT_COLS(m->cols);
+    const cq_float_walk w = {&k_tier, m, xg, n, kp * TG, kp};
+    return cq_float_walk_run(&w, Y, ldy, r0, r1);
 }
 
 bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,

@@ -92,6 +92,32 @@ static inline void cq_next_block_fetch(cq_next_block *b, size_t n) {
     }
 }
 
+/* A float panel GEMM tier's pieces for cq_float_walk_run (gemm_float_walk.c). Its panels hold
+ * pr rows, its blocks kb columns, its groups tg tokens (span: group g's first token and count).
+ * pack: rows [r, r + nr) and columns [k0, k0 + kw) of m into panel (zero past nr); group: group
+ * g's products over that block into acc (add: +=), tg x pr floats, token-major, `lines` of nb
+ * prefetched on the way; store: one token's `rows` outputs from a row tile's sums, panel p's pr
+ * floats at o + p * stride. */
+typedef struct cq_float_walk cq_float_walk;
+typedef struct {
+    unsigned pr;
+    size_t tg, kb;
+    void (*pack)(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k0, size_t kw, float *panel);
+    void (*group)(const cq_float_walk *w, size_t g, size_t k0, size_t kw, const float *panel,
+                  float *acc, bool add, cq_next_block *nb, size_t lines);
+    void (*store)(const float *o, size_t stride, float *y, uint64_t rows);
+    void (*span)(size_t n, size_t g, size_t *t0, size_t *cnt);
+} cq_float_tier;
+/* One call: m over n tokens regrouped at xg (group g's at xg + g * gs), kp columns (padded). */
+struct cq_float_walk {
+    const cq_float_tier *tier;
+    const cmf_qmat *m;
+    const float *xg;
+    size_t n, gs, kp;
+};
+/* Y[t * ldy + r - r0] for rows [r0, r1) of w->m; false (nothing written) without scratch. */
+bool cq_float_walk_run(const cq_float_walk *w, float *Y, size_t ldy, uint64_t r0, uint64_t r1);
+
 /* The AVX-512 VNNI tier (gemm_i8_avx512.c) and its activation quantizer (same codes as the
  * scalar tier: round to nearest even, NaN -> 0). */
 void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
