@@ -320,18 +320,17 @@ static bool use_qact(cq_sched *sc, mm_job *j) {
 }
 
 /* Binds the job to float activations prepared once for it where every part's kernel takes the
- * same kind for this batch (cmf_pact_for); returns the token grouping the preparation needs
- * (0: none). */
-static size_t use_prepared(cq_sched *sc, mm_job *j) {
-    if (!sc->pa_mem || j->qa || j->each || j->n < 2) return 0;
+ * same kind for this batch (cmf_pact_for); returns whether it did. */
+static bool use_prepared(cq_sched *sc, mm_job *j) {
+    if (!sc->pa_mem || j->qa || j->each || j->n < 2) return false;
     cmf_pact_kind kind = cmf_pact_for(j->p[0].w, j->n, part_flags(j, &j->p[0]));
     for (unsigned k = 1; k < j->np && kind != CMF_PACT_NONE; k++)
         if (cmf_pact_for(j->p[k].w, j->n, part_flags(j, &j->p[k])) != kind) kind = CMF_PACT_NONE;
     size_t cols = (size_t)j->p[0].w->cols;
-    if (kind == CMF_PACT_NONE || cmf_pact_bytes(kind, j->n, cols) > sc->pa_bytes) return 0;
+    if (kind == CMF_PACT_NONE || cmf_pact_bytes(kind, j->n, cols) > sc->pa_bytes) return false;
     cmf_pact_bind(&sc->pa, kind, sc->pa_mem, j->n, cols);
     j->pa = &sc->pa;
-    return cmf_pact_group(kind);
+    return true;
 }
 
 /* ---- per-token steps ---- */
@@ -345,8 +344,7 @@ typedef struct token_pass {
     cmf_qact *qa;
     const float *qx;
     size_t qcols;
-    cmf_pact *pa; /* prepared as qa is, by whole groups of `group` tokens per thread */
-    size_t group;
+    cmf_pact *pa; /* prepared as qa is, each thread's tokens ending at a cmf_pact_cut */
 } token_pass;
 
 static void token_range(const token_pass *p, size_t t0, size_t t1) {
@@ -360,9 +358,8 @@ static void token_range(const token_pass *p, size_t t0, size_t t1) {
 static void token_task(void *ctx, unsigned tid, unsigned nt) {
     const token_pass *p = ctx;
     size_t per = (p->n + nt - 1) / nt;
-    if (p->group) per = (per + p->group - 1) / p->group * p->group; /* whole groups each */
     size_t t0 = tid * per, t1 = t0 + per < p->n ? t0 + per : p->n;
-    if (p->pa) t0 = cmf_pact_cut(p->pa, t0), t1 = cmf_pact_cut(p->pa, t1);
+    if (p->pa) t0 = cmf_pact_cut(p->pa, t0), t1 = cmf_pact_cut(p->pa, t1); /* whole groups */
     if (t0 < t1) token_range(p, t0, t1);
 }
 
@@ -393,11 +390,10 @@ void cq_matmul_after(cq_sched *sc, cq_token_fn step, const void *ctx, const cq_m
         j.p[k] = (mm_part){.w = mm->p[k].w, .y = mm->p[k].y, .ldy = (size_t)mm->p[k].w->rows};
     token_pass p = {.step = step, .ctx = ctx, .n = mm->n};
     if (use_qact(sc, &j)) p.qa = &sc->qa;
-    p.group = use_prepared(sc, &j);
-    p.pa = j.pa ? &sc->pa : NULL;
+    p.pa = use_prepared(sc, &j) ? &sc->pa : NULL;
     p.qx = mm->x;
     p.qcols = (size_t)mm->p[0].w->cols;
-    if (p.step || p.qa || p.group) run_tokens(sc, &p);
+    if (p.step || p.qa || p.pa) run_tokens(sc, &p);
     run_job(sc, &j);
 }
 

@@ -177,9 +177,8 @@ DEF_TOKENS(4)
 DEF_TOKENS(5)
 DEF_TOKENS(6)
 
-typedef void (*tokens_fn)(const float *, const float *, size_t, float *, cq_next_block *, size_t);
-static const tokens_fn tokens_by_count[TG + 1] = {NULL,     tokens_1, tokens_2, tokens_3,
-                                                  tokens_4, tokens_5, tokens_6};
+static const cq_float_tokens_fn tokens_by_count[TG + 1] = {NULL,     tokens_1, tokens_2, tokens_3,
+                                                           tokens_4, tokens_5, tokens_6};
 
 /* The panel's sums of T tokens: acc[t * 16 + i] = (add: +=) out[t * 16 + i]. They stay in the
  * row tile's contiguous buffer over the column blocks and reach Y once per tile: adding each
@@ -229,17 +228,9 @@ size_t cq_fact2_cut(size_t n, size_t t) {
     return t >= n || (t == last && last >= TG && r >= 1 && r <= 3) ? n : t;
 }
 
-/* Group g's products over a block into acc (cq_float_walk's group). */
-static void walk_group(const cq_float_walk *w, size_t g, size_t k0, size_t kw, const float *panel,
-                       float *acc, bool add, cq_next_block *nb, size_t lines) {
-    _Alignas(32) float out[TG * PR];
-    size_t t0, cnt;
-    group_span(w->n, g, &t0, &cnt);
-    tokens_by_count[cnt](panel, w->xg + g * w->gs + k0 * TG, kw, out, nb, lines);
-    add_out(out, (int)cnt, acc, add);
-}
-
-static const cq_float_tier k_tier = {PR, TG, KB, pack_panel, walk_group, store_row, group_span};
+_Static_assert(TG *PR <= CQ_FLOAT_OUT_MAX, "a group's sums fit the walk's buffer");
+static const cq_float_tier k_tier = {PR,      TG,        KB,        pack_panel, tokens_by_count,
+                                     add_out, store_row, group_span};
 
 /* Rows [r0, r1) of m over n tokens regrouped in groups (group_span) of stride
  * CQ_FACT2_STRIDE(cols) floats. */

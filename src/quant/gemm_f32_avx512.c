@@ -131,8 +131,7 @@ DEF_TOKENS(10)
 DEF_TOKENS(11)
 DEF_TOKENS(12)
 
-typedef void (*tokens_fn)(const float *, const float *, size_t, float *, cq_next_block *, size_t);
-static const tokens_fn tokens_by_count[TG + 1] = {
+static const cq_float_tokens_fn tokens_by_count[TG + 1] = {
     NULL,     tokens_1, tokens_2, tokens_3,  tokens_4,  tokens_5, tokens_6,
     tokens_7, tokens_8, tokens_9, tokens_10, tokens_11, tokens_12};
 
@@ -164,17 +163,9 @@ static void group_span(size_t n, size_t g, size_t *t0, size_t *cnt) {
     *cnt = n - *t0 < TG ? n - *t0 : TG;
 }
 
-/* Group g's products over a block into acc (cq_float_walk's group). */
-static void walk_group(const cq_float_walk *w, size_t g, size_t k0, size_t kw, const float *panel,
-                       float *acc, bool add, cq_next_block *nb, size_t lines) {
-    _Alignas(64) float out[TG * PR];
-    size_t t0, cnt;
-    group_span(w->n, g, &t0, &cnt);
-    tokens_by_count[cnt](panel, w->xg + g * w->gs + k0 * TG, kw, out, nb, lines);
-    add_out(out, (int)cnt, acc, add);
-}
-
-static const cq_float_tier k_tier = {PR, TG, KB, pack_panel, walk_group, store_row, group_span};
+_Static_assert(TG *PR <= CQ_FLOAT_OUT_MAX, "a group's sums fit the walk's buffer");
+static const cq_float_tier k_tier = {PR,      TG,        KB,        pack_panel, tokens_by_count,
+                                     add_out, store_row, group_span};
 
 bool cq_gemm_float_rows_avx512(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
                                uint64_t r0, uint64_t r1) {

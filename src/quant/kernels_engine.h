@@ -177,7 +177,7 @@ void cmf_matmul_qact(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy,
  * them (q / k / v, gate / up, rows in claimed pieces), as cmf_qact does for the integer GEMM;
  * the same bits. cmf_pact_for(m, n, flags): the kind of preparation cmf_matmul_ex's kernel for
  * that batch starts with: CMF_PACT_BF16, the bf16 dot products' (CMF_KF_BF16_ACT, bf16
- * weights, AVX-512 BF16 at the AVX-512 tier, from 8 tokens),
+ * weights, the AVX-512 tier on a CPU whose vdpbf16ps is fast, from 8 tokens),
  * CMF_PACT_F32, the AVX-512 float panels' (f32 / f16 / bf16 weights from 4 tokens, not the AMX
  * tiles), CMF_PACT_F32_AVX2, the AVX2 float panels' (from 10 tokens), or none. cmf_pact_bytes:
  * memory (64-byte aligned) for n tokens of cols columns; cmf_pact_bind lays a cmf_pact of a kind
