@@ -32,7 +32,7 @@ static double cpu_now(void) {
 
 static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) {
     kg_rng r = {rows * 31 + cols};
-    kg_opts o = {0, 0};
+    kg_opts o = {0, 0, 0};
     uint64_t nbytes;
     uint8_t *p = kg_payload(dt, rows, cols, &r, &o, &nbytes);
     cmf_qmat m;

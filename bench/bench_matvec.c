@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
            "%bw", "cpu [%cpu bw]", "int8 GB/s", "%bw", "cpu [%cpu bw]",
            "matmul B tokens vs B matvecs");
     kg_rng rng = {1};
-    kg_opts o = {0, 10};
+    kg_opts o = {0, 10, 0};
     for (size_t d = 0; d < nlist; d++) {
         cmf_dtype dt = list[d];
         uint64_t rows = (uint64_t)((double)mb * 1048576.0 / row_bytes(dt, cols));

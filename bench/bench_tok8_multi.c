@@ -7,7 +7,7 @@
  * batched-decode copy (cmf_qmat_build_lanes, rows "+lanes") where the tier has one. Thread CPU
  * time, best of the rounds, so that other processes' load weighs less. usage: bench_tok8_multi
  * [rows] [cols] [reps] [rounds] [dtype ...]  (default 1536 576 200 5: SmolLM2's gate/up shape;
- * the dtypes given, or all) */
+ * the dtypes given, or all; vbit / vbit_ro:B gives every row width B, else widths 3-8 mixed) */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 
 #include "../tests/quant/kernel_gen.h"
 #include "cortiq/kernels.h"
+#include "cortiq/quant.h"
 #include "quant/kernels_engine.h"
 
 #define PIECE 64 /* rows per piece, as decode's claimed pieces run them */
@@ -59,12 +60,33 @@ int main(int argc, char **argv) {
     static const cmf_dtype all[] = {CMF_DT_Q8_ROW,  CMF_DT_Q4_TILED, CMF_DT_Q4TP, CMF_DT_Q4_BLOCK,
                                     CMF_DT_VBIT_RO, CMF_DT_F16,      CMF_DT_BF16};
     cmf_dtype dts[CMF_DT_COUNT];
+    unsigned widths[CMF_DT_COUNT] = {0};
     size_t ndt = 0;
-    for (int i = 5; i < argc; i++)
-        if (ndt == CMF_DT_COUNT || !cmf_dtype_from_name(argv[i], &dts[ndt++])) {
+    for (int i = 5; i < argc; i++) {
+        char name[32];
+        const char *colon = strchr(argv[i], ':');
+        size_t len = colon ? (size_t)(colon - argv[i]) : strlen(argv[i]);
+        snprintf(name, sizeof name, "%.*s", (int)len, argv[i]);
+        if (ndt == CMF_DT_COUNT || !cmf_dtype_from_name(name, &dts[ndt])) {
             fprintf(stderr, "bench_tok8_multi: '%s' is not a dtype name\n", argv[i]);
             return 2;
         }
+        if (colon) {
+            static const unsigned levels[CMF_VBIT_NLEVELS] = CMF_VBIT_LEVELS;
+            bool ok = dts[ndt] == CMF_DT_VBIT || dts[ndt] == CMF_DT_VBIT_RO, level = false;
+            widths[ndt] = (unsigned)atoi(colon + 1);
+            for (int l = 0; l < CMF_VBIT_NLEVELS; l++)
+                level |= widths[ndt] == levels[l];
+            if (!ok || !level) {
+                fprintf(
+                    stderr,
+                    "bench_tok8_multi: '%s': a width is vbit's or vbit_ro's, one of 3, 4, 5, 6, 8\n",
+                    argv[i]);
+                return 2;
+            }
+        }
+        ndt++;
+    }
     if (ndt == 0)
         for (; ndt < sizeof all / sizeof *all; ndt++)
             dts[ndt] = all[ndt];
@@ -91,7 +113,7 @@ int main(int argc, char **argv) {
            "multi/alone\n");
     for (size_t d = 0; d < 2 * ndt; d++) {
         const bool lanes = d % 2; /* each dtype plain, then with the batched-decode copy */
-        kg_opts o = {0, 0};
+        kg_opts o = {0, 0, widths[d / 2]};
         uint64_t nb;
         const cmf_dtype dt = dts[d / 2];
         uint8_t *p = kg_payload(dt, rows, cols, &rng, &o, &nb);
@@ -117,7 +139,9 @@ int main(int argc, char **argv) {
                     if (s < best[how]) best[how] = s;
                 }
             char name[32];
-            snprintf(name, sizeof name, "%s%s", cmf_dtype_name(dt), lanes ? "+lanes" : "");
+            char wb[16] = "";
+            if (widths[d / 2]) snprintf(wb, sizeof wb, ":%u", widths[d / 2]);
+            snprintf(name, sizeof name, "%s%s%s", cmf_dtype_name(dt), wb, lanes ? "+lanes" : "");
             printf("%-14s %6zu", name, n);
             for (int h = 0; h < HOWS; h += 2)
                 if ((h == ALONE && int8) || (h == F32_ALONE && f32))

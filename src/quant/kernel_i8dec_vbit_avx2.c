@@ -88,6 +88,18 @@ AI __m256 scales2(uint32_t h) {
     return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
 }
 
+/* Four f16 scales at p as floats (lanes 0-3), and the two pairs' [s x4 | s x4] from them:
+ * one conversion for two pairs. */
+AI __m256 scales4(const uint8_t *p) {
+    return _mm256_castps128_ps256(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p)));
+}
+AI __m256 scales_lo(__m256 s4) {
+    return _mm256_permutevar8x32_ps(s4, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+}
+AI __m256 scales_hi(__m256 s4) {
+    return _mm256_permutevar8x32_ps(s4, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3));
+}
+
 /* Widths 3, 5 and 6: the pair's codes as bytes in the token's order (xe: group a's 16 even
  * codes, then group b's; xo the odd ones), so that they meet the token's bytes in
  * vpmaddubsw as the 4-bit class's nibbles do: 4 products per int16 lane stay below 2^15
@@ -109,8 +121,9 @@ AI __m256 pair_dot_bytes(const pair8 *x, __m256i e, __m256i o, const vb_tab *t) 
     return _mm256_cvtepi32_ps(_mm256_sub_epi32(s, off));
 }
 
-/* Row of width b != 4: row_generic_multi for one token (below). */
-static __m256 row_generic(const cmf_qmat *m, const pair8 *tok, uint64_t r, const vb_tab *t);
+/* Row of width b != 4 for one token (below). */
+static __m256 row_generic(const cmf_qmat *m, const pair8 *tok, uint64_t r, const vb_tab *tabs,
+                          unsigned b);
 
 /* A pair of 4-bit groups (32 bytes) against the token: the high nibbles are the even codes.
  * sum(u * x) - 7 * sum(x) = dot - corr + corr / 8. */
@@ -148,12 +161,11 @@ static __m256 row4(const cmf_qmat *m, const pair8 *tok, uint64_t r) {
         cq_prefetch_weights(q + 16 * g);
         __m256i va = _mm256_loadu_si256((const __m256i *)(q + 16 * g));
         __m256i vb = _mm256_loadu_si256((const __m256i *)(q + 16 * g + 32));
-        acc0 = _mm256_fmadd_ps(
-            pair_dot4(&x[0], va),
-            _mm256_mul_ps(scales2(scale_pair(sc + 2 * g)), _mm256_load_ps(x[0].dx)), acc0);
-        acc1 = _mm256_fmadd_ps(
-            pair_dot4(&x[1], vb),
-            _mm256_mul_ps(scales2(scale_pair(sc + 2 * g + 4)), _mm256_load_ps(x[1].dx)), acc1);
+        const __m256 s4 = scales4(sc + 2 * g);
+        acc0 = _mm256_fmadd_ps(pair_dot4(&x[0], va),
+                               _mm256_mul_ps(scales_lo(s4), _mm256_load_ps(x[0].dx)), acc0);
+        acc1 = _mm256_fmadd_ps(pair_dot4(&x[1], vb),
+                               _mm256_mul_ps(scales_hi(s4), _mm256_load_ps(x[1].dx)), acc1);
     }
     for (; g < G; g += 2) {
         const bool two = g + 1 < G;
@@ -168,7 +180,7 @@ static __m256 row4(const cmf_qmat *m, const pair8 *tok, uint64_t r) {
 
 AI __m256 row_sum(const cmf_qmat *m, const pair8 *tok, uint64_t r, const vb_tab *tabs) {
     const unsigned b = cq_vbit_bits(m, r);
-    return b == 4 ? row4(m, tok, r) : row_generic(m, tok, r, &tabs[b]);
+    return b == 4 ? row4(m, tok, r) : row_generic(m, tok, r, tabs, b);
 }
 
 void cq_avx2_i8dec_vbit_rows(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0,
@@ -234,16 +246,27 @@ AI void row4_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, uint64_t 
         out[k] = _mm256_add_ps(acc0[k], acc1[k]);
 }
 
-/* Row r of width 3, 5, 6 or 8 for tokens tok[0 .. nt). */
-AI void row_generic_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, uint64_t r,
-                          const vb_tab *t, __m256 *out) {
+/* One pair step of widths 3, 5, 6: the pair's codes as bytes (e, o) against each token. */
+AI void pair_step_bytes(const pair8 *const *tok, int nt, uint64_t g, __m256i e, __m256i o,
+                        __m256 sv, const vb_tab *t, __m256 *out) {
+    for (int k = 0; k < nt; k++) {
+        const pair8 *x = tok[k] + g / 2;
+        out[k] = _mm256_fmadd_ps(pair_dot_bytes(x, e, o, t),
+                                 _mm256_mul_ps(sv, _mm256_load_ps(x->dx)), out[k]);
+    }
+}
+
+/* Row r of width 3, 5, 6 or 8 for tokens tok[0 .. nt), pairs from group g0 on added to out: a
+ * pair's codes (a zero-padded copy for groups near the end of the payload, whose 16-byte lanes
+ * reach past the group), then widths 3, 5, 6 as bytes (pair_dot_bytes), width 8 in int16 with the
+ * two groups' sums folded into their 128-bit halves (pair_fold). */
+AI void row_generic_from(const cmf_qmat *m, const pair8 *const *tok, int nt, uint64_t r,
+                         const vb_tab *t, uint64_t g0, __m256 *out) {
     const uint64_t G = m->groups;
     const unsigned gb = 4 * t->b;
     const uint8_t *row = cq_vbit_row(m, r), *sc = m->scales + 2 * r * G, *end = m->data + m->nbytes;
     uint8_t bounce[2][48];
-    for (int k = 0; k < nt; k++)
-        out[k] = _mm256_setzero_ps();
-    for (uint64_t g = 0; g < G; g += 2) {
+    for (uint64_t g = g0; g < G; g += 2) {
         const uint8_t *pa = row + gb * g;
         cq_prefetch_weights(pa);
         __m256i ea, oa, eb = _mm256_setzero_si256(), ob = eb;
@@ -256,12 +279,7 @@ AI void row_generic_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, ui
         }
         __m256 sv = scales2(h);
         if (t->b < 8) {
-            const __m256i e = pair_bytes(ea, eb), o = pair_bytes(oa, ob);
-            for (int k = 0; k < nt; k++) {
-                const pair8 *x = tok[k] + g / 2;
-                out[k] = _mm256_fmadd_ps(pair_dot_bytes(x, e, o, t),
-                                         _mm256_mul_ps(sv, _mm256_load_ps(x->dx)), out[k]);
-            }
+            pair_step_bytes(tok, nt, g, pair_bytes(ea, eb), pair_bytes(oa, ob), sv, t, out);
             continue;
         }
         for (int k = 0; k < nt; k++) {
@@ -274,14 +292,81 @@ AI void row_generic_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, ui
     }
 }
 
-/* Row of width b != 4, pair by pair: a pair's codes (a zero-padded copy for groups near the
- * end of the payload, whose 16-byte lanes reach past the group), then widths 3, 5, 6 as bytes
- * (pair_dot_bytes), width 8 in int16 with the two groups' sums folded into their 128-bit
- * halves (pair_fold); one FMA by [s_2p * dx x4 | s_2p+1 * dx x4]. The one-token row is the
- * several-token one for one token, so both give the same bits by construction. */
-static __m256 row_generic(const cmf_qmat *m, const pair8 *tok, uint64_t r, const vb_tab *t) {
+/* The pair of groups at pa, pa + 4B (both inside the payload with their 16-byte lanes): each
+ * load's lanes read the same half of both groups (values 0-15 of a | of b, then 16-31), so the
+ * packed bytes of the two halves are already group a's 16 codes and group b's, the token's
+ * order, with no lane permute. */
+AI void pair_bytes_step(const pair8 *const *tok, int nt, uint64_t g, const uint8_t *pa,
+                        const unsigned B, __m256i se, __m256i so, __m256i me, __m256i mo,
+                        __m256i mask, __m256 sv, const vb_tab *t, __m256 *out) {
+    const uint8_t *pb = pa + 4 * B;
+    cq_prefetch_weights(pa);
+    __m256i v0 = _mm256_loadu2_m128i((const __m128i *)pb, (const __m128i *)pa);
+    __m256i v1 = _mm256_loadu2_m128i((const __m128i *)(pb + 2 * B), (const __m128i *)(pa + 2 * B));
+    __m256i e0 = _mm256_and_si256(_mm256_mulhi_epu16(_mm256_shuffle_epi8(v0, se), me), mask);
+    __m256i o0 = _mm256_and_si256(_mm256_mulhi_epu16(_mm256_shuffle_epi8(v0, so), mo), mask);
+    __m256i e1 = _mm256_and_si256(_mm256_mulhi_epu16(_mm256_shuffle_epi8(v1, se), me), mask);
+    __m256i o1 = _mm256_and_si256(_mm256_mulhi_epu16(_mm256_shuffle_epi8(v1, so), mo), mask);
+    pair_step_bytes(tok, nt, g, _mm256_packus_epi16(e0, e1), _mm256_packus_epi16(o0, o1), sv, t,
+                    out);
+}
+
+/* Row r of width B = 3, 5 or 6 (a constant, so that the shifts and the table stay in
+ * registers) for tokens tok[0 .. nt). The pairs whose loads stay inside the payload take
+ * pair_bytes_step without the end checks; the pairs near the payload's end (and a lone last
+ * group) take row_generic_from. Same integer sums and float steps, so the same bits. */
+AI void row_bytes_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, uint64_t r,
+                        const vb_tab *t, const unsigned B, __m256 *out) {
+    const uint64_t G = m->groups;
+    const unsigned gb = 4 * B;
+    const uint8_t *row = cq_vbit_row(m, r), *sc = m->scales + 2 * r * G;
+    const uint64_t room = (uint64_t)(m->data + m->nbytes - row);
+    /* pair g is safe while its second group's lanes end inside: gb (g + 1) + 3B + 16 <= room */
+    const uint64_t lim = room >= 3 * B + 16 ? (room - 3 * B - 16) / gb : 0;
+    const __m256i se = t->shuf_e, so = t->shuf_o, me = t->mul_e, mo = t->mul_o, mask = t->mask;
+    for (int k = 0; k < nt; k++)
+        out[k] = _mm256_setzero_ps();
+    uint64_t g = 0;
+    for (; g + 4 <= G && g + 3 <= lim; g += 4) { /* two pairs, their four scales at once */
+        const __m256 s4 = scales4(sc + 2 * g);
+        pair_bytes_step(tok, nt, g, row + gb * g, B, se, so, me, mo, mask, scales_lo(s4), t, out);
+        pair_bytes_step(tok, nt, g + 2, row + gb * (g + 2), B, se, so, me, mo, mask, scales_hi(s4),
+                        t, out);
+    }
+    if (g + 2 <= G && g + 1 <= lim) {
+        pair_bytes_step(tok, nt, g, row + gb * g, B, se, so, me, mo, mask,
+                        scales2(scale_pair(sc + 2 * g)), t, out);
+        g += 2;
+    }
+    row_generic_from(m, tok, nt, r, t, g, out);
+}
+
+/* Row r of width b != 4 for tokens tok[0 .. nt). */
+AI void row_wide_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, uint64_t r,
+                       const vb_tab *tabs, unsigned b, __m256 *out) {
+    switch (b) {
+    case 3:
+        row_bytes_multi(m, tok, nt, r, &tabs[3], 3, out);
+        break;
+    case 5:
+        row_bytes_multi(m, tok, nt, r, &tabs[5], 5, out);
+        break;
+    case 6:
+        row_bytes_multi(m, tok, nt, r, &tabs[6], 6, out);
+        break;
+    default:
+        for (int k = 0; k < nt; k++)
+            out[k] = _mm256_setzero_ps();
+        row_generic_from(m, tok, nt, r, &tabs[b], 0, out);
+    }
+}
+
+/* Row of width b != 4: the several-token row for one token, so both give the same bits by
+ * construction. */
+static __m256 row_generic(const cmf_qmat *m, const pair8 *tok, uint64_t r, const vb_tab *tabs,
+                          unsigned b) {
     __m256 out;
-    row_generic_multi(m, &tok, 1, r, t, &out);
+    row_wide_multi(m, &tok, 1, r, tabs, b, &out);
     return out;
 }
 
@@ -291,7 +376,7 @@ AI void row_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, uint64_t r
     if (b == 4)
         row4_multi(m, tok, nt, r, out);
     else
-        row_generic_multi(m, tok, nt, r, &tabs[b], out);
+        row_wide_multi(m, tok, nt, r, tabs, b, out);
 }
 
 /* Rows b .. b + n - 1 (n <= 8) for nt tokens, y[j] at token j's row b. */

@@ -44,6 +44,7 @@ static inline void kg_scale(kg_rng *r, uint8_t *p, float lo, float hi) {
 typedef struct {
     int ovl_unsorted;     /* q1s / q1t: shuffle the overlay and repeat some positions */
     unsigned ovl_per_row; /* mean overlay entries per row */
+    unsigned vbit_width;  /* vbit / vbit_ro: every row this wide; 0: each row one of 3-8 */
 } kg_opts;
 
 static inline int kg_cmp_u32(const void *a, const void *b) {
@@ -193,7 +194,7 @@ static inline uint8_t *kg_payload(cmf_dtype dt, uint64_t rows, uint64_t cols, kg
         uint64_t hdr = rows + 2 * rows * G + (ro ? 4 * (rows + 1) : 0), packed = 0;
         uint8_t *bits = malloc(rows);
         for (uint64_t i = 0; i < rows; i++) {
-            bits[i] = (uint8_t)widths[kg_u32(r, 5)];
+            bits[i] = (uint8_t)(o->vbit_width ? o->vbit_width : widths[kg_u32(r, 5)]);
             packed += bits[i] * cols / 8;
         }
         sz = hdr + packed;

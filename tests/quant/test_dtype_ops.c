@@ -11,7 +11,7 @@
 /* Whether the prepared int8 token path takes a q8_row matrix on this CPU and tier. */
 static bool q8_has_tok8(void) {
     kg_rng rng = {7};
-    kg_opts o = {0, 0};
+    kg_opts o = {0, 0, 0};
     uint64_t nb;
     volatile uint64_t one = 1; /* not constant: GCC's overflow check misreads kg_payload */
     uint8_t *p = kg_payload(CMF_DT_Q8_ROW, one, 64, &rng, &o, &nb);

@@ -76,7 +76,7 @@ static int quantize_matches(cq_isa tier, size_t n, size_t cols, const float *X) 
 
 static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
     kg_rng r = {seed};
-    kg_opts o = {0, 0};
+    kg_opts o = {0, 0, 0};
     uint64_t nbytes;
     uint8_t *payload = kg_payload(dt, rows, cols, &r, &o, &nbytes);
     cmf_qmat m;
@@ -243,7 +243,7 @@ int main(int argc, char **argv) {
     /* unsupported forms */
     {
         uint64_t nbytes;
-        kg_opts o = {0, 0};
+        kg_opts o = {0, 0, 0};
         uint8_t *p = kg_payload(CMF_DT_F16, 4, 64, &r, &o, &nbytes);
         cmf_qmat m;
         CHECK_STATUS(cmf_qmat_init(&m, CMF_DT_F16, 4, 64, p, nbytes, "w", &t_err_), CMF_OK);

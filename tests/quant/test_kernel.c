@@ -181,7 +181,7 @@ static void test_all_tiers(void) {
             if (sh.cols % 32 && !any_cols(dt)) continue;
             for (int unsorted = 0; unsorted < 2; unsorted++) {
                 if (unsorted && dt != CMF_DT_Q1S && dt != CMF_DT_Q1T) break;
-                kg_opts o = {unsorted, 3};
+                kg_opts o = {unsorted, 3, 0};
                 uint64_t nb;
                 uint8_t *p = kg_payload(dt, sh.rows, sh.cols, &rng, &o, &nb);
                 cmf_qmat m;
@@ -299,7 +299,7 @@ static void test_overlay_order(void) {
 /* Malformed payloads are refused at init with CMF_E_PARSE. */
 static void test_rejects(void) {
     kg_rng rng = {7};
-    kg_opts o = {0, 2};
+    kg_opts o = {0, 2, 0};
     cmf_qmat m;
     cmf_err err;
     uint64_t nb;
@@ -385,7 +385,7 @@ static void test_force(void) {
 static void test_tile_rows(void) {
     kg_rng rng = {5};
     for (size_t d = 0; d < N_ALL; d++) {
-        kg_opts o = {1, 3};
+        kg_opts o = {1, 3, 0};
         uint64_t nb, nb2, rows = 5, cols = 96, rows_out = 13;
         uint8_t *p = kg_payload(k_all[d], rows, cols, &rng, &o, &nb), *q = NULL;
         cmf_qmat m, m2;
@@ -421,7 +421,7 @@ static void test_fallbacks(void) {
     kg_rng rng = {77};
     no_scratch = 1;
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
-        kg_opts o = {0, 3};
+        kg_opts o = {0, 3, 0};
         uint64_t nb;
         uint8_t *p = kg_payload(dts[d], 9, 160, &rng, &o, &nb);
         cmf_qmat m;
@@ -443,7 +443,7 @@ static void test_row_tiles(void) {
     static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_Q4_TILED, CMF_DT_Q1S, CMF_DT_VBIT_RO};
     kg_rng rng = {91};
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
-        kg_opts o = {0, 3};
+        kg_opts o = {0, 3, 0};
         uint64_t nb;
         uint8_t *p = kg_payload(dts[d], 300, 2048, &rng, &o, &nb);
         cmf_qmat m;

@@ -31,7 +31,7 @@ int main(void) {
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
         for (size_t k = 0; k < sizeof rows_list / sizeof rows_list[0]; k++) {
             uint64_t rows = rows_list[k], cols = 576, nb;
-            kg_opts o = {0, 0};
+            kg_opts o = {0, 0, 0};
             uint8_t *p = kg_payload(dts[d], rows, cols, &rng, &o, &nb);
             cmf_qmat m;
             CHECK(cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "t", NULL) == CMF_OK);

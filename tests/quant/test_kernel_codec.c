@@ -69,7 +69,7 @@ static void test_random_payloads(void) {
                 const cmf_dtype_traits *t = cmf_dtype_get(dt);
                 if ((t->needs_in_mult32 || dt == CMF_DT_Q4TP) && cols % 32) continue;
                 if (unsorted && dt != CMF_DT_Q1S && dt != CMF_DT_Q1T) continue;
-                kg_opts o = {unsorted, 3};
+                kg_opts o = {unsorted, 3, 0};
                 uint64_t nb;
                 uint8_t *p = kg_payload(dt, rows, cols, &rng, &o, &nb);
                 int bad =

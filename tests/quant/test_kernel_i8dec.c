@@ -79,7 +79,7 @@ static int check_payload(cmf_dtype dt, uint8_t *p, uint64_t nb, uint64_t rows, u
 }
 
 static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
-    kg_opts o = {0, 0};
+    kg_opts o = {0, 0, 0};
     uint64_t nb;
     uint8_t *p = kg_payload(dt, rows, cols, rng, &o, &nb);
     return check_payload(dt, p, nb, rows, cols, rng);
@@ -121,7 +121,7 @@ static void test_q8_row_tok8(kg_rng *rng) {
     static const uint64_t shapes[][2] = {{16, 32}, {35, 576}, {100, 640}, {67, 4864}};
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         uint64_t rows = shapes[k][0], cols = shapes[k][1], nb;
-        kg_opts o = {0, 0};
+        kg_opts o = {0, 0, 0};
         uint8_t *p = kg_payload(CMF_DT_Q8_ROW, rows, cols, rng, &o, &nb);
         cmf_qmat m;
         CHECK(cmf_qmat_init(&m, CMF_DT_Q8_ROW, rows, cols, p, nb, "t", NULL) == CMF_OK);
@@ -148,7 +148,7 @@ static void test_other_dtypes_refused(void) {
     kg_rng rng = {5};
     static const cmf_dtype other[] = {CMF_DT_F32, CMF_DT_Q8_ROW, CMF_DT_Q1T};
     for (size_t d = 0; d < sizeof other / sizeof other[0]; d++) {
-        kg_opts o = {0, 0};
+        kg_opts o = {0, 0, 0};
         uint64_t nb;
         uint8_t *p = kg_payload(other[d], 2, 64, &rng, &o, &nb);
         cmf_qmat m;

@@ -30,7 +30,7 @@ static const uint64_t k_groups[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 15, 17, 1
 
 /* The kernel on a random m of dt against the reference; the count of mismatches. */
 static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
-    kg_opts o = {0, 0};
+    kg_opts o = {0, 0, 0};
     uint64_t nb;
     uint8_t *p = kg_payload(dt, rows, cols, rng, &o, &nb);
     cmf_qmat m;
@@ -121,7 +121,7 @@ static void test_refused(void) {
     static const cmf_dtype other[] = {CMF_DT_F32, CMF_DT_Q8_2F, CMF_DT_Q1T};
     volatile uint64_t two = 2; /* not constant: GCC's overflow check misreads kg_payload */
     for (size_t d = 0; d < sizeof other / sizeof other[0]; d++) {
-        kg_opts o = {0, 0};
+        kg_opts o = {0, 0, 0};
         uint64_t nb;
         uint8_t *p = kg_payload(other[d], two, 64, &rng, &o, &nb);
         cmf_qmat m;
@@ -137,7 +137,7 @@ static void test_refused(void) {
     CHECK(cq_avx2_i8dec_tok_bytes(48) == 0 && cq_avx2_q8dec_tok_bytes(48) == 0 &&
           cmf_tok8_bytes(48) == 0);
     /* q8_row's 4-bit partner refuses it, and the other way round */
-    kg_opts o = {0, 0};
+    kg_opts o = {0, 0, 0};
     uint64_t nb;
     uint8_t *p = kg_payload(CMF_DT_Q8_ROW, two, 64, &rng, &o, &nb);
     cmf_qmat m;

@@ -122,7 +122,7 @@ static void check_gemm(const cmf_qmat *plain, const cmf_qmat *lanes, uint64_t r0
 
 static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
     kg_rng rng = {seed};
-    kg_opts o = {0, 0};
+    kg_opts o = {0, 0, 0};
     uint64_t nbytes;
     uint8_t *payload = kg_payload(dt, rows, cols, &rng, &o, &nbytes);
     cmf_qmat m, plain;
@@ -230,7 +230,7 @@ int main(int argc, char **argv) {
     cmf_qmat probe;
     uint64_t nb;
     kg_rng r = {1};
-    kg_opts o = {0, 0};
+    kg_opts o = {0, 0, 0};
     uint8_t *p = kg_payload(CMF_DT_Q4_TILED, 8, 32, &r, &o, &nb);
     CHECK_STATUS(cmf_qmat_init(&probe, CMF_DT_Q4_TILED, 8, 32, p, nb, "p", &t_err_), CMF_OK);
     const bool avx2 = cmf_qmat_build_lanes(&probe);

@@ -17,7 +17,7 @@
 static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t r0, uint64_t r1,
                   uint64_t seed) {
     kg_rng r = {seed};
-    kg_opts o = {0, 0};
+    kg_opts o = {0, 0, 0};
     uint64_t nbytes;
     uint8_t *payload = kg_payload(dt, rows, cols, &r, &o, &nbytes);
     cmf_qmat m;

@@ -17,7 +17,7 @@
 
 static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
     kg_rng r = {seed};
-    kg_opts o = {0, 0};
+    kg_opts o = {0, 0, 0};
     uint64_t nbytes;
     uint8_t *payload = kg_payload(dt, rows, cols, &r, &o, &nbytes);
     cmf_qmat m;
@@ -86,7 +86,7 @@ int main(int argc, char **argv) {
         cmf_qmat probe;
         uint64_t nb;
         kg_rng r = {seed};
-        kg_opts o = {0, 0};
+        kg_opts o = {0, 0, 0};
         uint8_t *p = kg_payload(dts[d], 16, 64, &r, &o, &nb);
         CHECK_STATUS(cmf_qmat_init(&probe, dts[d], 16, 64, p, nb, "p", &t_err_), CMF_OK);
         bool ok = cmf_tok8_supports(&probe) != 0;
