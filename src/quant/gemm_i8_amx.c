@@ -88,10 +88,9 @@ static void codes_signed(const cq_i8_panel *p, unsigned off) {
 /* The G tokens of group g over the packed panel p into Y (rows past p->nr untouched); rowscale
  * and usgn (unsigned codes: vbit) constants in each instance, so that the accumulators stay in
  * registers. */
-static inline __attribute__((always_inline)) void group_tiles(const cq_i8_panel *p,
-                                                              const int rowscale, const int usgn,
-                                                              const cmf_qact *a, size_t g, float *Y,
-                                                              size_t ldy) {
+static inline __attribute__((always_inline)) void
+group_tiles(const cq_i8_panel *p, const int rowscale, const int usgn, const cmf_qact *a, size_t g,
+            float *Y, size_t ldy, cq_next_block *pf, size_t per) {
     const size_t nb = a->nb, e0 = g * nb * G;
     const int8_t *xg = a->q + 32 * e0;
     const float *sx = a->scale + e0;
@@ -107,6 +106,7 @@ static inline __attribute__((always_inline)) void group_tiles(const cq_i8_panel 
 #define STEP(B, CUR, NXT, TA, TB)                                                                  \
     if ((B) >= nb) break;                                                                          \
     if ((B) + 2 < nb) BLOCK_DP(NXT, TA, TB, (B) + 2);                                              \
+    cq_next_block_fetch(pf, per);                                                                  \
     _tile_stored(CUR, c[(B) % 2], 64);                                                             \
     if (B) block_scale(p, rowscale, usgn, c[((B)-1) % 2], sx, cx, (B)-1, acc)
 
@@ -128,18 +128,22 @@ static inline __attribute__((always_inline)) void group_tiles(const cq_i8_panel 
         _mm512_mask_storeu_ps(y + (size_t)t * ldy, mask, _mm512_mul_ps(acc[t], r));
 }
 
-typedef void (*group_fn)(const cq_i8_panel *, const cmf_qact *, size_t, float *, size_t);
+typedef void (*group_fn)(const cq_i8_panel *, const cmf_qact *, size_t, float *, size_t,
+                         cq_next_block *, size_t);
 
-static void group_q8(const cq_i8_panel *p, const cmf_qact *a, size_t g, float *Y, size_t ldy) {
-    group_tiles(p, 1, 0, a, g, Y, ldy);
+static void group_q8(const cq_i8_panel *p, const cmf_qact *a, size_t g, float *Y, size_t ldy,
+                     cq_next_block *pf, size_t per) {
+    group_tiles(p, 1, 0, a, g, Y, ldy, pf, per);
 }
 
-static void group_q4(const cq_i8_panel *p, const cmf_qact *a, size_t g, float *Y, size_t ldy) {
-    group_tiles(p, 0, 0, a, g, Y, ldy);
+static void group_q4(const cq_i8_panel *p, const cmf_qact *a, size_t g, float *Y, size_t ldy,
+                     cq_next_block *pf, size_t per) {
+    group_tiles(p, 0, 0, a, g, Y, ldy, pf, per);
 }
 
-static void group_vbit(const cq_i8_panel *p, const cmf_qact *a, size_t g, float *Y, size_t ldy) {
-    group_tiles(p, 0, 1, a, g, Y, ldy);
+static void group_vbit(const cq_i8_panel *p, const cmf_qact *a, size_t g, float *Y, size_t ldy,
+                       cq_next_block *pf, size_t per) {
+    group_tiles(p, 0, 1, a, g, Y, ldy, pf, per);
 }
 
 void cq_gemm_amx(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
@@ -156,11 +160,14 @@ void cq_gemm_amx(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uin
     const group_fn group = p.vbit ? group_vbit : p.rowscale ? group_q8 : group_q4;
     for (uint64_t r = r0; r < r1; r += PR) {
         cq_i8_panel_pack(&p, m, r, r1);
+        /* the next panel's codes into L2 while this one's products run, spread over them */
+        size_t per;
+        cq_next_block pf = cq_i8_next_codes(m, r, r1, groups * a->nb, &per);
         if (full < groups) /* the last group's VNNI kernel reads the unsigned codes */
-            cq_i8_panel_group(&p, a, full, Y + (r - r0), ldy);
+            cq_i8_panel_group(&p, a, full, Y + (r - r0), ldy, &pf, per);
         if (!p.vbit) codes_signed(&p, off);
         for (size_t g = 0; g < full; g++)
-            group(&p, a, g, Y + (r - r0), ldy);
+            group(&p, a, g, Y + (r - r0), ldy, &pf, per);
     }
     _tile_release();
 }

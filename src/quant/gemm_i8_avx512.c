@@ -38,7 +38,7 @@ static inline __m256i vbit_codes(const uint8_t *row, unsigned b, uint64_t g, con
  * (offset 127 for every width, so one correction serves the panel), block scales at
  * bs[block][16]; rows past nr and the block past an odd group count: codes 0, scale 0. */
 static void pack_vbit(const cmf_qmat *m, const cq_vbit_utab *tabs, uint64_t r, unsigned nr,
-                      size_t k64, uint8_t *panel, float *bs, unsigned nn) {
+                      size_t k64, uint8_t *panel, float *bs) {
     const uint64_t G = m->groups;
     const size_t nb = k64 / 32;
     const uint8_t *end = m->data + m->nbytes, *rowp[PR];
@@ -52,8 +52,6 @@ static void pack_vbit(const cmf_qmat *m, const cq_vbit_utab *tabs, uint64_t r, u
     }
     for (size_t c = 0; c < k64 / 64; c++) {
         uint64_t g0 = 2 * c;
-        cq_vbit_prefetch_rows(m, r + PR, nn, g0);
-        if (g0 + 1 < G) cq_vbit_prefetch_rows(m, r + PR, nn, g0 + 1);
         __m512i v[16];
         for (unsigned i = 0; i < PR; i++) {
             __m256i lo = _mm256_setzero_si256(), hi = lo;
@@ -72,23 +70,14 @@ static void pack_vbit(const cmf_qmat *m, const cq_vbit_utab *tabs, uint64_t r, u
  * at panel + (16c + j) * 64, vector j holding columns 64c + 4j .. +3 of every row (block
  * 2c + j/8, step j%8). Scales go to rs[16] (q8_row) or bs[block][16] (q4 family). */
 static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, uint8_t *panel,
-                       float *bs, float *rs, unsigned nn) {
+                       float *bs, float *rs) {
     const uint64_t C = m->cols, G = m->groups;
-    /* the next panel's nn rows, prefetched column by column as this one is read
-     * (cq_prefetch_panel_rows) */
-    const uint8_t *next = NULL;
-    uint64_t rb = 0;
-    if (nn) {
-        next = m->dtype == CMF_DT_Q8_ROW ? m->quants + (r + PR) * C : cq_q4_nibbles(m, r + PR, 0);
-        rb = m->dtype == CMF_DT_Q8_ROW ? C : G * (m->dtype == CMF_DT_Q4_TILED ? CQ_Q4T_TILE : 16);
-    }
     if (m->dtype == CMF_DT_Q8_ROW) {
         const __m512i flip = _mm512_set1_epi8((char)0x80);
         for (unsigned i = 0; i < PR; i++)
             rs[i] = i < nr ? f16_to_f32(ld_u16(m->scales + 2 * (r + i))) : 0.0f;
         for (size_t c = 0; c < k64 / 64; c++) {
             uint64_t c0 = 64 * c;
-            cq_prefetch_panel_rows(next, nn, rb, c0);
             __mmask64 k = C - c0 >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (C - c0)) - 1);
             __m512i v[16];
 #pragma GCC unroll 16
@@ -134,9 +123,6 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k64, u
     for (size_t c = 0; c < k64 / 64; c++) {
         uint64_t g0 = 2 * c;
         int pair = g0 + 1 < G;
-        /* steps start 2 * step bytes apart (32 or 36): the one starting in a line's first
-         * 2 * step bytes prefetches that line, so each line once */
-        if ((g0 * step) % 64 < 2 * step) cq_prefetch_panel_rows(next, nn, rb, g0 * step);
         __m512i v[16];
 #pragma GCC unroll 16
         for (unsigned i = 0; i < PR; i++) {
@@ -158,7 +144,7 @@ typedef int32_t u32_unaligned __attribute__((may_alias, aligned(1)));
 static inline __attribute__((always_inline)) void
 panel_tokens(const uint8_t *panel, const float *bs, const float *rs, int rowscale,
              const cmf_qact *a, const int32_t *corr, size_t g, const int T, float *Y, size_t ldy,
-             __mmask16 mask) {
+             __mmask16 mask, cq_next_block *pf, size_t per) {
     enum { G = CMF_QACT_GROUP };
     __m512 accf[TMAX];
     __m512i acci[TMAX];
@@ -171,6 +157,7 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, int rowscal
     for (size_t b = 0; b < nb; b++, xg += 32 * G, sx += G, cx += G) {
         for (int t = 0; t < T; t++)
             acci[t] = _mm512_set1_epi32(cx[t]);
+        cq_next_block_fetch(pf, per);
         const uint8_t *wb = panel + b * 512;
         for (int k = 0; k < 8; k++) {
             __m512i w = _mm512_load_si512(wb + 64 * k);
@@ -198,11 +185,11 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, int rowscal
 #define DEF_TOKENS(T)                                                                              \
     static void tokens_##T(const uint8_t *p, const float *bs, const float *rs, int rowscale,       \
                            const cmf_qact *a, const int32_t *corr, size_t g, float *Y, size_t ldy, \
-                           __mmask16 mask) {                                                       \
+                           __mmask16 mask, cq_next_block *pf, size_t per) {                        \
         if (rowscale)                                                                              \
-            panel_tokens(p, bs, rs, 1, a, corr, g, T, Y, ldy, mask);                               \
+            panel_tokens(p, bs, rs, 1, a, corr, g, T, Y, ldy, mask, pf, per);                      \
         else                                                                                       \
-            panel_tokens(p, bs, rs, 0, a, corr, g, T, Y, ldy, mask);                               \
+            panel_tokens(p, bs, rs, 0, a, corr, g, T, Y, ldy, mask, pf, per);                      \
     }
 DEF_TOKENS(1)
 DEF_TOKENS(2)
@@ -218,7 +205,8 @@ DEF_TOKENS(11)
 DEF_TOKENS(12)
 
 typedef void (*tokens_fn)(const uint8_t *, const float *, const float *, int, const cmf_qact *,
-                          const int32_t *, size_t, float *, size_t, __mmask16);
+                          const int32_t *, size_t, float *, size_t, __mmask16, cq_next_block *,
+                          size_t);
 static const tokens_fn tokens_by_count[TMAX + 1] = {
     NULL,     tokens_1, tokens_2, tokens_3,  tokens_4,  tokens_5, tokens_6,
     tokens_7, tokens_8, tokens_9, tokens_10, tokens_11, tokens_12};
@@ -236,30 +224,62 @@ void cq_i8_panel_bind(cq_i8_panel *p, const cmf_qmat *m, const cmf_qact *a, void
 }
 
 void cq_i8_panel_pack(cq_i8_panel *p, const cmf_qmat *m, uint64_t r, uint64_t r1) {
-    unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR, nn = cq_next_panel_rows(r, r1, PR);
+    unsigned nr = r1 - r < PR ? (unsigned)(r1 - r) : PR;
     if (m->lanes && r % PR == 0) /* the batched-decode copy: the same codes and scales */
         cq_avx512_lanes_unpack(m, r, p->k64 / 32, p->codes, p->bs, p->rs);
     else if (p->vbit)
-        pack_vbit(m, (const cq_vbit_utab *)p->tabs, r, nr, p->k64, p->codes, p->bs, nn);
+        pack_vbit(m, (const cq_vbit_utab *)p->tabs, r, nr, p->k64, p->codes, p->bs);
     else
-        pack_panel(m, r, nr, p->k64, p->codes, p->bs, p->rs, nn);
+        pack_panel(m, r, nr, p->k64, p->codes, p->bs, p->rs);
     p->nr = nr;
 }
 
-void cq_i8_panel_group(const cq_i8_panel *p, const cmf_qact *a, size_t g, float *Y, size_t ldy) {
+cq_next_block cq_i8_next_codes(const cmf_qmat *m, uint64_t r, uint64_t r1, size_t steps,
+                               size_t *per) {
+    cq_next_block b = {NULL, 0, 0, 0, 0, 0};
+    const unsigned nn = cq_next_panel_rows(r, r1, PR);
+    *per = 0;
+    if (!nn || m->lanes) return b; /* packs from the batched-decode copy read no payload */
+    const uint64_t rn = r + PR;
+    const uint8_t *lo, *hi;
+    if (m->dtype == CMF_DT_Q8_ROW) {
+        lo = m->quants + rn * m->cols;
+        hi = lo + (uint64_t)nn * m->cols;
+    } else if (cq_gemm_vbit(m)) {
+        lo = cq_vbit_row(m, rn);
+        hi = rn + nn < m->rows ? cq_vbit_row(m, rn + nn) : m->data + m->nbytes;
+    } else {
+        lo = cq_q4_nibbles(m, rn, 0);
+        hi = lo + (uint64_t)nn * m->groups * (m->dtype == CMF_DT_Q4_TILED ? CQ_Q4T_TILE : 16);
+    }
+    b.base = lo;
+    b.lines_per_row = (size_t)((uint64_t)(hi - lo) + 63) / 64;
+    b.left = b.lines_per_row;
+    /* all issued within the first three quarters of the steps: the last lines then have a
+     * quarter of the panel's products to arrive */
+    const size_t usable = steps - steps / 4;
+    *per = usable ? (b.left + usable - 1) / usable : b.left;
+    return b;
+}
+
+void cq_i8_panel_group(const cq_i8_panel *p, const cmf_qact *a, size_t g, float *Y, size_t ldy,
+                       cq_next_block *pf, size_t per) {
     size_t cnt = a->n - g * TMAX < TMAX ? a->n - g * TMAX : TMAX;
     tokens_by_count[cnt](p->codes, p->bs, p->rs, p->rowscale, a, p->corr, g, Y, ldy,
-                         (__mmask16)((1u << p->nr) - 1));
+                         (__mmask16)((1u << p->nr) - 1), pf, per);
 }
 
 void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
                     uint64_t r1, void *scratch) {
     cq_i8_panel p;
     cq_i8_panel_bind(&p, m, a, scratch);
+    const size_t groups = (a->n + TMAX - 1) / TMAX;
     for (uint64_t r = r0; r < r1; r += PR) {
         cq_i8_panel_pack(&p, m, r, r1);
-        for (size_t g = 0; g * TMAX < a->n; g++)
-            cq_i8_panel_group(&p, a, g, Y + (r - r0), ldy);
+        size_t per;
+        cq_next_block pf = cq_i8_next_codes(m, r, r1, groups * a->nb, &per);
+        for (size_t g = 0; g < groups; g++)
+            cq_i8_panel_group(&p, a, g, Y + (r - r0), ldy, &pf, per);
     }
 }
 

@@ -35,11 +35,11 @@ static inline const int32_t *cq_gemm_corr(const cmf_qmat *m, const cmf_qact *a) 
     return off == 128 ? a->c128 : off == 127 ? a->c127 : a->c8;
 }
 
-/* The panel GEMMs (gemm_i8_avx512.c, gemm_f32_avx512.c, gemm_f32_avx2.c) pack `pr` rows per panel,
- * i.e. read that many short row streams, which the hardware prefetchers leave waiting on DRAM;
- * while packing a panel they prefetch the next panel's rows into L2 at the same byte offsets
- * (docs/KERNELS.md, "Prefill panels"). The rows of the panel after the one at r, within
- * [r, r1): 0 for the last panel. */
+/* The panel GEMMs pack `pr` rows per panel, i.e. read that many short row streams, which the
+ * hardware prefetchers leave waiting on DRAM; they prefetch the next panel's rows into L2 (the
+ * AVX2 integer panels while packing, at the same byte offsets; the others spread over the
+ * products, cq_next_block; docs/KERNELS.md, "Prefill panels"). The rows of the panel after the
+ * one at r, within [r, r1): 0 for the last panel. */
 static inline unsigned cq_next_panel_rows(uint64_t r, uint64_t r1, unsigned pr) {
     uint64_t s = r + pr;
     return s < r1 ? (unsigned)(r1 - s < pr ? r1 - s : pr) : 0;
@@ -146,7 +146,14 @@ typedef struct {
 } cq_i8_panel;
 void cq_i8_panel_bind(cq_i8_panel *p, const cmf_qmat *m, const cmf_qact *a, void *scratch);
 void cq_i8_panel_pack(cq_i8_panel *p, const cmf_qmat *m, uint64_t r, uint64_t r1);
-void cq_i8_panel_group(const cq_i8_panel *p, const cmf_qact *a, size_t g, float *Y, size_t ldy);
+void cq_i8_panel_group(const cq_i8_panel *p, const cmf_qact *a, size_t g, float *Y, size_t ldy,
+                       cq_next_block *pf, size_t per);
+/* A cursor over the codes the pack of the panel after rows [r, r + 16) reads (one contiguous
+ * range: the payloads keep a row's codes together and rows in order; empty at r1), and in *per
+ * the lines to fetch at each of `steps` block steps so that all are fetched within the first
+ * three quarters of them. */
+cq_next_block cq_i8_next_codes(const cmf_qmat *m, uint64_t r, uint64_t r1, size_t steps,
+                               size_t *per);
 
 /* The AMX-INT8 tier (gemm_i8_amx.c): the AVX-512 tier's panels, each whole token group's
  * products as tile products (the same bits as cq_gemm_avx512). */
