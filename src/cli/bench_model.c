@@ -54,10 +54,12 @@ static void usage(void) {
     printf(
         "usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t THREADS] [-r 5] [--int8-act] "
         "[--f32-act] [--kv f16|q8|f32] [--task NAME] [--no-huge-pages] [--verify] [--text] "
-        "[--json] [--skill ID]\n"
-        "  Prefill of -p tokens and decode of -n tokens (greedy), repeated -r times: tok/s mean ± "
-        "sd,\n"
-        "  model load time, weights read per decode step, peak RSS. --int8-act: int8 activations.\n"
+        "[--no-warmup] [--json] [--skill ID]\n"
+        "  Prefill of -p tokens and decode of -n tokens (greedy), repeated -r times after one\n"
+        "  untimed warm-up round (as llama-bench warms up): tok/s mean ± sd, model load time, the\n"
+        "  first token's time (from the warm-up: cold), weights read per decode step, peak RSS.\n"
+        "  --no-warmup: time the first round too (its page faults on the KV cache and scratch).\n"
+        "  --int8-act: int8 activations.\n"
         "  --f32-act: f32 activations everywhere (default: int8 GEMM for prefill on VNNI CPUs,\n"
         "  bf16 for prefill on bf16 weights on AMD AVX-512 BF16 / AMX, int8 activations for 4-bit\n"
         "  weights at decode).\n"
@@ -84,7 +86,7 @@ int bench_model_main(int argc, char **argv) {
     int text = 0;
     cortiq_kv_type kv = CORTIQ_KV_F16;
     cortiq_act_mode act = CORTIQ_ACT_DEFAULT;
-    int no_huge = 0, verify = 0;
+    int no_huge = 0, verify = 0, warmup = 1;
     const char *skill = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -109,6 +111,8 @@ int bench_model_main(int argc, char **argv) {
             act = want;
         } else if (!strcmp(a, "--no-huge-pages"))
             no_huge = 1;
+        else if (!strcmp(a, "--no-warmup"))
+            warmup = 0;
         else if (!strcmp(a, "--verify"))
             verify = 1;
         else if (!strcmp(a, "--skill")) {
@@ -182,11 +186,14 @@ int bench_model_main(int argc, char **argv) {
         prompt[i] = (int32_t)((x >> 33) % V);
     }
     double *pre = calloc(r, sizeof *pre), *dec = calloc(r, sizeof *dec);
-    for (uint64_t k = 0; k < r && !st; k++) {
+    /* round 0 is the warm-up unless --no-warmup: its first token is the cold one */
+    for (uint64_t k = 0; k < r + (uint64_t)warmup && !st; k++) {
+        const bool timed = k >= (uint64_t)warmup;
+        const uint64_t i = k - (uint64_t)warmup;
         cortiq_session_reset(s);
         t0 = now_s();
         st = cortiq_session_eval(s, prompt, p, NULL, &err);
-        pre[k] = p / (now_s() - t0);
+        if (timed) pre[i] = p / (now_s() - t0);
         if (k == 0 && !st) {
             (void)cortiq_argmax(cortiq_session_logits(s), V);
             first_clock = now_s();
@@ -197,7 +204,7 @@ int bench_model_main(int argc, char **argv) {
             int32_t tok = cortiq_argmax(cortiq_session_logits(s), V);
             st = cortiq_session_eval(s, &tok, 1, NULL, &err);
         }
-        dec[k] = n ? n / (now_s() - t0) : 0;
+        if (timed) dec[i] = n ? n / (now_s() - t0) : 0;
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
@@ -212,15 +219,15 @@ int bench_model_main(int argc, char **argv) {
         if (json)
             printf(
                 "{\"model\": \"%s\", \"threads\": %u, \"prompt_tokens\": %llu, \"gen_tokens\": "
-                "%llu, \"reps\": %llu, "
+                "%llu, \"reps\": %llu, \"warmup\": %s, "
                 "\"load_s\": %.4f, \"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, "
                 "\"decode_tok_s\": %.2f, "
                 "\"decode_tok_s_sd\": %.2f, \"weight_bytes_per_token\": %llu, \"peak_rss_mb\": "
                 "%.1f, \"kv\": \"%s\", \"kv_bytes\": %llu, \"huge_page_bytes\": %llu, \"task\": ",
                 path, cortiq_model_threads(m), (unsigned long long)p, (unsigned long long)n,
-                (unsigned long long)r, load_s, pm, psd, dm, dsd, (unsigned long long)wb, rss_mb,
-                cortiq_kv_type_name(kv), (unsigned long long)cortiq_session_kv_bytes(s),
-                (unsigned long long)huge);
+                (unsigned long long)r, warmup ? "true" : "false", load_s, pm, psd, dm, dsd,
+                (unsigned long long)wb, rss_mb, cortiq_kv_type_name(kv),
+                (unsigned long long)cortiq_session_kv_bytes(s), (unsigned long long)huge);
         if (json) {
             if (cortiq_session_task(s))
                 cli_json_string(cortiq_session_task(s));
@@ -228,13 +235,14 @@ int bench_model_main(int argc, char **argv) {
                 printf("null");
             printf(", ");
         } else
-            printf("%s: %u threads, load %.3f s\n  prefill %llu tokens: %.1f ± %.1f tok/s\n  "
+            printf("%s: %u threads, load %.3f s%s\n  prefill %llu tokens: %.1f ± %.1f tok/s\n  "
                    "decode %llu tokens: %.2f ± "
                    "%.2f tok/s (%.2f GB/s of weights)\n  peak RSS %.1f MB, KV cache %s %.1f MB, "
                    "%.1f MB of weights on 2 MiB pages\n",
-                   path, cortiq_model_threads(m), load_s, (unsigned long long)p, pm, psd,
-                   (unsigned long long)n, dm, dsd, dm * wb / 1e9, rss_mb, cortiq_kv_type_name(kv),
-                   cortiq_session_kv_bytes(s) / 1048576.0, huge / 1048576.0);
+                   path, cortiq_model_threads(m), load_s, warmup ? ", one warm-up round" : "",
+                   (unsigned long long)p, pm, psd, (unsigned long long)n, dm, dsd, dm * wb / 1e9,
+                   rss_mb, cortiq_kv_type_name(kv), cortiq_session_kv_bytes(s) / 1048576.0,
+                   huge / 1048576.0);
         print_first_token(json, text, first_clock - t_begin, first_clock, tok_s, tpl_s,
                           text_wait_s);
     }
