@@ -25,7 +25,8 @@
  * step's integer sums to the row's two accumulators. Rows are reduced 16 at a time.
  *
  * Short rows (real models: 18-64 groups) pay per-row and per-tail costs that long rows hide:
- * a tail of <= 4 groups is one step with its scales built in lane order; q4tp ladders are
+ * a tail of <= 4 groups is one step with its scales built in lane order (vbit: a tail joins the
+ * row's last full block, with no scale pass of its own); q4tp ladders are
  * built 16 rows at a time without a division; q4tp rows, and q4_tiled rows of 16-18 groups,
  * run four at a time (their chains overlap; two rows' tails of 1-2 groups share one step). */
 #include <immintrin.h>
@@ -877,24 +878,72 @@ TGT static void vb_tab_init(vb_tab *t, unsigned b) {
  */
 #define VB_PASS 4
 
+/* The scales of groups [g0, g0 + 16) (kg: the groups that exist) times each token's dx into
+ * sdx, and each token's bias term sum_g s_g dx_g sum(xq_g) into accL (the bias L is removed
+ * once per row). */
+TGT_INL void vb_scales(const uint8_t *sc, const act *const *a, const int NT, uint64_t g0,
+                       __mmask16 kg, __m512 *sdx, __m512 *accL) {
+    const __m512 s16 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(kg, sc + 2 * g0));
+    for (int j = 0; j < NT; j++) {
+        sdx[j] = _mm512_maskz_mul_ps(kg, s16, _mm512_loadu_ps(a[j]->dx + g0));
+        accL[j] = _mm512_fmadd_ps(sdx[j], _mm512_loadu_ps(a[j]->sg + g0), accL[j]);
+    }
+}
+
+/* Step c of the 16 groups from g0 of a row of width b != 4: groups g0 + 2c and + 1, their
+ * codes u as loaded, against NT tokens, the scales picked from sdx; even steps into acc0. */
+TGT_INL void vb_step(const uint8_t *row, const vb_tab *t, const __m512i *cidx, const act *const *a,
+                     const int NT, unsigned b, uint64_t g0, unsigned c, __m512i u,
+                     const __m512 *sdx, __m512 *acc0, __m512 *acc1) {
+    const uint64_t g = g0 + 2 * c;
+    cq_prefetch_weights_pinned(row + 4 * b * g);
+    u = _mm512_and_si512(
+        _mm512_multishift_epi64_epi8(t->shift, _mm512_permutexvar_epi8(t->perm, u)), t->mask);
+    for (int j = 0; j < NT; j++) {
+        __m512i I =
+            _mm512_dpbusd_epi32(_mm512_setzero_si512(), u, _mm512_loadu_si512(a[j]->xn + 32 * g));
+        __m512 f = _mm512_cvtepi32_ps(I), s = _mm512_permutexvar_ps(cidx[c & 7], sdx[j]);
+        if (c & 1)
+            acc1[j] = _mm512_fmadd_ps(f, s, acc1[j]);
+        else
+            acc0[j] = _mm512_fmadd_ps(f, s, acc0[j]);
+    }
+}
+
+/* Step c of the 16 groups from g0 of a 4-bit row: groups g0 + 4c .. + 3, their nibbles as
+ * loaded. A 4-bit row's 16 bytes per group are nibbles like q4_block's, but MSB-first (the
+ * high nibble is the even element), so the q4 kernel's products apply with the activation
+ * halves swapped and the bias removed through accL. cidx4: the q4 lanes. */
+TGT_INL void vb4_step(const uint8_t *row, const __m512i *cidx4, const act *const *a, const int NT,
+                      uint64_t g0, unsigned c, __m512i nib, const __m512 *sdx, __m512 *acc0,
+                      __m512 *acc1) {
+    const uint64_t g = g0 + 4 * c;
+    cq_prefetch_weights_pinned(row + 16 * g);
+    __m512i lo = _mm512_and_si512(nib, _mm512_set1_epi8(15)),
+            hi = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
+    for (int j = 0; j < NT; j++) {
+        const int8_t *xc = a[j]->xe + 32 * g;
+        __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xc + 64));
+        I = _mm512_dpbusd_epi32(I, hi, _mm512_loadu_si512(xc));
+        __m512 f = _mm512_cvtepi32_ps(I), s = _mm512_permutexvar_ps(cidx4[c & 3], sdx[j]);
+        if (c & 1)
+            acc1[j] = _mm512_fmadd_ps(f, s, acc1[j]);
+        else
+            acc0[j] = _mm512_fmadd_ps(f, s, acc0[j]);
+    }
+}
+
 /* Groups [g0, g0 + ng) of a row of width b (g0 % 16 == 0). FULL: ng == 16 and every 64-byte
  * load stays inside the payload; otherwise loads are masked to the groups' bytes. */
 TGT_INL void vb_blk_multi(const uint8_t *row, const uint8_t *sc, const vb_tab *t,
                           const __m512i *cidx, const act *const *a, const int NT, unsigned b,
                           uint64_t g0, unsigned ng, const bool FULL, __m512 *acc0, __m512 *acc1,
                           __m512 *accL) {
-    const __mmask16 kg = FULL ? 0xFFFF : (__mmask16)((1u << ng) - 1);
-    const __m512 s16 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(kg, sc + 2 * g0));
     __m512 sdx[VB_PASS];
-    for (int j = 0; j < NT; j++) {
-        sdx[j] = _mm512_maskz_mul_ps(kg, s16, _mm512_loadu_ps(a[j]->dx + g0));
-        accL[j] = _mm512_fmadd_ps(sdx[j], _mm512_loadu_ps(a[j]->sg + g0), accL[j]);
-    }
+    vb_scales(sc, a, NT, g0, FULL ? 0xFFFF : (__mmask16)((1u << ng) - 1), sdx, accL);
     for (unsigned c = 0; c < 8; c++) {
         if (!FULL && 2 * c >= ng) break;
-        uint64_t g = g0 + 2 * c;
-        const uint8_t *p = row + 4 * b * g;
-        cq_prefetch_weights_pinned(p);
+        const uint8_t *p = row + 4 * b * (g0 + 2 * c);
         __m512i u;
         if (FULL) {
             u = _mm512_loadu_si512(p);
@@ -902,55 +951,63 @@ TGT_INL void vb_blk_multi(const uint8_t *row, const uint8_t *sc, const vb_tab *t
             unsigned vg = ng - 2 * c >= 2 ? 2 : 1;
             u = _mm512_maskz_loadu_epi8(bytes_mask(4 * b * vg), p);
         }
-        u = _mm512_and_si512(
-            _mm512_multishift_epi64_epi8(t->shift, _mm512_permutexvar_epi8(t->perm, u)), t->mask);
-        for (int j = 0; j < NT; j++) {
-            __m512i I = _mm512_dpbusd_epi32(_mm512_setzero_si512(), u,
-                                            _mm512_loadu_si512(a[j]->xn + 32 * g));
-            __m512 f = _mm512_cvtepi32_ps(I), s = _mm512_permutexvar_ps(cidx[c], sdx[j]);
-            if (c & 1)
-                acc1[j] = _mm512_fmadd_ps(f, s, acc1[j]);
-            else
-                acc0[j] = _mm512_fmadd_ps(f, s, acc0[j]);
-        }
+        vb_step(row, t, cidx, a, NT, b, g0, c, u, sdx, acc0, acc1);
     }
 }
 
-/* Groups [g0, g0 + ng) of a 4-bit row: its 16 bytes per group are nibbles like q4_block's,
- * but MSB-first (the high nibble is the even element), so the q4 kernel's steps apply with the
- * activation halves swapped and the bias removed through accL. cidx4: the q4 lanes. */
+/* Groups [g0, g0 + ng) of a 4-bit row (NG16: ng == 16). */
 TGT_INL void vb4_blk_multi(const uint8_t *row, const uint8_t *sc, const __m512i *cidx4,
                            const act *const *a, const int NT, uint64_t g0, unsigned ng,
                            const bool NG16, __m512 *acc0, __m512 *acc1, __m512 *accL) {
-    const __m512i m4 = _mm512_set1_epi8(15);
-    const __mmask16 kg = NG16 ? 0xFFFF : (__mmask16)((1u << ng) - 1);
-    const __m512 s16 = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(kg, sc + 2 * g0));
     __m512 sdx[VB_PASS];
-    for (int j = 0; j < NT; j++) {
-        sdx[j] = _mm512_maskz_mul_ps(kg, s16, _mm512_loadu_ps(a[j]->dx + g0));
-        accL[j] = _mm512_fmadd_ps(sdx[j], _mm512_loadu_ps(a[j]->sg + g0), accL[j]);
-    }
+    vb_scales(sc, a, NT, g0, NG16 ? 0xFFFF : (__mmask16)((1u << ng) - 1), sdx, accL);
     for (unsigned c = 0; c < 4; c++) {
         if (!NG16 && 4 * c >= ng) break;
         unsigned vg = NG16 || ng - 4 * c >= 4 ? 4 : ng - 4 * c;
-        uint64_t g = g0 + 4 * c;
-        const uint8_t *p = row + 16 * g;
-        cq_prefetch_weights_pinned(p);
+        const uint8_t *p = row + 16 * (g0 + 4 * c);
         __m512i nib =
             vg == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_mask(16 * vg), p);
-        __m512i lo = _mm512_and_si512(nib, m4),
-                hi = _mm512_gf2p8affine_epi64_epi8(nib, _mm512_set1_epi64(0x1020408000000000ll), 0);
-        for (int j = 0; j < NT; j++) {
-            const int8_t *xc = a[j]->xe + 32 * g;
-            __m512i I =
-                _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xc + 64));
-            I = _mm512_dpbusd_epi32(I, hi, _mm512_loadu_si512(xc));
-            __m512 f = _mm512_cvtepi32_ps(I), s = _mm512_permutexvar_ps(cidx4[c], sdx[j]);
-            if (c & 1)
-                acc1[j] = _mm512_fmadd_ps(f, s, acc1[j]);
-            else
-                acc0[j] = _mm512_fmadd_ps(f, s, acc0[j]);
-        }
+        vb4_step(row, cidx4, a, NT, g0, c, nib, sdx, acc0, acc1);
+    }
+}
+
+/* Groups [g0, g0 + 16 + nt) (0 < nt < 16) of a row: the full block (its loads inside the
+ * payload) and then its tail of nt groups, the tail's scales converted after the block's and
+ * its steps numbered on from the block's, so the same operations in the same order as the two
+ * blk calls, without the tail's own pass (the short rows of small models, 18-28 groups, are
+ * one such chunk). */
+TGT_INL void vb_blk2_multi(const uint8_t *row, const uint8_t *sc, const vb_tab *t,
+                           const __m512i *cidx, const act *const *a, const int NT, unsigned b,
+                           uint64_t g0, unsigned nt, __m512 *acc0, __m512 *acc1, __m512 *accL) {
+    __m512 sdx[VB_PASS], tdx[VB_PASS];
+    vb_scales(sc, a, NT, g0, 0xFFFF, sdx, accL);
+    vb_scales(sc, a, NT, g0 + 16, (__mmask16)((1u << nt) - 1), tdx, accL);
+    for (unsigned c = 0; c < 8; c++)
+        vb_step(row, t, cidx, a, NT, b, g0, c, _mm512_loadu_si512(row + 4 * b * (g0 + 2 * c)), sdx,
+                acc0, acc1);
+    for (unsigned c = 8; 2 * (c - 8) < nt; c++) {
+        const unsigned vg = nt - 2 * (c - 8) >= 2 ? 2 : 1;
+        vb_step(row, t, cidx, a, NT, b, g0, c,
+                _mm512_maskz_loadu_epi8(bytes_mask(4 * b * vg), row + 4 * b * (g0 + 2 * c)), tdx,
+                acc0, acc1);
+    }
+}
+
+TGT_INL void vb4_blk2_multi(const uint8_t *row, const uint8_t *sc, const __m512i *cidx4,
+                            const act *const *a, const int NT, uint64_t g0, unsigned nt,
+                            __m512 *acc0, __m512 *acc1, __m512 *accL) {
+    __m512 sdx[VB_PASS], tdx[VB_PASS];
+    vb_scales(sc, a, NT, g0, 0xFFFF, sdx, accL);
+    vb_scales(sc, a, NT, g0 + 16, (__mmask16)((1u << nt) - 1), tdx, accL);
+    for (unsigned c = 0; c < 4; c++)
+        vb4_step(row, cidx4, a, NT, g0, c, _mm512_loadu_si512(row + 16 * (g0 + 4 * c)), sdx, acc0,
+                 acc1);
+    for (unsigned c = 4; 4 * (c - 4) < nt; c++) {
+        const unsigned left = nt - 4 * (c - 4), vg = left >= 4 ? 4 : left;
+        const uint8_t *p = row + 16 * (g0 + 4 * c);
+        vb4_step(row, cidx4, a, NT, g0, c,
+                 vg == 4 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(bytes_mask(16 * vg), p),
+                 tdx, acc0, acc1);
     }
 }
 
@@ -967,16 +1024,26 @@ TGT_INL void vb_row_multi(const cmf_qmat *m, const act *const *a, const int NT, 
     for (int j = 0; j < NT; j++)
         acc0[j] = acc1[j] = accL[j] = _mm512_setzero_ps();
     __m512 L;
+    /* a tail of G % 16 groups merges into the last full block (blk2) where that block's loads
+     * stay inside the payload: 4-bit rows always (16 bytes per group), the others read up to
+     * 64 - 8b bytes past a step's */
+    const uint64_t GM = GF && GF < G ? GF - 16 : GF;
     if (b == 4) {
-        for (uint64_t g = 0; g < GF; g += 16)
+        for (uint64_t g = 0; g < GM; g += 16)
             vb4_blk_multi(row, sc, cidx4, a, NT, g, 16, true, acc0, acc1, accL);
-        if (GF < G)
+        if (GM < GF)
+            vb4_blk2_multi(row, sc, cidx4, a, NT, GM, (unsigned)(G - GF), acc0, acc1, accL);
+        else if (GF < G)
             vb4_blk_multi(row, sc, cidx4, a, NT, GF, (unsigned)(G - GF), false, acc0, acc1, accL);
         L = _mm512_set1_ps(7.0f);
     } else {
         uint64_t g = 0;
-        for (; g < GF && row + 4 * b * g + 4 * b * 14 + 64 <= end; g += 16)
+        for (; g < GM && row + 4 * b * g + 4 * b * 14 + 64 <= end; g += 16)
             vb_blk_multi(row, sc, t, cidx, a, NT, b, g, 16, true, acc0, acc1, accL);
+        if (g == GM && GM < GF && row + 4 * b * g + 4 * b * 14 + 64 <= end) {
+            vb_blk2_multi(row, sc, t, cidx, a, NT, b, g, (unsigned)(G - GF), acc0, acc1, accL);
+            g = G;
+        }
         for (; g < G; g += 16)
             vb_blk_multi(row, sc, t, cidx, a, NT, b, g, (unsigned)(G - g < 16 ? G - g : 16), false,
                          acc0, acc1, accL);
