@@ -71,4 +71,6 @@ PY
 wait "$a_pid"; rc=$?
 [ $rc -eq 0 ] || { echo "FAIL: the stopped replica exited $rc"; fail=1; }
 a_pid=
+# a failure shows nginx's side (which upstream refused or reset, and when)
+[ $fail -eq 0 ] || { echo "nginx error.log:"; cat "$serve_tmp/nginx/error.log"; }
 exit $fail
