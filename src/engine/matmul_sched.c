@@ -245,10 +245,10 @@ static void decode_task(void *ctx, unsigned tid, unsigned nt) {
  * ntok 0 the whole prepared batch (part_rows, scratch: this thread's integer-GEMM panels). */
 static void run_pieces(const mm_job *j, unsigned tid, unsigned nt, const void *const *tok,
                        size_t ntok, uint8_t *scratch) {
+    const uint64_t unit = ntok ? DECODE_ROW_UNIT : BATCH_ROW_UNIT;
     for (unsigned i = 0; i < nt; i++) {
         unsigned v = (tid + i) % nt;
         for (unsigned k = 0; k < j->nclaim; k++) {
-            const uint64_t unit = ntok ? DECODE_ROW_UNIT : BATCH_ROW_UNIT;
             uint64_t lo, end, r0, r1;
             rows_of(j->p[k].w->rows, v, nt, unit, &lo, &end);
             while (cq_take_piece(&j->claim[v].taken[k], j->tag, lo, end, unit, &r0, &r1)) {

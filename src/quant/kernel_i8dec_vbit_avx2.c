@@ -220,7 +220,7 @@ AI void row4_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, uint64_t 
         __m256i la, ha, lb, hb;
         split4(_mm256_loadu_si256((const __m256i *)(q + 16 * g)), &la, &ha);
         split4(_mm256_loadu_si256((const __m256i *)(q + 16 * g + 32)), &lb, &hb);
-        __m256 sa = scales2(scale_pair(sc + 2 * g)), sb = scales2(scale_pair(sc + 2 * g + 4));
+        const __m256 s4 = scales4(sc + 2 * g), sa = scales_lo(s4), sb = scales_hi(s4);
         for (int k = 0; k < nt; k++) {
             const pair8 *x = tok[k] + g / 2;
             acc0[k] = _mm256_fmadd_ps(pair_dot4_split(&x[0], la, ha),
