@@ -8,15 +8,10 @@
 #include <sys/socket.h>
 #include <time.h>
 
+#include "server/clock.h"
 #include "server/gen.h"
 #include "server/respond.h"
 #include "server/tools.h"
-
-double srv_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 bool srv_client_gone(struct MHD_Connection *conn) {
     const union MHD_ConnectionInfo *ci =

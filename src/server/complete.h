@@ -14,6 +14,4 @@ enum MHD_Result srv_handle_generate(struct MHD_Connection *conn, srv_ctx *c, srv
 /* True when the client has closed its end of the connection. */
 bool srv_client_gone(struct MHD_Connection *conn);
 
-double srv_now(void);
-
 #endif

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "server/clock.h"
 #include "server/complete.h"
 #include "server/request.h"
 #include "server/respond.h"

@@ -5,15 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "server/clock.h"
 
 #define PREFILL_CHUNK (4 * CORTIQ_EVAL_CHUNK) /* per engine turn: other slots go on between */
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 char *srv_token_text(const srv_ctx *c, int32_t id, size_t *len) {
     char *s = NULL;
@@ -36,7 +31,7 @@ int srv_gen_start(srv_gen *g, srv_ctx *c, srv_slot *slot, const srv_request *rq,
     g->n_prompt = n_prompt;
     g->max_tokens = max_tokens;
     g->hold_tools = rq->has_tools;
-    g->t_start = now_s();
+    g->t_start = srv_now();
     cortiq_sampler_params sp = {.temperature = rq->temperature,
                                 .top_k = rq->top_k,
                                 .top_p = rq->top_p,
@@ -266,7 +261,7 @@ int srv_gen_step(srv_gen *g, size_t *from, size_t *to, char *why, size_t why_len
         pick = g->masked;
     }
     int32_t t = cortiq_sampler_sample(g->smp, pick, sl->hist, sl->n_hist);
-    if (!g->t_first) g->t_first = now_s();
+    if (!g->t_first) g->t_first = srv_now();
     if (is_eos(g->c, t)) {
         g->finish = "stop";
         g->done = true;
@@ -304,7 +299,7 @@ int srv_gen_step(srv_gen *g, size_t *from, size_t *to, char *why, size_t why_len
             g->finish = "length";
             g->done = true;
         } else if (srv_flag(&g->c->aborting) ||
-                   (g->c->cfg.max_seconds > 0 && now_s() - g->t_start > g->c->cfg.max_seconds)) {
+                   (g->c->cfg.max_seconds > 0 && srv_now() - g->t_start > g->c->cfg.max_seconds)) {
             g->finish = "length";
             g->done = true;
         } else {
@@ -315,7 +310,7 @@ int srv_gen_step(srv_gen *g, size_t *from, size_t *to, char *why, size_t why_len
             g->has_pending = true;
         }
     }
-    if (g->done) g->t_end = now_s();
+    if (g->done) g->t_end = srv_now();
     if (g->done && g->decoding) {
         srv_slots_decoders(&g->c->slots, -1);
         g->decoding = false;

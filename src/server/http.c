@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "server/clock.h"
 #include "server/complete.h"
 #include "server/constrain.h"
 #include "server/ctx.h"
@@ -217,7 +218,9 @@ static int wait_signal(void) {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     int sig = 0;
-    sigwait(&set, &sig);
+    /* a failed wait is not a signal: only SIGINT or SIGTERM may start the drain */
+    while (sigwait(&set, &sig) != 0 || (sig != SIGINT && sig != SIGTERM))
+        ;
     return sig;
 }
 

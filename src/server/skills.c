@@ -4,9 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cortiq/skill.h"
+#include "server/clock.h"
 #include "server/ctx.h"
 
 #define ROUTE_MAX  512 /* tokens routed on, as `cortiq run --skill auto` */
@@ -16,7 +16,10 @@ int srv_skills_init(srv_skills *k, const char *path, const cortiq_runtime_opts *
                     cortiq_model *base, unsigned max, char *why, size_t why_len) {
     memset(k, 0, sizeof *k);
     pthread_mutex_init(&k->mu, NULL);
-    pthread_cond_init(&k->freed, NULL);
+    if (srv_cond_init(&k->freed)) { /* its timed waits count on the monotonic clock */
+        snprintf(why, why_len, "cannot make a condition variable on the monotonic clock");
+        return -1;
+    }
     k->path = path;
     k->base = base;
     k->max = max;
@@ -124,17 +127,13 @@ bool srv_skills_pin(srv_skills *k, srv_slots *slots, const char *id, double time
                     const volatile int *stop, cortiq_model **out, srv_error *e) {
     *out = k->base;
     if (!id) return true;
-    struct timespec end;
-    clock_gettime(CLOCK_REALTIME, &end);
-    double t_end = (double)end.tv_sec + end.tv_nsec * 1e-9 + timeout_s;
+    double t_end = srv_now() + timeout_s;
     pthread_mutex_lock(&k->mu);
     srv_skill_inst *in;
     bool ok = true;
     /* every instance pinned: wait for one to come free (an unpin signals), as for a slot */
     while (!(in = find(k, id)) && !make_room(k, slots)) {
-        struct timespec now;
-        clock_gettime(CLOCK_REALTIME, &now);
-        double t = (double)now.tv_sec + now.tv_nsec * 1e-9;
+        double t = srv_now();
         if (srv_flag(stop) || t >= t_end) {
             srv_error_set(e, 503, "skill",
                           "skill '%.64s': all %u skill instances (--max-skill-models) stayed busy "
@@ -143,8 +142,7 @@ bool srv_skills_pin(srv_skills *k, srv_slots *slots, const char *id, double time
             ok = false;
             break;
         }
-        double until = t + 0.1 < t_end ? t + 0.1 : t_end;
-        struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
+        struct timespec ts = srv_deadline(t + 0.1 < t_end ? t + 0.1 : t_end);
         pthread_cond_timedwait(&k->freed, &k->mu, &ts);
     }
     if (ok && !in) {

@@ -1,11 +1,12 @@
 /* slots.c - slot pool, waiting queue and the engine turn (see slots.h). */
 #include "server/slots.h"
 
+#include "server/clock.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static void *engine_main(void *arg);
 
@@ -13,12 +14,15 @@ int srv_slots_init(srv_slots *s, cortiq_model *m, cortiq_session *first, unsigne
                    unsigned max_waiting, char *why, size_t why_len) {
     memset(s, 0, sizeof *s);
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->freed, NULL);
     pthread_mutex_init(&s->turn_mu, NULL);
     pthread_cond_init(&s->turn_cv, NULL);
     pthread_mutex_init(&s->batch_mu, NULL);
     pthread_cond_init(&s->batch_cv, NULL);
-    pthread_cond_init(&s->engine_cv, NULL);
+    /* the two with timed waits count on the monotonic clock */
+    if (srv_cond_init(&s->freed) || srv_cond_init(&s->engine_cv)) {
+        snprintf(why, why_len, "cannot make a condition variable on the monotonic clock");
+        return -1;
+    }
     s->max_waiting = max_waiting;
     if (!(s->slot = calloc(n, sizeof *s->slot))) {
         snprintf(why, why_len, "out of memory for %u slots", n);
@@ -185,9 +189,7 @@ int srv_slot_use_task(srv_slots *s, srv_slot *slot, const char *task, char *why,
 srv_slot_wait srv_slots_acquire(srv_slots *s, const int32_t *prompt, size_t n_prompt,
                                 const cortiq_model *model, const char *task, double timeout_s,
                                 const volatile int *stop, srv_slot **out) {
-    struct timespec end;
-    clock_gettime(CLOCK_REALTIME, &end);
-    double t_end = (double)end.tv_sec + end.tv_nsec * 1e-9 + timeout_s;
+    double t_end = srv_now() + timeout_s;
     pthread_mutex_lock(&s->mu);
     srv_slot *sl = pick(s, prompt, n_prompt, model, task);
     srv_slot_wait r = SRV_SLOT_OK;
@@ -202,15 +204,12 @@ srv_slot_wait srv_slots_acquire(srv_slots *s, const int32_t *prompt, size_t n_pr
                 r = SRV_SLOT_STOPPING;
                 break;
             }
-            struct timespec now;
-            clock_gettime(CLOCK_REALTIME, &now);
-            double t = (double)now.tv_sec + now.tv_nsec * 1e-9;
+            double t = srv_now();
             if (t >= t_end) {
                 r = SRV_SLOT_TIMEOUT;
                 break;
             }
-            double until = t + 0.1 < t_end ? t + 0.1 : t_end;
-            struct timespec ts = {(time_t)until, (long)((until - (double)(time_t)until) * 1e9)};
+            struct timespec ts = srv_deadline(t + 0.1 < t_end ? t + 0.1 : t_end);
             pthread_cond_timedwait(&s->freed, &s->mu, &ts);
         }
         s->waiting--;
@@ -297,13 +296,6 @@ void srv_slots_decoders(srv_slots *s, int delta) {
     pthread_mutex_unlock(&s->batch_mu);
 }
 
-static void abs_time(double from_now, struct timespec *ts) {
-    clock_gettime(CLOCK_REALTIME, ts);
-    double t = (double)ts->tv_sec + ts->tv_nsec * 1e-9 + from_now;
-    ts->tv_sec = (time_t)t;
-    ts->tv_nsec = (long)((t - (double)ts->tv_sec) * 1e9);
-}
-
 /* Evaluate the gathered steps: per model instance, its slots running no task mask in one
  * batched pass (a session running a task has its own gathered matrices: the batched pass refuses
  * it), the others one by one, as are all of them when the model refuses batches or the batch
@@ -364,8 +356,7 @@ static void *engine_main(void *arg) {
         while (!s->n_pending && !s->engine_stop)
             pthread_cond_wait(&s->engine_cv, &s->batch_mu);
         if (!s->n_pending) break; /* stopping, nothing left */
-        struct timespec until;
-        abs_time(GATHER_WAIT_S, &until);
+        struct timespec until = srv_deadline(srv_now() + GATHER_WAIT_S);
         while (s->n_pending < s->decoders && s->n_pending < 16 && !s->engine_stop &&
                pthread_cond_timedwait(&s->engine_cv, &s->batch_mu, &until) == 0) {
         }

@@ -10,7 +10,7 @@ m="$serve_tmp/m.cmf"
 serve_start "$m" --ctx 256 --parallel 2 || exit 1
 fail=0
 check() { "$@" || { echo "FAIL: $*"; fail=1; }; }
-check grep -q "2 slots of 256 positions, KV cache f16" "$serve_tmp/server.log"
+check grep -q "2 slots of 256 positions, KV cache f16" "$server_log"
 post() { curl -s -o "$serve_tmp/body" -w '%{http_code}' "$base$1" -H 'Content-Type: application/json' -d "$2"; }
 json() { python3 -S -c "import json,sys; d=json.load(open('$serve_tmp/body')); print($1)"; }
 # jcheck EXPR: EXPR over the last body (d) must be true
@@ -191,7 +191,7 @@ check serve_stop
 # usage error naming the value
 want=$("$bin" run "$m" --prompt "Tell me a story" --max-tokens 12 --greedy --ctx 256 --kv q8 2>/dev/null)
 serve_start "$m" --ctx 256 --parallel 2 --kv q8 || exit 1
-check grep -q "KV cache q8" "$serve_tmp/server.log"
+check grep -q "KV cache q8" "$server_log"
 post() { curl -s -o "$serve_tmp/body" -w '%{http_code}' "$base$1" -H 'Content-Type: application/json' -d "$2"; }
 check [ "$(post /v1/chat/completions '{"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":12,"temperature":0}')" = 200 ]
 check [ "$(json 'd["choices"][0]["message"]["content"]')" == "$want" ]

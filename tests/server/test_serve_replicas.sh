@@ -9,9 +9,9 @@ nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 m="$serve_tmp/m.cmf"
 "$bin" convert --model "$CORTIQ_SOURCE_DIR/tests/fixtures/tiny/qwen3" --quant q8 --output "$m" -q || exit 1
 serve_start "$m" --parallel 2 || exit 1
-a_pid=$server_pid a_port=$port
+a_pid=$server_pid a_port=$port a_log=$server_log
 serve_start "$m" --parallel 2 || exit 1
-b_pid=$server_pid b_port=$port
+b_pid=$server_pid b_port=$port b_log=$server_log
 server_pid=
 nginx_pid=
 trap 'kill $a_pid $b_pid $nginx_pid 2>/dev/null; rm -rf "$serve_tmp"' EXIT
@@ -23,7 +23,7 @@ sed -e "s/127.0.0.1:8081/127.0.0.1:$a_port/; s/127.0.0.1:8082/127.0.0.1:$b_port/
 cat >"$serve_tmp/nginx/nginx.conf" <<CONF
 daemon off;
 pid $serve_tmp/nginx/nginx.pid;
-error_log $serve_tmp/nginx/error.log;
+error_log $serve_tmp/nginx/error.log warn;
 events { worker_connections 256; }
 http {
     access_log off;
@@ -71,6 +71,12 @@ PY
 wait "$a_pid"; rc=$?
 [ $rc -eq 0 ] || { echo "FAIL: the stopped replica exited $rc"; fail=1; }
 a_pid=
-# a failure shows nginx's side (which upstream refused or reset, and when)
-[ $fail -eq 0 ] || { echo "nginx error.log:"; cat "$serve_tmp/nginx/error.log"; }
+kill -0 "$b_pid" 2>/dev/null || { echo "FAIL: replica B (port $b_port) exited"; fail=1; }
+# a failure shows nginx's side (which upstream refused or reset, and when) and the replicas'
+if [ $fail -ne 0 ]; then
+    echo "nginx error.log (replica A: port $a_port, stopped; B: port $b_port):"
+    cat "$serve_tmp/nginx/error.log"
+    echo "replica A's log:"; cat "$a_log"
+    echo "replica B's log:"; cat "$b_log"
+fi
 exit $fail
