@@ -1,12 +1,12 @@
 /* slots.c - slot pool, waiting queue and the engine turn (see slots.h). */
 #include "server/slots.h"
 
-#include "server/clock.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "server/clock.h"
 
 static void *engine_main(void *arg);
 
