@@ -63,8 +63,9 @@ typedef enum cortiq_act_mode {
      *  - batched products on bf16 weights round their input to bf16 (nearest even) and use
      *    the AVX-512 BF16 dot product where it outruns the f32 FMAs (AMD's; on AMX CPUs the
      *    bf16 tiles) (CMF_KF_BF16_ACT): twice the f32 FMA rate, as llama.cpp does for BF16,
-     *    each output within 2^-8 of sum |w x| of the f32 product (SmolLM2-135M and Gemma 3 270M at bf16: logits within 1.3e-2 of the
-     *    largest, perplexity within 0.1 % of f32 activations');
+     *    each output within 2^-8 of sum |w x| of the f32 product (SmolLM2-135M and Gemma 3
+     *    270M at bf16: logits within 1.3e-2 of the largest, perplexity within 0.1 % of f32
+     *    activations');
      *  - one token through q8_row weights without AVX-512 VNNI, and every other product on
      *    float weights (f16, f32; bf16 one token at a time or without those), keep f32
      *    activations (for q8_row there as fast or faster than int8).

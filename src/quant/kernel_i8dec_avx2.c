@@ -21,7 +21,6 @@
  * 8 at a time. Batched decode (several sessions' tokens over the same rows) loads and splits
  * each quad once for up to 8 tokens. vbit rows take the same token (kernel_i8dec_vbit_avx2.c). */
 #include <immintrin.h>
-#include <string.h>
 
 #include "quant/hsum_avx2.h"
 #include "quant/kernel_i8dec.h"
@@ -91,9 +90,9 @@ AI __m256 pair_dot(const pair8 *t, __m256i v) {
 
 /* Four f16 scales (as one integer) to [s0 x4 | s1 x4] and [s2 x4 | s3 x4]. */
 AI void scales4(uint64_t h, __m256 *sa, __m256 *sb) {
-    __m256 s = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)h)));
-    *sa = _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-    *sb = _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3));
+    const __m256 s = cq_avx2_scales_f32(h);
+    *sa = cq_avx2_scales_lo(s);
+    *sb = cq_avx2_scales_hi(s);
 }
 
 /* The four tile heads of a q4_tiled quad (bytes 0, 18, 36, 54) as scales4 gives them. Two
@@ -144,9 +143,7 @@ AI void quad_load(const cmf_qmat *m, const cmf_dtype dt, uint64_t r, uint64_t g,
         *sa = tp_scales2(lad, cw);
         *sb = tp_scales2(lad, cw);
     } else {
-        uint64_t h;
-        memcpy(&h, m->scales + 2 * (r * G + g), 8);
-        scales4(h, sa, sb);
+        scales4(cq_avx2_scale_bits(m->scales + 2 * (r * G + g), 8), sa, sb);
     }
 }
 

@@ -4,7 +4,9 @@
 #ifndef CORTIQ_QUANT_KERNEL_I8DEC_AVX2_H
 #define CORTIQ_QUANT_KERNEL_I8DEC_AVX2_H
 
+#include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "quant/kernels_engine.h"
 
@@ -17,6 +19,26 @@ typedef struct {
     int32_t corr[8];
     float dx[8];
 } pair8;
+
+/* The scales of one to four groups (n = 2 to 8 bytes of f16, as stored: x86 is little-endian)
+ * in one integer, scale i in bits 16i .. 16i + 15: one load, where GCC kept ld_u32's byte
+ * loads apart in these loops. cq_avx2_scales_f32 converts them to floats in lanes 0-3. */
+static inline __attribute__((always_inline)) uint64_t cq_avx2_scale_bits(const uint8_t *p,
+                                                                         size_t n) {
+    uint64_t h = 0;
+    memcpy(&h, p, n);
+    return h;
+}
+static inline __attribute__((always_inline)) __m256 cq_avx2_scales_f32(uint64_t h) {
+    return _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi64_si128((long long)h)));
+}
+/* A pair's scales in its lanes from those: [s0 x4 | s1 x4] (lo) and [s2 x4 | s3 x4] (hi). */
+static inline __attribute__((always_inline)) __m256 cq_avx2_scales_lo(__m256 s) {
+    return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+}
+static inline __attribute__((always_inline)) __m256 cq_avx2_scales_hi(__m256 s) {
+    return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3));
+}
 
 /* Rows [r0, r1) of a vbit / vbit_ro matrix (cols % 32 == 0) against a prepared token. */
 void cq_avx2_i8dec_vbit_rows(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0,

@@ -15,7 +15,6 @@
  *    in vpmaddubsw.
  * Rows of mixed widths run one at a time and are reduced 8 at a time. */
 #include <immintrin.h>
-#include <string.h>
 
 #include "quant/hsum_avx2.h"
 #include "quant/kernel_i8dec_avx2.h"
@@ -23,12 +22,9 @@
 
 #define AI static inline __attribute__((always_inline))
 
-/* Two f16 scales at p (x86: little-endian, as stored) in one load; GCC left ld_u32's byte
- * loads apart in these loops. */
-AI uint32_t scale_pair(const uint8_t *p) {
-    uint32_t h;
-    memcpy(&h, p, 4);
-    return h;
+/* Two f16 scales at p in one load. */
+AI uint64_t scale_pair(const uint8_t *p) {
+    return cq_avx2_scale_bits(p, 4);
 }
 
 /* Shuffle and shift of the 8 even (e) and 8 odd (o) codes of a lane, both lanes alike. */
@@ -83,21 +79,14 @@ AI __m256 pair_fold(const pair8 *x, __m256i a, __m256i b, const vb_tab *t) {
 }
 
 /* Two f16 scales to [s0 x4 | s1 x4]. */
-AI __m256 scales2(uint32_t h) {
-    __m256 s = _mm256_castps128_ps256(_mm_cvtph_ps(_mm_cvtsi32_si128((int)h)));
-    return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+AI __m256 scales2(uint64_t h) {
+    return cq_avx2_scales_lo(cq_avx2_scales_f32(h));
 }
 
-/* Four f16 scales at p as floats (lanes 0-3), and the two pairs' [s x4 | s x4] from them:
- * one conversion for two pairs. */
+/* Four f16 scales at p as floats (lanes 0-3): one conversion for two pairs, whose lanes
+ * cq_avx2_scales_lo / _hi take from it. */
 AI __m256 scales4(const uint8_t *p) {
-    return _mm256_castps128_ps256(_mm_cvtph_ps(_mm_loadl_epi64((const __m128i *)(const void *)p)));
-}
-AI __m256 scales_lo(__m256 s4) {
-    return _mm256_permutevar8x32_ps(s4, _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-}
-AI __m256 scales_hi(__m256 s4) {
-    return _mm256_permutevar8x32_ps(s4, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3));
+    return cq_avx2_scales_f32(cq_avx2_scale_bits(p, 8));
 }
 
 /* Widths 3, 5 and 6: the pair's codes as bytes in the token's order (xe: group a's 16 even
@@ -163,9 +152,9 @@ static __m256 row4(const cmf_qmat *m, const pair8 *tok, uint64_t r) {
         __m256i vb = _mm256_loadu_si256((const __m256i *)(q + 16 * g + 32));
         const __m256 s4 = scales4(sc + 2 * g);
         acc0 = _mm256_fmadd_ps(pair_dot4(&x[0], va),
-                               _mm256_mul_ps(scales_lo(s4), _mm256_load_ps(x[0].dx)), acc0);
+                               _mm256_mul_ps(cq_avx2_scales_lo(s4), _mm256_load_ps(x[0].dx)), acc0);
         acc1 = _mm256_fmadd_ps(pair_dot4(&x[1], vb),
-                               _mm256_mul_ps(scales_hi(s4), _mm256_load_ps(x[1].dx)), acc1);
+                               _mm256_mul_ps(cq_avx2_scales_hi(s4), _mm256_load_ps(x[1].dx)), acc1);
     }
     for (; g < G; g += 2) {
         const bool two = g + 1 < G;
@@ -220,7 +209,8 @@ AI void row4_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, uint64_t 
         __m256i la, ha, lb, hb;
         split4(_mm256_loadu_si256((const __m256i *)(q + 16 * g)), &la, &ha);
         split4(_mm256_loadu_si256((const __m256i *)(q + 16 * g + 32)), &lb, &hb);
-        const __m256 s4 = scales4(sc + 2 * g), sa = scales_lo(s4), sb = scales_hi(s4);
+        const __m256 s4 = scales4(sc + 2 * g), sa = cq_avx2_scales_lo(s4),
+                     sb = cq_avx2_scales_hi(s4);
         for (int k = 0; k < nt; k++) {
             const pair8 *x = tok[k] + g / 2;
             acc0[k] = _mm256_fmadd_ps(pair_dot4_split(&x[0], la, ha),
@@ -272,7 +262,7 @@ AI void row_generic_from(const cmf_qmat *m, const pair8 *const *tok, int nt, uin
         __m256i ea, oa, eb = _mm256_setzero_si256(), ob = eb;
         group_codes(cq_vbit_group_src(pa, t->b, end, bounce[0]), t, &ea, &oa);
         const bool two = g + 1 < G;
-        uint32_t h = ld_u16(sc + 2 * g);
+        uint64_t h = ld_u16(sc + 2 * g);
         if (two) {
             group_codes(cq_vbit_group_src(pa + gb, t->b, end, bounce[1]), t, &eb, &ob);
             h = scale_pair(sc + 2 * g);
@@ -329,9 +319,10 @@ AI void row_bytes_multi(const cmf_qmat *m, const pair8 *const *tok, int nt, uint
     uint64_t g = 0;
     for (; g + 4 <= G && g + 3 <= lim; g += 4) { /* two pairs, their four scales at once */
         const __m256 s4 = scales4(sc + 2 * g);
-        pair_bytes_step(tok, nt, g, row + gb * g, B, se, so, me, mo, mask, scales_lo(s4), t, out);
-        pair_bytes_step(tok, nt, g + 2, row + gb * (g + 2), B, se, so, me, mo, mask, scales_hi(s4),
-                        t, out);
+        pair_bytes_step(tok, nt, g, row + gb * g, B, se, so, me, mo, mask, cq_avx2_scales_lo(s4), t,
+                        out);
+        pair_bytes_step(tok, nt, g + 2, row + gb * (g + 2), B, se, so, me, mo, mask,
+                        cq_avx2_scales_hi(s4), t, out);
     }
     if (g + 2 <= G && g + 1 <= lim) {
         pair_bytes_step(tok, nt, g, row + gb * g, B, se, so, me, mo, mask,
