@@ -6,8 +6,9 @@
  * usage: bench_batch_decode MODEL.cmf [threads] [steps] [rounds] [act] [lanes] [prompt] [kv]
  *        [only]
  * act: 0 default, 1 int8 activations (CORTIQ_ACT_INT8: q8_row decode through the prepared
- * int8 tokens too), 2 f32 activations; lanes 1: the batched-decode copies of the q8 / 4-bit
- * matrices (cortiq_load_opts.batch_lanes), as `cortiq serve --parallel N` makes them; prompt tokens
+ * int8 tokens too), 2 f32 activations; lanes (cortiq_load_opts.batch_lanes): 0 the default
+ * decode copies (q4_tiled, q4_block), 1 q8_row's and q4tp's too, as `cortiq serve --parallel N`
+ * makes them, -1 none (the file's layout); prompt tokens
  * (default 16): the context each stream's steps start from (a server's slots decode at the
  * prompt's length and on, where attention over the cache weighs more); kv: the sessions' KV
  * cache type, f16 (default), q8 or f32 (`cortiq serve --kv`); only: one stream count (1-8) to

@@ -7,7 +7,8 @@
  * batched-decode copy (cmf_qmat_build_lanes, rows "+lanes") where the tier has one. Thread CPU
  * time, best of the rounds, so that other processes' load weighs less. usage: bench_tok8_multi
  * [rows] [cols] [reps] [rounds] [dtype ...]  (default 1536 576 200 5: SmolLM2's gate/up shape;
- * the dtypes given, or all; vbit / vbit_ro:B gives every row width B, else widths 3-8 mixed) */
+ * the dtypes given, or all; vbit / vbit_ro:B gives every row width B, :45 SmolLM2's mix of 3-,
+ * 4- and 5-bit rows, else widths 3-8 mixed) */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,10 +78,11 @@ int main(int argc, char **argv) {
             widths[ndt] = (unsigned)atoi(colon + 1);
             for (int l = 0; l < CMF_VBIT_NLEVELS; l++)
                 level |= widths[ndt] == levels[l];
+            level |= widths[ndt] == KG_VBIT_REAL;
             if (!ok || !level) {
                 fprintf(
                     stderr,
-                    "bench_tok8_multi: '%s': a width is vbit's or vbit_ro's, one of 3, 4, 5, 6, 8\n",
+                    "bench_tok8_multi: '%s': a width is vbit's or vbit_ro's, one of 3, 4, 5, 6, 8 (45: a real mix)\n",
                     argv[i]);
                 return 2;
             }

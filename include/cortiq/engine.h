@@ -111,13 +111,16 @@ typedef struct cortiq_load_opts {
      * by the model; the other tensors stay views. Weights are normalized to sum 1. */
     const struct cortiq_skill_weight *blend;
     size_t n_blend;
-    /* Nonzero: where this CPU has a layout for batched decode, copy the integer matrices a
-     * decode step reads (q8_row, q4_tiled, q4_block, q4tp) into it at load and release their
-     * file pages (the AVX2 tier: panels of 8 rows, one int32 lane per row, docs/KERNELS.md
-     * "Batched decode lanes"). Several sessions' tokens then share each pass over the weights at
-     * less arithmetic (4-bit: about half); one session decodes at the same speed. Every product of
-     * such a matrix with int8 activations reads the copy, so results stay the same whichever
-     * sessions share a step. For servers with several slots; ignored with CORTIQ_ACT_F32. */
+    /* The decode copies (docs/KERNELS.md, "Batched decode lanes"): where this CPU has the layout
+     * (the AVX2 and AVX-512 VNNI tiers, int8 activations), the integer matrices a decode step
+     * reads are copied at load into panels of 8 rows, one int32 lane per row, and their file
+     * pages released, so memory holds the weights once. Every product of such a matrix with
+     * int8 activations then reads the copy: one token, batched decode and the prefill GEMM, with
+     * the GEMM's bits whichever sessions share a step. 0 (default): q4_tiled and q4_block, whose
+     * copy has the file's size and whose one-token kernel on it is the faster; positive: q8_row
+     * and q4tp too, for servers with several slots (batched steps then cost about half the
+     * arithmetic; one session loses speed on those two: q4tp's copy is 20 % larger, q8_row's
+     * one-token kernel is the faster one); negative: none, every product reads the file. */
     int batch_lanes;
 } cortiq_load_opts;
 
@@ -137,7 +140,7 @@ CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_model_load(const char *path,
                                                          const cortiq_load_opts *opts,
                                                          cortiq_model **out, cmf_err *err);
 CORTIQ_API void cortiq_model_free(cortiq_model *m); /* NULL allowed */
-/* Bytes of the batched-decode copies cortiq_load_opts.batch_lanes made (0: none). */
+/* Bytes of the decode copies cortiq_load_opts.batch_lanes made (0: none). */
 CORTIQ_API uint64_t cortiq_model_lanes_bytes(const cortiq_model *m);
 
 CORTIQ_API const cmf_file *cortiq_model_file(const cortiq_model *m);

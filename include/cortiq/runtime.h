@@ -39,7 +39,9 @@ typedef struct cortiq_runtime_opts {
     const char *skill;
     const cortiq_skill_weight *blend;
     size_t n_blend;
-    int batch_lanes; /* nonzero: q8/4-bit matrices laid out for batched decode (load_opts) */
+    /* decode copies (cortiq_load_opts.batch_lanes): 0 q4_tiled / q4_block, >0 q8_row and q4tp
+     * too, <0 none */
+    int batch_lanes;
 } cortiq_runtime_opts;
 
 CORTIQ_API CORTIQ_NODISCARD cmf_status cortiq_runtime_open(const char *path,

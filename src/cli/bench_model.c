@@ -53,7 +53,8 @@ static void print_first_token(int json, int text, double first_s, double first_c
 static void usage(void) {
     printf(
         "usage: cortiq bench MODEL.cmf [-p 512] [-n 128] [-t THREADS] [-r 5] [--int8-act] "
-        "[--f32-act] [--kv f16|q8|f32] [--task NAME] [--no-huge-pages] [--verify] [--text] "
+        "[--f32-act] [--kv f16|q8|f32] [--task NAME] [--no-huge-pages] [--verify] "
+        "[--lanes default|all|none] [--text] "
         "[--no-warmup] [--json] [--skill ID]\n"
         "  Prefill of -p tokens and decode of -n tokens (greedy), repeated -r times after one\n"
         "  untimed warm-up round (as llama-bench warms up): tok/s mean ± sd, model load time, the\n"
@@ -69,6 +70,9 @@ static void usage(void) {
         "  --no-huge-pages: keep the weights on the file's 4 KiB pages (default: moved onto\n"
         "          2 MiB pages where the kernel offers them; reported as huge_page_bytes).\n"
         "  --verify: check every tensor's hash64 at load (counted in the load time).\n"
+        "  --lanes default|all|none: which integer matrices get the decode copy at load (rows\n"
+        "          in int32 lanes; default q4_tiled and q4_block, all: q8_row and q4tp too, as a\n"
+        "          server with several slots; reported as lanes_bytes).\n"
         "  --text: start as `cortiq run` does: the tokenizer and chat template build on a worker\n"
         "          while the weights are paged in (timed, and how long the first token waited),\n"
         "          and the weights move onto 2 MiB pages only after the first token (all at\n"
@@ -86,7 +90,7 @@ int bench_model_main(int argc, char **argv) {
     int text = 0;
     cortiq_kv_type kv = CORTIQ_KV_F16;
     cortiq_act_mode act = CORTIQ_ACT_DEFAULT;
-    int no_huge = 0, verify = 0, warmup = 1;
+    int no_huge = 0, verify = 0, warmup = 1, lanes = 0;
     const char *skill = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -115,7 +119,14 @@ int bench_model_main(int argc, char **argv) {
             warmup = 0;
         else if (!strcmp(a, "--verify"))
             verify = 1;
-        else if (!strcmp(a, "--skill")) {
+        else if (!strcmp(a, "--lanes")) {
+            const char *v = cli_opt_value("bench", argc, argv, &i);
+            if (!v) return CLI_EXIT_USAGE;
+            if (!strcmp(v, "default") || !strcmp(v, "all") || !strcmp(v, "none"))
+                lanes = v[0] == 'd' ? 0 : v[0] == 'a' ? 1 : -1;
+            else
+                return cli_usage_error("bench", "--lanes '%s': want default, all or none", v);
+        } else if (!strcmp(a, "--skill")) {
             if (!(skill = cli_opt_value("bench", argc, argv, &i))) return CLI_EXIT_USAGE;
             if (!strcmp(skill, "auto"))
                 return cli_usage_error("bench", "--skill auto routes on a prompt; name a skill");
@@ -141,7 +152,8 @@ int bench_model_main(int argc, char **argv) {
                            .act = act,
                            .no_huge_pages = no_huge,
                            .verify_tensors = verify,
-                           .skill = skill};
+                           .skill = skill,
+                           .batch_lanes = lanes};
     double t0 = now_s();
     cmf_status st = cortiq_model_load(path, &lo, &m, &err);
     double load_s = now_s() - t0;
@@ -223,11 +235,13 @@ int bench_model_main(int argc, char **argv) {
                 "\"load_s\": %.4f, \"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, "
                 "\"decode_tok_s\": %.2f, "
                 "\"decode_tok_s_sd\": %.2f, \"weight_bytes_per_token\": %llu, \"peak_rss_mb\": "
-                "%.1f, \"kv\": \"%s\", \"kv_bytes\": %llu, \"huge_page_bytes\": %llu, \"task\": ",
+                "%.1f, \"kv\": \"%s\", \"kv_bytes\": %llu, \"huge_page_bytes\": %llu, \"lanes_bytes\": "
+                "%llu, \"task\": ",
                 path, cortiq_model_threads(m), (unsigned long long)p, (unsigned long long)n,
                 (unsigned long long)r, warmup ? "true" : "false", load_s, pm, psd, dm, dsd,
                 (unsigned long long)wb, rss_mb, cortiq_kv_type_name(kv),
-                (unsigned long long)cortiq_session_kv_bytes(s), (unsigned long long)huge);
+                (unsigned long long)cortiq_session_kv_bytes(s), (unsigned long long)huge,
+                (unsigned long long)cortiq_model_lanes_bytes(m));
         if (json) {
             if (cortiq_session_task(s))
                 cli_json_string(cortiq_session_task(s));
@@ -238,11 +252,11 @@ int bench_model_main(int argc, char **argv) {
             printf("%s: %u threads, load %.3f s%s\n  prefill %llu tokens: %.1f ± %.1f tok/s\n  "
                    "decode %llu tokens: %.2f ± "
                    "%.2f tok/s (%.2f GB/s of weights)\n  peak RSS %.1f MB, KV cache %s %.1f MB, "
-                   "%.1f MB of weights on 2 MiB pages\n",
+                   "%.1f MB of weights on 2 MiB pages, %.1f MB as the decode copy\n",
                    path, cortiq_model_threads(m), load_s, warmup ? ", one warm-up round" : "",
                    (unsigned long long)p, pm, psd, (unsigned long long)n, dm, dsd, dm * wb / 1e9,
                    rss_mb, cortiq_kv_type_name(kv), cortiq_session_kv_bytes(s) / 1048576.0,
-                   huge / 1048576.0);
+                   huge / 1048576.0, cortiq_model_lanes_bytes(m) / 1048576.0);
         print_first_token(json, text, first_clock - t_begin, first_clock, tok_s, tpl_s,
                           text_wait_s);
     }

@@ -20,11 +20,12 @@ static void usage(void) {
           "  --host ADDR          address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)\n"
           "  --port N             TCP port (default 8080; 0: any free port, printed at start)\n"
           "  --parallel N         requests served at once, each in its own KV cache (default 1)\n"
-          "  --no-batch-lanes     with --parallel > 1, keep the q8 / 4-bit matrices in the file's\n"
-          "                       layout (by default they are copied, at load, into one that\n"
-          "                       serves several slots' tokens per pass at less arithmetic;\n"
-          "                       on AVX-512 it sums each row in another order than `cortiq\n"
-          "                       run`, so a greedy answer can part from run's at a near-tie)\n"
+          "  --no-batch-lanes     with --parallel > 1, copy only the q4_tiled / q4_block matrices\n"
+          "                       into the decode lanes, as `cortiq run` does (by default q8_row\n"
+          "                       and q4tp are copied too, at load, into the layout that serves\n"
+          "                       several slots' tokens per pass at less arithmetic; on AVX-512\n"
+          "                       it sums their rows in another order than `cortiq run`, so a\n"
+          "                       greedy answer can part from run's at a near-tie)\n"
           "  --max-queue N        requests waiting for a slot before 429 (default 64)\n"
           "  --timeout S          wall-clock limit of one generation in seconds (default 600)\n"
           "  --api-key K          require \"Authorization: Bearer K\" (not on /health)\n"
@@ -128,7 +129,8 @@ int cmd_serve(int argc, char **argv) {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    ro.batch_lanes = lanes && cfg.parallel > 1; /* one slot gains nothing from the copy */
+    /* q8_row's and q4tp's copies pay only with several slots; 0 keeps run's (the 4-bit ones) */
+    ro.batch_lanes = lanes && cfg.parallel > 1;
     cmf_err err;
     cortiq_runtime *rt;
     cmf_status st = cortiq_runtime_open(path, &ro, &rt, &err);
@@ -138,8 +140,7 @@ int cmd_serve(int argc, char **argv) {
     }
     uint64_t lb = cortiq_model_lanes_bytes(cortiq_runtime_model(rt));
     if (lb)
-        fprintf(stderr,
-                "cortiq serve: q8 / 4-bit matrices laid out for batched decode (%.1f MiB)\n",
+        fprintf(stderr, "cortiq serve: integer matrices copied into decode lanes (%.1f MiB)\n",
                 (double)lb / (1 << 20));
     char *base = base_name(path);
     cfg.model_id = name ? name : base;

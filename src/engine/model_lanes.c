@@ -1,55 +1,143 @@
-/* model_lanes.c - the batched-decode copies of a model's q8 / 4-bit matrices (cortiq_load_opts.
- * batch_lanes, cmf_qmat_build_lanes): made once at load, on the model's threads, for the
- * matrices a decode step streams; each matrix's file pages are then handed back to the kernel
- * (they refault if something still reads them: a task mask's gathered rows, a skill instance
- * of the same file), so the resident set holds the weights about once. A tied head's table
- * rows are read from its copy too (cq_embed_token), except q4tp's, whose pages stay. */
+/* model_lanes.c - the decode copies of a model's integer matrices (cmf_qmat_lanes_bytes: panels
+ * of 8 rows, one int32 lane per row), made once at load on the model's threads.
+ *
+ * Which matrices (cortiq_load_opts.batch_lanes): by default q4_tiled and q4_block, whose copy
+ * has the file's bytes and whose one-token kernel on it is faster (docs/KERNELS.md, "Batched
+ * decode lanes"); for a server's batched steps q8_row and q4tp too (their copies cost one
+ * session speed: q4tp's f32 ladder values make it 20 % larger, q8_row's one-token kernel is
+ * the faster one); none when negative.
+ *
+ * All copies share one allocation (on 2 MiB pages unless no_huge_pages): one per matrix
+ * rounded each to whole 2 MiB pages, which made a 2.4 MB matrix take 4 MB. Every copied range
+ * of rows hands its file pages back at once (MADV_DONTNEED: they stay in the page cache for
+ * the next process and refault if something still reads them: a task mask's gathered rows, a
+ * skill instance of the same file), so the resident set holds the weights about once even
+ * while the copies are made. That advice drops anonymous pages' contents, so it is given only
+ * inside the file's mappings and before any 2 MiB window of them has moved (model_prefetch.c):
+ * this runs at the end of the load. A tied head's table rows are read from its copy too
+ * (cq_embed_token), except q4tp's, whose pages stay. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "common/hugepages.h"
 #include "engine/model.h"
 #include "engine/pool.h"
 
+/* a range of one matrix's rows: a unit of work of about CHUNK_BYTES of copy */
+typedef struct lanes_chunk {
+    const cmf_qmat *w;
+    uint8_t *buf;
+    uint64_t r0, r1;
+} lanes_chunk;
+
+#define CHUNK_BYTES ((uint64_t)1 << 20)
+
 typedef struct lanes_job {
-    cmf_qmat **mats;
+    const cortiq_model *m;
+    const lanes_chunk *chunks;
     size_t n;
-    const uint8_t *table; /* the embedding table: a tied head's rows are read per token */
     _Atomic size_t next;
-    _Atomic uint64_t bytes;
 } lanes_job;
 
-/* The whole pages inside [p, p + n) handed back (MADV_PAGEOUT: clean file pages are dropped,
- * anonymous ones never lost, so it is safe whatever backs them). */
-static void page_out(const uint8_t *p, uint64_t n) {
-#ifdef MADV_PAGEOUT
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + n) & ~(page - 1);
-    if (e > a) (void)madvise((void *)a, (size_t)(e - a), MADV_PAGEOUT);
-#else
-    (void)p, (void)n;
-#endif
+/* Whether [p, p + n) lies inside one of the file's mappings (shards). */
+static bool in_file(const cortiq_model *m, const uint8_t *p, uint64_t n) {
+    for (size_t s = 0; s < cmf_file_shard_count(m->file); s++) {
+        size_t len = 0;
+        const uint8_t *base = cmf_file_shard_bytes(m->file, s, &len);
+        if (base && p >= base && p + n <= base + len) return true;
+    }
+    return false;
 }
 
-static void build_some(void *ctx, unsigned tid, unsigned nt) {
+/* The whole pages inside [p, p + n) of the file's mappings handed back (see above). */
+static void release(const cortiq_model *m, const uint8_t *p, uint64_t n) {
+    if (!p || !n || m->moves || !in_file(m, p, n)) return;
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), e = ((uintptr_t)p + n) & ~(page - 1);
+    if (e > a) (void)madvise((void *)a, (size_t)(e - a), MADV_DONTNEED);
+}
+
+/* a tied table keeps its pages where its rows are not read from the copy (q4tp's) */
+static bool keeps_pages(const cortiq_model *m, const cmf_qmat *w) {
+    return w->data == m->embed.data && w->dtype == CMF_DT_Q4TP;
+}
+
+static void fill_some(void *ctx, unsigned tid, unsigned nt) {
     (void)tid, (void)nt;
     lanes_job *j = ctx;
     for (size_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
-        cmf_qmat *w = j->mats[i];
-        if (!w->data || w->lanes || !cmf_qmat_build_lanes(w)) continue;
-        atomic_fetch_add(&j->bytes, w->lanes_bytes);
-        if (w->data != j->table || cmf_qmat_lanes_rows(w)) page_out(w->data, w->nbytes);
+        const lanes_chunk *c = &j->chunks[i];
+        cmf_qmat_lanes_fill(c->w, c->buf, c->r0, c->r1);
+        uint64_t n;
+        const uint8_t *src = cmf_qmat_lanes_source(c->w, c->r0, c->r1, &n);
+        if (!keeps_pages(j->m, c->w)) release(j->m, src, n);
     }
 }
 
-uint64_t cq_model_build_lanes(cortiq_model *m) {
-    if (!m->layers || !(m->q4flags & CMF_KF_INT8_ACT)) return 0;
-    cmf_qmat **mats =
-        malloc(((size_t)(m->n_layers + 1) * CQ_DECODE_MATS_PER_LAYER + 1) * sizeof *mats);
-    if (!mats) return 0; /* the copies are an optimisation: without them decode reads the file */
-    lanes_job j = {mats, cq_decode_mats(m, true, mats), m->embed.data, 0, 0};
-    cq_pool_run(m->pool, build_some, &j);
+static bool wanted(const cmf_qmat *w, int batch_lanes) {
+    if (batch_lanes < 0 || !w->data) return false;
+    return batch_lanes > 0 || w->dtype == CMF_DT_Q4_TILED || w->dtype == CMF_DT_Q4_BLOCK;
+}
+
+/* rows per chunk of w, whose copy is b bytes: a multiple of 16 (two panels) */
+static uint64_t chunk_rows(const cmf_qmat *w, uint64_t b) {
+    uint64_t panel = b / ((w->rows + 7) / 8), rows = CHUNK_BYTES / panel * 8;
+    return rows < 16 ? 16 : rows & ~(uint64_t)15;
+}
+
+uint64_t cq_model_build_lanes(cortiq_model *m, int batch_lanes) {
+    if (!m->layers || !(m->q4flags & CMF_KF_INT8_ACT) || batch_lanes < 0) return 0;
+    const size_t cap = (size_t)(m->n_layers + 1) * CQ_DECODE_MATS_PER_LAYER + 1;
+    cmf_qmat **mats = malloc(cap * sizeof *mats);
+    uint64_t *off = malloc(cap * sizeof *off), *len = malloc(cap * sizeof *len), total = 0;
+    lanes_chunk *chunks = NULL;
+    size_t n = mats && off && len ? cq_decode_mats(m, true, mats) : 0, k = 0, nc = 0;
+    for (size_t i = 0; i < n; i++) { /* the wanted ones to the front, with their places */
+        uint64_t b = wanted(mats[i], batch_lanes) ? cmf_qmat_lanes_bytes(mats[i]) : 0;
+        for (size_t e = 0; b && e < k; e++) /* listed twice */
+            if (mats[e] == mats[i]) b = 0;
+        if (!b) continue;
+        mats[k] = mats[i], off[k] = total, len[k] = b;
+        total += (b + 63) & ~(uint64_t)63;
+        nc += (size_t)((mats[k]->rows + chunk_rows(mats[k], b) - 1) / chunk_rows(mats[k], b));
+        k++;
+    }
+    uint8_t *arena = total ? cq_huge_alloc((size_t)total, m->huge_pages) : NULL;
+    chunks = arena ? malloc(nc * sizeof *chunks) : NULL;
+    if (chunks) {
+        size_t c = 0;
+        for (size_t i = 0; i < k; i++) {
+            const uint64_t rows = chunk_rows(mats[i], len[i]), R = mats[i]->rows;
+            for (uint64_t r = 0; r < R; r += rows)
+                chunks[c++] =
+                    (lanes_chunk){mats[i], arena + off[i], r, r + rows < R ? r + rows : R};
+        }
+        lanes_job j = {m, chunks, nc, 0};
+        cq_pool_run(m->pool, fill_some, &j);
+        for (size_t i = 0; i < k; i++) {
+            mats[i]->lanes = arena + off[i];
+            mats[i]->lanes_bytes = len[i];
+            if (!keeps_pages(m, mats[i])) release(m, mats[i]->data, mats[i]->nbytes);
+        }
+        m->lanes = arena, m->lanes_total = total, m->lanes_mats = mats, m->n_lanes_mats = k;
+        mats = NULL;
+    } else { /* an optimisation: without it decode reads the file */
+        if (arena) cq_huge_free(arena, (size_t)total);
+        total = 0;
+    }
+    free(chunks);
+    free(len);
+    free(off);
     free(mats);
-    return atomic_load(&j.bytes);
+    return total;
+}
+
+void cq_model_free_lanes(cortiq_model *m) {
+    for (size_t i = 0; i < m->n_lanes_mats; i++) /* borrowed: not theirs to free */
+        m->lanes_mats[i]->lanes = NULL, m->lanes_mats[i]->lanes_bytes = 0;
+    if (m->lanes) cq_huge_free(m->lanes, (size_t)m->lanes_total);
+    free(m->lanes_mats);
+    m->lanes = NULL, m->lanes_mats = NULL, m->n_lanes_mats = 0, m->lanes_total = 0;
 }

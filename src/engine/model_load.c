@@ -539,7 +539,7 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     if (threads > 64) threads = 64;
     m->pool = cq_pool_create(threads);
     if (!m->pool) return cmf_err_set(L->err, CMF_E_NOMEM, path, "thread pool");
-    if (o && o->batch_lanes) m->lanes_bytes = cq_model_build_lanes(m);
+    m->lanes_bytes = cq_model_build_lanes(m, o ? o->batch_lanes : 0);
     return CMF_OK;
 }
 
@@ -564,6 +564,7 @@ uint64_t cortiq_model_lanes_bytes(const cortiq_model *m) {
 
 void cortiq_model_free(cortiq_model *m) {
     if (!m) return;
+    cq_model_free_lanes(m);
     for (uint32_t l = 0; m->layers && l < m->n_layers + (m->mtp ? 1 : 0); l++) {
         cq_layer *y = &m->layers[l];
         cmf_qmat *mats[] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgp, &y->wg, &y->wu, &y->wd};

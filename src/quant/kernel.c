@@ -220,6 +220,18 @@ bool cmf_qmat_build_lanes(cmf_qmat *m) {
     return (tok8_avx2() || tok8_tier()) && cq_lanes_build(m);
 }
 
+uint64_t cmf_qmat_lanes_bytes(const cmf_qmat *m) {
+    return (tok8_avx2() || tok8_tier()) && !m->lanes ? cq_lanes_bytes(m) : 0;
+}
+
+void cmf_qmat_lanes_fill(const cmf_qmat *m, void *buf, uint64_t r0, uint64_t r1) {
+    cq_lanes_fill(m, buf, r0, r1);
+}
+
+const uint8_t *cmf_qmat_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, uint64_t *n) {
+    return cq_lanes_source(m, r0, r1, n);
+}
+
 int cmf_tok8_supports(const cmf_qmat *m) {
     if (tok8_avx2())
         return m->lanes || cq_avx2_q8dec_supports(m) ? CMF_TOK8_Q8

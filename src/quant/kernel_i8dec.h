@@ -82,6 +82,12 @@ static inline const int32_t *cq_avx2_q8dec_tok_c8(const void *tok, uint64_t cols
 #define CQ_LANES_PASS 4
 bool cq_lanes_supports(const cmf_qmat *m);
 bool cq_lanes_build(cmf_qmat *m);
+/* The copy in parts (cmf_qmat_lanes_bytes / _fill / _source): its bytes (0: unsupported); rows
+ * [r0, r1) (r0 % 8 == 0) into buf (zeroed, cq_lanes_bytes long); the file bytes those rows'
+ * codes come from (their q8 weights or nibbles: *n bytes from the result). */
+uint64_t cq_lanes_bytes(const cmf_qmat *m);
+void cq_lanes_fill(const cmf_qmat *m, uint8_t *buf, uint64_t r0, uint64_t r1);
+const uint8_t *cq_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, uint64_t *n);
 void cq_avx2_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                 float *const *y, uint64_t r0, uint64_t r1);
 /* Rows [r, r + 8) (r % 8 == 0) from m->lanes in the AVX2 integer GEMM's panel form

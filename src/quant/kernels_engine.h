@@ -60,6 +60,16 @@ enum { CMF_TOK8_Q8 = 1, CMF_TOK8_I8DEC = 2, CMF_TOK8_LANES = 4 };
  * has the copy (false: another tier or dtype, or out of memory, and m unchanged).
  * cmf_qmat_free releases it. */
 bool cmf_qmat_build_lanes(cmf_qmat *m);
+/* The same copy made in parts into memory the caller owns (the engine puts a model's copies in
+ * one allocation and hands file pages back as their rows are copied): _bytes: its size, 0
+ * where cmf_qmat_build_lanes would make none (or m has one); _fill: rows [r0, r1) (r0 % 8 ==
+ * 0, any order, from several threads) into buf (zeroed, _bytes long); _source: where in m->data
+ * those rows' codes are (*n bytes; the per-group scales of q4_block and q4tp lie elsewhere).
+ * Setting m->lanes = buf once every row is in makes m read the copy; the owner sets it back to
+ * NULL before cmf_qmat_free (which frees only copies cmf_qmat_build_lanes made). */
+uint64_t cmf_qmat_lanes_bytes(const cmf_qmat *m);
+void cmf_qmat_lanes_fill(const cmf_qmat *m, void *buf, uint64_t r0, uint64_t r1);
+const uint8_t *cmf_qmat_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, uint64_t *n);
 /* Whether cmf_qmat_dequant_row reads m's rows from the copy (q8_row, q4_tiled, q4_block: the
  * file's floats exactly) rather than from m->data; q4tp's copy holds the tier's ladder scales,
  * which differ from the reference's in the last bits, so its rows still come from the file. */

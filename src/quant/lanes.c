@@ -79,15 +79,32 @@ static void put_q4_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
     }
 }
 
+uint64_t cq_lanes_bytes(const cmf_qmat *m) {
+    return cq_lanes_supports(m) ? (m->rows + PR - 1) / PR * cq_lanes_panel_bytes(m) : 0;
+}
+
+void cq_lanes_fill(const cmf_qmat *m, uint8_t *buf, uint64_t r0, uint64_t r1) {
+    const uint64_t pb = cq_lanes_panel_bytes(m);
+    /* rows past the last hold code (weight) 0 and scale 0 (zeroed memory): their sums are 0 */
+    for (uint64_t r = r0; r < r1 && r < m->rows; r++)
+        (m->dtype == CMF_DT_Q8_ROW ? put_q8_row : put_q4_row)(m, buf + (r / PR) * pb, r);
+}
+
+const uint8_t *cq_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, uint64_t *n) {
+    const uint64_t per_row = m->dtype == CMF_DT_Q8_ROW     ? m->cols
+                             : m->dtype == CMF_DT_Q4_TILED ? m->groups * CQ_Q4T_TILE
+                                                           : m->groups * 16;
+    if (r1 > m->rows) r1 = m->rows;
+    *n = r1 > r0 ? (r1 - r0) * per_row : 0;
+    return m->quants + r0 * per_row;
+}
+
 bool cq_lanes_build(cmf_qmat *m) {
     if (!cq_lanes_supports(m) || m->lanes) return m->lanes != NULL;
-    const uint64_t P = (m->rows + PR - 1) / PR, pb = cq_lanes_panel_bytes(m);
-    const size_t bytes = (size_t)(P * pb);
+    const size_t bytes = (size_t)cq_lanes_bytes(m);
     uint8_t *buf = cq_huge_alloc(bytes, bytes >= CQ_HUGE_PAGE);
     if (!buf) return false;
-    for (uint64_t r = 0; r < m->rows; r++)
-        (m->dtype == CMF_DT_Q8_ROW ? put_q8_row : put_q4_row)(m, buf + (r / PR) * pb, r);
-    /* rows past the last hold code (weight) 0 and scale 0 (zeroed memory): their sums are 0 */
+    cq_lanes_fill(m, buf, 0, m->rows);
     m->lanes = buf;
     m->lanes_bytes = bytes;
     return true;

@@ -1,11 +1,12 @@
 /* cortiq_session_eval_batch: one decode step of several sessions in one pass gives each
  * session exactly (bit for bit) the logits of its token evaluated alone, for every quant family
  * the kernels treat differently (q8: f32 activations; q4: int8 activations, prepared tokens;
- * f16: float weights) and for sessions at different positions, also with the q8 and 4-bit
- * matrices' batched-decode copies (cortiq_load_opts.batch_lanes, the AVX2 tier's), which must
- * also agree with the file's layout within float rounding (hybrid families too); then the
- * refusals. */
+ * f16: float weights) and for sessions at different positions, on the file's layout, with the
+ * default decode copies (q4_tiled / q4_block) and with all of them (cortiq_load_opts.batch_lanes
+ * > 0: q8_row and q4tp too), which must also agree with the file's layout within float rounding
+ * (hybrid families too); which matrices each setting copies; then the refusals. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,7 @@
 
 static void check_family_lanes(const char *fam, const char *quant, int lanes) {
     char path[256];
-    snprintf(path, sizeof path, "batch_decode_%s_%s%s.cmf", fam, quant, lanes ? "_lanes" : "");
+    snprintf(path, sizeof path, "batch_decode_%s_%s_lanes%d.cmf", fam, quant, lanes);
     size_t n_tok;
     int32_t *tok = tiny_convert(fam, quant, path, &n_tok);
     if (!tok) return;
@@ -87,7 +88,35 @@ static void check_family_lanes(const char *fam, const char *quant, int lanes) {
 }
 
 static void check_family(const char *fam, const char *quant) {
-    check_family_lanes(fam, quant, 0);
+    check_family_lanes(fam, quant, -1);
+}
+
+/* batch_lanes: 0 copies q4_tiled and q4_block only, a positive value q8_row and q4tp too, a
+ * negative one none (where the tier has the layout at all: the "all" load copies something). */
+static void check_which_copies(const char *fam, const char *quant, bool by_default) {
+    char path[256];
+    snprintf(path, sizeof path, "batch_decode_which_%s_%s.cmf", fam, quant);
+    size_t n_tok;
+    int32_t *tok = tiny_convert(fam, quant, path, &n_tok);
+    if (!tok) return;
+    uint64_t bytes[3] = {0, 0, 0}; /* none, default, all */
+    for (int k = 0; k < 3; k++) {
+        cortiq_model *m = NULL;
+        cmf_err err;
+        cortiq_load_opts lo = {.threads = 2, .batch_lanes = k - 1};
+        CHECK_MSG(cortiq_model_load(path, &lo, &m, &err) == CMF_OK, "%s", err.msg);
+        bytes[k] = cortiq_model_lanes_bytes(m);
+        cortiq_model_free(m);
+    }
+    CHECK_MSG(bytes[0] == 0, "%s %s: copies with batch_lanes < 0", fam, quant);
+    if (bytes[2])
+        CHECK_MSG(bytes[1] == (by_default ? bytes[2] : 0),
+                  "%s %s: default copies %llu bytes, all %llu", fam, quant,
+                  (unsigned long long)bytes[1], (unsigned long long)bytes[2]);
+    else
+        printf("%s %s: no decode copies on this tier\n", fam, quant);
+    free(tok);
+    unlink(path);
 }
 
 /* The batched-decode copies change no result beyond float rounding: a prompt and 8 greedy
@@ -103,7 +132,7 @@ static void check_lanes_agree(const char *fam, const char *quant) {
     for (int lanes = 0; lanes < 2; lanes++) {
         cortiq_model *m = NULL;
         cmf_err err;
-        cortiq_load_opts lo = {.threads = 2, .batch_lanes = lanes};
+        cortiq_load_opts lo = {.threads = 2, .batch_lanes = lanes ? 1 : -1};
         CHECK_MSG(cortiq_model_load(path, &lo, &m, &err) == CMF_OK, "%s", err.msg);
         cortiq_session *s = NULL;
         if (m) CHECK(cortiq_session_create(m, 128, &s, &err) == CMF_OK);
@@ -181,6 +210,10 @@ int main(void) {
     check_family_lanes("llama", "q4t", 1);
     check_family_lanes("gemma3_text", "q4tp", 1);
     check_family_lanes("qwen2_moe_mixed", "q4t", 1);
+    check_family_lanes("llama", "q4t", 0);
+    check_which_copies("llama", "q4t", true);
+    check_which_copies("qwen3", "q8", false);
+    check_which_copies("gemma3_text", "q4tp", false);
     check_lanes_agree("qwen3", "q8");
     check_lanes_agree("qwen3_next", "q4t");
     check_lanes_agree("qwen3_5_text", "q4tp");

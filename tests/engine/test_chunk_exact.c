@@ -73,7 +73,7 @@ static void run(const char *fam, const char *quant) {
         tokens[i] = fx[(i + i / nt) % nt];
     cortiq_model *m = NULL;
     cmf_err err;
-    cortiq_load_opts lo = {.threads = 2};
+    cortiq_load_opts lo = {.threads = 2, .batch_lanes = -1};
     CHECK_MSG(cortiq_model_load(out, &lo, &m, &err) == CMF_OK, "%s", err.msg);
     if (m) check_cuts(m, tokens, fam, quant, "file");
     cortiq_model_free(m);

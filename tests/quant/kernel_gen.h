@@ -40,11 +40,15 @@ static inline void kg_scale(kg_rng *r, uint8_t *p, float lo, float hi) {
     st_u16(p, f32_to_f16(kg_unif(r, lo, hi)));
 }
 
+#define KG_VBIT_REAL 45
+
 /* Options that shape the variable parts. */
 typedef struct {
     int ovl_unsorted;     /* q1s / q1t: shuffle the overlay and repeat some positions */
     unsigned ovl_per_row; /* mean overlay entries per row */
-    unsigned vbit_width;  /* vbit / vbit_ro: every row this wide; 0: each row one of 3-8 */
+    unsigned vbit_width;  /* vbit / vbit_ro: every row this wide; 0: each row one of 3-8;
+                           * KG_VBIT_REAL: 2 % 3-bit, 72 % 4-bit, 26 % 5-bit rows, in random
+                           * order (the allocation of SmolLM2-135M at 4.25 bits) */
 } kg_opts;
 
 static inline int kg_cmp_u32(const void *a, const void *b) {
@@ -194,7 +198,12 @@ static inline uint8_t *kg_payload(cmf_dtype dt, uint64_t rows, uint64_t cols, kg
         uint64_t hdr = rows + 2 * rows * G + (ro ? 4 * (rows + 1) : 0), packed = 0;
         uint8_t *bits = malloc(rows);
         for (uint64_t i = 0; i < rows; i++) {
-            bits[i] = (uint8_t)(o->vbit_width ? o->vbit_width : widths[kg_u32(r, 5)]);
+            if (o->vbit_width == KG_VBIT_REAL) {
+                unsigned u = kg_u32(r, 100);
+                bits[i] = (uint8_t)(u < 2 ? 3 : u < 74 ? 4 : 5);
+            } else {
+                bits[i] = (uint8_t)(o->vbit_width ? o->vbit_width : widths[kg_u32(r, 5)]);
+            }
             packed += bits[i] * cols / 8;
         }
         sz = hdr + packed;
