@@ -39,8 +39,8 @@ typedef struct cortiq_runtime_opts {
     const char *skill;
     const cortiq_skill_weight *blend;
     size_t n_blend;
-    /* decode copies (cortiq_load_opts.batch_lanes): 0 q4_tiled / q4_block, >0 q8_row and q4tp
-     * too, <0 none */
+    /* decode copies (cortiq_load_opts.batch_lanes): 0 the 4-bit ones near the file's size, >0
+     * every integer matrix, <0 none */
     int batch_lanes;
 } cortiq_runtime_opts;
 

@@ -20,12 +20,12 @@ static void usage(void) {
           "  --host ADDR          address to listen on (default 127.0.0.1; 0.0.0.0 or :: for all)\n"
           "  --port N             TCP port (default 8080; 0: any free port, printed at start)\n"
           "  --parallel N         requests served at once, each in its own KV cache (default 1)\n"
-          "  --no-batch-lanes     with --parallel > 1, copy only the q4_tiled / q4_block matrices\n"
-          "                       into the decode lanes, as `cortiq run` does (by default q8_row\n"
-          "                       and q4tp are copied too, at load, into the layout that serves\n"
-          "                       several slots' tokens per pass at less arithmetic; on AVX-512\n"
-          "                       it sums their rows in another order than `cortiq run`, so a\n"
-          "                       greedy answer can part from run's at a near-tie)\n"
+          "  --no-batch-lanes     with --parallel > 1, copy into the decode lanes only the 4-bit\n"
+          "                       matrices `cortiq run` copies (by default every q8_row and q4tp\n"
+          "                       one is copied too, at load, into the layout that serves several\n"
+          "                       slots' tokens per pass at less arithmetic; on AVX-512 it sums\n"
+          "                       q8_row's rows in another order than `cortiq run`, so a greedy\n"
+          "                       answer can part from run's at a near-tie)\n"
           "  --max-queue N        requests waiting for a slot before 429 (default 64)\n"
           "  --timeout S          wall-clock limit of one generation in seconds (default 600)\n"
           "  --api-key K          require \"Authorization: Bearer K\" (not on /health)\n"
@@ -129,7 +129,7 @@ int cmd_serve(int argc, char **argv) {
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
-    /* q8_row's and q4tp's copies pay only with several slots; 0 keeps run's (the 4-bit ones) */
+    /* q8_row's (and AVX2 q4tp's) copies pay only with several slots; 0 keeps run's */
     ro.batch_lanes = lanes && cfg.parallel > 1;
     cmf_err err;
     cortiq_runtime *rt;

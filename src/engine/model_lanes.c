@@ -1,11 +1,12 @@
 /* model_lanes.c - the decode copies of a model's integer matrices (cmf_qmat_lanes_bytes: panels
  * of 8 rows, one int32 lane per row), made once at load on the model's threads.
  *
- * Which matrices (cortiq_load_opts.batch_lanes): by default q4_tiled and q4_block, whose copy
- * has the file's bytes and whose one-token kernel on it is faster (docs/KERNELS.md, "Batched
- * decode lanes"); for a server's batched steps q8_row and q4tp too (their copies cost one
- * session speed: q4tp's f32 ladder values make it 20 % larger, q8_row's one-token kernel is
- * the faster one); none when negative.
+ * Which matrices (cortiq_load_opts.batch_lanes): by default those whose copy keeps about the
+ * file's bits per weight (cmf_qmat_lanes_compact: q4_tiled and q4_block, and q4tp on the AVX-512
+ * tier: 4-5 % more, its codes and ladder numbers), whose one-token kernels on it are the faster
+ * (docs/KERNELS.md, "Batched decode lanes"); for a server's batched steps q8_row and the AVX2
+ * tier's q4tp too (their copies cost one session speed: q8_row's one-token kernel is the faster,
+ * the AVX2 q4tp copy's f32 ladder values make it 20 % larger); none when negative.
  *
  * All copies share one allocation (on 2 MiB pages unless no_huge_pages): one per matrix
  * rounded each to whole 2 MiB pages, which made a 2.4 MB matrix take 4 MB. Every copied range
@@ -15,7 +16,7 @@
  * while the copies are made. That advice drops anonymous pages' contents, so it is given only
  * inside the file's mappings and before any 2 MiB window of them has moved (model_prefetch.c):
  * this runs at the end of the load. A tied head's table rows are read from its copy too
- * (cq_embed_token), except q4tp's, whose pages stay. */
+ * (cq_embed_token), except the AVX2 tier's q4tp, whose pages stay. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -59,9 +60,9 @@ static void release(const cortiq_model *m, const uint8_t *p, uint64_t n) {
     if (e > a) (void)madvise((void *)a, (size_t)(e - a), MADV_DONTNEED);
 }
 
-/* a tied table keeps its pages where its rows are not read from the copy (q4tp's) */
+/* a tied table keeps its pages where its rows are not read from the copy (the AVX2 tier's q4tp) */
 static bool keeps_pages(const cortiq_model *m, const cmf_qmat *w) {
-    return w->data == m->embed.data && w->dtype == CMF_DT_Q4TP;
+    return w->data == m->embed.data && !cmf_qmat_lanes_exact_rows(w);
 }
 
 static void fill_some(void *ctx, unsigned tid, unsigned nt) {
@@ -76,9 +77,10 @@ static void fill_some(void *ctx, unsigned tid, unsigned nt) {
     }
 }
 
-static bool wanted(const cmf_qmat *w, int batch_lanes) {
-    if (batch_lanes < 0 || !w->data) return false;
-    return batch_lanes > 0 || w->dtype == CMF_DT_Q4_TILED || w->dtype == CMF_DT_Q4_BLOCK;
+/* w, whose copy would take b bytes (0: none on this tier) */
+static bool wanted(const cmf_qmat *w, int batch_lanes, uint64_t b) {
+    if (batch_lanes < 0 || !w->data || !b) return false;
+    return batch_lanes > 0 || cmf_qmat_lanes_compact(w);
 }
 
 /* rows per chunk of w, whose copy is b bytes: a multiple of 16 (two panels) */
@@ -95,7 +97,8 @@ uint64_t cq_model_build_lanes(cortiq_model *m, int batch_lanes) {
     lanes_chunk *chunks = NULL;
     size_t n = mats && off && len ? cq_decode_mats(m, true, mats) : 0, k = 0, nc = 0;
     for (size_t i = 0; i < n; i++) { /* the wanted ones to the front, with their places */
-        uint64_t b = wanted(mats[i], batch_lanes) ? cmf_qmat_lanes_bytes(mats[i]) : 0;
+        uint64_t b = cmf_qmat_lanes_bytes(mats[i]);
+        if (!wanted(mats[i], batch_lanes, b)) b = 0;
         for (size_t e = 0; b && e < k; e++) /* listed twice */
             if (mats[e] == mats[i]) b = 0;
         if (!b) continue;

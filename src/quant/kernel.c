@@ -213,7 +213,15 @@ size_t cmf_tok8_bytes(uint64_t cols) {
 }
 
 bool cmf_qmat_lanes_rows(const cmf_qmat *m) {
-    return m->lanes && m->dtype != CMF_DT_Q4TP;
+    return m->lanes && cmf_qmat_lanes_exact_rows(m);
+}
+
+bool cmf_qmat_lanes_compact(const cmf_qmat *m) {
+    return m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || cq_lanes_q4tp_codes(m);
+}
+
+bool cmf_qmat_lanes_exact_rows(const cmf_qmat *m) {
+    return m->dtype != CMF_DT_Q4TP || cq_lanes_q4tp_codes(m);
 }
 
 bool cmf_qmat_build_lanes(cmf_qmat *m) {

@@ -399,6 +399,10 @@ void cq_avx512_q4tp_ladder(const cmf_qmat *m, uint64_t r, float lad[32]) {
     _mm512_storeu_ps(lad + 16, l1);
 }
 
+void cq_avx512_q4tp_params(const cmf_qmat *m, uint64_t r, float p[3]) {
+    cq_q4tp_params_avx512(m, r, p);
+}
+
 /* A group kernel: SETUP runs once per row, DECODE(g) sets w0/w1 for group g, POST(res, nt, x)
  * may adjust the nt finished sums (overlay corrections). */
 #define GROUP_KERNEL(NAME, PRE, SETUP, DECODE, POST)                                               \

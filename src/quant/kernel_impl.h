@@ -264,6 +264,8 @@ void cq_ref_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
 
 /* q4tp ladder of row r stored as floats (AVX-512; q4tp_ladder_avx512.h, a few ulp of exp2f). */
 void cq_avx512_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);
+/* lo, step and qq of that ladder (q4tp_ladder_avx512.h, cq_q4tp_params_avx512) */
+void cq_avx512_q4tp_params(const cmf_qmat *m, uint64_t r, float p[3]);
 
 /* CMF_KF_INT8_ACT paths of the AVX-512 tier (need AVX512_VNNI; cols % 32 == 0; q4_tiled,
  * q4_block, q4tp, q8_row). Return false, writing nothing, when they cannot run. */

@@ -13,6 +13,9 @@
  * the AVX-512 integer GEMM (gemm_i8_avx512.c) takes per 32-column block: a token gets the
  * GEMM's bits whichever tokens share its pass. The GEMM, too, builds its 16-row panels from
  * the copy (cq_avx512_lanes_unpack), so a matrix with a copy never reads its file pages again.
+ * q4tp's copy holds each group's 5-bit codes and each row's ladder numbers instead of f32 scales
+ * (lanes.c): per group and 16 rows one exp2 polynomial makes the rungs, the ladder's bits,
+ * where 4-byte scales had made the copy a fifth larger than the file.
  *
  * Tokens are prepared in the AVX2 q8_row layout (cq_avx2_q8dec_tok_prepare: codes in natural
  * order, dx and the correction per group), which cmf_tok8_prepare writes on this tier for
@@ -22,6 +25,7 @@
 
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
+#include "quant/q4tp_ladder_avx512.h"
 
 #define AI static inline __attribute__((always_inline))
 #define PR 8 /* rows per panel of the copy */
@@ -50,9 +54,31 @@ AI __m512 pair_f32(const uint8_t *a, const uint8_t *b, uint64_t off) {
     return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
 }
 
-/* The 16 rows' scales of group g: f16 (8 per panel, 16 bytes) or q4tp's f32 ladder values. */
-AI __m512 pair_scales(const uint8_t *sa, const uint8_t *sb, uint64_t g, const int f32) {
-    if (f32) return pair_f32(sa, sb, g * 32);
+/* q4tp: the 16 rows' ladder numbers (lanes.c: lo, step, qq), read once per pass. */
+typedef struct {
+    __m512 lo, st, qq;
+} ladder16;
+
+AI ladder16 pair_ladder(const uint8_t *sa, const uint8_t *sb) {
+    return (ladder16){pair_f32(sa, sb, 0), pair_f32(sa, sb, 32), pair_f32(sa, sb, 64)};
+}
+
+/* The 16 rows' scales of group g: f16 (8 per panel, 16 bytes), or q4tp's rungs from their 5-bit
+ * codes, computed as cq_q4tp_ladder_avx512 computes the row's ladder (the same fma, exp2 and
+ * product, so the same bits as the integer GEMM's ladder from the file). */
+AI __m512 pair_scales(const uint8_t *sa, const uint8_t *sb, uint64_t g, const int q4tp,
+                      const ladder16 *l) {
+    if (q4tp) {
+        const uint8_t *ca = sa + CQ_LANES_Q4TP_NUMS + g * 8;
+        __m128i c8 = _mm_loadl_epi64((const __m128i *)(const void *)ca);
+        if (sb)
+            c8 = _mm_unpacklo_epi64(
+                c8, _mm_loadl_epi64((const __m128i *)(const void *)(sb + (ca - sa))));
+        const __m512i c = _mm512_cvtepu8_epi32(c8);
+        const __m512 i = _mm512_cvtepi32_ps(_mm512_and_si512(c, _mm512_set1_epi32(15)));
+        const __m512 v = cq_exp2_ps_avx512(_mm512_fmadd_ps(i, l->st, l->lo));
+        return _mm512_mask_mul_ps(v, _mm512_test_epi32_mask(c, _mm512_set1_epi32(16)), v, l->qq);
+    }
     __m128i lo = _mm_load_si128((const __m128i *)(const void *)(sa + g * 16));
     __m128i hi =
         sb ? _mm_load_si128((const __m128i *)(const void *)(sb + g * 16)) : _mm_setzero_si128();
@@ -60,11 +86,13 @@ AI __m512 pair_scales(const uint8_t *sa, const uint8_t *sb, uint64_t g, const in
 }
 
 /* The 4-bit class: panels a, b (G groups each) for T tokens; out[t] the 16 rows' sums. */
-AI void pass_q4(const uint8_t *a, const uint8_t *b, uint64_t G, const int f32,
+AI void pass_q4(const uint8_t *a, const uint8_t *b, uint64_t G, const int q4tp,
                 const int8_t *const *xq, const float *const *dx, const int32_t *const *c8,
                 const int T, __m512 *out) {
     const __m512i m4 = _mm512_set1_epi8(15);
     const uint8_t *sa = a + G * 128, *sb = b ? b + G * 128 : NULL;
+    const __m512 z = _mm512_setzero_ps();
+    const ladder16 lad = q4tp ? pair_ladder(sa, sb) : (ladder16){z, z, z};
     __m512 acc[PASS_MAX];
     for (int t = 0; t < T; t++)
         acc[t] = _mm512_setzero_ps();
@@ -87,7 +115,7 @@ AI void pass_q4(const uint8_t *a, const uint8_t *b, uint64_t G, const int f32,
                 s[t] = _mm512_dpbusd_epi32(s[t], hi, bcast4(x + 16));
             }
         }
-        const __m512 d = pair_scales(sa, sb, g, f32);
+        const __m512 d = pair_scales(sa, sb, g, q4tp, &lad);
         for (int t = 0; t < T; t++)
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]),
                                      _mm512_mul_ps(d, _mm512_set1_ps(dx[t][g])), acc[t]);
@@ -202,8 +230,10 @@ void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *p
         _mm512_storeu_ps(rs, pair_f32(a, b, G * 256));
         return;
     }
-    const int f32 = m->dtype == CMF_DT_Q4TP;
+    const int q4tp = m->dtype == CMF_DT_Q4TP;
     const uint8_t *sa = a + G * 128, *sb = b ? b + G * 128 : NULL;
+    const __m512 z = _mm512_setzero_ps();
+    const ladder16 lad = q4tp ? pair_ladder(sa, sb) : (ladder16){z, z, z};
     const __m512i m4 = _mm512_set1_epi8(15);
     for (uint64_t g = 0; g < nb; g++) {
         __m512i *o = (__m512i *)(void *)(panel + g * 512);
@@ -224,6 +254,6 @@ void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *p
             _mm512_store_si512(o + k, _mm512_and_si512(v, m4));
             _mm512_store_si512(o + 4 + k, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
         }
-        _mm512_storeu_ps(bs + g * 16, pair_scales(sa, sb, g, f32));
+        _mm512_storeu_ps(bs + g * 16, pair_scales(sa, sb, g, q4tp, &lad));
     }
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cpu.h"
 #include "test.h"
 #include "tiny_fixture.h"
 
@@ -213,7 +214,9 @@ int main(void) {
     check_family_lanes("llama", "q4t", 0);
     check_which_copies("llama", "q4t", true);
     check_which_copies("qwen3", "q8", false);
-    check_which_copies("gemma3_text", "q4tp", false);
+    /* q4tp: its AVX-512 copy (codes and ladder numbers) is near the file's size, the AVX2 one
+     * (f32 scales) a fifth larger */
+    check_which_copies("gemma3_text", "q4tp", cq_cpu_isa() >= CQ_ISA_AVX512);
     check_lanes_agree("qwen3", "q8");
     check_lanes_agree("qwen3_next", "q4t");
     check_lanes_agree("qwen3_5_text", "q4tp");
