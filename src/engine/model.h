@@ -93,11 +93,11 @@ cmf_status cq_load_floats(const cmf_tensor *t, uint64_t n, const char *path, flo
 size_t cq_decode_mats(cortiq_model *m, bool with_mtp, cmf_qmat **out);
 
 /* The decode copies of the decode step's integer matrices that batch_lanes names
- * (cortiq_load_opts.batch_lanes, model_lanes.c), in one allocation, their file pages released;
- * returns their bytes (0: none on this tier). Runs at the end of the load, before any window
- * moves onto 2 MiB pages. cq_model_free_lanes: detaches and frees them (before the matrices are
- * freed). */
-uint64_t cq_model_build_lanes(cortiq_model *m, int batch_lanes);
+ * (cortiq_load_opts.batch_lanes, model_lanes.c), in one allocation (m->lanes, m->lanes_bytes;
+ * none on some tiers), their file pages released. Runs at the end of the load, before any
+ * window moves onto 2 MiB pages. cq_model_free_lanes: detaches and frees them (before the
+ * matrices are freed). */
+void cq_model_build_lanes(cortiq_model *m, int batch_lanes);
 void cq_model_free_lanes(cortiq_model *m);
 
 /* Choose the activation from arch.hidden_act and refuse header fields whose computation this
@@ -128,9 +128,8 @@ struct cortiq_model {
      * by cortiq_model_move_step: moves[moved .. n_moves) */
     uintptr_t *moves;
     size_t n_moves, moved;
-    uint64_t lanes_bytes; /* decode copies (model_lanes.c): their bytes */
-    void *lanes;          /* their one allocation (lanes_total bytes), or NULL */
-    uint64_t lanes_total;
+    uint64_t lanes_bytes;  /* decode copies (model_lanes.c): their bytes */
+    void *lanes;           /* their one allocation (lanes_bytes), or NULL */
     cmf_qmat **lanes_mats; /* the matrices reading it */
     size_t n_lanes_mats;
     /* skill overlay (skill_overlay.c): the active skill id (NULL = backbone) or a blend, and

@@ -89,8 +89,8 @@ static uint64_t chunk_rows(const cmf_qmat *w, uint64_t b) {
     return rows < 16 ? 16 : rows & ~(uint64_t)15;
 }
 
-uint64_t cq_model_build_lanes(cortiq_model *m, int batch_lanes) {
-    if (!m->layers || !(m->q4flags & CMF_KF_INT8_ACT) || batch_lanes < 0) return 0;
+void cq_model_build_lanes(cortiq_model *m, int batch_lanes) {
+    if (!m->layers || !(m->q4flags & CMF_KF_INT8_ACT) || batch_lanes < 0) return;
     const size_t cap = (size_t)(m->n_layers + 1) * CQ_DECODE_MATS_PER_LAYER + 1;
     cmf_qmat **mats = malloc(cap * sizeof *mats);
     uint64_t *off = malloc(cap * sizeof *off), *len = malloc(cap * sizeof *len), total = 0;
@@ -104,7 +104,8 @@ uint64_t cq_model_build_lanes(cortiq_model *m, int batch_lanes) {
         if (!b) continue;
         mats[k] = mats[i], off[k] = total, len[k] = b;
         total += (b + 63) & ~(uint64_t)63;
-        nc += (size_t)((mats[k]->rows + chunk_rows(mats[k], b) - 1) / chunk_rows(mats[k], b));
+        const uint64_t rows = chunk_rows(mats[k], b);
+        nc += (size_t)((mats[k]->rows + rows - 1) / rows);
         k++;
     }
     uint8_t *arena = total ? cq_huge_alloc((size_t)total, m->huge_pages) : NULL;
@@ -124,23 +125,21 @@ uint64_t cq_model_build_lanes(cortiq_model *m, int batch_lanes) {
             mats[i]->lanes_bytes = len[i];
             if (!keeps_pages(m, mats[i])) release(m, mats[i]->data, mats[i]->nbytes);
         }
-        m->lanes = arena, m->lanes_total = total, m->lanes_mats = mats, m->n_lanes_mats = k;
+        m->lanes = arena, m->lanes_bytes = total, m->lanes_mats = mats, m->n_lanes_mats = k;
         mats = NULL;
-    } else { /* an optimisation: without it decode reads the file */
-        if (arena) cq_huge_free(arena, (size_t)total);
-        total = 0;
+    } else if (arena) { /* an optimisation: without it decode reads the file */
+        cq_huge_free(arena, (size_t)total);
     }
     free(chunks);
     free(len);
     free(off);
     free(mats);
-    return total;
 }
 
 void cq_model_free_lanes(cortiq_model *m) {
     for (size_t i = 0; i < m->n_lanes_mats; i++) /* borrowed: not theirs to free */
         m->lanes_mats[i]->lanes = NULL, m->lanes_mats[i]->lanes_bytes = 0;
-    if (m->lanes) cq_huge_free(m->lanes, (size_t)m->lanes_total);
+    if (m->lanes) cq_huge_free(m->lanes, (size_t)m->lanes_bytes);
     free(m->lanes_mats);
-    m->lanes = NULL, m->lanes_mats = NULL, m->n_lanes_mats = 0, m->lanes_total = 0;
+    m->lanes = NULL, m->lanes_mats = NULL, m->n_lanes_mats = 0, m->lanes_bytes = 0;
 }

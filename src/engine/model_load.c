@@ -539,7 +539,7 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     if (threads > 64) threads = 64;
     m->pool = cq_pool_create(threads);
     if (!m->pool) return cmf_err_set(L->err, CMF_E_NOMEM, path, "thread pool");
-    m->lanes_bytes = cq_model_build_lanes(m, o ? o->batch_lanes : 0);
+    cq_model_build_lanes(m, o ? o->batch_lanes : 0);
     return CMF_OK;
 }
 

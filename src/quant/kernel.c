@@ -224,12 +224,17 @@ bool cmf_qmat_lanes_exact_rows(const cmf_qmat *m) {
     return m->dtype != CMF_DT_Q4TP || cq_lanes_q4tp_codes(m);
 }
 
+/* a tier whose kernels read the copy (lanes_avx2.c, lanes_avx512.c) */
+static bool lanes_tier(void) {
+    return tok8_avx2() || tok8_tier();
+}
+
 bool cmf_qmat_build_lanes(cmf_qmat *m) {
-    return (tok8_avx2() || tok8_tier()) && cq_lanes_build(m);
+    return lanes_tier() && cq_lanes_build(m);
 }
 
 uint64_t cmf_qmat_lanes_bytes(const cmf_qmat *m) {
-    return (tok8_avx2() || tok8_tier()) && !m->lanes ? cq_lanes_bytes(m) : 0;
+    return lanes_tier() && !m->lanes ? cq_lanes_bytes(m) : 0;
 }
 
 void cmf_qmat_lanes_fill(const cmf_qmat *m, void *buf, uint64_t r0, uint64_t r1) {

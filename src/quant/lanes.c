@@ -27,9 +27,14 @@ bool cq_lanes_supports(const cmf_qmat *m) {
                                  m->dtype == CMF_DT_Q4TP || m->dtype == CMF_DT_Q8_ROW);
 }
 
+/* The copy is read by lanes_avx512.c (else lanes_avx2.c). */
+static bool avx512_reader(void) {
+    return cq_cpu_isa() >= CQ_ISA_AVX512;
+}
+
 /* q4tp's copy holds codes and ladder numbers (the AVX-512 VNNI tier's), not f32 scales */
 bool cq_lanes_q4tp_codes(const cmf_qmat *m) {
-    return m->dtype == CMF_DT_Q4TP && cq_cpu_isa() >= CQ_ISA_AVX512;
+    return m->dtype == CMF_DT_Q4TP && avx512_reader();
 }
 
 /* Bytes of one panel, rounded to 64: the 4-bit class G * 128 nibble bytes, then G * 8 scales
@@ -66,7 +71,7 @@ static void put_group(uint8_t *dst, unsigned i, const uint8_t *nib) {
 }
 
 void cq_lanes_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]) {
-    (cq_cpu_isa() >= CQ_ISA_AVX512 ? cq_avx512_q4tp_ladder : cq_avx2_q4tp_ladder)(m, r, ladder);
+    (avx512_reader() ? cq_avx512_q4tp_ladder : cq_avx2_q4tp_ladder)(m, r, ladder);
 }
 
 /* The 4-bit class: row r's nibbles and scales into its panel (lane r % 8). */

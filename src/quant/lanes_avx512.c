@@ -160,7 +160,7 @@ typedef void (*pass_fn)(const uint8_t *, const uint8_t *, uint64_t, const int8_t
                                                   const int32_t *const *c8, __m512 *out) {         \
         pass_q4(a, b, G, 0, xq, dx, c8, T, out);                                                   \
     }                                                                                              \
-    static __attribute__((noinline)) void p32_##T(const uint8_t *a, const uint8_t *b, uint64_t G,  \
+    static __attribute__((noinline)) void ptp_##T(const uint8_t *a, const uint8_t *b, uint64_t G,  \
                                                   const int8_t *const *xq, const float *const *dx, \
                                                   const int32_t *const *c8, __m512 *out) {         \
         pass_q4(a, b, G, 1, xq, dx, c8, T, out);                                                   \
@@ -181,13 +181,13 @@ DEF_PASS(8)
 #define PASSES(P)                                                                                  \
     { NULL, P##_1, P##_2, P##_3, P##_4, P##_5, P##_6, P##_7, P##_8 }
 static const pass_fn p16[PASS_MAX + 1] = PASSES(p16);
-static const pass_fn p32[PASS_MAX + 1] = PASSES(p32);
+static const pass_fn ptp[PASS_MAX + 1] = PASSES(ptp);
 static const pass_fn p8[PASS_MAX + 1] = PASSES(p8);
 
 void cq_avx512_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                   float *const *y, uint64_t r0, uint64_t r1) {
     const uint64_t G = m->groups, pb = cq_lanes_panel_bytes(m), P = (m->rows + PR - 1) / PR;
-    const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? p8 : m->dtype == CMF_DT_Q4TP ? p32 : p16;
+    const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? p8 : m->dtype == CMF_DT_Q4TP ? ptp : p16;
     cq_lanes_toks k;
     const size_t passes = cq_lanes_toks_init(&k, tok, n, m->cols, PASS_MAX);
     /* 16 rows (two panels) per step from the even panel at or below r0 */
