@@ -104,6 +104,17 @@ typedef struct mm_job {
 #define BATCH_ROW_UNIT  32
 #define DECODE_ROW_UNIT 16
 
+/* The job's row unit: base, or the larger blocks whose rows a part's kernels compute together
+ * (a vbit copy's windows, cmf_qmat_lanes_block); one for all parts, so a glu's gate and up
+ * rows split alike. */
+static uint64_t job_unit(const mm_job *j, uint64_t base) {
+    for (unsigned k = 0; k < j->np; k++) {
+        const uint64_t b = cmf_qmat_lanes_block(j->p[k].w);
+        if (b > base) base = b;
+    }
+    return base;
+}
+
 static void rows_of(uint64_t rows, unsigned tid, unsigned nt, uint64_t unit, uint64_t *r0,
                     uint64_t *r1) {
     uint64_t per = (rows + nt - 1) / nt;
@@ -156,14 +167,15 @@ static void glu_rows(const mm_job *j, uint64_t r0, uint64_t r1) {
 static void batch_task(void *ctx, unsigned tid, unsigned nt) {
     const mm_job *j = ctx;
     uint8_t *scratch = j->qa ? j->scratch + tid * j->stride : NULL;
+    const uint64_t unit = job_unit(j, BATCH_ROW_UNIT);
     for (unsigned k = 0; k < j->np; k++) {
         uint64_t r0, r1;
-        rows_of(j->p[k].w->rows, tid, nt, BATCH_ROW_UNIT, &r0, &r1);
+        rows_of(j->p[k].w->rows, tid, nt, unit, &r0, &r1);
         if (r0 < r1) part_rows(j, &j->p[k], r0, r1, NULL, scratch, 0);
     }
     if (!j->glu) return;
     uint64_t r0, r1;
-    rows_of(j->p[0].w->rows, tid, nt, BATCH_ROW_UNIT, &r0, &r1);
+    rows_of(j->p[0].w->rows, tid, nt, unit, &r0, &r1);
     glu_rows(j, r0, r1);
 }
 
@@ -245,7 +257,7 @@ static void decode_task(void *ctx, unsigned tid, unsigned nt) {
  * ntok 0 the whole prepared batch (part_rows, scratch: this thread's integer-GEMM panels). */
 static void run_pieces(const mm_job *j, unsigned tid, unsigned nt, const void *const *tok,
                        size_t ntok, uint8_t *scratch) {
-    const uint64_t unit = ntok ? DECODE_ROW_UNIT : BATCH_ROW_UNIT;
+    const uint64_t unit = job_unit(j, ntok ? DECODE_ROW_UNIT : BATCH_ROW_UNIT);
     for (unsigned i = 0; i < nt; i++) {
         unsigned v = (tid + i) % nt;
         for (unsigned k = 0; k < j->nclaim; k++) {
@@ -399,7 +411,7 @@ void cq_matmul_after(cq_sched *sc, cq_token_fn step, const void *ctx, const cq_m
 
 /* ---- one-token products of different inputs in one region ---- */
 
-#define GROUP_PIECE 64 /* rows per unit of work: a multiple of the kernels' 16-row blocks */
+#define GROUP_PIECE 64 /* rows per unit of work: a multiple of every kernel's blocks (16, 64) */
 
 typedef struct mm_group {
     mm_job job[CQ_GROUP_MAX];

@@ -7,8 +7,8 @@
  * below), hand the rows out in pieces that a thread done with its own range takes from the
  * others (common/pieces.h), so a thread a hypervisor slowed holds nobody up; other batches give
  * each thread an equal range of every product's rows (their kernels regroup the input per
- * call). Pieces start on 16-row blocks, so every row's result is the same whichever thread
- * computed it.
+ * call). Pieces start on 16-row blocks (64 for a vbit copy's windows), so every row's result is the
+ * same whichever thread computed it.
  *
  * The steps between products (norms, biases, RoPE, residual adds) are independent per token:
  * a batch splits them over the pool by tokens, one token runs them on the caller. When a batch

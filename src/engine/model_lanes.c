@@ -71,9 +71,12 @@ static void fill_some(void *ctx, unsigned tid, unsigned nt) {
     for (size_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
         const lanes_chunk *c = &j->chunks[i];
         cmf_qmat_lanes_fill(c->w, c->buf, c->r0, c->r1);
-        uint64_t n;
-        const uint8_t *src = cmf_qmat_lanes_source(c->w, c->r0, c->r1, &n);
-        if (!keeps_pages(j->m, c->w)) release(j->m, src, n);
+        if (keeps_pages(j->m, c->w)) continue;
+        for (unsigned part = 0; part < 3; part++) { /* codes, scales apart, q4tp's codes */
+            uint64_t n;
+            const uint8_t *src = cmf_qmat_lanes_source(c->w, c->r0, c->r1, part, &n);
+            release(j->m, src, n);
+        }
     }
 }
 
@@ -83,10 +86,11 @@ static bool wanted(const cmf_qmat *w, int batch_lanes, uint64_t b) {
     return batch_lanes > 0 || cmf_qmat_lanes_compact(w);
 }
 
-/* rows per chunk of w, whose copy is b bytes: a multiple of 16 (two panels) */
+/* rows per chunk of w, whose copy is b bytes: a multiple of 64 (the blocks of every copy's
+ * rows, cmf_qmat_lanes_block) */
 static uint64_t chunk_rows(const cmf_qmat *w, uint64_t b) {
     uint64_t panel = b / ((w->rows + 7) / 8), rows = CHUNK_BYTES / panel * 8;
-    return rows < 16 ? 16 : rows & ~(uint64_t)15;
+    return rows < 64 ? 64 : rows & ~(uint64_t)63;
 }
 
 void cq_model_build_lanes(cortiq_model *m, int batch_lanes) {

@@ -325,14 +325,38 @@ static void vbit_rows(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy
     }
 }
 
+/* vbit rows [r0, r1) (whole windows of its batched-decode copy, lanes_vbit.c) from the copy:
+ * its panels hold rows already sorted by width within each window, narrow ones in panels of
+ * their own, as vbit_rows sorts them. */
+static void vbit_copy_rows(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
+                           uint64_t r1, uint8_t *panel, float *bs) {
+    const uint8_t *slot_row = cq_lanes_vbit_slot_rows(m);
+    for (uint64_t q = r0 / 16; q * 16 < r1; q++) {
+        const uint64_t w0 = q * 16 / CQ_LANES_VBIT_WIN * CQ_LANES_VBIT_WIN;
+        for (unsigned h = 0; h < 2; h++) {
+            uint32_t idx[PR];
+            unsigned nr = 0;
+            for (unsigned i = 0; i < PR && slot_row[16 * q + 8 * h + i] != 0xFF; i++)
+                idx[nr++] = (uint32_t)(w0 + slot_row[16 * q + 8 * h + i] - r0);
+            if (!nr) continue;
+            const bool narrow = cq_avx2_lanes_vbit_unpack(m, q, h, a->nb, panel, bs);
+            panel_all_tokens(panel, bs, bs, narrow ? FORM_U : FORM_SIGN_BLOCK, a, Y, ldy, nr, idx);
+        }
+    }
+}
+
 void cq_gemm_avx2(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
                   uint64_t r1, void *scratch) {
     const size_t nb = a->nb, k64 = (a->kpad + 63) / 64 * 64;
     uint8_t *panel = scratch;
     float *bs = (float *)(void *)(panel + 16 * k64), *rs = bs;
     const int rowscale = cq_gemm_kind_of(m) == CQ_GEMM_ROWSCALE, vbit = cq_gemm_vbit(m);
-    if (vbit && !m->lanes) {
-        vbit_rows(m, a, Y, ldy, r0, r1, panel, bs);
+    if (vbit) { /* from the copy when the range is whole windows of it, else the file */
+        const uint64_t W = CQ_LANES_VBIT_WIN;
+        if (m->lanes && r0 % W == 0 && (r1 % W == 0 || r1 == m->rows))
+            vbit_copy_rows(m, a, Y, ldy, r0, r1, panel, bs);
+        else
+            vbit_rows(m, a, Y, ldy, r0, r1, panel, bs);
         return;
     }
     for (uint64_t r = r0; r < r1; r += PR) {
@@ -344,11 +368,6 @@ void cq_gemm_avx2(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, ui
         } else if (rowscale) {
             pack_q8(m, r, nr, nb, panel, rs, nn);
             form = FORM_SIGN_ROW;
-        } else if (vbit) { /* with the copy: a panel not on its 8-row grid */
-            uint32_t rows[2 * PR];
-            for (unsigned i = 0; i < nr + nn; i++)
-                rows[i] = (uint32_t)(r + i);
-            form = pack_vbit(m, cq_vbit_utabs(), rows, nr, nb, panel, bs, rows + nr, nn);
         } else {
             pack_q4(m, r, nr, nb, panel, bs, nn);
         }

@@ -137,7 +137,12 @@ const void *cq_tok8_lanes_part(const void *tok, uint64_t cols) {
  * copy's layout (AVX2: a CMF_TOK8_Q8 token; AVX-512: the CMF_TOK8_LANES part of one). */
 static void lanes_multi(const cmf_qmat *m, const void *const *tok, size_t n, float *const *y,
                         uint64_t r0, uint64_t r1) {
-    (tok8_avx2() ? cq_avx2_lanes_matvec_multi : cq_avx512_lanes_matvec_multi)(m, tok, n, y, r0, r1);
+    if (m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO)
+        (tok8_avx2() ? cq_avx2_lanes_vbit_matvec_multi
+                     : cq_avx512_lanes_vbit_matvec_multi)(m, tok, n, y, r0, r1);
+    else
+        (tok8_avx2() ? cq_avx2_lanes_matvec_multi : cq_avx512_lanes_matvec_multi)(m, tok, n, y, r0,
+                                                                                  r1);
 }
 
 /* n <= CMF_TOK8_MULTI_MAX tokens of X through the copy, each prepared in its layout; false
@@ -217,7 +222,12 @@ bool cmf_qmat_lanes_rows(const cmf_qmat *m) {
 }
 
 bool cmf_qmat_lanes_compact(const cmf_qmat *m) {
-    return m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || cq_lanes_q4tp_codes(m);
+    return m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || cq_lanes_q4tp_codes(m) ||
+           m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO;
+}
+
+uint64_t cmf_qmat_lanes_block(const cmf_qmat *m) {
+    return cq_lanes_block(m);
 }
 
 bool cmf_qmat_lanes_exact_rows(const cmf_qmat *m) {
@@ -241,8 +251,9 @@ void cmf_qmat_lanes_fill(const cmf_qmat *m, void *buf, uint64_t r0, uint64_t r1)
     cq_lanes_fill(m, buf, r0, r1);
 }
 
-const uint8_t *cmf_qmat_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, uint64_t *n) {
-    return cq_lanes_source(m, r0, r1, n);
+const uint8_t *cmf_qmat_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, unsigned part,
+                                     uint64_t *n) {
+    return cq_lanes_source(m, r0, r1, part, n);
 }
 
 int cmf_tok8_supports(const cmf_qmat *m) {

@@ -83,11 +83,15 @@ static inline const int32_t *cq_avx2_q8dec_tok_c8(const void *tok, uint64_t cols
 bool cq_lanes_supports(const cmf_qmat *m);
 bool cq_lanes_build(cmf_qmat *m);
 /* The copy in parts (cmf_qmat_lanes_bytes / _fill / _source): its bytes (0: unsupported); rows
- * [r0, r1) (r0 % 8 == 0) into buf (zeroed, cq_lanes_bytes long); the file bytes those rows'
- * codes come from (their q8 weights or nibbles: *n bytes from the result). */
+ * [r0, r1) (r0 % 8 == 0; vbit whole windows) into buf (zeroed, cq_lanes_bytes long); the file
+ * bytes those rows come from, part by part (*n bytes from the result; part 0 the codes, 1 the
+ * scales stored apart from them, 2 q4tp's 5-bit codes; NULL and 0 past the dtype's parts). */
 uint64_t cq_lanes_bytes(const cmf_qmat *m);
+/* Rows whose results m's kernels compute together (cmf_qmat_lanes_block). */
+uint64_t cq_lanes_block(const cmf_qmat *m);
 void cq_lanes_fill(const cmf_qmat *m, uint8_t *buf, uint64_t r0, uint64_t r1);
-const uint8_t *cq_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, uint64_t *n);
+const uint8_t *cq_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, unsigned part,
+                               uint64_t *n);
 void cq_avx2_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                 float *const *y, uint64_t r0, uint64_t r1);
 /* Rows [r, r + 8) (r % 8 == 0) from m->lanes in the AVX2 integer GEMM's panel form
@@ -108,6 +112,41 @@ bool cq_lanes_q4tp_codes(const cmf_qmat *m);
 /* q4tp row r's 32 ladder values as the copy holds them: the tier in effect's (AVX2 or AVX-512),
  * the values its integer GEMM computes. */
 void cq_lanes_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);
+
+/* vbit's and vbit_ro's copy (lanes_vbit.c; the AVX-512 VNNI tier reads it, lanes_vbit_avx512.c):
+ * rows sorted by form within windows of CQ_LANES_VBIT_WIN, 16 sorted rows per pair of panels in
+ * the widest form among them. _supports: the copy stays within 2 GiB. _fill: whole windows.
+ * _lane: where row r lies (its pair's byte offset and form, its slot 0-15 in the pair);
+ * _slot_rows: per slot of the matrix (window-major, 16 per pair) its row within its window,
+ * 0xFF past the last row. _source: the packed bytes of rows [r0, r1). */
+#define CQ_LANES_VBIT_WIN 64
+enum { CQ_VBIT_NARROW, CQ_VBIT_FIVE, CQ_VBIT_WIDE };
+typedef struct {
+    uint64_t off;
+    unsigned form, slot;
+} cq_vbit_lane;
+bool cq_lanes_vbit_supports(const cmf_qmat *m);
+uint64_t cq_lanes_vbit_bytes(const cmf_qmat *m);
+uint64_t cq_lanes_vbit_group_bytes(unsigned form);
+void cq_lanes_vbit_fill(const cmf_qmat *m, uint8_t *buf, uint64_t r0, uint64_t r1);
+cq_vbit_lane cq_lanes_vbit_lane(const cmf_qmat *m, uint64_t r);
+const uint8_t *cq_lanes_vbit_slot_rows(const cmf_qmat *m);
+void cq_lanes_vbit_decode_row(const cmf_qmat *m, uint64_t r, float *out);
+const uint8_t *cq_lanes_vbit_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, uint64_t *n);
+/* The AVX2 tier (lanes_vbit_avx2.c): _matvec_multi as cq_avx2_lanes_matvec_multi; _unpack:
+ * half h (8 slots) of pair q in the AVX2 integer GEMM's vbit forms (true: the unsigned form,
+ * v + 8; false: |v| and v), nb blocks, those past the columns zero. */
+void cq_avx2_lanes_vbit_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
+                                     float *const *y, uint64_t r0, uint64_t r1);
+bool cq_avx2_lanes_vbit_unpack(const cmf_qmat *m, uint64_t q, unsigned h, size_t nb, uint8_t *panel,
+                               float *bs);
+/* Row r into slot l of the pair at p in form f (lanes_vbit.c's fill, on either tier: both
+ * have AVX2). */
+void cq_avx2_lanes_vbit_put_row(const cmf_qmat *m, uint8_t *p, unsigned f, unsigned l, uint64_t r);
+void cq_avx512_lanes_vbit_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
+                                       float *const *y, uint64_t r0, uint64_t r1);
+void cq_avx512_lanes_vbit_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel,
+                                 float *bs);
 
 /* n tokens prepared for the copy (the AVX2 q8_row layout), as both tiers' lane kernels take
  * them: their codes, scales and corrections per group, and passes of at most `max` tokens as

@@ -53,8 +53,9 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
  * cmf_matmul_ex(m, x, 1, cols, y, 1, row_begin, row_end, CMF_KF_INT8_ACT). */
 enum { CMF_TOK8_Q8 = 1, CMF_TOK8_I8DEC = 2, CMF_TOK8_LANES = 4 };
 /* Batched decode's copy of m (m->lanes): on the AVX2 and AVX-512 VNNI tiers q8_row and the 4-bit
- * class (q4_tiled, q4_block, q4tp), cols % 32 == 0, repacked so that each row's sum runs in its
- * own int32 lane (lanes_avx2.c, lanes_avx512.c); from then on every int8-activation product of
+ * class (q4_tiled, q4_block, q4tp), on the AVX-512 VNNI tier vbit and vbit_ro too (lanes_vbit.c),
+ * cols % 32 == 0, repacked so that each row's sum runs in its own int32 lane (lanes_avx2.c,
+ * lanes_avx512.c, lanes_vbit_avx512.c); from then on every int8-activation product of
  * m reads the copy (cmf_matvec_tok8 and _multi with the layout cmf_tok8_supports names,
  * cmf_matmul_ex, the integer GEMM), one token or several with the GEMM's bits. Returns whether m
  * has the copy (false: another tier or dtype, or out of memory, and m unchanged).
@@ -62,14 +63,17 @@ enum { CMF_TOK8_Q8 = 1, CMF_TOK8_I8DEC = 2, CMF_TOK8_LANES = 4 };
 bool cmf_qmat_build_lanes(cmf_qmat *m);
 /* The same copy made in parts into memory the caller owns (the engine puts a model's copies in
  * one allocation and hands file pages back as their rows are copied): _bytes: its size, 0
- * where cmf_qmat_build_lanes would make none (or m has one); _fill: rows [r0, r1) (r0 % 8 ==
- * 0, any order, from several threads) into buf (zeroed, _bytes long); _source: where in m->data
- * those rows' codes are (*n bytes; the per-group scales of q4_block and q4tp lie elsewhere).
- * Setting m->lanes = buf once every row is in makes m read the copy; the owner sets it back to
- * NULL before cmf_qmat_free (which frees only copies cmf_qmat_build_lanes made). */
+ * where cmf_qmat_build_lanes would make none (or m has one); _fill: rows [r0, r1) (r0 and r1
+ * multiples of 64 or r1 the last row; any order, from several threads) into buf (zeroed,
+ * _bytes long); _source: where in m->data those rows are, part by part (*n bytes from the
+ * result; part 0 their codes, 1 the scales stored apart from them, 2 q4tp's 5-bit codes; NULL
+ * past the dtype's parts). Setting m->lanes = buf once every row is in makes m read the copy;
+ * the owner sets it back to NULL before cmf_qmat_free (which frees only copies
+ * cmf_qmat_build_lanes made). */
 uint64_t cmf_qmat_lanes_bytes(const cmf_qmat *m);
 void cmf_qmat_lanes_fill(const cmf_qmat *m, void *buf, uint64_t r0, uint64_t r1);
-const uint8_t *cmf_qmat_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, uint64_t *n);
+const uint8_t *cmf_qmat_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, unsigned part,
+                                     uint64_t *n);
 /* Whether cmf_qmat_dequant_row reads m's rows from the copy (the file's floats exactly) rather
  * than from m->data: _exact_rows whether a copy of m made now would allow it (q8_row, q4_tiled,
  * q4_block, and q4tp where its copy keeps codes and the file's lo and step, the AVX-512 tier;
@@ -78,10 +82,15 @@ const uint8_t *cmf_qmat_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1
 bool cmf_qmat_lanes_rows(const cmf_qmat *m);
 bool cmf_qmat_lanes_exact_rows(const cmf_qmat *m);
 /* Whether a copy of m made now keeps about the file's bits per weight (q4_tiled and q4_block:
- * the same bytes; q4tp on the AVX-512 tier: codes and ladder numbers, 4-5 % more; not q8_row,
+ * the same bytes; q4tp on the AVX-512 tier: codes and ladder numbers, 4-5 % more; vbit there:
+ * its rows sorted by width, 2-5 % more; not q8_row,
  * whose copy has its size but whose one-token kernel is the faster, nor the AVX2 tier's q4tp,
  * whose f32 scales make the copy a fifth larger): the engine's default copies. */
 bool cmf_qmat_lanes_compact(const cmf_qmat *m);
+/* Rows whose results m's kernels compute together: 16 (a pair of panels), 64 with a vbit copy,
+ * whose rows are sorted by width within windows of 64 (lanes_vbit.c). A row range on these
+ * blocks computes no row twice; other ranges are exact too, but pay for whole blocks. */
+uint64_t cmf_qmat_lanes_block(const cmf_qmat *m);
 size_t cmf_tok8_bytes(uint64_t cols);
 int cmf_tok8_supports(const cmf_qmat *m);
 /* One-token products (f32 activations, flags 0) of n tokens over the same rows: y[t] as

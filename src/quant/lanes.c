@@ -1,6 +1,6 @@
 /* lanes.c - the batched-decode copy of q8_row and the 4-bit class (cmf_qmat_build_lanes): its
  * layout, made once at load and read by the AVX2 tier (lanes_avx2.c) and the AVX-512 VNNI tier
- * (lanes_avx512.c).
+ * (lanes_avx512.c); vbit's, whose rows are sorted by width first, in lanes_vbit.c.
  *
  * Panels of 8 rows, one int32 lane per row. The 4-bit class: per 32-column group 4 vectors of
  * 32 bytes, byte 4i + j of vector k holding row i's codes of columns 4k + j (low nibble) and
@@ -22,14 +22,20 @@
 
 #define PR 8 /* rows per panel */
 
-bool cq_lanes_supports(const cmf_qmat *m) {
-    return m->cols % 32 == 0 && (m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK ||
-                                 m->dtype == CMF_DT_Q4TP || m->dtype == CMF_DT_Q8_ROW);
-}
-
 /* The copy is read by lanes_avx512.c (else lanes_avx2.c). */
 static bool avx512_reader(void) {
     return cq_cpu_isa() >= CQ_ISA_AVX512;
+}
+
+static bool is_vbit(const cmf_qmat *m) {
+    return m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO;
+}
+
+bool cq_lanes_supports(const cmf_qmat *m) {
+    if (m->cols % 32) return false;
+    if (is_vbit(m)) return cq_lanes_vbit_supports(m); /* lanes_vbit.c */
+    return m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || m->dtype == CMF_DT_Q4TP ||
+           m->dtype == CMF_DT_Q8_ROW;
 }
 
 /* q4tp's copy holds codes and ladder numbers (the AVX-512 VNNI tier's), not f32 scales */
@@ -103,23 +109,52 @@ static void put_q4_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
 }
 
 uint64_t cq_lanes_bytes(const cmf_qmat *m) {
-    return cq_lanes_supports(m) ? (m->rows + PR - 1) / PR * cq_lanes_panel_bytes(m) : 0;
+    if (!cq_lanes_supports(m)) return 0;
+    return is_vbit(m) ? cq_lanes_vbit_bytes(m) : (m->rows + PR - 1) / PR * cq_lanes_panel_bytes(m);
+}
+
+uint64_t cq_lanes_block(const cmf_qmat *m) {
+    return m->lanes && is_vbit(m) ? CQ_LANES_VBIT_WIN : 2 * PR;
 }
 
 void cq_lanes_fill(const cmf_qmat *m, uint8_t *buf, uint64_t r0, uint64_t r1) {
+    if (is_vbit(m)) {
+        cq_lanes_vbit_fill(m, buf, r0, r1);
+        return;
+    }
     const uint64_t pb = cq_lanes_panel_bytes(m);
     /* rows past the last hold code (weight) 0 and scale 0 (zeroed memory): their sums are 0 */
     for (uint64_t r = r0; r < r1 && r < m->rows; r++)
         (m->dtype == CMF_DT_Q8_ROW ? put_q8_row : put_q4_row)(m, buf + (r / PR) * pb, r);
 }
 
-const uint8_t *cq_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, uint64_t *n) {
-    const uint64_t per_row = m->dtype == CMF_DT_Q8_ROW     ? m->cols
-                             : m->dtype == CMF_DT_Q4_TILED ? m->groups * CQ_Q4T_TILE
-                                                           : m->groups * 16;
+const uint8_t *cq_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, unsigned part,
+                               uint64_t *n) {
     if (r1 > m->rows) r1 = m->rows;
-    *n = r1 > r0 ? (r1 - r0) * per_row : 0;
-    return m->quants + r0 * per_row;
+    *n = 0;
+    if (r0 >= r1) return NULL;
+    const uint64_t G = m->groups;
+    if (part == 0) { /* the codes */
+        if (is_vbit(m)) return cq_lanes_vbit_source(m, r0, r1, n);
+        const uint64_t per_row = m->dtype == CMF_DT_Q8_ROW     ? m->cols
+                                 : m->dtype == CMF_DT_Q4_TILED ? G * CQ_Q4T_TILE
+                                                               : G * 16;
+        *n = (r1 - r0) * per_row;
+        return m->quants + r0 * per_row;
+    }
+    if (part == 1) { /* the scales beside them: per row (q8_row, q4tp's lo and step), per group */
+        const uint64_t per_row = m->dtype == CMF_DT_Q8_ROW     ? 2
+                                 : m->dtype == CMF_DT_Q4TP     ? 4
+                                 : m->dtype == CMF_DT_Q4_TILED ? 0
+                                                               : 2 * G;
+        *n = (r1 - r0) * per_row;
+        return per_row ? m->scales + r0 * per_row : NULL;
+    }
+    if (part == 2 && m->dtype == CMF_DT_Q4TP) { /* q4tp's 5-bit codes */
+        *n = (r1 - r0) * m->code_bytes;
+        return m->extra + r0 * m->code_bytes;
+    }
+    return NULL;
 }
 
 bool cq_lanes_build(cmf_qmat *m) {
@@ -133,8 +168,12 @@ bool cq_lanes_build(cmf_qmat *m) {
     return true;
 }
 
-/* q8_row, q4_tiled, q4_block (cmf_qmat_lanes_rows) */
+/* q8_row, q4_tiled, q4_block, AVX-512's q4tp, vbit (cmf_qmat_lanes_rows) */
 void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out) {
+    if (is_vbit(m)) {
+        cq_lanes_vbit_decode_row(m, r, out);
+        return;
+    }
     const uint64_t G = m->groups;
     const unsigned i = (unsigned)(r % PR);
     const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * cq_lanes_panel_bytes(m);

@@ -216,6 +216,10 @@ void cq_avx512_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, siz
 
 void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs,
                             float *rs) {
+    if (m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO) {
+        cq_avx512_lanes_vbit_unpack(m, r, nb, panel, bs);
+        return;
+    }
     const uint64_t G = m->groups, pb = cq_lanes_panel_bytes(m), P = (m->rows + PR - 1) / PR;
     const uint64_t pa = r / PR;
     const uint8_t *a = (const uint8_t *)m->lanes + pa * pb, *b = pa + 1 < P ? a + pb : NULL;

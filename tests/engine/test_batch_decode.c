@@ -92,8 +92,9 @@ static void check_family(const char *fam, const char *quant) {
     check_family_lanes(fam, quant, -1);
 }
 
-/* batch_lanes: 0 copies q4_tiled and q4_block only, a positive value q8_row and q4tp too, a
- * negative one none (where the tier has the layout at all: the "all" load copies something). */
+/* batch_lanes: 0 copies q4_tiled, q4_block, vbit and AVX-512's q4tp only, a positive value
+ * q8_row and AVX2's q4tp too, a negative one none (where the tier has the layout at all: the "all"
+ * load copies something). */
 static void check_which_copies(const char *fam, const char *quant, bool by_default) {
     char path[256];
     snprintf(path, sizeof path, "batch_decode_which_%s_%s.cmf", fam, quant);
@@ -212,7 +213,10 @@ int main(void) {
     check_family_lanes("gemma3_text", "q4tp", 1);
     check_family_lanes("qwen2_moe_mixed", "q4t", 1);
     check_family_lanes("llama", "q4t", 0);
+    check_family_lanes("gemma3_text", "vbit", 0); /* the default copy */
+    check_family_lanes("gemma3_text", "vbit", 1);
     check_which_copies("llama", "q4t", true);
+    check_which_copies("llama", "vbit", true); /* rows sorted by width within windows of 64 */
     check_which_copies("qwen3", "q8", false);
     /* q4tp: its AVX-512 copy (codes and ladder numbers) is near the file's size, the AVX2 one
      * (f32 scales) a fifth larger */
@@ -220,6 +224,7 @@ int main(void) {
     check_lanes_agree("qwen3", "q8");
     check_lanes_agree("qwen3_next", "q4t");
     check_lanes_agree("qwen3_5_text", "q4tp");
+    check_lanes_agree("qwen3", "vbit");
     check_moe_refusals();
     TEST_DONE();
 }

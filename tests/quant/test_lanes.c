@@ -1,8 +1,9 @@
 /* test_lanes.c - the batched-decode copy (cmf_qmat_build_lanes, lanes_avx2.c) as the AVX2 tier
  * and the AVX-512 VNNI tier (lanes_avx512.c, two panels per vector) read it: q8_row, q4_tiled,
- * q4_block and q4tp, 1 to CMF_TOK8_MULTI_MAX tokens, row ranges that start and end off the
- * 8-row panels and the 16-row pairs, partial last panels, an odd number of panels. Every
- * token's rows must be
+ * q4_block, q4tp, and vbit and vbit_ro (lanes_vbit*.c: every width, mixed in windows and pairs;
+ * several windows, a partial last one), 1 to CMF_TOK8_MULTI_MAX tokens, row ranges that start
+ * and end off the 8-row panels, the 16-row pairs and the 64-row windows, partial last panels,
+ * an odd number of panels. Every token's rows must be
  *  - bit for bit the scalar computation the layout promises: per row and 32-group the exact
  *    integer sum of codes times the token's int8 codes, minus 8 times the codes' sum, converted,
  *    then acc = fma(sum, scale * dx, acc) group after group (so a token's bits cannot depend on
@@ -64,6 +65,21 @@ static float row_ref_q8(const cmf_qmat *m, uint64_t r, const int8_t *xq, const f
     return acc * f16_to_f32((uint16_t)(h[0] | h[1] << 8));
 }
 
+static bool is_vbit(cmf_dtype dt) {
+    return dt == CMF_DT_VBIT || dt == CMF_DT_VBIT_RO;
+}
+
+/* Row r's value of column c: vbit's u - L (MSB-first b-bit codes), the 4-bit class's code - 8. */
+static int32_t value_of(const cmf_qmat *m, uint64_t r, uint64_t c) {
+    if (!is_vbit(m->dtype)) return (int32_t)code_of(m, r, c) - 8;
+    const unsigned b = cq_vbit_bits(m, r);
+    const uint8_t *p = cq_vbit_row(m, r);
+    int32_t u = 0;
+    for (uint64_t k = c * b; k < (c + 1) * b; k++)
+        u = u << 1 | (p[k / 8] >> (7 - k % 8) & 1);
+    return u - ((1 << (b - 1)) - 1);
+}
+
 /* The layout's promised arithmetic for row r and a token prepared in the q8_row layout. */
 static float row_ref(const cmf_qmat *m, uint64_t r, const void *tok) {
     const int8_t *xq = tok;
@@ -73,8 +89,8 @@ static float row_ref(const cmf_qmat *m, uint64_t r, const void *tok) {
     for (uint64_t g = 0; g < m->groups; g++) {
         int32_t s = 0;
         for (uint64_t j = 0; j < 32; j++)
-            s += (int32_t)xq[32 * g + j] * ((int32_t)code_of(m, r, 32 * g + j) - 8);
-        const float f = scale_of(m, r, g) * dx[g];
+            s += (int32_t)xq[32 * g + j] * value_of(m, r, 32 * g + j);
+        const float f = (is_vbit(m->dtype) ? cq_vbit_scale(m, r, g) : scale_of(m, r, g)) * dx[g];
         acc = fmaf((float)s, f, acc);
     }
     return acc;
@@ -120,9 +136,9 @@ static void check_gemm(const cmf_qmat *plain, const cmf_qmat *lanes, uint64_t r0
     free(x), free(ya), free(yb), free(am), free(scratch);
 }
 
-static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
+static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed, unsigned width) {
     kg_rng rng = {seed};
-    kg_opts o = {0, 0, 0};
+    kg_opts o = {0, 0, width};
     uint64_t nbytes;
     uint8_t *payload = kg_payload(dt, rows, cols, &rng, &o, &nbytes);
     cmf_qmat m, plain;
@@ -192,7 +208,9 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
                                   {5, rows > 13 ? 13 : rows},
                                   {rows - 1, rows},
                                   {8, rows},
-                                  {20, rows > 29 ? 29 : rows}};
+                                  {20, rows > 29 ? 29 : rows},
+                                  {64, rows},
+                                  {rows > 70 ? 70 : 0, rows > 140 ? 140 : rows}};
     for (size_t q = 0; q < sizeof ranges / sizeof *ranges; q++) {
         const uint64_t r0 = ranges[q][0], r1 = ranges[q][1];
         if (r0 >= r1) continue;
@@ -218,7 +236,8 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
     }
     check_gemm(&plain, &m, 0, &rng);
     check_gemm(&plain, &m, rows > 16 ? 16 : 0, &rng);
-    check_gemm(&plain, &m, rows > 3 ? 3 : 0, &rng); /* off the panels: packed from the file */
+    check_gemm(&plain, &m, rows > 64 ? 64 : 0, &rng); /* vbit: from its second window */
+    check_gemm(&plain, &m, rows > 3 ? 3 : 0, &rng);   /* off the panels: packed from the file */
     cmf_qmat_free(&m);
     cmf_qmat_free(&plain);
     CHECK(m.lanes == NULL);
@@ -240,10 +259,9 @@ int main(int argc, char **argv) {
         printf("SKIP: the copy is read by the AVX2 and AVX-512 VNNI tiers\n");
         return 0;
     }
-    /* vbit takes no copy */
     p = kg_payload(CMF_DT_VBIT_RO, 8, 64, &r, &o, &nb);
     CHECK_STATUS(cmf_qmat_init(&probe, CMF_DT_VBIT_RO, 8, 64, p, nb, "p", &t_err_), CMF_OK);
-    CHECK(!cmf_qmat_build_lanes(&probe) && probe.lanes == NULL);
+    CHECK(cmf_qmat_build_lanes(&probe) && probe.lanes != NULL);
     cmf_qmat_free(&probe);
     free(p);
     static const cmf_dtype dts[] = {CMF_DT_Q8_ROW, CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP};
@@ -253,6 +271,15 @@ int main(int argc, char **argv) {
     for (size_t d = 0; d < sizeof dts / sizeof *dts; d++)
         for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
             for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
-                check(dts[d], rows[k], cols[c], seed++);
+                check(dts[d], rows[k], cols[c], seed++, 0);
+    /* vbit: every width (each row one of 3-8: all three forms, mixed in windows and pairs), the
+     * real files' mix, one width throughout; several windows, a partial last one */
+    static const uint64_t vrows[] = {8, 37, 64, 150, 203};
+    static const unsigned widths[] = {0, KG_VBIT_REAL, 4, 5, 8};
+    for (size_t d = 0; d < 2; d++)
+        for (size_t c = 0; c < 3; c++)
+            for (size_t k = 0; k < sizeof vrows / sizeof *vrows; k++)
+                for (size_t w = 0; w < sizeof widths / sizeof *widths; w++)
+                    check(d ? CMF_DT_VBIT_RO : CMF_DT_VBIT, vrows[k], cols[c], seed++, widths[w]);
     TEST_DONE();
 }
