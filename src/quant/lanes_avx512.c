@@ -96,11 +96,13 @@ AI void pass_q4(const uint8_t *a, const uint8_t *b, uint64_t G, const int q4tp,
     __m512 acc[PASS_MAX];
     for (int t = 0; t < T; t++)
         acc[t] = _mm512_setzero_ps();
+    /* the pair's two panels, codes and scales, are one span (b = a + its panel bytes): prefetched
+     * linearly from a, a group's share of the span per group (cq_prefetch_weights' distance;
+     * 256 bytes a group, the codes' share, had left the scales' lines out) */
+    const uint64_t share = b ? ((uint64_t)(b - a) * 2 + G - 1) / G : 256;
     for (uint64_t g = 0; g < G; g++) {
-        /* the pair's two panels are one span (b = a + its panel bytes) read 256 bytes a
-         * group: prefetched linearly from a (cq_prefetch_weights' distance) */
-        for (unsigned c = 0; c < 256; c += 64)
-            cq_prefetch_weights(a + g * 256 + c);
+        for (unsigned c = 0; c < share; c += 64)
+            cq_prefetch_weights(a + g * share + c);
         __m512i s[PASS_MAX];
         for (int t = 0; t < T; t++)
             s[t] = _mm512_set1_epi32(c8[t][g]);

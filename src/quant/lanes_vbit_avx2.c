@@ -57,8 +57,8 @@ AI void pass_vbit(const uint8_t *p, unsigned h, uint64_t G, const int f, const i
         acc[t] = _mm256_setzero_ps();
     for (uint64_t g = 0; g < G; g++) {
         const uint8_t *w = p + g * gb + 32 * h;
-        for (unsigned c = 0; c < gb; c += 64)
-            cq_prefetch_weights(p + g * gb + c);
+        for (unsigned c = 0; c < gb + 32; c += 64) /* the pair's codes and scales, linearly */
+            cq_prefetch_weights(p + g * (gb + 32) + c);
         __m256i s[CQ_LANES_PASS];
         for (int t = 0; t < T; t++)
             s[t] = _mm256_set1_epi32(f == CQ_VBIT_NARROW ? c8[t][g]
