@@ -130,6 +130,10 @@ uint64_t cq_lanes_vbit_bytes(const cmf_qmat *m);
 uint64_t cq_lanes_vbit_group_bytes(unsigned form);
 void cq_lanes_vbit_fill(const cmf_qmat *m, uint8_t *buf, uint64_t r0, uint64_t r1);
 cq_vbit_lane cq_lanes_vbit_lane(const cmf_qmat *m, uint64_t r);
+/* _pair: pair q's bytes and form; _pairs: the pairs [*q0, *q1) of the windows rows [r0, r1)
+ * touch. */
+const uint8_t *cq_lanes_vbit_pair(const cmf_qmat *m, uint64_t q, unsigned *form);
+void cq_lanes_vbit_pairs(const cmf_qmat *m, uint64_t r0, uint64_t r1, uint64_t *q0, uint64_t *q1);
 const uint8_t *cq_lanes_vbit_slot_rows(const cmf_qmat *m);
 void cq_lanes_vbit_decode_row(const cmf_qmat *m, uint64_t r, float *out);
 const uint8_t *cq_lanes_vbit_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, uint64_t *n);

@@ -123,12 +123,25 @@ void cq_lanes_vbit_fill(const cmf_qmat *m, uint8_t *buf, uint64_t r0, uint64_t r
     }
 }
 
+const uint8_t *cq_lanes_vbit_pair(const cmf_qmat *m, uint64_t q, unsigned *form) {
+    const uint32_t e = ((const uint32_t *)m->lanes)[q];
+    *form = e & 3u;
+    return (const uint8_t *)m->lanes + (uint64_t)(e >> 2) * 64;
+}
+
+void cq_lanes_vbit_pairs(const cmf_qmat *m, uint64_t r0, uint64_t r1, uint64_t *q0, uint64_t *q1) {
+    const uint64_t P = pairs_of(m), e = (r1 + WIN - 1) / WIN * (WIN / PAIR);
+    *q0 = r0 / WIN * (WIN / PAIR);
+    *q1 = e < P ? e : P;
+}
+
 cq_vbit_lane cq_lanes_vbit_lane(const cmf_qmat *m, uint64_t r) {
     const uint64_t P = pairs_of(m);
     const uint8_t *buf = m->lanes;
     const uint64_t s = r / WIN * WIN + buf[4 * P + PAIR * P + r];
-    const uint32_t e = ((const uint32_t *)(const void *)buf)[s / PAIR];
-    return (cq_vbit_lane){(uint64_t)(e >> 2) * 64, e & 3u, (unsigned)(s % PAIR)};
+    unsigned form;
+    const uint8_t *p = cq_lanes_vbit_pair(m, s / PAIR, &form);
+    return (cq_vbit_lane){(uint64_t)(p - buf), form, (unsigned)(s % PAIR)};
 }
 
 const uint8_t *cq_lanes_vbit_slot_rows(const cmf_qmat *m) {

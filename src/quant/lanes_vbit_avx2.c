@@ -125,15 +125,16 @@ static const pass_fn passes_of[3][CQ_LANES_PASS + 1] = {PASSES(0), PASSES(1), PA
 
 void cq_avx2_lanes_vbit_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                      float *const *y, uint64_t r0, uint64_t r1) {
-    const uint64_t G = m->groups, P = (m->rows + 15) / 16;
-    const uint8_t *base = m->lanes, *slot_row = cq_lanes_vbit_slot_rows(m);
-    const uint32_t *ptab = m->lanes;
+    const uint64_t G = m->groups;
+    const uint8_t *slot_row = cq_lanes_vbit_slot_rows(m);
     cq_lanes_toks k;
     const size_t passes = cq_lanes_toks_init(&k, tok, n, m->cols, CQ_LANES_PASS);
-    for (uint64_t q = r0 / WIN * (WIN / 16); q < P && q * 16 / WIN * WIN < r1; q++) {
+    uint64_t q0, q1;
+    cq_lanes_vbit_pairs(m, r0, r1, &q0, &q1);
+    for (uint64_t q = q0; q < q1; q++) {
         const uint64_t w0 = q * 16 / WIN * WIN;
-        const uint32_t e = ptab[q];
-        const uint8_t *p = base + (uint64_t)(e >> 2) * 64;
+        unsigned form;
+        const uint8_t *p = cq_lanes_vbit_pair(m, q, &form);
         for (unsigned h = 0; h < 2; h++) {
             /* the panel's slots: their rows' places in y (from r0) where inside [r0, r1) */
             int64_t at[8];
@@ -148,7 +149,7 @@ void cq_avx2_lanes_vbit_matvec_multi(const cmf_qmat *m, const void *const *tok, 
             for (size_t pq = 0; pq < passes; pq++) {
                 const size_t t = k.first[pq], nt = k.count[pq];
                 __m256 v[CQ_LANES_PASS];
-                passes_of[e & 3u][nt](p, h, G, k.xq + t, k.dx + t, k.c8 + t, v);
+                passes_of[form][nt](p, h, G, k.xq + t, k.dx + t, k.c8 + t, v);
                 for (size_t j = 0; j < nt; j++) {
                     _Alignas(32) float o[8];
                     _mm256_store_ps(o, v[j]);
@@ -163,10 +164,9 @@ void cq_avx2_lanes_vbit_matvec_multi(const cmf_qmat *m, const void *const *tok, 
 bool cq_avx2_lanes_vbit_unpack(const cmf_qmat *m, uint64_t q, unsigned h, size_t nb, uint8_t *panel,
                                float *bs) {
     const uint64_t G = m->groups;
-    const uint32_t e = ((const uint32_t *)m->lanes)[q];
-    const unsigned f = e & 3u;
+    unsigned f;
+    const uint8_t *p = cq_lanes_vbit_pair(m, q, &f);
     const uint64_t gb = cq_lanes_vbit_group_bytes(f);
-    const uint8_t *p = (const uint8_t *)m->lanes + (uint64_t)(e >> 2) * 64;
     const __m256i sixteen = _mm256_set1_epi8(16), z = _mm256_setzero_si256();
     for (uint64_t g = 0; g < nb; g++) {
         __m256i *o = (__m256i *)(void *)(panel + g * (f == CQ_VBIT_NARROW ? 8 : 16) * 32);

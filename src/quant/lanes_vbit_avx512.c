@@ -129,12 +129,13 @@ static const pass_fn passes_of[3][PASS_MAX + 1] = {PASSES(0), PASSES(1), PASSES(
 
 void cq_avx512_lanes_vbit_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                        float *const *y, uint64_t r0, uint64_t r1) {
-    const uint64_t G = m->groups, P = (m->rows + 15) / 16;
-    const uint8_t *base = m->lanes, *slot_row = cq_lanes_vbit_slot_rows(m);
-    const uint32_t *ptab = m->lanes;
+    const uint64_t G = m->groups;
+    const uint8_t *slot_row = cq_lanes_vbit_slot_rows(m);
     cq_lanes_toks k;
     const size_t passes = cq_lanes_toks_init(&k, tok, n, m->cols, PASS_MAX);
-    for (uint64_t q = r0 / WIN * (WIN / 16); q < P && q * 16 / WIN * WIN < r1; q++) {
+    uint64_t q0, q1;
+    cq_lanes_vbit_pairs(m, r0, r1, &q0, &q1);
+    for (uint64_t q = q0; q < q1; q++) {
         /* the pair's slots: their rows' places in y (from r0) where inside [r0, r1) */
         const uint64_t w0 = q * 16 / WIN * WIN;
         const __m512i sr =
@@ -144,9 +145,9 @@ void cq_avx512_lanes_vbit_matvec_multi(const cmf_qmat *m, const void *const *tok
         in &= _mm512_cmpge_epi32_mask(row, _mm512_setzero_si512());
         in &= _mm512_cmplt_epi32_mask(row, _mm512_set1_epi32((int)(r1 - r0)));
         if (!in) continue;
-        const uint32_t e = ptab[q];
-        const uint8_t *p = base + (uint64_t)(e >> 2) * 64;
-        const pass_fn *fns = passes_of[e & 3u];
+        unsigned form;
+        const uint8_t *p = cq_lanes_vbit_pair(m, q, &form);
+        const pass_fn *fns = passes_of[form];
         for (size_t pq = 0; pq < passes; pq++) {
             const size_t t = k.first[pq], nt = k.count[pq];
             __m512 v[PASS_MAX];
