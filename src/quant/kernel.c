@@ -137,7 +137,7 @@ const void *cq_tok8_lanes_part(const void *tok, uint64_t cols) {
  * copy's layout (AVX2: a CMF_TOK8_Q8 token; AVX-512: the CMF_TOK8_LANES part of one). */
 static void lanes_multi(const cmf_qmat *m, const void *const *tok, size_t n, float *const *y,
                         uint64_t r0, uint64_t r1) {
-    if (m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO)
+    if (cq_gemm_vbit(m))
         (tok8_avx2() ? cq_avx2_lanes_vbit_matvec_multi
                      : cq_avx512_lanes_vbit_matvec_multi)(m, tok, n, y, r0, r1);
     else
@@ -223,7 +223,7 @@ bool cmf_qmat_lanes_rows(const cmf_qmat *m) {
 
 bool cmf_qmat_lanes_compact(const cmf_qmat *m) {
     return m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || cq_lanes_q4tp_codes(m) ||
-           m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO;
+           cq_gemm_vbit(m);
 }
 
 uint64_t cmf_qmat_lanes_block(const cmf_qmat *m) {

@@ -73,7 +73,8 @@ static inline const int32_t *cq_avx2_q8dec_tok_c8(const void *tok, uint64_t cols
 
 /* The batched-decode copy of q8_row and the 4-bit class (lanes.c; the AVX2 and AVX-512 VNNI
  * tiers read it: lanes_avx2.c, lanes_avx512.c): panels of 8 rows, one int32 lane per row,
- * cq_lanes_panel_bytes(m) each. _supports: q8_row, q4_tiled, q4_block or q4tp with cols % 32 == 0.
+ * cq_lanes_panel_bytes(m) each. _supports: q8_row, q4_tiled, q4_block, q4tp or vbit (lanes_vbit.c)
+ * with cols % 32 == 0.
  * _build: makes m->lanes (false when unsupported or out of memory; true when it exists); q4tp's
  * scales are the ladder of the tier in effect (AVX2 or AVX-512), as its GEMM computes them.
  * _matvec_multi: rows [r0, r1) for n (<= CMF_TOK8_MULTI_MAX) tokens prepared in the q8_row
@@ -113,9 +114,9 @@ bool cq_lanes_q4tp_codes(const cmf_qmat *m);
  * the values its integer GEMM computes. */
 void cq_lanes_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);
 
-/* vbit's and vbit_ro's copy (lanes_vbit.c; the AVX-512 VNNI tier reads it, lanes_vbit_avx512.c):
+/* vbit's and vbit_ro's copy (lanes_vbit.c; read by lanes_vbit_avx2.c and lanes_vbit_avx512.c):
  * rows sorted by form within windows of CQ_LANES_VBIT_WIN, 16 sorted rows per pair of panels in
- * the widest form among them. _supports: the copy stays within 2 GiB. _fill: whole windows.
+ * the widest form among them. _bytes: 0 past 2 GiB (no copy). _fill: whole windows.
  * _lane: where row r lies (its pair's byte offset and form, its slot 0-15 in the pair);
  * _slot_rows: per slot of the matrix (window-major, 16 per pair) its row within its window,
  * 0xFF past the last row. _source: the packed bytes of rows [r0, r1). */
@@ -125,7 +126,6 @@ typedef struct {
     uint64_t off;
     unsigned form, slot;
 } cq_vbit_lane;
-bool cq_lanes_vbit_supports(const cmf_qmat *m);
 uint64_t cq_lanes_vbit_bytes(const cmf_qmat *m);
 uint64_t cq_lanes_vbit_group_bytes(unsigned form);
 void cq_lanes_vbit_fill(const cmf_qmat *m, uint8_t *buf, uint64_t r0, uint64_t r1);

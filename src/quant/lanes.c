@@ -16,6 +16,7 @@
 #include "common/cpu.h"
 #include "common/f16.h"
 #include "common/hugepages.h"
+#include "quant/gemm_impl.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 #include "quant/q4tp_rung.h"
@@ -27,15 +28,11 @@ static bool avx512_reader(void) {
     return cq_cpu_isa() >= CQ_ISA_AVX512;
 }
 
-static bool is_vbit(const cmf_qmat *m) {
-    return m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO;
-}
-
+/* the dtypes with a copy (vbit's may still be too large: cq_lanes_vbit_bytes) */
 bool cq_lanes_supports(const cmf_qmat *m) {
-    if (m->cols % 32) return false;
-    if (is_vbit(m)) return cq_lanes_vbit_supports(m); /* lanes_vbit.c */
-    return m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || m->dtype == CMF_DT_Q4TP ||
-           m->dtype == CMF_DT_Q8_ROW;
+    return m->cols % 32 == 0 &&
+           (m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || m->dtype == CMF_DT_Q4TP ||
+            m->dtype == CMF_DT_Q8_ROW || cq_gemm_vbit(m));
 }
 
 /* q4tp's copy holds codes and ladder numbers (the AVX-512 VNNI tier's), not f32 scales */
@@ -110,15 +107,16 @@ static void put_q4_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
 
 uint64_t cq_lanes_bytes(const cmf_qmat *m) {
     if (!cq_lanes_supports(m)) return 0;
-    return is_vbit(m) ? cq_lanes_vbit_bytes(m) : (m->rows + PR - 1) / PR * cq_lanes_panel_bytes(m);
+    return cq_gemm_vbit(m) ? cq_lanes_vbit_bytes(m)
+                           : (m->rows + PR - 1) / PR * cq_lanes_panel_bytes(m);
 }
 
 uint64_t cq_lanes_block(const cmf_qmat *m) {
-    return m->lanes && is_vbit(m) ? CQ_LANES_VBIT_WIN : 2 * PR;
+    return m->lanes && cq_gemm_vbit(m) ? CQ_LANES_VBIT_WIN : 2 * PR;
 }
 
 void cq_lanes_fill(const cmf_qmat *m, uint8_t *buf, uint64_t r0, uint64_t r1) {
-    if (is_vbit(m)) {
+    if (cq_gemm_vbit(m)) {
         cq_lanes_vbit_fill(m, buf, r0, r1);
         return;
     }
@@ -135,7 +133,7 @@ const uint8_t *cq_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, unsi
     if (r0 >= r1) return NULL;
     const uint64_t G = m->groups;
     if (part == 0) { /* the codes */
-        if (is_vbit(m)) return cq_lanes_vbit_source(m, r0, r1, n);
+        if (cq_gemm_vbit(m)) return cq_lanes_vbit_source(m, r0, r1, n);
         const uint64_t per_row = m->dtype == CMF_DT_Q8_ROW     ? m->cols
                                  : m->dtype == CMF_DT_Q4_TILED ? G * CQ_Q4T_TILE
                                                                : G * 16;
@@ -158,8 +156,8 @@ const uint8_t *cq_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, unsi
 }
 
 bool cq_lanes_build(cmf_qmat *m) {
-    if (!cq_lanes_supports(m) || m->lanes) return m->lanes != NULL;
-    const size_t bytes = (size_t)cq_lanes_bytes(m);
+    const size_t bytes = m->lanes ? 0 : (size_t)cq_lanes_bytes(m);
+    if (!bytes) return m->lanes != NULL;
     uint8_t *buf = cq_huge_alloc(bytes, bytes >= CQ_HUGE_PAGE);
     if (!buf) return false;
     cq_lanes_fill(m, buf, 0, m->rows);
@@ -170,7 +168,7 @@ bool cq_lanes_build(cmf_qmat *m) {
 
 /* q8_row, q4_tiled, q4_block, AVX-512's q4tp, vbit (cmf_qmat_lanes_rows) */
 void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out) {
-    if (is_vbit(m)) {
+    if (cq_gemm_vbit(m)) {
         cq_lanes_vbit_decode_row(m, r, out);
         return;
     }

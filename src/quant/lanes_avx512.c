@@ -23,6 +23,7 @@
 #include <immintrin.h>
 #include <string.h>
 
+#include "quant/gemm_impl.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 #include "quant/q4tp_ladder_avx512.h"
@@ -218,7 +219,7 @@ void cq_avx512_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, siz
 
 void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs,
                             float *rs) {
-    if (m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO) {
+    if (cq_gemm_vbit(m)) {
         cq_avx512_lanes_vbit_unpack(m, r, nb, panel, bs);
         return;
     }

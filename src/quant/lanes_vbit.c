@@ -1,4 +1,4 @@
-/* lanes_vbit.c - the batched-decode copy of vbit and vbit_ro (the AVX-512 VNNI tier's,
+/* lanes_vbit.c - the batched-decode copy of vbit and vbit_ro (read by lanes_vbit_avx2.c and
  * lanes_vbit_avx512.c): the 4-bit class's lanes (lanes.c) for rows of mixed widths.
  *
  * A row's codes go in one of three forms, each a constant minus its value v = u - L (so that
@@ -85,15 +85,12 @@ static uint64_t window_bytes(const cmf_qmat *m, uint64_t w) {
     return b;
 }
 
-bool cq_lanes_vbit_supports(const cmf_qmat *m) {
-    return cq_lanes_vbit_bytes(m) <= ((uint64_t)1 << 31);
-}
-
 uint64_t cq_lanes_vbit_bytes(const cmf_qmat *m) {
     uint64_t b = header_bytes(m);
     for (uint64_t w = 0; w * WIN < m->rows; w++)
         b += window_bytes(m, w);
-    return b + 64; /* the unpack's 4-byte scale reads may pass the last pair by 2 bytes */
+    b += 64; /* the unpack's 4-byte scale reads may pass the last pair by 2 bytes */
+    return b <= ((uint64_t)1 << 31) ? b : 0;
 }
 
 /* Rows [r0, r1) (whole windows: r0 % 64 == 0, r1 % 64 == 0 or the last row) into buf (zeroed). */
