@@ -2,11 +2,10 @@
  * of 8 rows, one int32 lane per row), made once at load on the model's threads.
  *
  * Which matrices (cortiq_load_opts.batch_lanes): by default those whose copy keeps about the
- * file's bits per weight (cmf_qmat_lanes_compact: q4_tiled and q4_block, and q4tp on the AVX-512
- * tier: 4-5 % more, its codes and ladder numbers), whose one-token kernels on it are the faster
- * (docs/KERNELS.md, "Batched decode lanes"); for a server's batched steps q8_row and the AVX2
- * tier's q4tp too (their copies cost one session speed: q8_row's one-token kernel is the faster,
- * the AVX2 q4tp copy's f32 ladder values make it 20 % larger); none when negative.
+ * file's bits per weight (cmf_qmat_lanes_compact: q4_tiled and q4_block, q4tp with 4-5 % more,
+ * its codes and ladder numbers, vbit 2-5 % more), whose one-token kernels on it are the faster
+ * (docs/KERNELS.md, "Batched decode lanes"); for a server's batched steps q8_row too (its copy
+ * costs one session speed: q8_row's one-token kernel is the faster); none when negative.
  *
  * All copies share one allocation (on 2 MiB pages unless no_huge_pages): one per matrix
  * rounded each to whole 2 MiB pages, which made a 2.4 MB matrix take 4 MB. Every copied range
@@ -16,7 +15,7 @@
  * while the copies are made. That advice drops anonymous pages' contents, so it is given only
  * inside the file's mappings and before any 2 MiB window of them has moved (model_prefetch.c):
  * this runs at the end of the load. A tied head's table rows are read from its copy too
- * (cq_embed_token), except the AVX2 tier's q4tp, whose pages stay. */
+ * (cq_embed_token). */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -60,18 +59,12 @@ static void release(const cortiq_model *m, const uint8_t *p, uint64_t n) {
     if (e > a) (void)madvise((void *)a, (size_t)(e - a), MADV_DONTNEED);
 }
 
-/* a tied table keeps its pages where its rows are not read from the copy (the AVX2 tier's q4tp) */
-static bool keeps_pages(const cortiq_model *m, const cmf_qmat *w) {
-    return w->data == m->embed.data && !cmf_qmat_lanes_exact_rows(w);
-}
-
 static void fill_some(void *ctx, unsigned tid, unsigned nt) {
     (void)tid, (void)nt;
     lanes_job *j = ctx;
     for (size_t i; (i = atomic_fetch_add(&j->next, 1)) < j->n;) {
         const lanes_chunk *c = &j->chunks[i];
         cmf_qmat_lanes_fill(c->w, c->buf, c->r0, c->r1);
-        if (keeps_pages(j->m, c->w)) continue;
         for (unsigned part = 0; part < 3; part++) { /* codes, scales apart, q4tp's codes */
             uint64_t n;
             const uint8_t *src = cmf_qmat_lanes_source(c->w, c->r0, c->r1, part, &n);
@@ -127,7 +120,7 @@ void cq_model_build_lanes(cortiq_model *m, int batch_lanes) {
         for (size_t i = 0; i < k; i++) {
             mats[i]->lanes = arena + off[i];
             mats[i]->lanes_bytes = len[i];
-            if (!keeps_pages(m, mats[i])) release(m, mats[i]->data, mats[i]->nbytes);
+            release(m, mats[i]->data, mats[i]->nbytes);
         }
         m->lanes = arena, m->lanes_bytes = total, m->lanes_mats = mats, m->n_lanes_mats = k;
         mats = NULL;

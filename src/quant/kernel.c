@@ -218,20 +218,16 @@ size_t cmf_tok8_bytes(uint64_t cols) {
 }
 
 bool cmf_qmat_lanes_rows(const cmf_qmat *m) {
-    return m->lanes && cmf_qmat_lanes_exact_rows(m);
+    return m->lanes != NULL;
 }
 
 bool cmf_qmat_lanes_compact(const cmf_qmat *m) {
-    return m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || cq_lanes_q4tp_codes(m) ||
+    return m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || m->dtype == CMF_DT_Q4TP ||
            cq_gemm_vbit(m);
 }
 
 uint64_t cmf_qmat_lanes_block(const cmf_qmat *m) {
     return cq_lanes_block(m);
-}
-
-bool cmf_qmat_lanes_exact_rows(const cmf_qmat *m) {
-    return m->dtype != CMF_DT_Q4TP || cq_lanes_q4tp_codes(m);
 }
 
 /* a tier whose kernels read the copy (lanes_avx2.c, lanes_avx512.c) */

@@ -8,6 +8,7 @@
 #include "quant/hsum_avx2.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
+#include "quant/q4tp_ladder_avx2.h"
 
 static inline float h16(const uint8_t *p) {
     return _cvtsh_ss(ld_u16(p));
@@ -371,41 +372,6 @@ static inline void dec_vbit(const uint8_t *p, const cq_vbit_utab *tb, unsigned b
     }
 }
 
-/* 2^f for f in [-0.5, 0.5]: its Taylor series to degree 7. */
-static inline __m256 exp2_frac(__m256 f) {
-    __m256 p = _mm256_set1_ps(1.525273380405984e-05f);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.5403530393381606e-04f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146428443e-03f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.618129107628477e-03f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550410866482158e-02f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402265069591007e-01f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931471805599453e-01f));
-    return _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
-}
-
-/* 2^n as a float for integral n in [-126, 127]. */
-static inline __m256 pow2_int(__m256 n) {
-    return _mm256_castsi256_ps(
-        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
-}
-
-/* 2^x for the q4tp ladder: 2^f (f = x - n in [-0.5, 0.5]) times 2^n built as two
- * exponent-field halves so that overflow gives inf and deep underflow gives 0. */
-static inline __m256 exp2_ps(__m256 x) {
-    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-252.0f)), _mm256_set1_ps(254.0f));
-    __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 p = exp2_frac(_mm256_sub_ps(x, n));
-    __m256 n1 = _mm256_floor_ps(_mm256_mul_ps(n, _mm256_set1_ps(0.5f))), n2 = _mm256_sub_ps(n, n1);
-    return _mm256_mul_ps(_mm256_mul_ps(p, pow2_int(n1)), pow2_int(n2));
-}
-
-/* exp2_ps for |x| <= 120, the same bits: 2^f times 2^n in one step (p * 2^n1 * 2^n2 and
- * p * 2^n are both exact while every product is a normal float). */
-static inline __m256 exp2_ps_near(__m256 x) {
-    __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    return _mm256_mul_ps(exp2_frac(_mm256_sub_ps(x, n)), pow2_int(n));
-}
-
 /* Two polynomials per row, not four: rungs 0..7 = 2^(lo + c step), and rungs 8k..8k+7 =
  * those times 2^(8k step) (k = 1..3, one more vector); each rung within a few ulp of the
  * scalar ladder (q4tp_rung.h). A short row carries only 18-28 groups, so the ladder is a
@@ -413,25 +379,12 @@ static inline __m256 exp2_ps_near(__m256 x) {
 void cq_avx2_q4tp_ladder(const cmf_qmat *m, uint64_t r, float lad[32]) {
     __m256 lo = _mm256_set1_ps(h16(m->scales + 4 * r)),
            st = _mm256_set1_ps(h16(m->scales + 4 * r + 2));
-    __m256 e = exp2_ps(_mm256_fmadd_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), st, lo));
-    __m256 f = exp2_ps(_mm256_mul_ps(_mm256_setr_ps(8, 16, 24, 0, 0, 0, 0, 0), st));
+    __m256 e = cq_avx2_exp2_ps(_mm256_fmadd_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), st, lo));
+    __m256 f = cq_avx2_exp2_ps(_mm256_mul_ps(_mm256_setr_ps(8, 16, 24, 0, 0, 0, 0, 0), st));
     _mm256_storeu_ps(lad, e);
     for (int k = 1; k < 4; k++)
         _mm256_storeu_ps(lad + 8 * k,
                          _mm256_mul_ps(e, _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(k - 1))));
-}
-
-static inline __attribute__((always_inline)) void
-ladders8_body(__m256 lo, __m256 st, __m256 (*ex)(__m256), float lad[32][8]) {
-    __m256 f[3];
-    for (int k = 0; k < 3; k++)
-        f[k] = ex(_mm256_mul_ps(_mm256_set1_ps((float)(8 * (k + 1))), st));
-    for (int j = 0; j < 8; j++) {
-        __m256 e = ex(_mm256_fmadd_ps(_mm256_set1_ps((float)j), st, lo));
-        _mm256_storeu_ps(lad[j], e);
-        for (int k = 0; k < 3; k++)
-            _mm256_storeu_ps(lad[8 * (k + 1) + j], _mm256_mul_ps(e, f[k]));
-    }
 }
 
 /* The ladders of rows r .. r + n - 1 (n <= 8) with the rows in the lanes: lad[c][k] is rung c
@@ -450,15 +403,7 @@ void cq_avx2_q4tp_ladders8(const cmf_qmat *m, uint64_t r, unsigned n, float lad[
     w = _mm256_permute4x64_epi64(w, _MM_SHUFFLE(3, 1, 2, 0));
     const __m256 lo = _mm256_cvtph_ps(_mm256_castsi256_si128(w)),
                  st = _mm256_cvtph_ps(_mm256_extracti128_si256(w, 1));
-    const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-    const __m256 ast = _mm256_and_ps(st, abs),
-                 big = _mm256_max_ps(
-                     _mm256_fmadd_ps(_mm256_set1_ps(7.0f), ast, _mm256_and_ps(lo, abs)),
-                     _mm256_mul_ps(_mm256_set1_ps(24.0f), ast));
-    if (_mm256_movemask_ps(_mm256_cmp_ps(big, _mm256_set1_ps(120.0f), _CMP_NLE_UQ)) == 0)
-        ladders8_body(lo, st, exp2_ps_near, lad);
-    else
-        ladders8_body(lo, st, exp2_ps, lad);
+    cq_avx2_q4tp_ladders_lanes(lo, st, lad);
 }
 
 #define FMA4(acc, w, x)                                                                            \

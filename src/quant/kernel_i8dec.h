@@ -105,11 +105,12 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
  * read by rows (a tied embedding) can give its file pages back too. */
 void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out);
 uint64_t cq_lanes_panel_bytes(const cmf_qmat *m);
-/* Whether m's copy is q4tp's code form (the AVX-512 VNNI tier, lanes.c): after the nibbles
- * CQ_LANES_Q4TP_NUMS bytes of the 8 rows' lo, step and qq (f32, 8 each), then per group the 8
- * rows' codes. */
-#define CQ_LANES_Q4TP_NUMS 96
-bool cq_lanes_q4tp_codes(const cmf_qmat *m);
+/* A q4tp copy's panel (lanes.c): after the nibbles cq_lanes_q4tp_nums() bytes of the 8 rows'
+ * ladder numbers (f32, 8 each: lo, step, and on the AVX-512 tier qq), then per group the 8 rows'
+ * codes. */
+#define CQ_LANES_Q4TP_NUMS_AVX2 64
+#define CQ_LANES_Q4TP_NUMS_AVX512 96
+unsigned cq_lanes_q4tp_nums(void);
 /* q4tp row r's 32 ladder values as the copy holds them: the tier in effect's (AVX2 or AVX-512),
  * the values its integer GEMM computes. */
 void cq_lanes_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);

@@ -74,18 +74,14 @@ uint64_t cmf_qmat_lanes_bytes(const cmf_qmat *m);
 void cmf_qmat_lanes_fill(const cmf_qmat *m, void *buf, uint64_t r0, uint64_t r1);
 const uint8_t *cmf_qmat_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, unsigned part,
                                      uint64_t *n);
-/* Whether cmf_qmat_dequant_row reads m's rows from the copy (the file's floats exactly) rather
- * than from m->data: _exact_rows whether a copy of m made now would allow it (q8_row, q4_tiled,
- * q4_block, and q4tp where its copy keeps codes and the file's lo and step, the AVX-512 tier;
- * the AVX2 tier's q4tp copy holds its ladder scales, which differ from the reference's in the
- * last bits, so those rows still come from the file). */
+/* Whether cmf_qmat_dequant_row reads m's rows from the copy (the file's floats exactly: every
+ * copy keeps each row's codes and scales, q4tp's its codes and the file's lo and step) rather
+ * than from m->data. */
 bool cmf_qmat_lanes_rows(const cmf_qmat *m);
-bool cmf_qmat_lanes_exact_rows(const cmf_qmat *m);
 /* Whether a copy of m made now keeps about the file's bits per weight (q4_tiled and q4_block:
- * the same bytes; q4tp on the AVX-512 tier: codes and ladder numbers, 4-5 % more; vbit there:
- * its rows sorted by width, 2-5 % more; not q8_row,
- * whose copy has its size but whose one-token kernel is the faster, nor the AVX2 tier's q4tp,
- * whose f32 scales make the copy a fifth larger): the engine's default copies. */
+ * the same bytes; q4tp: codes and ladder numbers, 4-5 % more; vbit: its rows sorted by width,
+ * 2-5 % more; not q8_row, whose copy has its size but whose one-token kernel is the faster):
+ * the engine's default copies. */
 bool cmf_qmat_lanes_compact(const cmf_qmat *m);
 /* Rows whose results m's kernels compute together: 16 (a pair of panels), 64 with a vbit copy,
  * whose rows are sorted by width within windows of 64 (lanes_vbit.c). A row range on these

@@ -5,11 +5,11 @@
  * Panels of 8 rows, one int32 lane per row. The 4-bit class: per 32-column group 4 vectors of
  * 32 bytes, byte 4i + j of vector k holding row i's codes of columns 4k + j (low nibble) and
  * 16 + 4k + j (high nibble), then the panel's G * 8 scales (f16 as stored for q4_tiled and
- * q4_block; q4tp on the AVX2 tier its ladder's f32 values, on the AVX-512 tier the 8 rows' lo,
- * step and qq as f32 (q4tp_ladder_avx512.h) and then their G * 8 5-bit codes as bytes, a copy
- * 4-5 % larger than the file where the f32 values made it 20 %: lanes_avx512.c computes each
- * rung from them, the ladder's bits). q8_row: per group 8 vectors, byte 4i + j of vector k row
- * i's weight of column 4k + j, then the 8 row scales as f32. */
+ * q4_block); q4tp instead the 8 rows' ladder numbers as f32 (lo and step; on the AVX-512 tier
+ * also qq, q4tp_ladder_avx512.h) and then their G * 8 5-bit codes as bytes, a copy 4-5 % larger
+ * than the file where f32 scales made it 20 %: each tier's reader computes every rung from them
+ * as its integer GEMM's ladder does, so with the same bits. q8_row: per group 8 vectors, byte
+ * 4i + j of vector k row i's weight of column 4k + j, then the 8 row scales as f32. */
 #include <string.h>
 
 #include "common/bytes.h"
@@ -35,19 +35,19 @@ bool cq_lanes_supports(const cmf_qmat *m) {
             m->dtype == CMF_DT_Q8_ROW || cq_gemm_vbit(m));
 }
 
-/* q4tp's copy holds codes and ladder numbers (the AVX-512 VNNI tier's), not f32 scales */
-bool cq_lanes_q4tp_codes(const cmf_qmat *m) {
-    return m->dtype == CMF_DT_Q4TP && avx512_reader();
+/* Bytes of a q4tp panel's ladder numbers: the reader's (lo, step; AVX-512 also qq) */
+unsigned cq_lanes_q4tp_nums(void) {
+    return avx512_reader() ? CQ_LANES_Q4TP_NUMS_AVX512 : CQ_LANES_Q4TP_NUMS_AVX2;
 }
 
 /* Bytes of one panel, rounded to 64: the 4-bit class G * 128 nibble bytes, then G * 8 scales
- * (q4tp with codes: 96 bytes of ladder numbers, then G * 8 codes); q8_row G * 256 weight bytes,
- * then 8 f32 row scales. */
+ * (q4tp: its ladder numbers, then G * 8 codes); q8_row G * 256 weight bytes, then 8 f32 row
+ * scales. */
 uint64_t cq_lanes_panel_bytes(const cmf_qmat *m) {
     const uint64_t G = m->groups;
     if (m->dtype == CMF_DT_Q8_ROW) return (G * 256 + PR * 4 + 63) / 64 * 64;
-    if (cq_lanes_q4tp_codes(m)) return (G * (128 + PR) + CQ_LANES_Q4TP_NUMS + 63) / 64 * 64;
-    return (G * (128 + PR * (m->dtype == CMF_DT_Q4TP ? 4 : 2)) + 63) / 64 * 64;
+    if (m->dtype == CMF_DT_Q4TP) return (G * (128 + PR) + cq_lanes_q4tp_nums() + 63) / 64 * 64;
+    return (G * (128 + PR * 2) + 63) / 64 * 64;
 }
 
 /* q8_row: row r into its panel (lane r % 8). */
@@ -82,22 +82,18 @@ static void put_q4_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
     const uint64_t G = m->groups;
     const unsigned i = (unsigned)(r % PR);
     uint8_t *sc = panel + G * 128;
-    float ladder[32];
-    const bool codes = cq_lanes_q4tp_codes(m);
-    if (codes) {
-        float p[3];
-        cq_avx512_q4tp_params(m, r, p);
-        for (unsigned k = 0; k < 3; k++)
+    const bool q4tp = m->dtype == CMF_DT_Q4TP;
+    if (q4tp) { /* lo and step as the f16 of the file, then (AVX-512) qq */
+        float p[3] = {f16_to_f32(ld_u16(m->scales + 4 * r)),
+                      f16_to_f32(ld_u16(m->scales + 4 * r + 2)), 0};
+        if (avx512_reader()) cq_avx512_q4tp_params(m, r, p);
+        for (unsigned k = 0; k < cq_lanes_q4tp_nums() / 32; k++)
             memcpy(sc + 32 * k + 4 * i, &p[k], 4);
-    } else if (m->dtype == CMF_DT_Q4TP) {
-        cq_lanes_q4tp_ladder(m, r, ladder);
     }
     for (uint64_t g = 0; g < G; g++) {
         put_group(panel + g * 128, i, cq_q4_nibbles(m, r, g));
-        if (codes)
-            sc[CQ_LANES_Q4TP_NUMS + g * PR + i] = (uint8_t)cq_q4tp_code(m, r, g);
-        else if (m->dtype == CMF_DT_Q4TP)
-            memcpy(sc + (g * PR + i) * 4, &ladder[cq_q4tp_code(m, r, g)], 4);
+        if (q4tp)
+            sc[cq_lanes_q4tp_nums() + g * PR + i] = (uint8_t)cq_q4tp_code(m, r, g);
         else if (m->dtype == CMF_DT_Q4_TILED)
             memcpy(sc + (g * PR + i) * 2, m->quants + (r * G + g) * CQ_Q4T_TILE, 2);
         else
@@ -166,7 +162,7 @@ bool cq_lanes_build(cmf_qmat *m) {
     return true;
 }
 
-/* q8_row, q4_tiled, q4_block, AVX-512's q4tp, vbit (cmf_qmat_lanes_rows) */
+/* every dtype with a copy (cmf_qmat_lanes_rows) */
 void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out) {
     if (cq_gemm_vbit(m)) {
         cq_lanes_vbit_decode_row(m, r, out);
@@ -186,7 +182,7 @@ void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out) {
     }
     const uint8_t *sc = p + G * 128;
     float ladder[32]; /* q4tp: the file's ladder from the f16 lo and step the copy keeps exactly */
-    const bool codes = cq_lanes_q4tp_codes(m);
+    const bool codes = m->dtype == CMF_DT_Q4TP;
     if (codes) {
         float lo, st;
         memcpy(&lo, sc + 4 * i, 4);
@@ -194,7 +190,7 @@ void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out) {
         cq_q4tp_ladder_f32(lo, st, ladder);
     }
     for (uint64_t g = 0; g < G; g++) {
-        const float d = codes ? ladder[sc[CQ_LANES_Q4TP_NUMS + g * PR + i]]
+        const float d = codes ? ladder[sc[cq_lanes_q4tp_nums() + g * PR + i]]
                               : f16_to_f32(ld_u16(sc + (g * PR + i) * 2));
         for (unsigned k = 0; k < 4; k++)
             for (unsigned j = 0; j < 4; j++) {

@@ -14,8 +14,13 @@
  *
  * Each row's sum runs group after group in its own lane, the same instructions for one token
  * as for several, so a token's result does not depend on which tokens share the pass. The
- * scales follow the nibbles of each panel: f16 as stored (q4_tiled, q4_block) or the q4tp
- * ladder's f32 values.
+ * scales follow the nibbles of each panel: f16 as stored (q4_tiled, q4_block), or q4tp's 8
+ * rows' lo and step and their 5-bit codes per group (f32 rungs would make the copy a fifth
+ * larger than the file). A pass computes the panel's rungs 0..7 and the factors of the rest
+ * once (11 exp2 polynomials for 8 rows, the integer GEMM's ladder and so its bits,
+ * q4tp_ladder_avx2.h); each group then picks its rungs by a tree of 10 blends on the codes'
+ * bits and one product. An exp2 per group and 8 rows took 2.1x as long, a gather from the
+ * panel's ladders 1.6x (one token, in cache).
  *
  * q8_row takes the same panels with its int8 weights as they are: per group 8 vectors, byte
  * 4i + j of vector k row i's weight of column 4k + j, and the panel's 8 row scales (f32) after
@@ -32,6 +37,7 @@
 
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
+#include "quant/q4tp_ladder_avx2.h"
 
 #define AI static inline __attribute__((always_inline))
 #define PR 8 /* rows per panel */
@@ -53,6 +59,26 @@ static void unpack_q8(const cmf_qmat *m, const uint8_t *p, size_t nb, uint8_t *p
     _mm256_storeu_ps(rs, _mm256_load_ps((const float *)(const void *)(p + G * 256)));
 }
 
+/* q4tp: a panel's ladder parts (q4tp_ladder_avx2.h) from its 8 rows' lo and step, per pass */
+typedef struct {
+    __m256 e[8], f[3];
+} ladders8;
+
+AI void panel_ladders(const uint8_t *sc, ladders8 *l) {
+    cq_avx2_q4tp_parts(_mm256_load_ps((const float *)(const void *)sc),
+                       _mm256_load_ps((const float *)(const void *)(sc + 32)), l->e, l->f);
+}
+
+/* Group g's 8 scales: f16 as stored, or q4tp's rungs picked by the group's codes. */
+AI __m256 group_scales(const uint8_t *sc, uint64_t g, const int tp, const ladders8 *l) {
+    if (tp) {
+        const __m128i c8 = _mm_loadl_epi64(
+            (const __m128i *)(const void *)(sc + CQ_LANES_Q4TP_NUMS_AVX2 + g * PR));
+        return cq_avx2_q4tp_pick(_mm256_cvtepu8_epi32(c8), l->e, l->f);
+    }
+    return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)(sc + g * 16)));
+}
+
 void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs) {
     const uint64_t G = m->groups;
     if (m->dtype == CMF_DT_Q8_ROW) {
@@ -62,6 +88,9 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
     const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * cq_lanes_panel_bytes(m),
                   *sc = p + G * 128;
     const __m256i m4 = _mm256_set1_epi8(15);
+    const int tp = m->dtype == CMF_DT_Q4TP;
+    ladders8 lad;
+    if (tp) panel_ladders(sc, &lad);
     for (uint64_t g = 0; g < nb; g++) {
         __m256i *o = (__m256i *)(void *)(panel + g * 8 * 32);
         if (g >= G) { /* blocks past the columns: zero codes and scales */
@@ -77,11 +106,7 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
             _mm256_store_si256(o + k, _mm256_and_si256(v, m4));
             _mm256_store_si256(o + 4 + k, _mm256_and_si256(_mm256_srli_epi16(v, 4), m4));
         }
-        _mm256_storeu_ps(
-            bs + g * PR,
-            m->dtype == CMF_DT_Q4TP
-                ? _mm256_load_ps((const float *)(const void *)(sc + g * 32))
-                : _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)(sc + g * 16))));
+        _mm256_storeu_ps(bs + g * PR, group_scales(sc, g, tp, &lad));
     }
 }
 
@@ -92,11 +117,13 @@ AI __m256i bcast4(const int8_t *p) {
 }
 
 /* The panel at p for T tokens (their codes xq, scales dx, corrections c8 = -8 * sum of a group's
- * codes): out[t] the 8 rows' sums. f32: the scales are floats (q4tp), else f16. */
-AI void panel_pass(const uint8_t *p, uint64_t G, const int f32, const int8_t *const *xq,
+ * codes): out[t] the 8 rows' sums. tp: q4tp's codes and ladder numbers, else f16 scales. */
+AI void panel_pass(const uint8_t *p, uint64_t G, const int tp, const int8_t *const *xq,
                    const float *const *dx, const int32_t *const *c8, const int T, __m256 *out) {
     const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
     const uint8_t *sc = p + G * 128;
+    ladders8 lad;
+    if (tp) panel_ladders(sc, &lad);
     __m256 acc[CQ_LANES_PASS];
     for (int t = 0; t < T; t++)
         acc[t] = _mm256_setzero_ps();
@@ -118,9 +145,7 @@ AI void panel_pass(const uint8_t *p, uint64_t G, const int f32, const int8_t *co
                 s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(hi, bcast4(x + 16)));
             }
         }
-        const __m256 d =
-            f32 ? _mm256_load_ps((const float *)(const void *)(sc + g * 32))
-                : _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)(sc + g * 16)));
+        const __m256 d = group_scales(sc, g, tp, &lad);
         for (int t = 0; t < T; t++) {
             __m256i i =
                 _mm256_add_epi32(_mm256_madd_epi16(s[t], ones), _mm256_set1_epi32(c8[t][g]));
@@ -171,7 +196,7 @@ typedef void (*pass_fn)(const uint8_t *, uint64_t, const int8_t *const *, const 
         const int32_t *const *c8, __m256 *out) {                                                   \
         panel_pass(p, G, 0, xq, dx, c8, T, out);                                                   \
     }                                                                                              \
-    static __attribute__((noinline)) void pass32_##T(                                              \
+    static __attribute__((noinline)) void passtp_##T(                                              \
         const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,             \
         const int32_t *const *c8, __m256 *out) {                                                   \
         panel_pass(p, G, 1, xq, dx, c8, T, out);                                                   \
@@ -187,14 +212,14 @@ DEF_PASS(2)
 DEF_PASS(3)
 DEF_PASS(4)
 static const pass_fn pass16[CQ_LANES_PASS + 1] = {NULL, pass16_1, pass16_2, pass16_3, pass16_4};
-static const pass_fn pass32[CQ_LANES_PASS + 1] = {NULL, pass32_1, pass32_2, pass32_3, pass32_4};
+static const pass_fn passtp[CQ_LANES_PASS + 1] = {NULL, passtp_1, passtp_2, passtp_3, passtp_4};
 static const pass_fn pass8[CQ_LANES_PASS + 1] = {NULL, pass8_1, pass8_2, pass8_3, pass8_4};
 
 void cq_avx2_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                 float *const *y, uint64_t r0, uint64_t r1) {
     const uint64_t G = m->groups, pb = cq_lanes_panel_bytes(m);
     const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? pass8
-                         : m->dtype == CMF_DT_Q4TP ? pass32
+                         : m->dtype == CMF_DT_Q4TP ? passtp
                                                    : pass16;
     cq_lanes_toks k;
     const size_t passes = cq_lanes_toks_init(&k, tok, n, m->cols, CQ_LANES_PASS);

@@ -70,7 +70,7 @@ AI ladder16 pair_ladder(const uint8_t *sa, const uint8_t *sb) {
 AI __m512 pair_scales(const uint8_t *sa, const uint8_t *sb, uint64_t g, const int q4tp,
                       const ladder16 *l) {
     if (q4tp) {
-        const uint8_t *ca = sa + CQ_LANES_Q4TP_NUMS + g * 8;
+        const uint8_t *ca = sa + CQ_LANES_Q4TP_NUMS_AVX512 + g * 8;
         __m128i c8 = _mm_loadl_epi64((const __m128i *)(const void *)ca);
         if (sb)
             c8 = _mm_unpacklo_epi64(

@@ -48,6 +48,7 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t r0, uint6
 
 int main(int argc, char **argv) {
     test_tier_select(argc, argv);
+    if (t_tier >= 0) cq_cpu_force((cq_isa)t_tier); /* that tier's kernels on both sides */
     static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16, CMF_DT_Q8_ROW,
                                     CMF_DT_Q4_TILED};
     static const uint64_t shapes[][2] = {{48, 64}, {37, 96}, {64, 576}, {20, 200}, {33, 17}};

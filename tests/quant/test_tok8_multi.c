@@ -70,9 +70,10 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
 
 int main(int argc, char **argv) {
     test_tier_select(argc, argv);
+    if (t_tier >= 0) cq_cpu_force((cq_isa)t_tier); /* that tier's kernels on both sides */
     if (!cmf_tok8_bytes(64)) {
         printf("SKIP: no prepared int8 token path on this CPU tier\n");
-        return 0;
+        return 77;
     }
     static const cmf_dtype dts[] = {CMF_DT_Q8_ROW, CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK,
                                     CMF_DT_Q4TP,   CMF_DT_VBIT,     CMF_DT_VBIT_RO};

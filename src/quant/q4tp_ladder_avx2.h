@@ -1,0 +1,105 @@
+/* q4tp_ladder_avx2.h - the AVX2 tier's q4tp ladder 2^(lo + c*step) (spec §3.2 q4tp), inline for
+ * the kernels that compute rungs: the ladders of kernel_avx2.c (rungs 0..7 from one polynomial,
+ * rungs 8k..8k+7 those times 2^(8k step)) and the decode copy's per-group rungs (lanes_avx2.c),
+ * which apply the same operations per lane and so give the same bits. For files compiled with
+ * the AVX2 flags (cmake/CortiqModule.cmake). */
+#ifndef CORTIQ_QUANT_Q4TP_LADDER_AVX2_H
+#define CORTIQ_QUANT_Q4TP_LADDER_AVX2_H
+
+#include <immintrin.h>
+#include <stdbool.h>
+
+/* 2^f for f in [-0.5, 0.5]: its Taylor series to degree 7. */
+static inline __m256 cq_avx2_exp2_frac(__m256 f) {
+    __m256 p = _mm256_set1_ps(1.525273380405984e-05f);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.5403530393381606e-04f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146428443e-03f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.618129107628477e-03f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550410866482158e-02f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402265069591007e-01f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931471805599453e-01f));
+    return _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+}
+
+/* 2^n as a float for integral n in [-126, 127]. */
+static inline __m256 cq_avx2_pow2_int(__m256 n) {
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
+}
+
+/* 2^x for the q4tp ladder: 2^f (f = x - n in [-0.5, 0.5]) times 2^n built as two
+ * exponent-field halves so that overflow gives inf and deep underflow gives 0. */
+static inline __m256 cq_avx2_exp2_ps(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-252.0f)), _mm256_set1_ps(254.0f));
+    __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 p = cq_avx2_exp2_frac(_mm256_sub_ps(x, n));
+    __m256 n1 = _mm256_floor_ps(_mm256_mul_ps(n, _mm256_set1_ps(0.5f))), n2 = _mm256_sub_ps(n, n1);
+    return _mm256_mul_ps(_mm256_mul_ps(p, cq_avx2_pow2_int(n1)), cq_avx2_pow2_int(n2));
+}
+
+/* cq_avx2_exp2_ps for |x| <= 120, the same bits: 2^f times 2^n in one step (p * 2^n1 * 2^n2
+ * and p * 2^n are both exact while every product is a normal float). */
+static inline __m256 cq_avx2_exp2_ps_near(__m256 x) {
+    __m256 n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    return _mm256_mul_ps(cq_avx2_exp2_frac(_mm256_sub_ps(x, n)), cq_avx2_pow2_int(n));
+}
+
+/* Whether every argument of the ladders of the rows in the lanes (lo + j step, j <= 7, and
+ * 8k step, k <= 3) lies within +-120, where cq_avx2_exp2_ps_near serves (almost every row). */
+static inline bool cq_avx2_q4tp_near(__m256 lo, __m256 st) {
+    const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+    const __m256 ast = _mm256_and_ps(st, abs),
+                 big = _mm256_max_ps(
+                     _mm256_fmadd_ps(_mm256_set1_ps(7.0f), ast, _mm256_and_ps(lo, abs)),
+                     _mm256_mul_ps(_mm256_set1_ps(24.0f), ast));
+    return _mm256_movemask_ps(_mm256_cmp_ps(big, _mm256_set1_ps(120.0f), _CMP_NLE_UQ)) == 0;
+}
+
+static inline __attribute__((always_inline)) void
+cq_avx2_q4tp_parts_with(__m256 lo, __m256 st, __m256 (*ex)(__m256), __m256 e[8], __m256 f[3]) {
+    for (int k = 0; k < 3; k++)
+        f[k] = ex(_mm256_mul_ps(_mm256_set1_ps((float)(8 * (k + 1))), st));
+    for (int j = 0; j < 8; j++)
+        e[j] = ex(_mm256_fmadd_ps(_mm256_set1_ps((float)j), st, lo));
+}
+
+/* The parts of the ladders of the rows in the lanes (lo and step per lane): e[j] = rung j
+ * (j < 8) and f[k] = 2^(8 (k + 1) step), rung 8 (k + 1) + j being e[j] * f[k]; 11 polynomials
+ * for 8 rows, each in one step where every argument allows (cq_avx2_q4tp_near). */
+static inline __attribute__((always_inline)) void cq_avx2_q4tp_parts(__m256 lo, __m256 st,
+                                                                     __m256 e[8], __m256 f[3]) {
+    if (cq_avx2_q4tp_near(lo, st))
+        cq_avx2_q4tp_parts_with(lo, st, cq_avx2_exp2_ps_near, e, f);
+    else
+        cq_avx2_q4tp_parts_with(lo, st, cq_avx2_exp2_ps, e, f);
+}
+
+/* The whole ladders: lad[c][k] rung c of lane k's row, the bits of cq_avx2_q4tp_ladder. */
+static inline void cq_avx2_q4tp_ladders_lanes(__m256 lo, __m256 st, float lad[32][8]) {
+    __m256 e[8], f[3];
+    cq_avx2_q4tp_parts(lo, st, e, f);
+    for (int j = 0; j < 8; j++) {
+        _mm256_storeu_ps(lad[j], e[j]);
+        for (int k = 0; k < 3; k++)
+            _mm256_storeu_ps(lad[8 * (k + 1) + j], _mm256_mul_ps(e[j], f[k]));
+    }
+}
+
+/* Rung c of each lane's ladder (c 0..31 per lane, from its parts): a tree of blends on the
+ * bits of c picks e[c & 7] and 1 or f[(c >> 3) - 1], whose product it is (e * 1 is e). */
+static inline __m256 cq_avx2_q4tp_pick(__m256i c, const __m256 e[8], const __m256 f[3]) {
+    const __m256 b0 = _mm256_castsi256_ps(_mm256_slli_epi32(c, 31)),
+                 b1 = _mm256_castsi256_ps(_mm256_slli_epi32(c, 30)),
+                 b2 = _mm256_castsi256_ps(_mm256_slli_epi32(c, 29)),
+                 b3 = _mm256_castsi256_ps(_mm256_slli_epi32(c, 28)),
+                 b4 = _mm256_castsi256_ps(_mm256_slli_epi32(c, 27));
+    const __m256 e03 = _mm256_blendv_ps(_mm256_blendv_ps(e[0], e[1], b0),
+                                        _mm256_blendv_ps(e[2], e[3], b0), b1),
+                 e47 = _mm256_blendv_ps(_mm256_blendv_ps(e[4], e[5], b0),
+                                        _mm256_blendv_ps(e[6], e[7], b0), b1),
+                 fk = _mm256_blendv_ps(_mm256_blendv_ps(_mm256_set1_ps(1.0f), f[0], b3),
+                                       _mm256_blendv_ps(f[1], f[2], b3), b4);
+    return _mm256_mul_ps(_mm256_blendv_ps(e03, e47, b2), fk);
+}
+
+#endif
