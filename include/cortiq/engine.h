@@ -116,12 +116,12 @@ typedef struct cortiq_load_opts {
      * reads are copied at load into panels of 8 rows, one int32 lane per row, and their file
      * pages released, so memory holds the weights once. Every product of such a matrix with
      * int8 activations then reads the copy: one token, batched decode and the prefill GEMM, with
-     * the GEMM's bits whichever sessions share a step. 0 (default): the 4-bit matrices whose copy
-     * keeps about the file's size (q4_tiled and q4_block; q4tp on the AVX-512 tier, 4-5 % more),
-     * where the one-token kernels on it are the faster; positive: every integer matrix,
-     * q8_row and the AVX2 tier's q4tp too, for servers with several slots (batched steps then
-     * cost about half the arithmetic; one session loses speed on those: q8_row's one-token kernel
-     * is the faster, that q4tp copy 20 % larger); negative: none, every product reads the file. */
+     * the GEMM's bits whichever sessions share a step. 0 (default): the 4-bit and vbit matrices,
+     * whose copy keeps about the file's size (q4_tiled and q4_block; q4tp 4-5 % more, vbit 2-5 %),
+     * where the one-token kernels on it are the faster; positive: every integer matrix, q8_row
+     * too, for servers with several slots (batched steps then cost about half the arithmetic;
+     * one session loses speed on q8_row, whose one-token kernel is the faster); negative: none,
+     * every product reads the file. */
     int batch_lanes;
 } cortiq_load_opts;
 
