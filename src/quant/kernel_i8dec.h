@@ -108,7 +108,7 @@ uint64_t cq_lanes_panel_bytes(const cmf_qmat *m);
 /* A q4tp copy's panel (lanes.c): after the nibbles cq_lanes_q4tp_nums() bytes of the 8 rows'
  * ladder numbers (f32, 8 each: lo, step, and on the AVX-512 tier qq), then per group the 8 rows'
  * codes. */
-#define CQ_LANES_Q4TP_NUMS_AVX2 64
+#define CQ_LANES_Q4TP_NUMS_AVX2   64
 #define CQ_LANES_Q4TP_NUMS_AVX512 96
 unsigned cq_lanes_q4tp_nums(void);
 /* q4tp row r's 32 ladder values as the copy holds them: the tier in effect's (AVX2 or AVX-512),

@@ -72,8 +72,8 @@ AI void panel_ladders(const uint8_t *sc, ladders8 *l) {
 /* Group g's 8 scales: f16 as stored, or q4tp's rungs picked by the group's codes. */
 AI __m256 group_scales(const uint8_t *sc, uint64_t g, const int tp, const ladders8 *l) {
     if (tp) {
-        const __m128i c8 = _mm_loadl_epi64(
-            (const __m128i *)(const void *)(sc + CQ_LANES_Q4TP_NUMS_AVX2 + g * PR));
+        const __m128i c8 =
+            _mm_loadl_epi64((const __m128i *)(const void *)(sc + CQ_LANES_Q4TP_NUMS_AVX2 + g * PR));
         return cq_avx2_q4tp_pick(_mm256_cvtepu8_epi32(c8), l->e, l->f);
     }
     return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)(sc + g * 16)));

@@ -9,16 +9,11 @@
 #include <immintrin.h>
 #include <stdbool.h>
 
+#include "quant/q4tp_rung.h"
+
 /* 2^f for f in [-0.5, 0.5]: its Taylor series to degree 7. */
 static inline __m256 cq_avx2_exp2_frac(__m256 f) {
-    __m256 p = _mm256_set1_ps(1.525273380405984e-05f);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.5403530393381606e-04f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.3333558146428443e-03f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.618129107628477e-03f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550410866482158e-02f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402265069591007e-01f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931471805599453e-01f));
-    return _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.0f));
+    return CQ_EXP2_FRAC(_mm256_fmadd_ps, _mm256_set1_ps, f);
 }
 
 /* 2^n as a float for integral n in [-126, 127]. */

@@ -13,20 +13,14 @@
 #include <stdint.h>
 
 #include "cortiq/kernels.h"
+#include "quant/q4tp_rung.h"
 
 /* 2^x for |x| well inside the float exponent range: round to the nearest integer n, a
  * degree-7 polynomial on the remainder, scaled by 2^n */
 static inline __m512 cq_exp2_ps_avx512(__m512 x) {
     __m512 n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     __m512 f = _mm512_sub_ps(x, n);
-    __m512 p = _mm512_set1_ps(1.525273380405984e-05f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.5403530393381606e-04f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3333558146428443e-03f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618129107628477e-03f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550410866482158e-02f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402265069591007e-01f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931471805599453e-01f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+    __m512 p = CQ_EXP2_FRAC(_mm512_fmadd_ps, _mm512_set1_ps, f);
     return _mm512_scalef_ps(p, n);
 }
 
