@@ -16,10 +16,13 @@
  *    as u8, the sign from v saturated to int8) with block scales. A panel whose rows are all
  *    3 or 4 bits takes the q4 form instead, codes v + 8 in [1, 16] with the -8 * sum(x)
  *    correction (a block's int16 sum stays within 8 * 2 * 16 * 127 = 32512), about half the
- *    work per step. So that mixed widths do not put nearly every panel in the wide form (with a
- *    quarter of 5-bit rows, 9 in 10 panels of 8 consecutive rows hold one), the rows of each
- *    window of VBIT_WINDOW go into panels by width class, narrow first, and each panel's
- *    outputs are scattered back to its rows; a row's sums are the same integers either way.
+ *    work per step; one of 5-bit rows at most codes v + 16 in [1, 32] with the -16 * sum(x)
+ *    correction, widened to int32 after each 4 steps (4 * 2 * 32 * 127 = 32512), 2.25 vector
+ *    operations per step and token where the sign form takes 4. So that mixed widths do not put
+ *    nearly every panel in a wider form (with a quarter of 5-bit rows, 9 in 10 panels of 8
+ *    consecutive rows hold one), the rows of each window of VBIT_WINDOW go into panels by
+ *    width class (3-4, 5, 6-8 bits), narrow first, and each panel's outputs are scattered back
+ *    to its rows; a row's sums are the same integers either way.
  * Per block the int32 sums are converted to f32 and scaled as in the scalar tier. */
 #include <immintrin.h>
 #include <string.h>
@@ -33,9 +36,9 @@
 #include "quant/kernel_impl.h"
 
 #define PR 8 /* rows per panel: one int32 lane each */
-/* The panel's code form: unsigned codes with an offset (q4 family, narrow vbit panels), or
- * |w| and sign(w) with a row scale (q8_row) or block scales (vbit). */
-enum { FORM_U, FORM_SIGN_ROW, FORM_SIGN_BLOCK };
+/* The panel's code form: unsigned codes with an offset of 8 (q4 family, narrow vbit panels) or
+ * 16 (5-bit vbit panels), or |w| and sign(w) with a row scale (q8_row) or block scales (vbit). */
+enum { FORM_U, FORM_U5, FORM_SIGN_ROW, FORM_SIGN_BLOCK };
 #define TMAX 6 /* tokens per pass: half a CMF_QACT_GROUP */
 _Static_assert(CMF_QACT_GROUP == 2 * TMAX, "a token group is two passes");
 
@@ -130,23 +133,25 @@ static void pack_q8(const cmf_qmat *m, uint64_t r, unsigned nr, size_t nb, uint8
 }
 
 /* Pack rows rows[0 .. nr) of a vbit / vbit_ro matrix, returning the form: FORM_U (all rows of
- * 3 or 4 bits) in pack_q4's layout, else FORM_SIGN_BLOCK in pack_q8's; block scales at
- * bs[8b + i] (rows past nr: scale 0 and codes 0). The rows next[0 .. nn) are prefetched. */
+ * 3 or 4 bits) or FORM_U5 (5 bits at most) in pack_q4's layout, else FORM_SIGN_BLOCK in
+ * pack_q8's; block scales at bs[8b + i] (rows past nr: scale 0 and codes 0). The rows
+ * next[0 .. nn) are prefetched. */
 static int pack_vbit(const cmf_qmat *m, const cq_vbit_utab *tabs, const uint32_t *rows, unsigned nr,
                      size_t nb, uint8_t *panel, float *bs, const uint32_t *next, unsigned nn) {
     const uint64_t G = m->groups;
     const uint8_t *end = m->data + m->nbytes, *rowp[PR];
     unsigned bw[PR];
-    int narrow = 1;
+    unsigned widest = 0;
     for (unsigned i = 0; i < PR; i++) {
         uint64_t row = rows[i < nr ? i : 0];
         rowp[i] = cq_vbit_row(m, row);
         bw[i] = cq_vbit_bits(m, row);
-        narrow &= bw[i] <= 4;
+        widest = bw[i] > widest ? bw[i] : widest;
         for (size_t g = 0; g < nb; g++)
             bs[g * PR + i] = i < nr && g < G ? cq_vbit_scale(m, row, g) : 0.0f;
     }
-    const __m256i eight = _mm256_set1_epi16(8);
+    const int form = widest <= 4 ? FORM_U : widest == 5 ? FORM_U5 : FORM_SIGN_BLOCK;
+    const __m256i offset = _mm256_set1_epi16(form == FORM_U ? 8 : 16);
     for (size_t g = 0; g < nb; g++) {
         for (unsigned i = 0; i < nn; i++)
             cq_vbit_prefetch_rows(m, next[i], 1, g);
@@ -159,21 +164,21 @@ static int pack_vbit(const cmf_qmat *m, const cq_vbit_utab *tabs, const uint32_t
             __m256i lo, hi;
             cq_vbit_group_v16(cq_vbit_group_src(rowp[i] + 4 * b * g, b, end, bounce), &tabs[b], b,
                               &lo, &hi);
-            if (narrow) {
-                va[i] = cq_vbit_packus(_mm256_add_epi16(lo, eight), _mm256_add_epi16(hi, eight));
+            if (form != FORM_SIGN_BLOCK) {
+                va[i] = cq_vbit_packus(_mm256_add_epi16(lo, offset), _mm256_add_epi16(hi, offset));
             } else {
                 va[i] = cq_vbit_packus(_mm256_abs_epi16(lo), _mm256_abs_epi16(hi));
                 vs[i] = cq_vbit_packs(lo, hi); /* 128 -> 127: the sign survives */
             }
         }
-        if (narrow) {
+        if (form != FORM_SIGN_BLOCK) {
             transpose8_store(va, panel + g * 8 * 32);
         } else {
             transpose8_store(va, panel + g * 16 * 32);
             transpose8_store(vs, panel + g * 16 * 32 + 8 * 32);
         }
     }
-    return narrow ? FORM_U : FORM_SIGN_BLOCK;
+    return form;
 }
 
 typedef int32_t u32_unaligned __attribute__((may_alias, aligned(1)));
@@ -200,7 +205,7 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int f
     for (int t = 0; t < T; t++)
         accf[t] = _mm256_setzero_ps();
     for (size_t b = 0; b < nb; b++, xg += 32 * G, sx += G, cx += G) {
-        if (form != FORM_U) {
+        if (form == FORM_SIGN_ROW || form == FORM_SIGN_BLOCK) {
             const uint8_t *wb = panel + b * 16 * 32;
             for (int t = 0; t < T; t++)
                 acc[t] = _mm256_setzero_si256();
@@ -224,6 +229,30 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int f
                     accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[t]),
                                               _mm256_mul_ps(d, _mm256_set1_ps(sx[t])), accf[t]);
             }
+        } else if (form == FORM_U5) {
+            /* int16 sums of 4 steps at a time, widened into the int32 ones */
+            const uint8_t *wb = panel + b * 8 * 32;
+            __m256i s32[TMAX];
+            for (int t = 0; t < T; t++)
+                s32[t] = _mm256_set1_epi32(2 * cx[t]);
+            for (int half = 0; half < 2; half++) {
+                for (int t = 0; t < T; t++)
+                    acc[t] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+                for (int k = 4 * half; k < 4 * half + 4; k++) {
+                    __m256i w = _mm256_load_si256((const __m256i *)(wb + 32 * k));
+                    for (int t = 0; t < T; t++) {
+                        __m256i p = _mm256_maddubs_epi16(w, bcast4(xg + 32 * t + 4 * k));
+                        acc[t] = _mm256_add_epi16(acc[t], p);
+                    }
+                }
+                for (int t = 0; t < T; t++)
+                    s32[t] = _mm256_add_epi32(s32[t], _mm256_madd_epi16(acc[t], ones));
+            }
+            __m256 d = _mm256_load_ps(bs + b * PR);
+            for (int t = 0; t < T; t++)
+                accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32[t]),
+                                          _mm256_mul_ps(d, _mm256_set1_ps(sx[t])), accf[t]);
         } else {
             const uint8_t *wb = panel + b * 8 * 32;
             for (int t = 0; t < T; t++)
@@ -273,6 +302,8 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int f
             panel_tokens(p, bs, rs, FORM_SIGN_ROW, a, corr, g, t0, T, Y, ldy, nr, idx);            \
         else if (form == FORM_SIGN_BLOCK)                                                          \
             panel_tokens(p, bs, rs, FORM_SIGN_BLOCK, a, corr, g, t0, T, Y, ldy, nr, idx);          \
+        else if (form == FORM_U5)                                                                  \
+            panel_tokens(p, bs, rs, FORM_U5, a, corr, g, t0, T, Y, ldy, nr, idx);                  \
         else                                                                                       \
             panel_tokens(p, bs, rs, FORM_U, a, corr, g, t0, T, Y, ldy, nr, idx);                   \
     }
@@ -295,14 +326,14 @@ static void panel_all_tokens(const uint8_t *panel, const float *bs, const float 
                              const uint32_t *idx) {
     for (size_t t = 0; t < a->n; t += TMAX) {
         size_t cnt = a->n - t < TMAX ? a->n - t : TMAX;
-        /* the unsigned form's offset is 8 (q4 family, narrow vbit panels) */
+        /* the unsigned forms' offsets, 8 and 16, from the -8 * sum(x) of a->c8 */
         tokens_by_count[cnt](panel, bs, rs, form, a, a->c8, t / CMF_QACT_GROUP, t % CMF_QACT_GROUP,
                              Y, ldy, nr, idx);
     }
 }
 
 /* vbit rows [r0, r1): per window of VBIT_WINDOW rows, the narrow rows (3-4 bits) in panels of
- * their own, then the rest. */
+ * their own, then the 5-bit ones, then the rest. */
 #define VBIT_WINDOW 256
 static void vbit_rows(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
                       uint64_t r1, uint8_t *panel, float *bs) {
@@ -311,9 +342,9 @@ static void vbit_rows(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy
     for (uint64_t w = r0; w < r1; w += VBIT_WINDOW) {
         const uint64_t w1 = r1 - w < VBIT_WINDOW ? r1 : w + VBIT_WINDOW;
         unsigned n = 0;
-        for (int wide = 0; wide < 2; wide++)
+        for (unsigned cls = 0; cls < 3; cls++)
             for (uint64_t r = w; r < w1; r++)
-                if ((cq_vbit_bits(m, r) > 4) == wide) {
+                if ((unsigned)(cq_vbit_bits(m, r) > 4) + (cq_vbit_bits(m, r) > 5) == cls) {
                     rows[n] = (uint32_t)r;
                     idx[n++] = (uint32_t)(r - r0);
                 }
@@ -326,8 +357,8 @@ static void vbit_rows(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy
 }
 
 /* vbit rows [r0, r1) (whole windows of its batched-decode copy, lanes_vbit.c) from the copy:
- * its panels hold rows already sorted by width within each window, narrow ones in panels of
- * their own, as vbit_rows sorts them. */
+ * its panels hold rows already sorted by width within each window, each form in panels of its
+ * own but where a pair of panels straddles two, as vbit_rows sorts them. */
 static void vbit_copy_rows(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, uint64_t r0,
                            uint64_t r1, uint8_t *panel, float *bs) {
     const uint8_t *slot_row = cq_lanes_vbit_slot_rows(m);
@@ -339,8 +370,12 @@ static void vbit_copy_rows(const cmf_qmat *m, const cmf_qact *a, float *Y, size_
             for (unsigned i = 0; i < PR && slot_row[16 * q + 8 * h + i] != 0xFF; i++)
                 idx[nr++] = (uint32_t)(w0 + slot_row[16 * q + 8 * h + i] - r0);
             if (!nr) continue;
-            const bool narrow = cq_avx2_lanes_vbit_unpack(m, q, h, a->nb, panel, bs);
-            panel_all_tokens(panel, bs, bs, narrow ? FORM_U : FORM_SIGN_BLOCK, a, Y, ldy, nr, idx);
+            const unsigned f = cq_avx2_lanes_vbit_unpack(m, q, h, a->nb, panel, bs);
+            panel_all_tokens(panel, bs, bs,
+                             f == CQ_VBIT_NARROW ? FORM_U
+                             : f == CQ_VBIT_FIVE ? FORM_U5
+                                                 : FORM_SIGN_BLOCK,
+                             a, Y, ldy, nr, idx);
         }
     }
 }

@@ -139,12 +139,13 @@ const uint8_t *cq_lanes_vbit_slot_rows(const cmf_qmat *m);
 void cq_lanes_vbit_decode_row(const cmf_qmat *m, uint64_t r, float *out);
 const uint8_t *cq_lanes_vbit_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, uint64_t *n);
 /* The AVX2 tier (lanes_vbit_avx2.c): _matvec_multi as cq_avx2_lanes_matvec_multi; _unpack:
- * half h (8 slots) of pair q in the AVX2 integer GEMM's vbit forms (true: the unsigned form,
- * v + 8; false: |v| and v), nb blocks, those past the columns zero. */
+ * half h (8 slots) of pair q in the AVX2 integer GEMM's vbit forms, returning the pair's form
+ * (narrow: the unsigned codes v + 8; five: v + 16; wide: |v| and v), nb blocks, those past the
+ * columns zero. */
 void cq_avx2_lanes_vbit_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                      float *const *y, uint64_t r0, uint64_t r1);
-bool cq_avx2_lanes_vbit_unpack(const cmf_qmat *m, uint64_t q, unsigned h, size_t nb, uint8_t *panel,
-                               float *bs);
+unsigned cq_avx2_lanes_vbit_unpack(const cmf_qmat *m, uint64_t q, unsigned h, size_t nb,
+                                   uint8_t *panel, float *bs);
 /* Row r into slot l of the pair at p in form f (lanes_vbit.c's fill, on either tier: both
  * have AVX2). */
 void cq_avx2_lanes_vbit_put_row(const cmf_qmat *m, uint8_t *p, unsigned f, unsigned l, uint64_t r);

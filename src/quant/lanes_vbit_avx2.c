@@ -161,17 +161,19 @@ void cq_avx2_lanes_vbit_matvec_multi(const cmf_qmat *m, const void *const *tok, 
     }
 }
 
-bool cq_avx2_lanes_vbit_unpack(const cmf_qmat *m, uint64_t q, unsigned h, size_t nb, uint8_t *panel,
-                               float *bs) {
+unsigned cq_avx2_lanes_vbit_unpack(const cmf_qmat *m, uint64_t q, unsigned h, size_t nb,
+                                   uint8_t *panel, float *bs) {
     const uint64_t G = m->groups;
     unsigned f;
     const uint8_t *p = cq_lanes_vbit_pair(m, q, &f);
     const uint64_t gb = cq_lanes_vbit_group_bytes(f);
-    const __m256i sixteen = _mm256_set1_epi8(16), z = _mm256_setzero_si256();
+    const __m256i sixteen = _mm256_set1_epi8(16), thirty2 = _mm256_set1_epi8(32),
+                  z = _mm256_setzero_si256();
+    const int vecs = f == CQ_VBIT_WIDE ? 16 : 8; /* per block */
     for (uint64_t g = 0; g < nb; g++) {
-        __m256i *o = (__m256i *)(void *)(panel + g * (f == CQ_VBIT_NARROW ? 8 : 16) * 32);
+        __m256i *o = (__m256i *)(void *)(panel + g * vecs * 32);
         if (g >= G) { /* blocks past the columns: zero codes and scales */
-            for (int k = 0; k < (f == CQ_VBIT_NARROW ? 8 : 16); k++)
+            for (int k = 0; k < vecs; k++)
                 _mm256_store_si256(o + k, z);
             _mm256_storeu_ps(bs + g * 8, _mm256_setzero_ps());
             continue;
@@ -180,13 +182,10 @@ bool cq_avx2_lanes_vbit_unpack(const cmf_qmat *m, uint64_t q, unsigned h, size_t
         if (f == CQ_VBIT_NARROW) { /* v + 8 = 16 - c, the unsigned form */
             for (int k = 0; k < 8; k++)
                 _mm256_store_si256(o + k, _mm256_sub_epi8(sixteen, code_vec(w, z, 0, k)));
-        } else if (f == CQ_VBIT_FIVE) { /* |v| and v = 16 - c */
+        } else if (f == CQ_VBIT_FIVE) { /* v + 16 = 32 - c, the unsigned form of 5 bits */
             const __m256i pl = load32(w + 256);
-            for (int k = 0; k < 8; k++) {
-                const __m256i v = _mm256_sub_epi8(sixteen, code_vec(w, pl, 1, k));
-                _mm256_store_si256(o + k, _mm256_abs_epi8(v));
-                _mm256_store_si256(o + 8 + k, v);
-            }
+            for (int k = 0; k < 8; k++)
+                _mm256_store_si256(o + k, _mm256_sub_epi8(thirty2, code_vec(w, pl, 1, k)));
         } else { /* |v| and v = -w saturated (128 -> 127: the sign survives) */
             for (int k = 0; k < 8; k++) {
                 const __m256i v = load32(w + 64 * k);
@@ -198,7 +197,7 @@ bool cq_avx2_lanes_vbit_unpack(const cmf_qmat *m, uint64_t q, unsigned h, size_t
             _mm_load_si128((const __m128i *)(const void *)(p + G * gb + 32 * g + 16 * h)));
         _mm256_storeu_ps(bs + g * 8, _mm256_xor_ps(d, _mm256_set1_ps(-0.0f)));
     }
-    return f == CQ_VBIT_NARROW;
+    return f;
 }
 
 /* 16 int16 values as bytes (saturated), in order */
