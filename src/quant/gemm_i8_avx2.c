@@ -40,6 +40,11 @@
  * 16 (5-bit vbit panels), or |w| and sign(w) with a row scale (q8_row) or block scales (vbit). */
 enum { FORM_U, FORM_U5, FORM_SIGN_ROW, FORM_SIGN_BLOCK };
 #define TMAX 6 /* tokens per pass: half a CMF_QACT_GROUP */
+
+/* The GEMM's form of a vbit panel whose rows take copy form f (cq_vbit_form: the widest row's) */
+static int vbit_panel_form(unsigned f) {
+    return f == CQ_VBIT_NARROW ? FORM_U : f == CQ_VBIT_FIVE ? FORM_U5 : FORM_SIGN_BLOCK;
+}
 _Static_assert(CMF_QACT_GROUP == 2 * TMAX, "a token group is two passes");
 
 /* 8 rows of 8 dwords -> 8 vectors, vector j holding dword j of every row (lane i = row i). */
@@ -150,7 +155,7 @@ static int pack_vbit(const cmf_qmat *m, const cq_vbit_utab *tabs, const uint32_t
         for (size_t g = 0; g < nb; g++)
             bs[g * PR + i] = i < nr && g < G ? cq_vbit_scale(m, row, g) : 0.0f;
     }
-    const int form = widest <= 4 ? FORM_U : widest == 5 ? FORM_U5 : FORM_SIGN_BLOCK;
+    const int form = vbit_panel_form(cq_vbit_form(widest));
     const __m256i offset = _mm256_set1_epi16(form == FORM_U ? 8 : 16);
     for (size_t g = 0; g < nb; g++) {
         for (unsigned i = 0; i < nn; i++)
@@ -229,17 +234,20 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int f
                     accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[t]),
                                               _mm256_mul_ps(d, _mm256_set1_ps(sx[t])), accf[t]);
             }
-        } else if (form == FORM_U5) {
-            /* int16 sums of 4 steps at a time, widened into the int32 ones */
+        } else {
+            /* unsigned codes: int16 sums of 8 steps (the q4 form's codes <= 16) or 4 (the 5-bit
+             * form's <= 32) at a time, widened into int32 sums that start from the offset's
+             * correction (-8 or -16 times the block's code sum) */
+            const int steps = form == FORM_U5 ? 4 : 8;
             const uint8_t *wb = panel + b * 8 * 32;
             __m256i s32[TMAX];
             for (int t = 0; t < T; t++)
-                s32[t] = _mm256_set1_epi32(2 * cx[t]);
-            for (int half = 0; half < 2; half++) {
+                s32[t] = _mm256_set1_epi32((form == FORM_U5 ? 2 : 1) * cx[t]);
+            for (int k0 = 0; k0 < 8; k0 += steps) {
                 for (int t = 0; t < T; t++)
                     acc[t] = _mm256_setzero_si256();
 #pragma GCC unroll 2
-                for (int k = 4 * half; k < 4 * half + 4; k++) {
+                for (int k = k0; k < k0 + steps; k++) {
                     __m256i w = _mm256_load_si256((const __m256i *)(wb + 32 * k));
                     for (int t = 0; t < T; t++) {
                         __m256i p = _mm256_maddubs_epi16(w, bcast4(xg + 32 * t + 4 * k));
@@ -253,25 +261,6 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int f
             for (int t = 0; t < T; t++)
                 accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32[t]),
                                           _mm256_mul_ps(d, _mm256_set1_ps(sx[t])), accf[t]);
-        } else {
-            const uint8_t *wb = panel + b * 8 * 32;
-            for (int t = 0; t < T; t++)
-                acc[t] = _mm256_setzero_si256();
-#pragma GCC unroll 2
-            for (int k = 0; k < 8; k++) {
-                __m256i w = _mm256_load_si256((const __m256i *)(wb + 32 * k));
-                for (int t = 0; t < T; t++) {
-                    __m256i p = _mm256_maddubs_epi16(w, bcast4(xg + 32 * t + 4 * k));
-                    acc[t] = _mm256_add_epi16(acc[t], p);
-                }
-            }
-            __m256 d = _mm256_load_ps(bs + b * PR);
-            for (int t = 0; t < T; t++) {
-                __m256i s =
-                    _mm256_add_epi32(_mm256_madd_epi16(acc[t], ones), _mm256_set1_epi32(cx[t]));
-                accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s),
-                                          _mm256_mul_ps(d, _mm256_set1_ps(sx[t])), accf[t]);
-            }
         }
     }
     const __m256 rsc = form == FORM_SIGN_ROW ? _mm256_loadu_ps(rs) : _mm256_set1_ps(1.0f);
@@ -342,9 +331,9 @@ static void vbit_rows(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy
     for (uint64_t w = r0; w < r1; w += VBIT_WINDOW) {
         const uint64_t w1 = r1 - w < VBIT_WINDOW ? r1 : w + VBIT_WINDOW;
         unsigned n = 0;
-        for (unsigned cls = 0; cls < 3; cls++)
+        for (unsigned f = CQ_VBIT_NARROW; f <= CQ_VBIT_WIDE; f++)
             for (uint64_t r = w; r < w1; r++)
-                if ((unsigned)(cq_vbit_bits(m, r) > 4) + (cq_vbit_bits(m, r) > 5) == cls) {
+                if (cq_vbit_form(cq_vbit_bits(m, r)) == f) {
                     rows[n] = (uint32_t)r;
                     idx[n++] = (uint32_t)(r - r0);
                 }
@@ -371,11 +360,7 @@ static void vbit_copy_rows(const cmf_qmat *m, const cmf_qact *a, float *Y, size_
                 idx[nr++] = (uint32_t)(w0 + slot_row[16 * q + 8 * h + i] - r0);
             if (!nr) continue;
             const unsigned f = cq_avx2_lanes_vbit_unpack(m, q, h, a->nb, panel, bs);
-            panel_all_tokens(panel, bs, bs,
-                             f == CQ_VBIT_NARROW ? FORM_U
-                             : f == CQ_VBIT_FIVE ? FORM_U5
-                                                 : FORM_SIGN_BLOCK,
-                             a, Y, ldy, nr, idx);
+            panel_all_tokens(panel, bs, bs, vbit_panel_form(f), a, Y, ldy, nr, idx);
         }
     }
 }

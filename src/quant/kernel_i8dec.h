@@ -123,6 +123,10 @@ void cq_lanes_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);
  * 0xFF past the last row. _source: the packed bytes of rows [r0, r1). */
 #define CQ_LANES_VBIT_WIN 64
 enum { CQ_VBIT_NARROW, CQ_VBIT_FIVE, CQ_VBIT_WIDE };
+/* A row's form by its width: narrow 3-4 bits, five 5, wide 6-8 (the AVX2 GEMM's classes too) */
+static inline unsigned cq_vbit_form(unsigned bits) {
+    return bits <= 4 ? CQ_VBIT_NARROW : bits == 5 ? CQ_VBIT_FIVE : CQ_VBIT_WIDE;
+}
 typedef struct {
     uint64_t off;
     unsigned form, slot;

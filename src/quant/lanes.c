@@ -83,17 +83,22 @@ static void put_q4_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
     const unsigned i = (unsigned)(r % PR);
     uint8_t *sc = panel + G * 128;
     const bool q4tp = m->dtype == CMF_DT_Q4TP;
-    if (q4tp) { /* lo and step as the f16 of the file, then (AVX-512) qq */
-        float p[3] = {f16_to_f32(ld_u16(m->scales + 4 * r)),
-                      f16_to_f32(ld_u16(m->scales + 4 * r + 2)), 0};
-        if (avx512_reader()) cq_avx512_q4tp_params(m, r, p);
-        for (unsigned k = 0; k < cq_lanes_q4tp_nums() / 32; k++)
+    const unsigned nums = q4tp ? cq_lanes_q4tp_nums() : 0;
+    if (q4tp) { /* lo and step, the file's f16 as f32 (AVX-512: then qq) */
+        float p[3];
+        if (avx512_reader()) {
+            cq_avx512_q4tp_params(m, r, p);
+        } else {
+            p[0] = f16_to_f32(ld_u16(m->scales + 4 * r));
+            p[1] = f16_to_f32(ld_u16(m->scales + 4 * r + 2));
+        }
+        for (unsigned k = 0; k < nums / 32; k++)
             memcpy(sc + 32 * k + 4 * i, &p[k], 4);
     }
     for (uint64_t g = 0; g < G; g++) {
         put_group(panel + g * 128, i, cq_q4_nibbles(m, r, g));
         if (q4tp)
-            sc[cq_lanes_q4tp_nums() + g * PR + i] = (uint8_t)cq_q4tp_code(m, r, g);
+            sc[nums + g * PR + i] = (uint8_t)cq_q4tp_code(m, r, g);
         else if (m->dtype == CMF_DT_Q4_TILED)
             memcpy(sc + (g * PR + i) * 2, m->quants + (r * G + g) * CQ_Q4T_TILE, 2);
         else
@@ -183,6 +188,7 @@ void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out) {
     const uint8_t *sc = p + G * 128;
     float ladder[32]; /* q4tp: the file's ladder from the f16 lo and step the copy keeps exactly */
     const bool codes = m->dtype == CMF_DT_Q4TP;
+    const uint8_t *code = sc + (codes ? cq_lanes_q4tp_nums() : 0) + i; /* group g's at [g * PR] */
     if (codes) {
         float lo, st;
         memcpy(&lo, sc + 4 * i, 4);
@@ -190,8 +196,7 @@ void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out) {
         cq_q4tp_ladder_f32(lo, st, ladder);
     }
     for (uint64_t g = 0; g < G; g++) {
-        const float d = codes ? ladder[sc[cq_lanes_q4tp_nums() + g * PR + i]]
-                              : f16_to_f32(ld_u16(sc + (g * PR + i) * 2));
+        const float d = codes ? ladder[code[g * PR]] : f16_to_f32(ld_u16(sc + (g * PR + i) * 2));
         for (unsigned k = 0; k < 4; k++)
             for (unsigned j = 0; j < 4; j++) {
                 const unsigned b = p[g * 128 + 32 * k + 4 * i + j];

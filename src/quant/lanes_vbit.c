@@ -33,10 +33,6 @@
 #define WIN  CQ_LANES_VBIT_WIN
 #define PAIR 16
 
-static unsigned form_of(unsigned bits) {
-    return bits <= 4 ? CQ_VBIT_NARROW : bits == 5 ? CQ_VBIT_FIVE : CQ_VBIT_WIDE;
-}
-
 uint64_t cq_lanes_vbit_group_bytes(unsigned form) {
     return form == CQ_VBIT_NARROW ? 256 : form == CQ_VBIT_FIVE ? 320 : 512;
 }
@@ -59,11 +55,11 @@ static uint64_t window_sort(const cmf_qmat *m, uint64_t w, unsigned n[3], uint8_
     const uint64_t r0 = w * WIN, r1 = r0 + WIN < m->rows ? r0 + WIN : m->rows;
     n[0] = n[1] = n[2] = 0;
     for (uint64_t r = r0; r < r1; r++)
-        n[form_of(cq_vbit_bits(m, r))]++;
+        n[cq_vbit_form(cq_vbit_bits(m, r))]++;
     if (slot_row) {
         unsigned at[3] = {0, n[0], n[0] + n[1]};
         for (uint64_t r = r0; r < r1; r++)
-            slot_row[at[form_of(cq_vbit_bits(m, r))]++] = (uint8_t)(r - r0);
+            slot_row[at[cq_vbit_form(cq_vbit_bits(m, r))]++] = (uint8_t)(r - r0);
     }
     return r1 - r0;
 }
