@@ -21,7 +21,7 @@ static void usage(void) {
         "--allow-q1)\n"
         "  --embed-quant Q    dtype of model.embed_tokens.weight (default: --quant)\n"
         "  --head-quant Q     dtype of lm_head.weight (default: --quant)\n"
-        "  --mean-bits B      vbit target mean bits per weight (default 4.25)\n"
+        "  --mean-bits B      vbit mean code width in bits (default 4.25; the group scales add 0.5)\n"
         "  --masks DIR        per-task keep-sets, one <task>.json each (docs/CONVERT.md)\n"
         "  --defrag DIR       prune FFN neurons (spec 11): DIR/tensors/*.npy overlays, DIR/ffn_keep.npy\n"
         "                     keep-set [layers, intermediate] (else zero down_proj columns)\n"

@@ -31,7 +31,7 @@ static void usage(void) {
         "  -o, --output OUT.cmf    the file to write (atomically)\n"
         "  --embed-quant Q         dtype of model.embed_tokens.weight (default: --quant)\n"
         "  --head-quant Q          dtype of lm_head.weight (default: --quant)\n"
-        "  --mean-bits B           vbit target mean bits per weight (default 4.25)\n"
+        "  --mean-bits B           vbit mean code width in bits (default 4.25; the group scales add 0.5)\n"
         "  --chat-template FILE    use this Jinja template (else the GGUF's own, if any)\n"
         "  --shard-max-gb G        split into shards of about G GB (f32 size)\n"
         "  --skip-unmapped         drop tensors without an HF name instead of failing\n"

@@ -20,7 +20,7 @@ static void usage(void) {
            "dots);\n"
            "                    default: every 2-D matrix of 32 elements or more\n"
            "  -o, --output OUT  write OUT instead of rewriting FILE\n"
-           "  --mean-bits B     vbit target mean bits per weight (default: the source's, or 4.25)\n"
+           "  --mean-bits B     vbit mean code width in bits (default: the source's, or 4.25)\n"
            "  --allow-q1        permit q1 (for 1-bit-trained models only)\n"
            "  -q, --quiet       no summary\n"
            "  A selected tensor the target cannot hold (e.g. q4tp needs rows of a multiple of 32)\n"
