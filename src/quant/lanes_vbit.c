@@ -51,9 +51,9 @@ static uint64_t header_bytes(const cmf_qmat *m) {
 }
 
 /* Window w's rows by form: counts n[3]; its slots' rows (slot_row, n_rows entries) if given.
- * The counts come from the widths with compares only (no table, no branch), which the compiler
- * turns into vector compares: a fill finds its first window's offset by counting every window
- * before it, and a chunk of a 262,144-row table had spent 5 % of a model's load doing so. */
+ * The counts are compares of the widths (no lookup, no branch: vector compares once compiled),
+ * since a fill finds its first window's offset by counting every window before it, thousands
+ * for a chunk far into a 262,144-row table. */
 static uint64_t window_sort(const cmf_qmat *m, uint64_t w, unsigned n[3], uint8_t *slot_row) {
     const uint64_t r0 = w * WIN, r1 = r0 + WIN < m->rows ? r0 + WIN : m->rows;
     unsigned narrow = 0, five = 0;
