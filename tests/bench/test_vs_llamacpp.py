@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""The benchmark harness's own arithmetic (bench/vs_llamacpp): a row from alternating rounds
+(medians, ratios as the median of the rounds' ratios with their range, the roofline against the
+higher probe of each round), from one round (the run's own sd), the bits-per-weight label, and
+the bits per weight of real files converted by cortiq (every f16 tensor: exactly 16).
+
+usage: test_vs_llamacpp.py CORTIQ_BIN SOURCE_DIR        (stdlib only; no llama.cpp needed)
+"""
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from importlib.machinery import SourceFileLoader
+from importlib.util import module_from_spec, spec_from_loader
+
+cortiq, root = sys.argv[1], sys.argv[2]
+loader = SourceFileLoader("vs_llamacpp", os.path.join(root, "bench", "vs_llamacpp"))
+vs = module_from_spec(spec_from_loader("vs_llamacpp", loader))
+loader.exec_module(vs)
+failed = 0
+
+
+def check(what, ok):
+    global failed
+    if not ok:
+        failed += 1
+        print("FAIL:", what)
+
+
+def near(a, b):
+    return abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
+def a_round(cp, cd, lp, ld, bw, sd=0.0):
+    c = {"prefill_tok_s": cp, "prefill_tok_s_sd": sd, "decode_tok_s": cd, "decode_tok_s_sd": sd,
+         "weight_bytes_per_token": 1e9}
+    return {"c": c, "c_rss": 100.0 + cp / 1000, "bw": bw, "l": {"prefill": lp, "decode": ld},
+            "l_rss": 200.0}
+
+
+# three rounds: the medians and ratios are the rounds', not the pooled runs'
+rounds = [a_round(300, 30, [100, 100], [20, 20], (30.0, 40.0)),
+          a_round(200, 40, [150, 150], [25, 25], (35.0, 33.0)),
+          a_round(210, 20, [200, 200], [10, 10], (50.0, 20.0))]
+r = vs.row_of("m", "Q4_0 ↔ q4t", "x.cmf", "x.gguf", rounds)
+check("prefill median (not the mean)", near(r["cortiq_prefill"], 210) and near(r["llama_prefill"], 150))
+check("decode median", near(r["cortiq_decode"], 30) and near(r["llama_decode"], 20))
+pr = [3.0, 200 / 150, 210 / 200]
+check("prefill ratio: the median of the rounds'", near(r["prefill_ratio"], statistics.median(pr)))
+check("prefill ratio range", near(r["prefill_ratio_range"][0], min(pr)) and near(r["prefill_ratio_range"][1], 3.0))
+check("decode ratio median and range", near(r["decode_ratio"], 1.6) and r["decode_ratio_range"] == (1.5, 2.0))
+check("sd over the rounds", near(r["cortiq_prefill_sd"], statistics.stdev([300, 200, 210])))
+# each round's roofline is its higher probe: 30 / 40, 40 / 35, 20 / 50 tok/s of 1 GB
+check("roofline median", near(r["cortiq_decode_pct_roofline"], 100 * statistics.median([30 / 40, 40 / 35, 20 / 50])))
+check("probe range", r["read_bw_before_gbs"] == 20.0 and r["read_bw_after_gbs"] == 50.0)
+check("peak RSS: the largest", near(r["cortiq_rss_mb"], 100.3) and r["rounds"] == 3)
+check("ratio cell with range", vs.ratio_cell(r, "decode_ratio") == "1.60 (1.50–2.00)")
+
+# one round: as measured, with the run's own sd and probes
+one = vs.row_of("m", "l", "x.cmf", "x.gguf", [a_round(300, 30, [100, 110], [20, 22], (30.0, 40.0), sd=7.0)])
+check("one round: its values", near(one["cortiq_prefill"], 300) and near(one["llama_prefill"], 105))
+check("one round: the run's sd", near(one["cortiq_prefill_sd"], 7.0) and near(one["llama_prefill_sd"], statistics.stdev([100, 110])))
+check("one round: its probes", one["read_bw_before_gbs"] == 30.0 and one["read_bw_after_gbs"] == 40.0)
+check("one round: no range", vs.ratio_cell(one, "prefill_ratio") == f"{300 / 105:.2f}")
+
+check("bits label", vs.with_bits("Q4_0 ↔ vbit", 4.507, 4.5033) == "Q4_0 (4.51) ↔ vbit (4.50)")
+check("bits label without a side", vs.with_bits("Q4_0 ↔ vbit", None, 4.5) == "Q4_0 ↔ vbit")
+
+# bits per weight of converted files, through `cortiq tensors`
+with tempfile.TemporaryDirectory() as tmp:
+    bits = {}
+    for q in ("f16", "q8"):
+        out = os.path.join(tmp, f"{q}.cmf")
+        subprocess.run([cortiq, "convert", "--model", os.path.join(root, "tests", "fixtures", "tiny", "qwen2"),
+                        "--quant", q, "--output", out, "-q"], check=True)
+        bits[q] = vs.cmf_bits(cortiq, out)
+    check(f"f16 file: 16 bits per weight (got {bits['f16']})", bits["f16"] is not None and near(bits["f16"], 16.0))
+    check(f"q8 file: between 8 and 16 bits per weight (got {bits['q8']})",
+          bits["q8"] is not None and 8.0 < bits["q8"] < 16.0)
+
+print("FAILED" if failed else "ok")
+sys.exit(1 if failed else 0)
