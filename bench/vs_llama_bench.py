@@ -1,59 +1,33 @@
 #!/usr/bin/env python3
 """vs_llama_bench - cortiq against llama.cpp's own `llama-bench` (native C++, no Python in the
-timed loop), in alternating rounds on the same machine.
+timed loop), in alternating rounds on the same machine, for pairs given by hand.
 
 usage: bench/vs_llama_bench.py --llama-bench BIN [--cortiq build/src/cortiq] [-p 128] [-n 64]
            [-r 3] [-t 2] [--rounds 5] [--omp-passive] [--cortiq-env K=V ...]
            LABEL:MODEL.gguf:MODEL.cmf [...]
 
 Each round runs `llama-bench -m MODEL.gguf -p P -n N -r R -t T` and `cortiq bench MODEL.cmf -p P
--n N -r R -t T --json` one after the other (the order alternates per round), and takes each
-side's mean tok/s of that run. The table gives per pair the median over the rounds of prefill
-and decode tok/s of both and the median of the per-round ratios (a ratio is taken within one
-round, so both sides saw the same machine state). A shared or virtual machine drifts by tens
+-n N -r R -t T --json` one after the other (the order alternates per round), each side's mean
+tok/s of that run. The table gives per pair the median over the rounds of prefill and decode
+tok/s of both and the median of the per-round ratios with their range (a ratio is taken within
+one round, so both sides saw the same machine state). A shared or virtual machine drifts by tens
 of percent within minutes: more rounds, not longer runs, is the remedy.
 
+The rounds are bench/vs_llamacpp's (`--rounds`, its one_round and row_of), which also gives
+peak RSS, the bandwidth roofline and bits per weight; this is its short form.
 --omp-passive runs llama.cpp with OMP_WAIT_POLICY=passive (its threads sleep between graph
 nodes instead of spinning: its better setting when other processes share the cores).
-bench/vs_llamacpp drives llama.cpp through llama-cpp-python instead, whose per-token Python
-overhead dominates on small fast models; this script is the one to use for them.
 """
 import argparse
-import json
 import os
-import re
-import statistics
-import subprocess
 import sys
+from importlib.machinery import SourceFileLoader
+from importlib.util import module_from_spec, spec_from_loader
 
-
-def llama_run(a, gguf):
-    env = dict(os.environ)
-    env.setdefault("LD_LIBRARY_PATH", os.path.dirname(os.path.abspath(a.llama_bench)))
-    if a.omp_passive:
-        env["OMP_WAIT_POLICY"] = "passive"
-    out = subprocess.run([a.llama_bench, "-m", gguf, "-p", str(a.p), "-n", str(a.n), "-r", str(a.r),
-                          "-t", str(a.t), "-o", "json"], capture_output=True, text=True, env=env,
-                         check=True).stdout
-    pp = tg = None
-    for row in json.loads(out):
-        if row.get("n_prompt") == a.p and row.get("n_gen") == 0:
-            pp = row["avg_ts"]
-        if row.get("n_gen") == a.n and row.get("n_prompt") == 0:
-            tg = row["avg_ts"]
-    return pp, tg
-
-
-def cortiq_run(a, cmf):
-    env = dict(os.environ)
-    for kv in a.cortiq_env:
-        k, v = kv.split("=", 1)
-        env[k] = v
-    out = subprocess.run([a.cortiq, "bench", cmf, "-p", str(a.p), "-n", str(a.n), "-r", str(a.r),
-                          "-t", str(a.t), "--json"], capture_output=True, text=True, env=env,
-                         check=True).stdout
-    d = json.loads(out[out.index("{"):])
-    return d["prefill_tok_s"], d["decode_tok_s"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+_loader = SourceFileLoader("vs_llamacpp", os.path.join(HERE, "vs_llamacpp"))
+vs = module_from_spec(spec_from_loader("vs_llamacpp", _loader))
+_loader.exec_module(vs)
 
 
 def main():
@@ -69,6 +43,8 @@ def main():
     ap.add_argument("--omp-passive", action="store_true")
     ap.add_argument("--cortiq-env", action="append", default=[], help="K=V for cortiq's runs (e.g. CORTIQ_CPU=avx2)")
     a = ap.parse_args()
+    # the settings vs_llamacpp's measuring functions read
+    a.cortiq, a.tier, a.cortiq_args, a.llama_omp_passive = os.path.abspath(a.cortiq), "native", "", a.omp_passive
     print(f"threads {a.t}, prompt {a.p}, decode {a.n}, reps {a.r}, {a.rounds} alternating rounds"
           f"{', llama.cpp OMP_WAIT_POLICY=passive' if a.omp_passive else ''}"
           f"{', cortiq ' + ' '.join(a.cortiq_env) if a.cortiq_env else ''}; load average at start "
@@ -78,20 +54,18 @@ def main():
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for pair in a.pairs:
         label, gguf, cmf = pair.split(":")
-        rows = []
+        rounds = []
         for k in range(a.rounds):
-            if k % 2 == 0:
-                l, c = llama_run(a, gguf), cortiq_run(a, cmf)
-            else:
-                c, l = cortiq_run(a, cmf), llama_run(a, gguf)
-            rows.append((c[0], l[0], c[1], l[1]))
-            print(f"  {label} round {k + 1}: prefill {c[0]:.1f} / {l[0]:.1f}, decode {c[1]:.1f} / {l[1]:.1f}",
-                  file=sys.stderr)
-        med = [statistics.median(r[i] for r in rows) for i in range(4)]
-        rp = [r[0] / r[1] for r in rows]
-        rd = [r[2] / r[3] for r in rows]
-        print(f"| {label} | {med[0]:.1f} | {med[1]:.1f} | {statistics.median(rp):.2f} ({min(rp):.2f}–{max(rp):.2f}) "
-              f"| {med[2]:.1f} | {med[3]:.1f} | {statistics.median(rd):.2f} ({min(rd):.2f}–{max(rd):.2f}) |")
+            rounds.append(vs.one_round(a, cmf, gguf, k % 2 == 0, None))
+            c, lw = rounds[-1]["c"], rounds[-1]["l"]
+            print(f"  {label} round {k + 1}: prefill {c['prefill_tok_s']:.1f} / {sum(lw['prefill']) / len(lw['prefill']):.1f}, "
+                  f"decode {c['decode_tok_s']:.1f} / {sum(lw['decode']) / len(lw['decode']):.1f}", file=sys.stderr)
+        r = vs.row_of("", label, cmf, gguf, rounds)
+        lo_p, hi_p = r["prefill_ratio_range"]
+        lo_d, hi_d = r["decode_ratio_range"]
+        print(f"| {label} | {r['cortiq_prefill']:.1f} | {r['llama_prefill']:.1f} | {r['prefill_ratio']:.2f} "
+              f"({lo_p:.2f}–{hi_p:.2f}) | {r['cortiq_decode']:.1f} | {r['llama_decode']:.1f} | "
+              f"{r['decode_ratio']:.2f} ({lo_d:.2f}–{hi_d:.2f}) |")
     print(f"\nload average at end {' '.join('%.2f' % x for x in os.getloadavg())}")
 
 
