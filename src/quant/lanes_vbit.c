@@ -51,16 +51,16 @@ static uint64_t header_bytes(const cmf_qmat *m) {
 }
 
 /* Window w's rows by form: counts n[3]; its slots' rows (slot_row, n_rows entries) if given.
- * The counts are compares of the widths (no lookup, no branch: vector compares once compiled),
+ * The counts are compares of the forms (no indexed increment: vector compares once compiled),
  * since a fill finds its first window's offset by counting every window before it, thousands
  * for a chunk far into a 262,144-row table. */
 static uint64_t window_sort(const cmf_qmat *m, uint64_t w, unsigned n[3], uint8_t *slot_row) {
     const uint64_t r0 = w * WIN, r1 = r0 + WIN < m->rows ? r0 + WIN : m->rows;
     unsigned narrow = 0, five = 0;
     for (uint64_t r = r0; r < r1; r++) {
-        const unsigned b = cq_vbit_bits(m, r);
-        narrow += b <= 4;
-        five += b == 5;
+        const unsigned f = cq_vbit_form(cq_vbit_bits(m, r));
+        narrow += f == CQ_VBIT_NARROW;
+        five += f == CQ_VBIT_FIVE;
     }
     _Static_assert(CQ_VBIT_NARROW == 0 && CQ_VBIT_FIVE == 1 && CQ_VBIT_WIDE == 2, "n's order");
     n[0] = narrow, n[1] = five, n[2] = (unsigned)(r1 - r0) - narrow - five;
