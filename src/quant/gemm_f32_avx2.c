@@ -131,17 +131,19 @@ static void group_acts(const float *X, size_t t0, size_t nt, size_t ldx, uint64_
     }
 }
 
-/* out[t * 16 + i] = the products of panel row i and token t over the kw columns of the block.
- * The accumulators leave through an aligned buffer only: with the masked and adding stores of
- * Y in the same function, GCC kept them in memory, storing all twelve every column. */
+/* acc[t * 16 + i] = (add: acc +) the products of panel row i and token t over the kw columns of
+ * the block; the sums start from the tile's aligned buffer and go back to it. They reach Y only
+ * from there: with the masked stores of Y in the same function, GCC kept the accumulators in
+ * memory, storing all twelve every column. */
 static inline __attribute__((always_inline)) void panel_tokens(const float *panel, const float *xg,
-                                                               size_t kw, const int T, float *out,
-                                                               cq_next_block *pf, size_t lines) {
+                                                               size_t kw, const int T, float *acc,
+                                                               bool add, cq_next_block *pf,
+                                                               size_t lines) {
     __m256 a0[TG], a1[TG];
 #pragma GCC unroll 6
     for (int t = 0; t < T; t++) {
-        a0[t] = _mm256_setzero_ps();
-        a1[t] = _mm256_setzero_ps();
+        a0[t] = add ? _mm256_load_ps(acc + PR * t) : _mm256_setzero_ps();
+        a1[t] = add ? _mm256_load_ps(acc + PR * t + 8) : _mm256_setzero_ps();
     }
     /* `lines` of the next block spread over the steps of PF_STEP columns */
     const size_t steps = (kw + PF_STEP - 1) / PF_STEP, per = (lines + steps - 1) / steps;
@@ -160,15 +162,15 @@ static inline __attribute__((always_inline)) void panel_tokens(const float *pane
     }
 #pragma GCC unroll 6
     for (int t = 0; t < T; t++) {
-        _mm256_store_ps(out + PR * t, a0[t]);
-        _mm256_store_ps(out + PR * t + 8, a1[t]);
+        _mm256_store_ps(acc + PR * t, a0[t]);
+        _mm256_store_ps(acc + PR * t + 8, a1[t]);
     }
 }
 
 #define DEF_TOKENS(T)                                                                              \
-    static void tokens_##T(const float *p, const float *xg, size_t kw, float *out,                 \
+    static void tokens_##T(const float *p, const float *xg, size_t kw, float *acc, bool add,       \
                            cq_next_block *pf, size_t lines) {                                      \
-        panel_tokens(p, xg, kw, T, out, pf, lines);                                                \
+        panel_tokens(p, xg, kw, T, acc, add, pf, lines);                                           \
     }
 DEF_TOKENS(1)
 DEF_TOKENS(2)
@@ -179,16 +181,6 @@ DEF_TOKENS(6)
 
 static const cq_float_tokens_fn tokens_by_count[TG + 1] = {NULL,     tokens_1, tokens_2, tokens_3,
                                                            tokens_4, tokens_5, tokens_6};
-
-/* The panel's sums of T tokens: acc[t * 16 + i] = (add: +=) out[t * 16 + i]. They stay in the
- * row tile's contiguous buffer over the column blocks and reach Y once per tile: adding each
- * block into Y touched T rows of Y (ldy apart) per block and token group. */
-static inline void add_out(const float *out, int T, float *acc, bool add) {
-    for (int v = 0; v < 2 * T; v++) {
-        __m256 o = _mm256_load_ps(out + 8 * v);
-        _mm256_store_ps(acc + 8 * v, add ? _mm256_add_ps(_mm256_load_ps(acc + 8 * v), o) : o);
-    }
-}
 
 /* One token's outputs for `rows` rows of a row tile: y[0 .. rows) from the panels' sums, panel
  * p's 16 at o + p * stride. Written as one run per token: storing each panel's 16 floats into
@@ -228,9 +220,8 @@ size_t cq_fact2_cut(size_t n, size_t t) {
     return t >= n || (t == last && last >= TG && r >= 1 && r <= 3) ? n : t;
 }
 
-_Static_assert(TG *PR <= CQ_FLOAT_OUT_MAX, "a group's sums fit the walk's buffer");
-static const cq_float_tier k_tier = {PR,      TG,        KB,        pack_panel, tokens_by_count,
-                                     add_out, store_row, group_span};
+static const cq_float_tier k_tier = {PR,        TG,        KB, pack_panel, tokens_by_count,
+                                     store_row, group_span};
 
 /* Rows [r0, r1) of m over n tokens regrouped in groups (group_span) of stride
  * CQ_FACT2_STRIDE(cols) floats. */

@@ -17,7 +17,6 @@ bool cq_float_walk_run(const cq_float_walk *w, float *Y, size_t ldy, uint64_t r0
                  es = m->dtype == CMF_DT_F32 ? 4 : 2;
     const unsigned pr = k->pr;
     const size_t panel_acc = groups * tg * pr; /* floats of one panel's sums */
-    _Alignas(64) float out[CQ_FLOAT_OUT_MAX];  /* a group's sums over one block */
     size_t tile = TILE_ACC_BYTES / (panel_acc * sizeof(float));
     tile = tile < 1 ? 1 : tile > TILE_MAX ? TILE_MAX : tile;
     const size_t panel_bytes = kb * pr * sizeof(float);
@@ -43,8 +42,8 @@ bool cq_float_walk_run(const cq_float_walk *w, float *Y, size_t ldy, uint64_t r0
                 for (size_t g = 0; g < groups; g++) {
                     size_t t0, cnt;
                     k->span(w->n, g, &t0, &cnt);
-                    k->tokens[cnt](panel, w->xg + g * w->gs + k0 * tg, kw, out, &nb, per_group);
-                    k->add(out, (int)cnt, pacc + g * tg * pr, k0 > 0);
+                    k->tokens[cnt](panel, w->xg + g * w->gs + k0 * tg, kw, pacc + g * tg * pr,
+                                   k0 > 0, &nb, per_group);
                 }
             }
         }

@@ -95,20 +95,18 @@ static inline void cq_next_block_fetch(cq_next_block *b, size_t n) {
 /* A float panel GEMM tier's pieces for cq_float_walk_run (gemm_float_walk.c). Its panels hold
  * pr rows, its blocks kb columns, its groups tg tokens (span: group g's first token and count).
  * pack: rows [r, r + nr) and columns [k0, k0 + kw) of m into panel (zero past nr); tokens[cnt]:
- * the micro-kernel for a group of cnt tokens, out[t * pr + i] = panel row i . token t over the
- * block's kw columns (xg: the group's block), `lines` of pf prefetched on the way; add: acc
- * (add: +=) out for cnt tokens; store: one token's `rows` outputs from a row tile's sums, panel
- * p's pr floats at o + p * stride. */
+ * the micro-kernel for a group of cnt tokens, acc[t * pr + i] = (add: acc +) panel row i . token
+ * t over the block's kw columns (xg: the group's block), `lines` of pf prefetched on the way;
+ * store: one token's `rows` outputs from a row tile's sums, panel p's pr floats at
+ * o + p * stride. */
 typedef struct cq_float_walk cq_float_walk;
-typedef void (*cq_float_tokens_fn)(const float *panel, const float *xg, size_t kw, float *out,
-                                   cq_next_block *pf, size_t lines);
-#define CQ_FLOAT_OUT_MAX (12 * 32) /* floats of a group's out: tg x pr at most */
+typedef void (*cq_float_tokens_fn)(const float *panel, const float *xg, size_t kw, float *acc,
+                                   bool add, cq_next_block *pf, size_t lines);
 typedef struct {
     unsigned pr;
     size_t tg, kb;
     void (*pack)(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k0, size_t kw, float *panel);
     const cq_float_tokens_fn *tokens;
-    void (*add)(const float *out, int cnt, float *acc, bool add);
     void (*store)(const float *o, size_t stride, float *y, uint64_t rows);
     void (*span)(size_t n, size_t g, size_t *t0, size_t *cnt);
 } cq_float_tier;
