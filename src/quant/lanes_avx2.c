@@ -170,6 +170,17 @@ AI void panel_pass(const uint8_t *p, uint64_t G, const int tp, const int8_t *con
         out[t] = acc[t];
 }
 
+/* Step k of q8_row's group g (columns 32 g + 4 k .. + 3) for T tokens into s. */
+AI void lanes_q8_step(const uint8_t *w, int k, uint64_t g, __m256i ones, const int8_t *const *xq,
+                      const int T, __m256i *s) {
+    __m256i v = _mm256_load_si256((const __m256i *)(const void *)(w + 32 * k));
+    __m256i a = _mm256_abs_epi8(v);
+    for (int t = 0; t < T; t++) {
+        __m256i x = _mm256_sign_epi8(bcast4(xq[t] + 32 * g + 4 * k), v);
+        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(a, x), ones));
+    }
+}
+
 /* q8_row's panel at p for T tokens: out[t] the 8 rows' sums times their row scales. */
 AI void panel_pass_q8(const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,
                       const int T, __m256 *out) {
@@ -184,14 +195,14 @@ AI void panel_pass_q8(const uint8_t *p, uint64_t G, const int8_t *const *xq, con
         __m256i s[CQ_LANES_PASS];
         for (int t = 0; t < T; t++)
             s[t] = _mm256_setzero_si256();
+        if (T == 1) { /* unrolled as lanes_q4_step's: 28.1-28.4 -> 26.4-26.8 us */
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++)
+                lanes_q8_step(w, k, g, ones, xq, T, s);
+        } else {
 #pragma GCC unroll 1
-        for (int k = 0; k < 8; k++) {
-            __m256i v = _mm256_load_si256((const __m256i *)(const void *)(w + 32 * k));
-            __m256i a = _mm256_abs_epi8(v);
-            for (int t = 0; t < T; t++) {
-                __m256i x = _mm256_sign_epi8(bcast4(xq[t] + 32 * g + 4 * k), v);
-                s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(a, x), ones));
-            }
+            for (int k = 0; k < 8; k++)
+                lanes_q8_step(w, k, g, ones, xq, T, s);
         }
         for (int t = 0; t < T; t++)
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_set1_ps(dx[t][g]), acc[t]);
