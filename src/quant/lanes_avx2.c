@@ -146,9 +146,8 @@ AI void panel_pass(const uint8_t *p, uint64_t G, const int tp, const int8_t *con
         __m256i s[CQ_LANES_PASS];
         for (int t = 0; t < T; t++)
             s[t] = _mm256_setzero_si256();
-        /* one token: the 4 steps unrolled (no loop counter, no register copy between steps:
-         * 20.5-20.9 against 21.4-21.5 us for 1536 x 896 in cache, bench_tok8_multi on Zen 4);
-         * with more tokens the unrolled steps spilled (2-4 tokens: +4-20 %) */
+        /* one token: the 4 steps unrolled, with no loop counter or register copy between them
+         * (docs/KERNELS.md, "Batched decode lanes"); with more tokens the unrolled steps spill */
         if (T == 1) {
 #pragma GCC unroll 4
             for (int k = 0; k < 4; k++)
@@ -195,7 +194,7 @@ AI void panel_pass_q8(const uint8_t *p, uint64_t G, const int8_t *const *xq, con
         __m256i s[CQ_LANES_PASS];
         for (int t = 0; t < T; t++)
             s[t] = _mm256_setzero_si256();
-        if (T == 1) { /* unrolled as lanes_q4_step's: 28.1-28.4 -> 26.4-26.8 us */
+        if (T == 1) { /* unrolled for one token only, as the q4 steps are */
 #pragma GCC unroll 8
             for (int k = 0; k < 8; k++)
                 lanes_q8_step(w, k, g, ones, xq, T, s);
