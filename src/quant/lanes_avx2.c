@@ -37,6 +37,7 @@
 
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
+#include "quant/lanes_step_avx2.h"
 #include "quant/q4tp_ladder_avx2.h"
 
 #define AI static inline __attribute__((always_inline))
@@ -110,12 +111,6 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
     }
 }
 
-typedef int32_t i32_unaligned __attribute__((may_alias, aligned(1)));
-
-AI __m256i bcast4(const int8_t *p) {
-    return _mm256_set1_epi32(*(const i32_unaligned *)p);
-}
-
 /* Step k of group g (columns 32 g + 4 k .. + 3 and their + 16) for T tokens into s. */
 AI void lanes_q4_step(const uint8_t *w, int k, uint64_t g, __m256i m4, const int8_t *const *xq,
                       const int T, __m256i *s) {
@@ -123,8 +118,8 @@ AI void lanes_q4_step(const uint8_t *w, int k, uint64_t g, __m256i m4, const int
     __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
     for (int t = 0; t < T; t++) {
         const int8_t *x = xq[t] + 32 * g + 4 * k;
-        s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(lo, bcast4(x)));
-        s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(hi, bcast4(x + 16)));
+        s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(lo, cq_lanes_bcast4(x)));
+        s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(hi, cq_lanes_bcast4(x + 16)));
     }
 }
 
@@ -169,21 +164,9 @@ AI void panel_pass(const uint8_t *p, uint64_t G, const int tp, const int8_t *con
         out[t] = acc[t];
 }
 
-/* Step k of q8_row's group g (columns 32 g + 4 k .. + 3) for T tokens into s. */
-AI void lanes_q8_step(const uint8_t *w, int k, uint64_t g, __m256i ones, const int8_t *const *xq,
-                      const int T, __m256i *s) {
-    __m256i v = _mm256_load_si256((const __m256i *)(const void *)(w + 32 * k));
-    __m256i a = _mm256_abs_epi8(v);
-    for (int t = 0; t < T; t++) {
-        __m256i x = _mm256_sign_epi8(bcast4(xq[t] + 32 * g + 4 * k), v);
-        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(a, x), ones));
-    }
-}
-
 /* q8_row's panel at p for T tokens: out[t] the 8 rows' sums times their row scales. */
 AI void panel_pass_q8(const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,
                       const int T, __m256 *out) {
-    const __m256i ones = _mm256_set1_epi16(1);
     __m256 acc[CQ_LANES_PASS];
     for (int t = 0; t < T; t++)
         acc[t] = _mm256_setzero_ps();
@@ -197,11 +180,13 @@ AI void panel_pass_q8(const uint8_t *p, uint64_t G, const int8_t *const *xq, con
         if (T == 1) { /* unrolled for one token only, as the q4 steps are */
 #pragma GCC unroll 8
             for (int k = 0; k < 8; k++)
-                lanes_q8_step(w, k, g, ones, xq, T, s);
+                cq_lanes_sign_step(_mm256_load_si256((const __m256i *)(const void *)(w + 32 * k)),
+                                   xq, 32 * g + 4 * k, T, s);
         } else {
 #pragma GCC unroll 1
             for (int k = 0; k < 8; k++)
-                lanes_q8_step(w, k, g, ones, xq, T, s);
+                cq_lanes_sign_step(_mm256_load_si256((const __m256i *)(const void *)(w + 32 * k)),
+                                   xq, 32 * g + 4 * k, T, s);
         }
         for (int t = 0; t < T; t++)
             acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_set1_ps(dx[t][g]), acc[t]);

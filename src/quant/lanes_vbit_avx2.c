@@ -16,15 +16,10 @@
 #include "quant/gemm_vbit_codes.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
+#include "quant/lanes_step_avx2.h"
 
 #define AI  static inline __attribute__((always_inline))
 #define WIN CQ_LANES_VBIT_WIN
-
-typedef int32_t i32_unaligned __attribute__((may_alias, aligned(1)));
-
-AI __m256i bcast4(const int8_t *p) {
-    return _mm256_set1_epi32(*(const i32_unaligned *)p);
-}
 
 AI __m256i load32(const uint8_t *p) {
     return _mm256_load_si256((const __m256i *)(const void *)p);
@@ -66,14 +61,8 @@ AI void pass_vbit(const uint8_t *p, unsigned h, uint64_t G, const int f, const i
                                                          : 0);
         if (f == CQ_VBIT_WIDE) {
 #pragma GCC unroll 1
-            for (int k = 0; k < 8; k++) {
-                const __m256i v = load32(w + 64 * k), a = _mm256_abs_epi8(v);
-                for (int t = 0; t < T; t++) {
-                    const __m256i x = _mm256_sign_epi8(bcast4(xq[t] + 32 * g + 4 * k), v);
-                    s[t] =
-                        _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(a, x), ones));
-                }
-            }
+            for (int k = 0; k < 8; k++)
+                cq_lanes_sign_step(load32(w + 64 * k), xq, 32 * g + 4 * k, T, s);
         } else {
             const int five = f == CQ_VBIT_FIVE;
             const __m256i pl = five ? load32(w + 256) : _mm256_setzero_si256();
@@ -87,8 +76,10 @@ AI void pass_vbit(const uint8_t *p, unsigned h, uint64_t G, const int f, const i
                     const __m256i lo = code_vec(w, pl, five, k), hi = code_vec(w, pl, five, k + 4);
                     for (int t = 0; t < T; t++) {
                         const int8_t *x = xq[t] + 32 * g + 4 * k;
-                        s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(lo, bcast4(x)));
-                        s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(hi, bcast4(x + 16)));
+                        s16[t] =
+                            _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(lo, cq_lanes_bcast4(x)));
+                        s16[t] = _mm256_add_epi16(
+                            s16[t], _mm256_maddubs_epi16(hi, cq_lanes_bcast4(x + 16)));
                     }
                 }
                 for (int t = 0; t < T; t++)
