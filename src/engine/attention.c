@@ -29,6 +29,18 @@ void cq_attention_free(cq_attention *a) {
     free(a->batch_scratch), free(a->decode_scratch), free(a->decode_part), free(a->decode_done);
 }
 
+/* Tokens per unit of a batch: the fewest whose rows (tokens x group) fill whole row blocks, so no
+ * block runs mostly empty lanes. With 32 / group rounded up instead, a group of 3 made units of
+ * 33 rows, a block of 32 and one of a single row, which still cost about half a full one. */
+static uint32_t batch_range(uint32_t group) {
+    uint32_t a = CQ_ATTN_BATCH_ROWS, b = group ? group : 1;
+    while (b) { /* gcd(32, group) */
+        uint32_t t = a % b;
+        a = b, b = t;
+    }
+    return CQ_ATTN_BATCH_ROWS / a;
+}
+
 typedef struct batch_job {
     cq_attn_batch_args args;
     uint32_t n_kv, range, n_ranges;
@@ -45,7 +57,8 @@ static void batch_task(void *ctx, unsigned tid, unsigned nt) {
     for (;;) {
         unsigned u = atomic_fetch_add(&j->next, 1);
         if (u >= j->n_kv * j->n_ranges) break;
-        uint32_t kvh = u % j->n_kv, r = u / j->n_kv;
+        /* the last tokens attend the most keys: they go first, the short ranges fill in */
+        uint32_t kvh = u % j->n_kv, r = j->n_ranges - 1 - u / j->n_kv;
         size_t t0 = (size_t)r * j->range, t1 = t0 + j->range < j->n ? t0 + j->range : j->n;
         cq_attn_batch(&j->args, kvh, (uint32_t)t0, (uint32_t)t1, scratch);
     }
@@ -143,7 +156,7 @@ void cq_attention_run(cq_attention *a, const cortiq_model *m, const cq_layer *y,
         cq_pool_run(m->pool, decode_task, &j);
         return;
     }
-    uint32_t group = y->n_heads / m->n_kv, range = (CQ_ATTN_BATCH_ROWS + group - 1) / group;
+    uint32_t range = batch_range(y->n_heads / m->n_kv);
     batch_job j = {.args = {.kv = kv,
                             .q = q,
                             .out = att,
