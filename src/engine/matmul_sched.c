@@ -371,7 +371,9 @@ static void token_task(void *ctx, unsigned tid, unsigned nt) {
     const token_pass *p = ctx;
     size_t per = (p->n + nt - 1) / nt;
     size_t t0 = tid * per, t1 = t0 + per < p->n ? t0 + per : p->n;
-    if (p->pa) t0 = cmf_pact_cut(p->pa, t0), t1 = cmf_pact_cut(p->pa, t1); /* whole groups */
+    /* whole groups, so that each thread's regroup or quantizer streams them (gemm_impl.h) */
+    if (p->pa) t0 = cmf_pact_cut(p->pa, t0), t1 = cmf_pact_cut(p->pa, t1);
+    if (p->qa) t0 = cmf_qact_cut(p->qa, t0), t1 = cmf_qact_cut(p->qa, t1);
     if (t0 < t1) token_range(p, t0, t1);
 }
 

@@ -50,12 +50,12 @@ void cmf_pact_prepare(cmf_pact *a, const float *X, size_t ldx, size_t t0, size_t
     for (size_t i = t0 / g; i * g < t1; i++)
         if (a->kind == CMF_PACT_BF16)
             cq_bact_group_avx512(X, a->n, ldx, a->cols, CQ_BACT_PAIRS(a->cols), i,
-                                 (uint32_t *)a->mem + i * stride / 2);
+                                 (uint32_t *)a->mem + i * stride / 2, true);
         else if (a->kind == CMF_PACT_F32)
             cq_fact_group_avx512(X, a->n, ldx, a->cols, CQ_FACT_COLS(a->cols), i,
-                                 (float *)a->mem + i * stride);
+                                 (float *)a->mem + i * stride, true);
         else
-            cq_fact2_group_avx2(X, a->n, ldx, a->cols, i, (float *)a->mem + i * stride);
+            cq_fact2_group_avx2(X, a->n, ldx, a->cols, i, (float *)a->mem + i * stride, true);
 }
 
 bool cmf_matmul_pact(const cmf_qmat *m, const cmf_pact *a, float *Y, size_t ldy, uint64_t r0,

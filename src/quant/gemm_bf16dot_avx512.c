@@ -41,9 +41,10 @@ static inline __mmask16 cols_mask(uint64_t C, uint64_t c) {
 /* Activations of tokens [TG g, TG g + TG) as bf16 pairs: xb[p * TG + t] = columns 2p (low half)
  * and 2p + 1 of token t, zero past n and cols; kpp pairs (a multiple of 16). Per 32 columns,
  * each token's floats are rounded to 32 bf16 in column order (16 pairs, vcvtne2ps2bf16), then
- * one 16 x 16 transpose of the pairs puts them in place. */
+ * one 16 x 16 transpose of the pairs puts them in place, with non-temporal stores when
+ * `stream` (a batch's regroup that both threads' products read, cmf_pact). */
 void cq_bact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size_t kpp, size_t g,
-                          uint32_t *xb) {
+                          uint32_t *xb, bool stream) {
     size_t t0 = g * TG, nt = n - t0 < TG ? n - t0 : TG;
     for (size_t c0 = 0; c0 < 2 * kpp; c0 += 32) {
         __mmask16 k0 = cols_mask(C, c0), k1 = cols_mask(C, c0 + 16);
@@ -58,8 +59,13 @@ void cq_bact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size
             __m512 hi = k1 ? _mm512_maskz_loadu_ps(k1, x + 16) : _mm512_setzero_ps();
             r[t] = (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
         }
-        cq_transpose16_store(r, xb + c0 / 2 * TG); /* xb[16 p + t]: token t, pair c0 / 2 + p */
+        /* xb[16 p + t]: token t, pair c0 / 2 + p */
+        if (stream)
+            cq_transpose16_to(r, xb + c0 / 2 * TG, 64, 1);
+        else
+            cq_transpose16_store(r, xb + c0 / 2 * TG);
     }
+    if (stream) _mm_sfence(); /* before the pool's barrier hands the lines to other threads */
 }
 
 /* Pairs [p0, p0 + bw) of rows [r, r + nr) into the block buffer: panel[i * KBP + q] = pair p0 + q
@@ -190,6 +196,6 @@ bool cq_gemm_bf16dot_avx512(const cmf_qmat *m, const float *X, size_t n, size_t 
     uint32_t *xb = cq_kernel_scratch(CQ_SCRATCH_ACT, groups * kpp * TG * 4);
     if (!xb) return false;
     for (size_t g = 0; g < groups; g++)
-        cq_bact_group_avx512(X, n, ldx, m->cols, kpp, g, xb + g * kpp * TG);
+        cq_bact_group_avx512(X, n, ldx, m->cols, kpp, g, xb + g * kpp * TG, false);
     return cq_gemm_bf16dot_rows_avx512(m, xb, n, Y, ldy, r0, r1);
 }

@@ -106,12 +106,30 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k0, si
     }
 }
 
+/* Columns j .. j + 3 of a transpose (v[j] lane t = token t, 6 of 8 lanes used) as the 3 whole
+ * vectors their 24 floats fill at o, streamed: each the tail of one column and the head of the
+ * next. */
+static inline void stream_columns4(const __m256 *v, float *o) {
+    const __m256i h0 = _mm256_setr_epi32(0, 0, 0, 0, 0, 0, 0, 1),
+                  t1 = _mm256_setr_epi32(2, 3, 4, 5, 0, 0, 0, 0),
+                  h1 = _mm256_setr_epi32(0, 0, 0, 0, 0, 1, 2, 3),
+                  t2 = _mm256_setr_epi32(4, 5, 0, 0, 0, 0, 0, 0),
+                  h2 = _mm256_setr_epi32(0, 0, 0, 1, 2, 3, 4, 5);
+    _mm256_stream_ps(o, _mm256_blend_ps(v[0], _mm256_permutevar8x32_ps(v[1], h0), 0xC0));
+    _mm256_stream_ps(o + 8, _mm256_blend_ps(_mm256_permutevar8x32_ps(v[1], t1),
+                                            _mm256_permutevar8x32_ps(v[2], h1), 0xF0));
+    _mm256_stream_ps(o + 16, _mm256_blend_ps(_mm256_permutevar8x32_ps(v[2], t2),
+                                             _mm256_permutevar8x32_ps(v[3], h2), 0xFC));
+}
+
 /* Activations of tokens [t0, t0 + nt) (nt <= TG) regrouped: xg[k * TG + t], k < kp (zero past n
  * and cols), 8 columns at a time through one 8 x 8 transpose. Each column's 8-float store spills
  * 2 floats (zero rows) into the next column's slot, which the next store overwrites; the last
- * one spills 2 floats past the group, into the group's padding (CQ_FACT2_STRIDE). */
+ * one spills 2 floats past the group, into the group's padding (CQ_FACT2_STRIDE). With `stream`
+ * (gemm_impl.h) the 8 columns are 3 whole lines instead. */
 static void group_acts(const float *X, size_t t0, size_t nt, size_t ldx, uint64_t C, size_t kp,
-                       float *xg) {
+                       float *xg, bool stream) {
+    _Static_assert(TG == 6, "stream_columns4 packs 6 tokens per column");
     for (size_t c = 0; c < kp; c += 8) {
         __m256 v[8];
         for (size_t t = 0; t < 8; t++) {
@@ -126,9 +144,15 @@ static void group_acts(const float *X, size_t t0, size_t nt, size_t ldx, uint64_
             }
         }
         transpose8(v);
+        if (stream) {
+            stream_columns4(v, xg + c * TG);
+            stream_columns4(v + 4, xg + (c + 4) * TG);
+            continue;
+        }
         for (size_t j = 0; j < 8; j++)
             _mm256_storeu_ps(xg + (c + j) * TG, v[j]);
     }
+    if (stream) _mm_sfence(); /* before the pool's barrier hands the lines to other threads */
 }
 
 /* acc[t * 16 + i] = (add: acc +) the products of panel row i and token t over the kw columns of
@@ -231,10 +255,11 @@ static bool float_rows(const cmf_qmat *m, const float *xg, size_t n, float *Y, s
     return cq_float_walk_run(&w, Y, ldy, r0, r1);
 }
 
-void cq_fact2_group_avx2(const float *X, size_t n, size_t ldx, uint64_t C, size_t g, float *xg) {
+void cq_fact2_group_avx2(const float *X, size_t n, size_t ldx, uint64_t C, size_t g, float *xg,
+                         bool stream) {
     size_t t0, cnt;
     group_span(n, g, &t0, &cnt);
-    group_acts(X, t0, cnt, ldx, C, CQ_FACT2_COLS(C), xg);
+    group_acts(X, t0, cnt, ldx, C, CQ_FACT2_COLS(C), xg, stream);
 }
 
 bool cq_gemm_float_rows_avx2(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
@@ -250,7 +275,7 @@ bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx,
     for (size_t g = 0; g < groups; g++) {
         size_t t0, cnt;
         group_span(n, g, &t0, &cnt);
-        group_acts(X, t0, cnt, ldx, m->cols, CQ_FACT2_COLS(m->cols), xg + g * gs);
+        group_acts(X, t0, cnt, ldx, m->cols, CQ_FACT2_COLS(m->cols), xg + g * gs, false);
     }
     return float_rows(m, xg, n, Y, ldy, r0, r1);
 }

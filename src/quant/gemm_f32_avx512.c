@@ -60,12 +60,31 @@ static void pack_panel(const cmf_qmat *m, uint64_t r, unsigned nr, size_t k0, si
     }
 }
 
+/* The 16 columns' 12 tokens of blk (blk[16 j + t]) as the 12 whole vectors they fill in xg
+ * (float 12 j + t), streamed: per 4 columns, three vectors, each the tail of one column's
+ * tokens and the head of the next's. */
+static void stream_columns(const float *blk, float *xg) {
+    const __m512i i0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19),
+                  i1 = _mm512_setr_epi32(4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23),
+                  i2 = _mm512_setr_epi32(8, 9, 10, 11, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26,
+                                         27);
+    for (size_t j = 0; j < 16; j += 4) {
+        __m512 a = _mm512_load_ps(blk + 16 * j), b = _mm512_load_ps(blk + 16 * (j + 1)),
+               c = _mm512_load_ps(blk + 16 * (j + 2)), d = _mm512_load_ps(blk + 16 * (j + 3));
+        float *o = xg + j * TG;
+        _mm512_stream_ps(o, _mm512_permutex2var_ps(a, i0, b));
+        _mm512_stream_ps(o + 16, _mm512_permutex2var_ps(b, i1, c));
+        _mm512_stream_ps(o + 32, _mm512_permutex2var_ps(c, i2, d));
+    }
+}
+
 /* Activations of tokens [TG g, TG g + TG) regrouped: xg[k * TG + t] (zero past n and cols),
  * 16 columns at a time through one 16 x 16 transpose (the 12 tokens' rows and 4 zero rows).
  * Every thread regroups the whole batch, and element by element this was 4 % of an f16
- * prefill profile. */
+ * prefill profile. With `stream` (gemm_impl.h) the 16 columns are 12 whole lines. */
 void cq_fact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size_t kp16, size_t g,
-                          float *xg) {
+                          float *xg, bool stream) {
+    _Static_assert(TG == 12, "stream_columns packs 12 tokens per column");
     size_t t0 = g * TG, nt = n - t0 < TG ? n - t0 : TG;
     _Alignas(64) float blk[16 * 16];
     for (size_t c0 = 0; c0 < kp16; c0 += 16) {
@@ -75,10 +94,15 @@ void cq_fact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size
             r[t] = t < nt ? _mm512_castps_si512(_mm512_maskz_loadu_ps(k, X + (t0 + t) * ldx + c0))
                           : _mm512_setzero_si512();
         cq_transpose16_store(r, blk); /* blk[16 j + t] = token t, column c0 + j */
+        if (stream) {
+            stream_columns(blk, xg + c0 * TG);
+            continue;
+        }
         for (size_t j = 0; j < 16; j++)
             _mm512_mask_storeu_ps(xg + (c0 + j) * TG, (__mmask16)((1u << TG) - 1),
                                   _mm512_load_ps(blk + 16 * j));
     }
+    if (stream) _mm_sfence(); /* before the pool's barrier hands the lines to other threads */
 }
 
 /* acc[t * 32 + i] = (add: acc +) the products of panel row i and token t over the kw columns of
@@ -174,6 +198,6 @@ bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ld
     float *xg = cq_kernel_scratch(CQ_SCRATCH_ACT, groups * kp16 * TG * sizeof(float));
     if (!xg) return false;
     for (size_t g = 0; g < groups; g++)
-        cq_fact_group_avx512(X, n, ldx, m->cols, kp16, g, xg + g * kp16 * TG);
+        cq_fact_group_avx512(X, n, ldx, m->cols, kp16, g, xg + g * kp16 * TG, false);
     return cq_gemm_float_rows_avx512(m, xg, n, Y, ldy, r0, r1);
 }

@@ -34,6 +34,7 @@
 #include "quant/gemm_vbit_codes.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
+#include "quant/qact_stream.h"
 
 #define PR 8 /* rows per panel: one int32 lane each */
 /* The panel's code form: unsigned codes with an offset of 8 (q4 family, narrow vbit panels) or
@@ -395,62 +396,53 @@ void cq_gemm_avx2(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, ui
     }
 }
 
-/* Same codes as the scalar tier (round to nearest, ties to even; NaN -> 0). */
-void cq_qact_quantize_avx2(cmf_qact *a, const float *X, size_t ldx, size_t t0, size_t t1) {
-    const size_t nb = a->nb, C = a->cols;
+/* One entry, with the scalar tier's codes (round to nearest, ties to even; NaN -> 0). */
+static inline __attribute__((always_inline)) __m256i qact_entry(const float *x, size_t len,
+                                                                float *amax_out, int32_t *sum) {
     const __m256 lim = _mm256_set1_ps(3.0e38f), hi = _mm256_set1_ps(127.0f),
                  lo = _mm256_set1_ps(-127.0f),
                  absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-    for (size_t t = t0; t < t1; t++) {
-        const float *x = X + t * ldx;
-        for (size_t b = 0; b < nb; b++) {
-            size_t e = cmf_qact_index(a, t, b), c0 = 32 * b, len = C - c0 < 32 ? C - c0 : 32;
-            int8_t *q = a->q + 32 * e;
-            __m256 v[4];
-            if (len == 32) {
-                for (int j = 0; j < 4; j++)
-                    v[j] = _mm256_loadu_ps(x + c0 + 8 * j);
-            } else {
-                float tmp[32] = {0};
-                memcpy(tmp, x + c0, len * sizeof *tmp);
-                for (int j = 0; j < 4; j++)
-                    v[j] = _mm256_loadu_ps(tmp + 8 * j);
-            }
-            /* max of |v| with NaN lanes dropped (max_ps returns the second operand on NaN) */
-            __m256 m = _mm256_setzero_ps();
-            for (int j = 0; j < 4; j++)
-                m = _mm256_max_ps(_mm256_and_ps(v[j], absm), m);
-            m = _mm256_min_ps(m, lim);
-            __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-            h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-            h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
-            float amax = _mm_cvtss_f32(h);
-            float inv = amax > 0 ? 127.0f / amax : 0.0f;
-            __m256 vi = _mm256_set1_ps(inv);
-            __m256i iv[4];
-            for (int j = 0; j < 4; j++) {
-                __m256 f = _mm256_round_ps(_mm256_mul_ps(v[j], vi),
-                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                f = _mm256_and_ps(f, _mm256_cmp_ps(f, f, _CMP_ORD_Q)); /* NaN -> 0 */
-                iv[j] = _mm256_cvtps_epi32(_mm256_max_ps(_mm256_min_ps(f, hi), lo));
-            }
-            __m256i s =
-                _mm256_add_epi32(_mm256_add_epi32(iv[0], iv[1]), _mm256_add_epi32(iv[2], iv[3]));
-            /* packs work per 128-bit lane: dwords come out in order 0-3 8-11 4-7 12-15 ...;
-             * one dword permute restores element order */
-            __m256i p16a = _mm256_packs_epi32(iv[0], iv[1]),
-                    p16b = _mm256_packs_epi32(iv[2], iv[3]);
-            __m256i p8 = _mm256_packs_epi16(p16a, p16b);
-            p8 = _mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-            _mm256_storeu_si256((__m256i *)(void *)q, p8);
-            __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
-            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
-            s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
-            int32_t sum = _mm_cvtsi128_si32(s4);
-            a->scale[e] = amax / 127.0f;
-            a->c128[e] = -128 * sum;
-            a->c8[e] = -8 * sum;
-            a->c127[e] = -127 * sum;
-        }
+    __m256 v[4];
+    if (len == 32) {
+        for (int j = 0; j < 4; j++)
+            v[j] = _mm256_loadu_ps(x + 8 * j);
+    } else {
+        float tmp[32] = {0};
+        memcpy(tmp, x, len * sizeof *tmp);
+        for (int j = 0; j < 4; j++)
+            v[j] = _mm256_loadu_ps(tmp + 8 * j);
     }
+    /* max of |v| with NaN lanes dropped (max_ps returns the second operand on NaN) */
+    __m256 m = _mm256_setzero_ps();
+    for (int j = 0; j < 4; j++)
+        m = _mm256_max_ps(_mm256_and_ps(v[j], absm), m);
+    m = _mm256_min_ps(m, lim);
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+    float amax = _mm_cvtss_f32(h);
+    float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    __m256 vi = _mm256_set1_ps(inv);
+    __m256i iv[4];
+    for (int j = 0; j < 4; j++) {
+        __m256 f =
+            _mm256_round_ps(_mm256_mul_ps(v[j], vi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        f = _mm256_and_ps(f, _mm256_cmp_ps(f, f, _CMP_ORD_Q)); /* NaN -> 0 */
+        iv[j] = _mm256_cvtps_epi32(_mm256_max_ps(_mm256_min_ps(f, hi), lo));
+    }
+    __m256i s = _mm256_add_epi32(_mm256_add_epi32(iv[0], iv[1]), _mm256_add_epi32(iv[2], iv[3]));
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+    *sum = _mm_cvtsi128_si32(s4);
+    *amax_out = amax;
+    /* packs work per 128-bit lane: dwords come out in order 0-3 8-11 4-7 12-15 ...; one dword
+     * permute restores element order */
+    __m256i p16a = _mm256_packs_epi32(iv[0], iv[1]), p16b = _mm256_packs_epi32(iv[2], iv[3]);
+    return _mm256_permutevar8x32_epi32(_mm256_packs_epi16(p16a, p16b),
+                                       _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+}
+
+void cq_qact_quantize_avx2(cmf_qact *a, const float *X, size_t ldx, size_t t0, size_t t1) {
+    cq_qact_quantize_range(a, X, ldx, t0, t1, qact_entry);
 }

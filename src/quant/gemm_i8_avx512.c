@@ -16,6 +16,7 @@
 #include "quant/gemm_vbit_codes.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
+#include "quant/qact_stream.h"
 #include "quant/transpose_avx512.h"
 
 #define PR     16             /* rows per panel: one int32 lane each */
@@ -283,47 +284,36 @@ void cq_gemm_avx512(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, 
     }
 }
 
-/* Same codes as the scalar tier (round to nearest, ties to even; NaN -> 0). */
-void cq_qact_quantize_avx512(cmf_qact *a, const float *X, size_t ldx, size_t t0, size_t t1) {
-    const size_t nb = a->nb, C = a->cols;
+/* One entry, with the scalar tier's codes (round to nearest, ties to even; NaN -> 0). */
+static inline __attribute__((always_inline)) __m256i qact_entry(const float *x, size_t len,
+                                                                float *amax_out, int32_t *sum) {
     const __m512 lim = _mm512_set1_ps(3.0e38f);
-    for (size_t t = t0; t < t1; t++) {
-        const float *x = X + t * ldx;
-        for (size_t b = 0; b < nb; b++) {
-            size_t e = cmf_qact_index(a, t, b), c0 = 32 * b, len = C - c0 < 32 ? C - c0 : 32;
-            int8_t *q = a->q + 32 * e;
-            __mmask16 k0 = (__mmask16)(len >= 16 ? 0xFFFF : (1u << len) - 1),
-                      k1 = (__mmask16)(len >= 32  ? 0xFFFF
-                                       : len > 16 ? (1u << (len - 16)) - 1
-                                                  : 0);
-            __m512 v0 = _mm512_maskz_loadu_ps(k0, x + c0),
-                   v1 = _mm512_maskz_loadu_ps(k1, x + c0 + 16);
-            /* max of |v| with NaN lanes dropped (max_ps returns the second operand on NaN) */
-            __m512 m0 = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps());
-            __m512 m1 = _mm512_max_ps(_mm512_abs_ps(v1), _mm512_setzero_ps());
-            float amax = _mm512_reduce_max_ps(_mm512_min_ps(_mm512_max_ps(m0, m1), lim));
-            float inv = amax > 0 ? 127.0f / amax : 0.0f;
-            __m512 vi = _mm512_set1_ps(inv), hi = _mm512_set1_ps(127.0f),
-                   lo = _mm512_set1_ps(-127.0f);
-            __m512 f0 = _mm512_roundscale_ps(_mm512_mul_ps(v0, vi),
-                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            __m512 f1 = _mm512_roundscale_ps(_mm512_mul_ps(v1, vi),
-                                             _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-            /* NaN -> 0 first, then clamp to [-127, 127] */
-            f0 = _mm512_mask_mov_ps(f0, _mm512_cmp_ps_mask(f0, f0, _CMP_UNORD_Q),
-                                    _mm512_setzero_ps());
-            f1 = _mm512_mask_mov_ps(f1, _mm512_cmp_ps_mask(f1, f1, _CMP_UNORD_Q),
-                                    _mm512_setzero_ps());
-            f0 = _mm512_max_ps(_mm512_min_ps(f0, hi), lo);
-            f1 = _mm512_max_ps(_mm512_min_ps(f1, hi), lo);
-            __m512i i0 = _mm512_cvtps_epi32(f0), i1 = _mm512_cvtps_epi32(f1);
-            _mm_storeu_si128((__m128i *)q, _mm512_cvtepi32_epi8(i0));
-            _mm_storeu_si128((__m128i *)(q + 16), _mm512_cvtepi32_epi8(i1));
-            int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
-            a->scale[e] = amax / 127.0f;
-            a->c128[e] = -128 * sum;
-            a->c8[e] = -8 * sum;
-            a->c127[e] = -127 * sum;
-        }
-    }
+    __mmask16 k0 = (__mmask16)(len >= 16 ? 0xFFFF : (1u << len) - 1),
+              k1 = (__mmask16)(len >= 32  ? 0xFFFF
+                               : len > 16 ? (1u << (len - 16)) - 1
+                                          : 0);
+    __m512 v0 = _mm512_maskz_loadu_ps(k0, x), v1 = _mm512_maskz_loadu_ps(k1, x + 16);
+    /* max of |v| with NaN lanes dropped (max_ps returns the second operand on NaN) */
+    __m512 m0 = _mm512_max_ps(_mm512_abs_ps(v0), _mm512_setzero_ps());
+    __m512 m1 = _mm512_max_ps(_mm512_abs_ps(v1), _mm512_setzero_ps());
+    float amax = _mm512_reduce_max_ps(_mm512_min_ps(_mm512_max_ps(m0, m1), lim));
+    float inv = amax > 0 ? 127.0f / amax : 0.0f;
+    __m512 vi = _mm512_set1_ps(inv), hi = _mm512_set1_ps(127.0f), lo = _mm512_set1_ps(-127.0f);
+    __m512 f0 =
+        _mm512_roundscale_ps(_mm512_mul_ps(v0, vi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 f1 =
+        _mm512_roundscale_ps(_mm512_mul_ps(v1, vi), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    /* NaN -> 0 first, then clamp to [-127, 127] */
+    f0 = _mm512_mask_mov_ps(f0, _mm512_cmp_ps_mask(f0, f0, _CMP_UNORD_Q), _mm512_setzero_ps());
+    f1 = _mm512_mask_mov_ps(f1, _mm512_cmp_ps_mask(f1, f1, _CMP_UNORD_Q), _mm512_setzero_ps());
+    f0 = _mm512_max_ps(_mm512_min_ps(f0, hi), lo);
+    f1 = _mm512_max_ps(_mm512_min_ps(f1, hi), lo);
+    __m512i i0 = _mm512_cvtps_epi32(f0), i1 = _mm512_cvtps_epi32(f1);
+    *sum = _mm512_reduce_add_epi32(_mm512_add_epi32(i0, i1));
+    *amax_out = amax;
+    return _mm256_set_m128i(_mm512_cvtepi32_epi8(i1), _mm512_cvtepi32_epi8(i0));
+}
+
+void cq_qact_quantize_avx512(cmf_qact *a, const float *X, size_t ldx, size_t t0, size_t t1) {
+    cq_qact_quantize_range(a, X, ldx, t0, t1, qact_entry);
 }

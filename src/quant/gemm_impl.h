@@ -172,25 +172,33 @@ bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ld
 bool cq_float_avx512_takes(const cmf_qmat *m, size_t n, unsigned flags);
 /* Its two halves (cmf_pact, CMF_PACT_F32): token group g of X (CQ_FACT_GROUP tokens)
  * regrouped into xg (CQ_FACT_COLS(C) * CQ_FACT_GROUP floats), and rows [r0, r1) of m over n
- * tokens so regrouped (groups back to back; false: no scratch, nothing written). */
+ * tokens so regrouped (groups back to back; false: no scratch, nothing written).
+ *
+ * The regroups' `stream`: xg is 64-byte aligned and other threads' products read it (a batch's
+ * activations prepared once, cmf_pact), so it goes out in whole lines of non-temporal stores,
+ * fenced before the call returns. Plain stores wait for ownership of lines the other core
+ * still holds from the previous product: in a prefill the regroups took 10-25x as long as the
+ * same regroup repeated at once on lines the thread owned (docs/KERNELS.md). */
 #define CQ_FACT_GROUP   12
 #define CQ_FACT_COLS(C) ((size_t)((C) + 15) / 16 * 16)
 void cq_fact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size_t kp16, size_t g,
-                          float *xg);
+                          float *xg, bool stream);
 bool cq_gemm_float_rows_avx512(const cmf_qmat *m, const float *xg, size_t n, float *Y, size_t ldy,
                                uint64_t r0, uint64_t r1);
 /* The same for the AVX2 tier (gemm_f32_avx2.c: 16-row x 6-token FMA panels), and its halves
  * (CMF_PACT_F32_AVX2): token group g (CQ_FACT2_GROUP tokens) regrouped into xg, a group's
- * region CQ_FACT2_STRIDE(C) floats (its columns rounded up to 8, and room for the regroup's
- * last spill), and rows [r0, r1) of m over n tokens so regrouped. */
+ * region CQ_FACT2_STRIDE(C) floats (its columns rounded up to 8, room for the plain regroup's
+ * last spill, and whole 64-byte lines for the streamed one), and rows [r0, r1) of m over n
+ * tokens so regrouped. */
 #define CQ_FACT2_GROUP     6
 #define CQ_FACT2_COLS(C)   ((size_t)((C) + 7) / 8 * 8)
-#define CQ_FACT2_STRIDE(C) (CQ_FACT2_COLS(C) * CQ_FACT2_GROUP + 8)
+#define CQ_FACT2_STRIDE(C) ((CQ_FACT2_COLS(C) * CQ_FACT2_GROUP + 8 + 15) / 16 * 16)
 bool cq_gemm_float_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                         size_t ldy, uint64_t r0, uint64_t r1);
 /* Whether cmf_matmul_ex takes it for n tokens of m (kernel.c). */
 bool cq_float_avx2_takes(const cmf_qmat *m, size_t n);
-void cq_fact2_group_avx2(const float *X, size_t n, size_t ldx, uint64_t C, size_t g, float *xg);
+void cq_fact2_group_avx2(const float *X, size_t n, size_t ldx, uint64_t C, size_t g, float *xg,
+                         bool stream);
 /* The first token at or after t where a thread's groups may end: a multiple of the group, or n
  * where that multiple would split the last two groups (a remainder of 1-3 tokens is shared by
  * them, so one regroup reads tokens of both). */
@@ -213,7 +221,7 @@ bool cq_bf16dot_takes(const cmf_qmat *m, size_t n);
 #define CQ_BACT_GROUP    16
 #define CQ_BACT_PAIRS(C) ((size_t)((C) + 31) / 32 * 16)
 void cq_bact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size_t kpp, size_t g,
-                          uint32_t *xb);
+                          uint32_t *xb, bool stream);
 bool cq_gemm_bf16dot_rows_avx512(const cmf_qmat *m, const uint32_t *xb, size_t n, float *Y,
                                  size_t ldy, uint64_t r0, uint64_t r1);
 

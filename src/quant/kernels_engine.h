@@ -157,8 +157,13 @@ void cmf_qact_bind(cmf_qact *a, void *mem, size_t n, size_t cols);
 void cmf_qact_quantize(cmf_qact *a, const float *X, size_t ldx);
 
 /* The same for tokens [t_begin, t_end) only (X still points at token 0), so threads can
- * quantize disjoint token ranges of one batch concurrently. */
+ * quantize disjoint token ranges of one batch concurrently. The SIMD tiers write the token
+ * groups that lie whole in the range with non-temporal stores (fenced before returning):
+ * ranges cut at cmf_qact_cut keep every group whole. */
 void cmf_qact_quantize_rows(cmf_qact *a, const float *X, size_t ldx, size_t t_begin, size_t t_end);
+
+/* The token group boundary nearest t (a->n at or past the end). */
+size_t cmf_qact_cut(const cmf_qact *a, size_t t);
 
 /* True when cmf_matmul_qact accepts this matrix (dtype and shape; any tier). */
 int cmf_qact_supports(const cmf_qmat *m);

@@ -99,6 +99,12 @@ void cmf_qact_quantize_rows(cmf_qact *a, const float *X, size_t ldx, size_t t_be
     }
 }
 
+size_t cmf_qact_cut(const cmf_qact *a, size_t t) {
+    if (t >= a->n) return a->n;
+    t = (t + CMF_QACT_GROUP / 2) / CMF_QACT_GROUP * CMF_QACT_GROUP;
+    return t < a->n ? t : a->n;
+}
+
 int cmf_qact_supports(const cmf_qmat *m) {
     const cq_dtype_ops *o = cq_dtype_ops_get(m->dtype);
     return o && (o->qact == CQ_COLS_ANY || (o->qact == CQ_COLS_32 && m->cols % 32 == 0));

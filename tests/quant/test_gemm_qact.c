@@ -208,6 +208,37 @@ int main(int argc, char **argv) {
         CHECK_MSG(memcmp(m1, m2, sz) == 0, "tier %d: ranged quantization differs", tier);
         free(m1), free(m2), free(X);
     }
+    /* thread shares cut at cmf_qact_cut: whole groups (the SIMD tiers stream them), the same
+     * memory as the whole batch quantized at once, on every tier */
+    for (int tier = 0; tier < 3; tier++) {
+        if ((tier == 1 && !avx2_on()) || (tier == 2 && !avx512_on())) continue;
+        cq_cpu_force(qtiers[tier]);
+        for (size_t n = 4; n <= 131; n += 9)
+            for (size_t nt = 2; nt <= 3; nt++) {
+                size_t cols = 100, sz = cmf_qact_bytes(n, cols);
+                float *X = malloc(n * cols * sizeof *X);
+                fill_acts(&r, X, n, cols);
+                void *m1 = amalloc(sz), *m2 = amalloc(sz);
+                memset(m1, 0, sz), memset(m2, 0, sz);
+                cmf_qact a, b;
+                cmf_qact_bind(&a, m1, n, cols);
+                cmf_qact_bind(&b, m2, n, cols);
+                cmf_qact_quantize(&a, X, cols);
+                size_t per = (n + nt - 1) / nt, prev = 0;
+                for (size_t k = nt; k-- > 0;) { /* the later shares first */
+                    size_t t0 = cmf_qact_cut(&b, k * per), t1 = cmf_qact_cut(&b, (k + 1) * per);
+                    CHECK_MSG((t0 % CMF_QACT_GROUP == 0 || t0 == n) &&
+                                  (t1 % CMF_QACT_GROUP == 0 || t1 == n) && t0 <= t1,
+                              "cut of n %zu, share %zu: [%zu, %zu)", n, k, t0, t1);
+                    cmf_qact_quantize_rows(&b, X, cols, t0, t1);
+                    prev += t1 - t0;
+                }
+                CHECK_MSG(prev == n, "shares of n %zu cover %zu tokens", n, prev);
+                CHECK_MSG(memcmp(m1, m2, sz) == 0, "tier %d, n %zu, %zu shares: differs", tier, n,
+                          nt);
+                free(m1), free(m2), free(X);
+            }
+    }
     /* the scalar codes: round(x / s) with s = absmax / 127, sums */
     {
         float X[32];
