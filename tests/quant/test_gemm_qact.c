@@ -169,6 +169,25 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
     cmf_qmat_free(&m);
 }
 
+/* The k token ranges of n random tokens quantized one after the other into zeroed memory give
+ * the bytes of the whole batch quantized at once. */
+static bool ranges_match(kg_rng *r, size_t n, size_t cols, const size_t (*ranges)[2], size_t k) {
+    size_t sz = cmf_qact_bytes(n, cols);
+    float *X = malloc(n * cols * sizeof *X);
+    fill_acts(r, X, n, cols);
+    void *m1 = amalloc(sz), *m2 = amalloc(sz);
+    memset(m1, 0, sz), memset(m2, 0, sz);
+    cmf_qact a, b;
+    cmf_qact_bind(&a, m1, n, cols);
+    cmf_qact_bind(&b, m2, n, cols);
+    cmf_qact_quantize(&a, X, cols);
+    for (size_t i = 0; i < k; i++)
+        cmf_qact_quantize_rows(&b, X, cols, ranges[i][0], ranges[i][1]);
+    bool same = memcmp(m1, m2, sz) == 0;
+    free(m1), free(m2), free(X);
+    return same;
+}
+
 int main(int argc, char **argv) {
     test_tier_select(argc, argv);
     kg_rng r = {7};
@@ -193,50 +212,25 @@ int main(int argc, char **argv) {
     for (int tier = 0; tier < 3; tier++) {
         if ((tier == 1 && !avx2_on()) || (tier == 2 && !avx512_on())) continue;
         cq_cpu_force(qtiers[tier]);
-        size_t n = 29, cols = 70, sz = cmf_qact_bytes(n, cols);
-        float *X = malloc(n * cols * sizeof *X);
-        fill_acts(&r, X, n, cols);
-        void *m1 = amalloc(sz), *m2 = amalloc(sz);
-        memset(m1, 0, sz), memset(m2, 0, sz);
-        cmf_qact a, b;
-        cmf_qact_bind(&a, m1, n, cols);
-        cmf_qact_bind(&b, m2, n, cols);
-        cmf_qact_quantize(&a, X, cols);
-        cmf_qact_quantize_rows(&b, X, cols, 13, 29);
-        cmf_qact_quantize_rows(&b, X, cols, 0, 5);
-        cmf_qact_quantize_rows(&b, X, cols, 5, 13);
-        CHECK_MSG(memcmp(m1, m2, sz) == 0, "tier %d: ranged quantization differs", tier);
-        free(m1), free(m2), free(X);
-    }
-    /* thread shares cut at cmf_qact_cut: whole groups (the SIMD tiers stream them), the same
-     * memory as the whole batch quantized at once, on every tier */
-    for (int tier = 0; tier < 3; tier++) {
-        if ((tier == 1 && !avx2_on()) || (tier == 2 && !avx512_on())) continue;
-        cq_cpu_force(qtiers[tier]);
+        static const size_t odd[][2] = {{13, 29}, {0, 5}, {5, 13}};
+        CHECK_MSG(ranges_match(&r, 29, 70, odd, 3), "tier %d: ranged quantization differs", tier);
+        /* thread shares cut at cmf_qact_cut: whole groups (the SIMD tiers stream them) */
         for (size_t n = 4; n <= 131; n += 9)
             for (size_t nt = 2; nt <= 3; nt++) {
-                size_t cols = 100, sz = cmf_qact_bytes(n, cols);
-                float *X = malloc(n * cols * sizeof *X);
-                fill_acts(&r, X, n, cols);
-                void *m1 = amalloc(sz), *m2 = amalloc(sz);
-                memset(m1, 0, sz), memset(m2, 0, sz);
-                cmf_qact a, b;
-                cmf_qact_bind(&a, m1, n, cols);
-                cmf_qact_bind(&b, m2, n, cols);
-                cmf_qact_quantize(&a, X, cols);
-                size_t per = (n + nt - 1) / nt, prev = 0;
-                for (size_t k = nt; k-- > 0;) { /* the later shares first */
-                    size_t t0 = cmf_qact_cut(&b, k * per), t1 = cmf_qact_cut(&b, (k + 1) * per);
-                    CHECK_MSG((t0 % CMF_QACT_GROUP == 0 || t0 == n) &&
-                                  (t1 % CMF_QACT_GROUP == 0 || t1 == n) && t0 <= t1,
-                              "cut of n %zu, share %zu: [%zu, %zu)", n, k, t0, t1);
-                    cmf_qact_quantize_rows(&b, X, cols, t0, t1);
-                    prev += t1 - t0;
+                const cmf_qact shape = {.n = n}; /* all cmf_qact_cut reads */
+                size_t per = (n + nt - 1) / nt, cut[3][2], covered = 0;
+                for (size_t k = 0; k < nt; k++) { /* listed later shares first */
+                    size_t *c = cut[nt - 1 - k];
+                    c[0] = cmf_qact_cut(&shape, k * per),
+                    c[1] = cmf_qact_cut(&shape, (k + 1) * per);
+                    CHECK_MSG((c[0] % CMF_QACT_GROUP == 0 || c[0] == n) &&
+                                  (c[1] % CMF_QACT_GROUP == 0 || c[1] == n) && c[0] <= c[1],
+                              "cut of n %zu, share %zu: [%zu, %zu)", n, k, c[0], c[1]);
+                    covered += c[1] - c[0];
                 }
-                CHECK_MSG(prev == n, "shares of n %zu cover %zu tokens", n, prev);
-                CHECK_MSG(memcmp(m1, m2, sz) == 0, "tier %d, n %zu, %zu shares: differs", tier, n,
-                          nt);
-                free(m1), free(m2), free(X);
+                CHECK_MSG(covered == n, "shares of n %zu cover %zu tokens", n, covered);
+                CHECK_MSG(ranges_match(&r, n, 100, (const size_t(*)[2])cut, nt),
+                          "tier %d, n %zu, %zu shares: differs", tier, n, nt);
             }
     }
     /* the scalar codes: round(x / s) with s = absmax / 127, sums */
