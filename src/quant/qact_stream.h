@@ -17,12 +17,14 @@
  * and the sum of the codes. */
 typedef __m256i (*cq_qact_entry_fn)(const float *x, size_t len, float *amax, int32_t *sum);
 
-static inline __attribute__((always_inline)) void cq_qact_put(cmf_qact *a, size_t e, float amax,
-                                                              int32_t sum) {
-    a->scale[e] = amax / 127.0f;
-    a->c128[e] = -128 * sum;
-    a->c8[e] = -8 * sum;
-    a->c127[e] = -127 * sum;
+/* Entry i of the per-entry arrays: the scale and the code sum's three offset corrections. */
+static inline __attribute__((always_inline)) void cq_qact_put(float *scale, int32_t *c128,
+                                                              int32_t *c8, int32_t *c127, size_t i,
+                                                              float amax, int32_t sum) {
+    scale[i] = amax / 127.0f;
+    c128[i] = -128 * sum;
+    c8[i] = -8 * sum;
+    c127[i] = -127 * sum;
 }
 
 /* Group gi (its cnt tokens from 12 gi on): per block, the tokens' codes back to back (6 lines)
@@ -43,7 +45,7 @@ static inline __attribute__((always_inline)) void cq_qact_stream_group(cmf_qact 
             int32_t sum;
             __m256i q = entry(X + (gi * G + i) * ldx + c0, len, &amax, &sum);
             _mm256_stream_si256((__m256i *)(void *)(a->q + 32 * (e0 + i)), q);
-            scale[i] = amax / 127.0f, c128[i] = -128 * sum, c8[i] = -8 * sum, c127[i] = -127 * sum;
+            cq_qact_put(scale, c128, c8, c127, i, amax, sum);
         }
         for (size_t k = 0; k < G; k += 4) {
             _mm_stream_ps(a->scale + e0 + k, _mm_load_ps(scale + k));
@@ -80,7 +82,7 @@ static inline __attribute__((always_inline)) void cq_qact_quantize_range(cmf_qac
             int32_t sum;
             __m256i q = entry(x + c0, len, &amax, &sum);
             _mm256_storeu_si256((__m256i *)(void *)(a->q + 32 * e), q);
-            cq_qact_put(a, e, amax, sum);
+            cq_qact_put(a->scale, a->c128, a->c8, a->c127, e, amax, sum);
         }
         t++;
     }
