@@ -3,6 +3,10 @@
  * products (gemm_bf16dot_avx512.c), or regrouped in f32 for the AVX-512 or the AVX2 float panels
  * (gemm_f32_avx512.c, gemm_f32_avx2.c). Each is the first half of what the one-call kernel does,
  * so the bits are that kernel's. */
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 #include "quant/gemm_impl.h"
 #include "quant/kernels_engine.h"
 
@@ -56,6 +60,11 @@ void cmf_pact_prepare(cmf_pact *a, const float *X, size_t ldx, size_t t0, size_t
                                  (float *)a->mem + i * stride, true);
         else
             cq_fact2_group_avx2(X, a->n, ldx, a->cols, i, (float *)a->mem + i * stride, true);
+#if defined(__x86_64__) || defined(__i386__)
+    /* the groups went out with non-temporal stores (gemm_impl.h): visible before the pool's
+     * barrier hands them to the other threads */
+    _mm_sfence();
+#endif
 }
 
 bool cmf_matmul_pact(const cmf_qmat *m, const cmf_pact *a, float *Y, size_t ldy, uint64_t r0,

@@ -65,7 +65,6 @@ void cq_bact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size
         else
             cq_transpose16_store(r, xb + c0 / 2 * TG);
     }
-    if (stream) _mm_sfence(); /* before the pool's barrier hands the lines to other threads */
 }
 
 /* Pairs [p0, p0 + bw) of rows [r, r + nr) into the block buffer: panel[i * KBP + q] = pair p0 + q

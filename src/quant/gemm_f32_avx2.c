@@ -152,7 +152,6 @@ static void group_acts(const float *X, size_t t0, size_t nt, size_t ldx, uint64_
         for (size_t j = 0; j < 8; j++)
             _mm256_storeu_ps(xg + (c + j) * TG, v[j]);
     }
-    if (stream) _mm_sfence(); /* before the pool's barrier hands the lines to other threads */
 }
 
 /* acc[t * 16 + i] = (add: acc +) the products of panel row i and token t over the kw columns of

@@ -102,7 +102,6 @@ void cq_fact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size
             _mm512_mask_storeu_ps(xg + (c0 + j) * TG, (__mmask16)((1u << TG) - 1),
                                   _mm512_load_ps(blk + 16 * j));
     }
-    if (stream) _mm_sfence(); /* before the pool's barrier hands the lines to other threads */
 }
 
 /* acc[t * 32 + i] = (add: acc +) the products of panel row i and token t over the kw columns of

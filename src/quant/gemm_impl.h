@@ -176,9 +176,10 @@ bool cq_float_avx512_takes(const cmf_qmat *m, size_t n, unsigned flags);
  *
  * The regroups' `stream`: xg is 64-byte aligned and other threads' products read it (a batch's
  * activations prepared once, cmf_pact), so it goes out in whole lines of non-temporal stores,
- * fenced before the call returns. Plain stores wait for ownership of lines the other core
- * still holds from the previous product: in a prefill the regroups took 10-25x as long as the
- * same regroup repeated at once on lines the thread owned (docs/KERNELS.md). */
+ * which the caller fences once its groups are done (cmf_pact_prepare). Plain stores wait for
+ * ownership of lines the other core still holds from the previous product: in a prefill the
+ * regroups took 10-25x as long as the same regroup repeated at once on lines the thread owned
+ * (docs/KERNELS.md). */
 #define CQ_FACT_GROUP   12
 #define CQ_FACT_COLS(C) ((size_t)((C) + 15) / 16 * 16)
 void cq_fact_group_avx512(const float *X, size_t n, size_t ldx, uint64_t C, size_t kp16, size_t g,
