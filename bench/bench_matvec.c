@@ -1,14 +1,19 @@
 /* bench_matvec.c - matrix-vector throughput of every matrix dtype against the machine's
  * read bandwidth.
  *
- *   bench_matvec [--mb N] [--threads T] [--reps R] [--batch B] [--cols C] [dtype ...]
+ *   bench_matvec [--mb N] [--threads T] [--reps R] [--batch B] [--cols C] [--vendor-ab K]
+ *                [dtype ...]
  *
  * Measures the read bandwidth (T threads summing a 1 GiB buffer with vector loads), then for
  * each dtype builds a random valid payload of about N MiB (default 512, far beyond the
  * caches), times the fastest of R full matvecs split over T threads (default 2) and prints
  * the weight bytes streamed per second and that rate as a percentage of the bandwidth.
  * With CMF_KF_INT8_ACT the same for the int8-activation paths, and a B-token matmul
- * (default 8) for prefill, reported as its time relative to B separate matvecs. */
+ * (default 8) for prefill, reported as its time relative to B separate matvecs.
+ * --vendor-ab K: instead, K rounds of the one-token matvec with the kernels for other CPUs and
+ * those tuned for AMD's cores (cq_cpu_force_amd 0, then 1), alternating in this process so
+ * that the host's drift hits both alike: each round's GB/s as % of the probe around it, and
+ * the median of the rounds' ratios. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,9 +58,43 @@ static double row_bytes(cmf_dtype dt, uint64_t cols) {
     }
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* --vendor-ab: rounds of the one-token matvec alternating the two kernel choices. */
+static int vendor_ab(const cmf_qmat *m, const float *X, float *Y, uint64_t nb, unsigned threads,
+                     unsigned reps, unsigned rounds, cq_bench_bw *probe) {
+    double *ratio = malloc(rounds * sizeof *ratio);
+    if (!ratio) return 3;
+    printf("%-9s", cmf_dtype_name(m->dtype));
+    for (unsigned k = 0; k < rounds; k++) {
+        double pct[2];
+        for (int amd = 0; amd < 2; amd++) {
+            double cpu, nbw, nbwc;
+            cq_cpu_force_amd(amd);
+            double t =
+                cq_bench_matmul_near_bw(m, X, 1, Y, threads, reps, 0, &cpu, probe, &nbw, &nbwc);
+            if (t <= 0) {
+                free(ratio);
+                return 3;
+            }
+            pct[amd] = 100 * (double)nb / t / 1e9 / nbw;
+        }
+        ratio[k] = pct[1] / pct[0];
+        printf(" | %3.0f%% %3.0f%%", pct[0], pct[1]);
+    }
+    cq_cpu_force_amd(-1);
+    qsort(ratio, rounds, sizeof *ratio, cmp_double);
+    printf(" | amd/other %.3f (%.2f-%.2f)\n", ratio[rounds / 2], ratio[0], ratio[rounds - 1]);
+    free(ratio);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     uint64_t mb = 512, cols = 4096;
-    unsigned threads = 2, reps = 5, batch = 8;
+    unsigned threads = 2, reps = 5, batch = 8, ab = 0;
     cmf_dtype list[CMF_DT_COUNT];
     size_t nlist = 0;
     for (int i = 1; i < argc; i++) {
@@ -69,12 +108,14 @@ int main(int argc, char **argv) {
             batch = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--cols") && i + 1 < argc)
             cols = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--vendor-ab") && i + 1 < argc)
+            ab = (unsigned)atoi(argv[++i]);
         else if (nlist < CMF_DT_COUNT && cmf_dtype_from_name(argv[i], &list[nlist]))
             nlist++;
         else {
             fprintf(stderr,
                     "usage: bench_matvec [--mb N] [--threads T] [--reps R] [--batch B] [--cols C] "
-                    "[dtype ...]\n"
+                    "[--vendor-ab K] [dtype ...]\n"
                     "  --cols: columns of the matrices (default 4096; a multiple of 32 for the\n"
                     "  dtypes that need it, e.g. 576 for SmolLM2-135M's attention)\n");
             return 2;
@@ -99,9 +140,12 @@ int main(int argc, char **argv) {
     printf("(cpu: GB/s from the slowest thread's CPU time = the rate with a core per thread;\n"
            " %%bw is of the wall bandwidth, [%%] of the cpu bandwidth, both probed again just\n"
            " before and after each timing, the higher side counting: see `bw` at the end)\n");
-    printf("%-9s %7s %9s %7s %5s %14s | %9s %5s %14s | %s\n", "dtype", "MiB", "matvec ms", "GB/s",
-           "%bw", "cpu [%cpu bw]", "int8 GB/s", "%bw", "cpu [%cpu bw]",
-           "matmul B tokens vs B matvecs");
+    if (ab)
+        printf("%-9s | per round: %%bw of the kernels for other CPUs, then of AMD's\n", "dtype");
+    else
+        printf("%-9s %7s %9s %7s %5s %14s | %9s %5s %14s | %s\n", "dtype", "MiB", "matvec ms",
+               "GB/s", "%bw", "cpu [%cpu bw]", "int8 GB/s", "%bw", "cpu [%cpu bw]",
+               "matmul B tokens vs B matvecs");
     kg_rng rng = {1};
     kg_opts o = {0, 10, 0};
     for (size_t d = 0; d < nlist; d++) {
@@ -122,6 +166,19 @@ int main(int argc, char **argv) {
         if (cmf_qmat_init(&m, dt, rows, cols, p, nb, cmf_dtype_name(dt), &err) != CMF_OK) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
+        }
+        if (ab) {
+            int rc = vendor_ab(&m, X, Y, nb, threads, reps, ab, probe);
+            if (rc) {
+                fprintf(stderr, "bench_matvec: cannot start threads\n");
+                return rc;
+            }
+            fflush(stdout);
+            cmf_qmat_free(&m);
+            free(p);
+            free(X);
+            free(Y);
+            continue;
         }
         double cpu, cpu8, nbw, nbwc, nbw8 = 0, nbwc8;
         double t = cq_bench_matmul_near_bw(&m, X, 1, Y, threads, reps, 0, &cpu, probe, &nbw, &nbwc);

@@ -12,6 +12,7 @@
 static cq_cpu_features g_feat;
 static int g_detected;
 static int g_isa = -1;
+static int g_amd = -1; /* cq_cpu_force_amd's choice; -1: the vendor's */
 
 /* Linux hands out the AMX tile data state (XCR0 bit 18) only to a process that asks for it. */
 static bool amx_permitted(uint64_t xcr0) {
@@ -61,6 +62,7 @@ const cq_cpu_features *cq_cpu_detect(void) {
             f.bf16dot_fast = f.avx512bf16 && amd;
         }
     }
+    f.amd = amd;
     g_feat = f;
     g_detected = 1;
     return &g_feat;
@@ -87,6 +89,14 @@ cq_isa cq_cpu_isa(void) {
 void cq_cpu_force(cq_isa isa) {
     cq_isa best = best_isa();
     g_isa = (int)(isa < best ? isa : best);
+}
+
+bool cq_cpu_amd(void) {
+    return g_amd >= 0 ? g_amd != 0 : cq_cpu_detect()->amd;
+}
+
+void cq_cpu_force_amd(int amd) {
+    g_amd = amd < 0 ? -1 : amd != 0;
 }
 
 static const char *const k_isa_names[CQ_ISA_COUNT] = {

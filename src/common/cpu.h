@@ -21,6 +21,7 @@ typedef struct cq_cpu_features {
     /* vdpbf16ps outruns the f32 FMAs it replaces: AMD's AVX-512 BF16 (Zen 4: twice their
      * rate); Intel's (Sapphire Rapids: half their rate, bench_peak) does not */
     bool bf16dot_fast;
+    bool amd; /* AuthenticAMD: the kernels tuned for its cores apply (cq_cpu_amd) */
 } cq_cpu_features;
 
 /* Features the CPU and OS support (XSAVE state checked). The first call also asks Linux for
@@ -30,6 +31,12 @@ const cq_cpu_features *cq_cpu_detect(void);
 cq_isa cq_cpu_isa(void);
 /* Override the tier for this process (tests); clamped to what the CPU supports. */
 void cq_cpu_force(cq_isa isa);
+/* Whether the kernel variants tuned for AMD's cores run (the AVX-512 bf16 rows,
+ * docs/KERNELS.md, "bf16 rows on AMD"): the CPU's vendor unless a test or benchmark forced
+ * either choice (cq_cpu_force_amd: 1 or 0; -1 goes back to the vendor). The variants give the
+ * same bits, so the choice changes only speed. */
+bool cq_cpu_amd(void);
+void cq_cpu_force_amd(int amd);
 const char *cq_isa_name(cq_isa isa);
 /* Parse a tier name ("scalar", "avx2", "avx512", "amx"); false if not one. */
 bool cq_isa_from_name(const char *name, cq_isa *out);

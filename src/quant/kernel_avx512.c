@@ -18,6 +18,14 @@ static inline float h16(const uint8_t *p) {
 
 #define ZERO _mm512_setzero_ps()
 
+/* bf16 values p[0..15] (mask k) as f32, each half of 8 widened on its own (LD_BF16_HALVES). */
+static inline __attribute__((always_inline)) __m512 ld_bf16_halves(const uint8_t *p, __mmask16 k) {
+    __m256i lo = _mm256_cvtepu16_epi32(_mm_maskz_loadu_epi16((__mmask8)k, p)),
+            hi = _mm256_cvtepu16_epi32(_mm_maskz_loadu_epi16((__mmask8)(k >> 8), p + 16));
+    return _mm512_castsi512_ps(_mm512_inserti64x4(_mm512_castsi256_si512(_mm256_slli_epi32(lo, 16)),
+                                                  _mm256_slli_epi32(hi, 16), 1));
+}
+
 /* ======== stream dtypes: f32, f16, bf16, q8_row, q8_2f (any cols) ======== */
 
 #define LD_F32(i, k) _mm512_maskz_loadu_ps(k, row + 4 * (i))
@@ -25,7 +33,10 @@ static inline float h16(const uint8_t *p) {
 #define LD_BF16(i, k)                                                                              \
     _mm512_castsi512_ps(                                                                           \
         _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, row + 2 * (i))), 16))
-#define LD_Q8(i, k) _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, row + (i))))
+/* The same 16 values widened 8 at a time: a 512-bit vpmovzxwd from memory held a Zen 4
+ * thread's one-token bf16 stream to ~24 GB/s from DRAM, the 256-bit halves reach ~30 */
+#define LD_BF16_HALVES(i, k) ld_bf16_halves(row + 2 * (i), k)
+#define LD_Q8(i, k)          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, row + (i))))
 #define LD_Q8_2F(i, k)                                                                             \
     _mm512_mul_ps(LD_Q8(i, k), _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, colf + 2 * (i))))
 
@@ -164,9 +175,17 @@ static inline float h16(const uint8_t *p) {
 #define RS_ROWSCALE(r) h16(m->scales + 2 * (r))
 STREAM_KERNEL(mm_f32, 4, NO_PRE, ROW_F32, RS_ONE, LD_F32)
 STREAM_KERNEL(mm_f16, 2, NO_PRE, ROW_F16, RS_ONE, LD_F16)
-STREAM_KERNEL(mm_bf16, 2, NO_PRE, ROW_F16, RS_ONE, LD_BF16)
+STREAM_KERNEL(mm_bf16_whole, 2, NO_PRE, ROW_F16, RS_ONE, LD_BF16)
 STREAM_KERNEL(mm_q8_row_f32, 1, NO_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8)
 STREAM_KERNEL(mm_q8_2f, 1, COLF_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8_2F)
+/* AMD's cores: bf16 widened in halves (LD_BF16_HALVES), the same values in the same lanes, so
+ * the same bits (docs/KERNELS.md, "bf16 rows on AMD"). */
+STREAM_KERNEL(mm_bf16_halves, 2, NO_PRE, ROW_F16, RS_ONE, LD_BF16_HALVES)
+
+static void mm_bf16(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
+                    uint64_t r0, uint64_t r1, unsigned flags) {
+    (cq_cpu_amd() ? mm_bf16_halves : mm_bf16_whole)(m, X, n, ldx, Y, ldy, r0, r1, flags);
+}
 
 /* ---- one decode step of several tokens (batched decode of independent sessions) ----
  * Each token's rows get exactly the one-token kernel's arithmetic above (per row the same two

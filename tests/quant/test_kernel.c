@@ -191,7 +191,13 @@ static void test_all_tiers(void) {
                           (unsigned long long)sh.rows, (unsigned long long)sh.cols, err.msg);
                 if (st == CMF_OK) {
                     for (int isa = CQ_ISA_SCALAR; isa <= CQ_ISA_AMX; isa++) {
-                        int bad = check_tier(&m, (cq_isa)isa, &rng);
+                        int bad = 0;
+                        /* bf16 on AVX-512: the rows for other CPUs, then AMD's (cq_cpu_amd) */
+                        for (int amd = 0; amd < (dt == CMF_DT_BF16 ? 2 : 1); amd++) {
+                            cq_cpu_force_amd(dt == CMF_DT_BF16 ? amd : -1);
+                            bad += check_tier(&m, (cq_isa)isa, &rng);
+                        }
+                        cq_cpu_force_amd(-1);
                         if (sh.cols % 32 == 0) bad += check_int8(&m, (cq_isa)isa, &rng);
                         CHECK_MSG(bad == 0, "%s [%llu x %llu] tier %s: %d mismatches",
                                   cmf_dtype_name(dt), (unsigned long long)sh.rows,
@@ -455,8 +461,47 @@ static void test_row_tiles(void) {
     }
 }
 
+/* The AVX-512 bf16 rows tuned for AMD (widened in halves) and the others give the same bits:
+ * one token and small batches, whole and partial 16-row blocks, column tails. */
+static void test_bf16_amd_same_bits(void) {
+    if (!test_tier_on(CQ_ISA_AVX512)) return;
+    cq_cpu_force(CQ_ISA_AVX512);
+    if (cq_cpu_isa() != CQ_ISA_AVX512) return;
+    static const shape_t shapes[] = {{16, 576}, {37, 640}, {21, 33}, {48, 1030}, {5, 8}};
+    kg_rng rng = {77};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        shape_t sh = shapes[s];
+        kg_opts o = {0, 3, 0};
+        uint64_t nb;
+        uint8_t *p = kg_payload(CMF_DT_BF16, sh.rows, sh.cols, &rng, &o, &nb);
+        cmf_qmat m;
+        CHECK(cmf_qmat_init(&m, CMF_DT_BF16, sh.rows, sh.cols, p, nb, "t", NULL) == CMF_OK);
+        for (size_t n = 1; n <= 5; n += 2) {
+            float *X = malloc(n * sh.cols * sizeof *X), *Y[2];
+            for (size_t i = 0; i < n * sh.cols; i++)
+                X[i] = kg_unif(&rng, -2, 2);
+            for (int amd = 0; amd < 2; amd++) {
+                Y[amd] = malloc(n * sh.rows * sizeof *Y[amd]);
+                cq_cpu_force_amd(amd);
+                if (n == 1)
+                    cmf_matvec(&m, X, Y[amd], 0, sh.rows);
+                else
+                    cmf_matmul_ex(&m, X, n, sh.cols, Y[amd], sh.rows, 0, sh.rows, 0);
+            }
+            CHECK_MSG(!memcmp(Y[0], Y[1], n * sh.rows * sizeof *Y[0]),
+                      "bf16 [%llu x %llu] n=%zu: AMD's rows differ in bits",
+                      (unsigned long long)sh.rows, (unsigned long long)sh.cols, n);
+            free(X), free(Y[0]), free(Y[1]);
+        }
+        cq_cpu_force_amd(-1);
+        cmf_qmat_free(&m);
+        free(p);
+    }
+}
+
 int main(int argc, char **argv) {
     test_tier_select(argc, argv);
+    test_bf16_amd_same_bits();
     test_row_tiles();
     if (test_tier_on(CQ_ISA_SCALAR)) {
         test_fallbacks();
