@@ -67,7 +67,10 @@ static int cmp_double(const void *a, const void *b) {
 static int vendor_ab(const cmf_qmat *m, const float *X, float *Y, uint64_t nb, unsigned threads,
                      unsigned reps, unsigned rounds, cq_bench_bw *probe) {
     double *ratio = malloc(rounds * sizeof *ratio);
-    if (!ratio) return 3;
+    if (!ratio) {
+        fprintf(stderr, "bench_matvec: out of memory\n");
+        return 3;
+    }
     printf("%-9s", cmf_dtype_name(m->dtype));
     for (unsigned k = 0; k < rounds; k++) {
         double pct[2];
@@ -77,6 +80,8 @@ static int vendor_ab(const cmf_qmat *m, const float *X, float *Y, uint64_t nb, u
             double t =
                 cq_bench_matmul_near_bw(m, X, 1, Y, threads, reps, 0, &cpu, probe, &nbw, &nbwc);
             if (t <= 0) {
+                fprintf(stderr, "bench_matvec: cannot start threads\n");
+                cq_cpu_force_amd(-1);
                 free(ratio);
                 return 3;
             }
@@ -125,8 +130,10 @@ int main(int argc, char **argv) {
         nlist = sizeof k_default / sizeof k_default[0];
         memcpy(list, k_default, sizeof k_default);
     }
-    if (threads < 1 || reps < 1 || batch < 1 || mb < 1 || cols < 32 || cols % 32 || cols > 65504) {
-        fprintf(stderr, "bench_matvec: bad option value (--cols: a multiple of 32 up to 65504)\n");
+    if (threads < 1 || reps < 1 || batch < 1 || mb < 1 || cols < 32 || cols % 32 || cols > 65504 ||
+        ab > 1000) {
+        fprintf(stderr, "bench_matvec: bad option value (--cols: a multiple of 32 up to 65504; "
+                        "--vendor-ab: up to 1000 rounds)\n");
         return 2;
     }
     cq_bench_bw *probe = cq_bench_bw_new((size_t)1 << 30, threads, false);
@@ -169,10 +176,7 @@ int main(int argc, char **argv) {
         }
         if (ab) {
             int rc = vendor_ab(&m, X, Y, nb, threads, reps, ab, probe);
-            if (rc) {
-                fprintf(stderr, "bench_matvec: cannot start threads\n");
-                return rc;
-            }
+            if (rc) return rc;
             fflush(stdout);
             cmf_qmat_free(&m);
             free(p);
