@@ -97,6 +97,41 @@ static int vendor_ab(const cmf_qmat *m, const float *X, float *Y, uint64_t nb, u
     return 0;
 }
 
+/* The plain report of one dtype: matvec GB/s against the probe, the int8 path where the dtype
+ * has one, and a batch-token matmul against as many matvecs. */
+static int report(const cmf_qmat *m, const float *X, float *Y, uint64_t nb, unsigned threads,
+                  unsigned reps, unsigned batch, cq_bench_bw *probe) {
+    double cpu, cpu8, nbw, nbwc, nbw8 = 0, nbwc8;
+    double t = cq_bench_matmul_near_bw(m, X, 1, Y, threads, reps, 0, &cpu, probe, &nbw, &nbwc);
+    if (t <= 0) {
+        fprintf(stderr, "bench_matvec: cannot start threads\n");
+        return 3;
+    }
+    double gbs = (double)nb / t / 1e9;
+    printf("%-9s %7.1f %9.2f %7.1f %4.0f%% %7.1f [%3.0f%%] |", cmf_dtype_name(m->dtype),
+           nb / 1048576.0, t * 1e3, gbs, 100 * gbs / nbw, (double)nb / cpu / 1e9,
+           100 * (double)nb / cpu / 1e9 / nbwc);
+    if (has_i8_path(m->dtype)) {
+        double t8 = cq_bench_matmul_near_bw(m, X, 1, Y, threads, reps, CMF_KF_INT8_ACT, &cpu8,
+                                            probe, &nbw8, &nbwc8);
+        if (t8 <= 0) {
+            fprintf(stderr, "bench_matvec: cannot start threads\n");
+            return 3;
+        }
+        double g8 = (double)nb / t8 / 1e9;
+        printf(" %9.1f %4.0f%% %7.1f [%3.0f%%] |", g8, 100 * g8 / nbw8, (double)nb / cpu8 / 1e9,
+               100 * (double)nb / cpu8 / 1e9 / nbwc8);
+    } else {
+        printf(" %9s %5s %7s %6s |", "-", "-", "-", "");
+    }
+    double tb = cq_bench_matmul(m, X, batch, Y, threads, reps > 2 ? 2 : reps, 0, NULL);
+    printf(" %u tokens %.1f ms = %.2fx one matvec (%.1fx faster than %u matvecs) | bw %.1f", batch,
+           tb * 1e3, tb / t, batch * t / tb, batch, nbw);
+    if (nbw8 > 0) printf(" / %.1f", nbw8);
+    printf("\n");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     uint64_t mb = 512, cols = 4096;
     unsigned threads = 2, reps = 5, batch = 8, ab = 0;
@@ -174,44 +209,9 @@ int main(int argc, char **argv) {
             fprintf(stderr, "%s\n", err.msg);
             return 1;
         }
-        if (ab) {
-            int rc = vendor_ab(&m, X, Y, nb, threads, reps, ab, probe);
-            if (rc) return rc;
-            fflush(stdout);
-            cmf_qmat_free(&m);
-            free(p);
-            free(X);
-            free(Y);
-            continue;
-        }
-        double cpu, cpu8, nbw, nbwc, nbw8 = 0, nbwc8;
-        double t = cq_bench_matmul_near_bw(&m, X, 1, Y, threads, reps, 0, &cpu, probe, &nbw, &nbwc);
-        if (t <= 0) {
-            fprintf(stderr, "bench_matvec: cannot start threads\n");
-            return 3;
-        }
-        double gbs = (double)nb / t / 1e9;
-        printf("%-9s %7.1f %9.2f %7.1f %4.0f%% %7.1f [%3.0f%%] |", cmf_dtype_name(dt),
-               nb / 1048576.0, t * 1e3, gbs, 100 * gbs / nbw, (double)nb / cpu / 1e9,
-               100 * (double)nb / cpu / 1e9 / nbwc);
-        if (has_i8_path(dt)) {
-            double t8 = cq_bench_matmul_near_bw(&m, X, 1, Y, threads, reps, CMF_KF_INT8_ACT, &cpu8,
-                                                probe, &nbw8, &nbwc8);
-            if (t8 <= 0) {
-                fprintf(stderr, "bench_matvec: cannot start threads\n");
-                return 3;
-            }
-            double g8 = (double)nb / t8 / 1e9;
-            printf(" %9.1f %4.0f%% %7.1f [%3.0f%%] |", g8, 100 * g8 / nbw8, (double)nb / cpu8 / 1e9,
-                   100 * (double)nb / cpu8 / 1e9 / nbwc8);
-        } else {
-            printf(" %9s %5s %7s %6s |", "-", "-", "-", "");
-        }
-        double tb = cq_bench_matmul(&m, X, batch, Y, threads, reps > 2 ? 2 : reps, 0, NULL);
-        printf(" %u tokens %.1f ms = %.2fx one matvec (%.1fx faster than %u matvecs) | bw %.1f",
-               batch, tb * 1e3, tb / t, batch * t / tb, batch, nbw);
-        if (nbw8 > 0) printf(" / %.1f", nbw8);
-        printf("\n");
+        int rc = ab ? vendor_ab(&m, X, Y, nb, threads, reps, ab, probe)
+                    : report(&m, X, Y, nb, threads, reps, batch, probe);
+        if (rc) return rc;
         fflush(stdout);
         cmf_qmat_free(&m);
         free(p);
