@@ -10,7 +10,10 @@
  * them, and on AMX the tiles with one product per step). CORTIQ_CPU=avx2 times the AVX2 tier
  * instead (its FMA panels, gemm_f32_avx2.c, from 10 tokens).
  *
- *   bench_gemm [--tokens N] [--reps R] [dtype...]     (default: q8_row q4_tiled q4tp)
+ *   bench_gemm [--tokens N] [--reps R] [--shape ROWSxCOLS]... [dtype...]
+ *
+ * (default dtypes q8_row q4_tiled q4tp; default shapes the Qwen2.5-0.5B layer's, each --shape
+ * replaces them: --shape 576x576 --shape 1536x576 --shape 576x1536 are SmolLM2-135M's)
  *
  * CPU time of the calling thread is used, so other load on the machine changes the figure
  * little. The weights are random valid payloads (tests/quant/kernel_gen.h). */
@@ -122,10 +125,22 @@ int main(int argc, char **argv) {
     size_t n = 64;
     int reps = 5;
     cmf_dtype dts[16];
-    size_t nd = 0;
+    size_t nd = 0, ns = 0;
+    uint64_t shapes[16][2];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
             n = (size_t)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            unsigned long long r, c;
+            char tail;
+            if (ns == 16 || sscanf(argv[++i], "%llux%llu%c", &r, &c, &tail) != 2 || !r || !c ||
+                r > (1u << 20) || c > (1u << 20)) {
+                fprintf(stderr, "--shape %s: want ROWSxCOLS, each 1 to 1048576, at most 16\n",
+                        argv[i]);
+                return 2;
+            }
+            shapes[ns][0] = r, shapes[ns][1] = c, ns++;
+        }
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (nd < 16) {
@@ -143,9 +158,12 @@ int main(int argc, char **argv) {
                                       : tier >= CQ_ISA_AMX && cq_cpu_detect()->amx_int8
                                           ? "AMX-INT8 tiles (the VNNI tier's bits)"
                                           : "AVX-512 VNNI");
-    static const uint64_t shapes[][2] = {{896, 896}, {4864, 896}, {896, 4864}, {128, 896}};
+    static const uint64_t qwen[][2] = {{896, 896}, {4864, 896}, {896, 4864}, {128, 896}};
+    if (!ns)
+        for (; ns < 4; ns++)
+            shapes[ns][0] = qwen[ns][0], shapes[ns][1] = qwen[ns][1];
     for (size_t d = 0; d < nd; d++)
-        for (size_t s = 0; s < 4; s++)
+        for (size_t s = 0; s < ns; s++)
             run(dts[d], shapes[s][0], shapes[s][1], n, reps);
     cq_cpu_force(tier);
     return 0;
