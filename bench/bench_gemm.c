@@ -140,8 +140,7 @@ int main(int argc, char **argv) {
                 return 2;
             }
             shapes[ns][0] = r, shapes[ns][1] = c, ns++;
-        }
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+        } else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (nd < 16) {
             cmf_dtype d;
