@@ -228,19 +228,20 @@ int bench_model_main(int argc, char **argv) {
         double pm, psd, dm, dsd;
         mean_sd(pre, (int)r, &pm, &psd);
         mean_sd(dec, (int)r, &dm, &dsd);
-        uint64_t wb = cortiq_model_weight_bytes(m);
+        uint64_t wb = cortiq_model_weight_bytes(m), macs = cortiq_model_token_macs(m);
         if (json)
             printf(
                 "{\"model\": \"%s\", \"threads\": %u, \"prompt_tokens\": %llu, \"gen_tokens\": "
                 "%llu, \"reps\": %llu, \"warmup\": %s, "
                 "\"load_s\": %.4f, \"prefill_tok_s\": %.2f, \"prefill_tok_s_sd\": %.2f, "
                 "\"decode_tok_s\": %.2f, "
-                "\"decode_tok_s_sd\": %.2f, \"weight_bytes_per_token\": %llu, \"peak_rss_mb\": "
+                "\"decode_tok_s_sd\": %.2f, \"weight_bytes_per_token\": %llu, \"token_macs\": "
+                "%llu, \"peak_rss_mb\": "
                 "%.1f, \"kv\": \"%s\", \"kv_bytes\": %llu, \"huge_page_bytes\": %llu, \"lanes_bytes\": "
                 "%llu, \"task\": ",
                 path, cortiq_model_threads(m), (unsigned long long)p, (unsigned long long)n,
                 (unsigned long long)r, warmup ? "true" : "false", load_s, pm, psd, dm, dsd,
-                (unsigned long long)wb, rss_mb, cortiq_kv_type_name(kv),
+                (unsigned long long)wb, (unsigned long long)macs, rss_mb, cortiq_kv_type_name(kv),
                 (unsigned long long)cortiq_session_kv_bytes(s), (unsigned long long)huge,
                 (unsigned long long)cortiq_model_lanes_bytes(m));
         if (json) {
@@ -250,14 +251,16 @@ int bench_model_main(int argc, char **argv) {
                 printf("null");
             printf(", ");
         } else
-            printf("%s: %u threads, load %.3f s%s\n  prefill %llu tokens: %.1f ± %.1f tok/s\n  "
+            printf("%s: %u threads, load %.3f s%s\n  prefill %llu tokens: %.1f ± %.1f tok/s (%.1f "
+                   "GFLOP/s in the layers' products)\n  "
                    "decode %llu tokens: %.2f ± "
                    "%.2f tok/s (%.2f GB/s of weights)\n  peak RSS %.1f MB, KV cache %s %.1f MB, "
                    "%.1f MB of weights on 2 MiB pages, %.1f MB as the decode copy\n",
                    path, cortiq_model_threads(m), load_s, warmup ? ", one warm-up round" : "",
-                   (unsigned long long)p, pm, psd, (unsigned long long)n, dm, dsd, dm * wb / 1e9,
-                   rss_mb, cortiq_kv_type_name(kv), cortiq_session_kv_bytes(s) / 1048576.0,
-                   huge / 1048576.0, cortiq_model_lanes_bytes(m) / 1048576.0);
+                   (unsigned long long)p, pm, psd, 2e-9 * (double)macs * pm, (unsigned long long)n,
+                   dm, dsd, dm * wb / 1e9, rss_mb, cortiq_kv_type_name(kv),
+                   cortiq_session_kv_bytes(s) / 1048576.0, huge / 1048576.0,
+                   cortiq_model_lanes_bytes(m) / 1048576.0);
         print_first_token(json, text, first_clock - t_begin, first_clock, tok_s, tpl_s,
                           text_wait_s);
     }

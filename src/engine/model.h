@@ -117,6 +117,7 @@ struct cortiq_model {
     cq_mtp_head *mtp;  /* arch.mtp (spec §2.1): its norms and eh_proj; NULL when absent */
     float *freq_store; /* all inv_freq tables */
     uint64_t weight_bytes;
+    uint64_t token_macs; /* cortiq_model_token_macs */
     unsigned kflags;   /* cmf_matmul_ex flags for every product (CMF_KF_INT8_ACT or 0) */
     cortiq_kv_type kv; /* KV cache type of new sessions (cortiq_load_opts.kv) */
     bool prefill_qact; /* batched products use cmf_matmul_qact where the weights allow */

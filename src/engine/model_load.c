@@ -426,6 +426,31 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
     return CMF_OK;
 }
 
+/* m->token_macs: rows x cols of every layer matrix a decode step reads (cq_decode_mats), without
+ * the output head (a prefill runs it for its last token only), and of a MoE layer's routed
+ * experts top_k times their mean. */
+static cmf_status count_token_macs(cortiq_model *m, const char *path, cmf_err *err) {
+    cmf_qmat **w = malloc(((size_t)m->n_layers * CQ_DECODE_MATS_PER_LAYER + 1) * sizeof *w);
+    if (!w) return cmf_err_set(err, CMF_E_NOMEM, path, "the list of the model's matrices");
+    size_t n = cq_decode_mats(m, false, w);
+    uint64_t macs = 0;
+    for (size_t i = 0; i < n; i++)
+        if (w[i] != &m->head) macs += w[i]->rows * w[i]->cols;
+    free(w);
+    for (uint32_t l = 0; l < m->n_layers; l++) {
+        const cq_moe *moe = m->layers[l].moe;
+        if (!moe || !moe->n_experts) continue;
+        uint64_t all = 0;
+        for (uint32_t e = 0; e < moe->n_experts; e++) {
+            const cq_expert *x = &moe->experts[e];
+            all += x->wg.rows * x->wg.cols + x->wu.rows * x->wu.cols + x->wd.rows * x->wd.cols;
+        }
+        macs += all / moe->n_experts * moe->top_k;
+    }
+    m->token_macs = macs;
+    return CMF_OK;
+}
+
 static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     cortiq_model *m = L->m;
     cmf_status st = cmf_open_model(path, o && o->verify_tensors ? CMF_OPEN_VERIFY_TENSORS : 0,
@@ -517,6 +542,7 @@ static cmf_status load(loader *L, const char *path, const cortiq_load_opts *o) {
     if ((st = load_layers(L, a))) return st;
     if (L->overlay_st) return L->overlay_st;
     if (m->mtp && (st = cq_mtp_check(m, path, L->err))) return st;
+    if ((st = count_token_macs(m, path, L->err))) return st;
     unsigned threads = o && o->threads ? o->threads : 0;
     cortiq_act_mode act = o ? o->act : CORTIQ_ACT_DEFAULT;
     if ((unsigned)act >= CORTIQ_ACT_COUNT)
@@ -614,4 +640,8 @@ unsigned cortiq_model_threads(const cortiq_model *m) {
 }
 uint64_t cortiq_model_weight_bytes(const cortiq_model *m) {
     return m->weight_bytes;
+}
+
+uint64_t cortiq_model_token_macs(const cortiq_model *m) {
+    return m->token_macs;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The benchmark harness's own arithmetic (bench/vs_llamacpp): a row from alternating rounds
 (medians, ratios as the median of the rounds' ratios with their range, the roofline against the
-higher probe of each round), from one round (the run's own sd), the bits-per-weight label, and
+higher probe of each round, the products' GFLOP/s), from one round (the run's own sd), the bits-per-weight label, and
 the bits per weight of real files converted by cortiq (every f16 tensor: exactly 16).
 
 usage: test_vs_llamacpp.py CORTIQ_BIN SOURCE_DIR        (stdlib only; no llama.cpp needed)
@@ -56,6 +56,13 @@ check("roofline median", near(r["cortiq_decode_pct_roofline"], 100 * statistics.
 check("probe range", r["read_bw_before_gbs"] == 20.0 and r["read_bw_after_gbs"] == 50.0)
 check("peak RSS: the largest", near(r["cortiq_rss_mb"], 100.3) and r["rounds"] == 3)
 check("ratio cell with range", vs.ratio_cell(r, "decode_ratio") == "1.60 (1.50–2.00)")
+check("no token_macs (an older cortiq): no GFLOP/s", r["token_macs"] is None and r["cortiq_prefill_gflops"] is None)
+
+# the products' GFLOP/s: 2 x multiply-adds per token x the median tok/s of each side
+for x in rounds:
+    x["c"]["token_macs"] = 5e8
+g = vs.row_of("m", "Q4_0 ↔ q4t", "x.cmf", "x.gguf", rounds)
+check("GFLOP/s of the medians", near(g["cortiq_prefill_gflops"], 2 * 0.5 * 210) and near(g["llama_prefill_gflops"], 2 * 0.5 * 150))
 
 # one round: as measured, with the run's own sd and probes
 one = vs.row_of("m", "l", "x.cmf", "x.gguf", [a_round(300, 30, [100, 110], [20, 22], (30.0, 40.0), sd=7.0)])
