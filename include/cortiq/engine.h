@@ -154,8 +154,9 @@ CORTIQ_API unsigned cortiq_model_threads(const cortiq_model *m);
 CORTIQ_API uint64_t cortiq_model_weight_bytes(const cortiq_model *m);
 /* Multiply-adds one token takes in the layers' matrix products: rows x cols of every layer
  * matrix (a MoE layer's routed experts: top_k times their mean), without the output head and
- * the embedding. A prefill of n tokens at r tok/s runs 2 * this * r flops per second in them
- * (`cortiq bench` prints it, for comparison with the machine's peak; docs/PERFORMANCE.md). */
+ * the embedding. A prefill at r tok/s does 2 * this * r flops per second in them (an integer
+ * multiply-add counted as two; `cortiq bench` prints it, for comparison with the machine's peak:
+ * docs/PERFORMANCE.md, "Compute roof"). */
 CORTIQ_API uint64_t cortiq_model_token_macs(const cortiq_model *m);
 /* Page in the weights every decode step reads (each layer's matrices and the output head; an
  * untied embedding table, of which a token reads one row, stays lazy) and return when they are
