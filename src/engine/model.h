@@ -118,9 +118,9 @@ struct cortiq_model {
     float *freq_store; /* all inv_freq tables */
     uint64_t weight_bytes;
     uint64_t token_macs; /* cortiq_model_token_macs */
-    unsigned kflags;   /* cmf_matmul_ex flags for every product (CMF_KF_INT8_ACT or 0) */
-    cortiq_kv_type kv; /* KV cache type of new sessions (cortiq_load_opts.kv) */
-    bool prefill_qact; /* batched products use cmf_matmul_qact where the weights allow */
+    unsigned kflags;     /* cmf_matmul_ex flags for every product (CMF_KF_INT8_ACT or 0) */
+    cortiq_kv_type kv;   /* KV cache type of new sessions (cortiq_load_opts.kv) */
+    bool prefill_qact;   /* batched products use cmf_matmul_qact where the weights allow */
     /* extra cmf_matmul_ex flags for integer-coded weights (q8_row, q4_*, vbit*) */
     unsigned q4flags;
     unsigned bf16flags; /* extra flags for batches on bf16 weights (CMF_KF_BF16_ACT or 0) */
