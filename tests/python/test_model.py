@@ -99,6 +99,15 @@ def test_greedy_ids_match_transformers(model):
     assert ids[8:] == greedy.tolist()
 
 
+def test_token_macs_counts_the_layer_matrices(tiny_f32, model):
+    """Every 2-D matrix of the layers (this dense checkpoint has no experts), not the embedding
+    or the head."""
+    with cortiq.open(tiny_f32) as f:
+        want = sum(t.shape[0] * t.shape[1] for name, t in f.tensors.items()
+                   if name.startswith("model.layers.") and len(t.shape) == 2)
+    assert want > 0 and model.token_macs == want
+
+
 def test_hidden_states_feed_the_head(tiny_f32, model):
     ids = model.tokenize(PROMPT)
     hidden = model.hidden_states(ids)

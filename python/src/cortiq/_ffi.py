@@ -189,6 +189,7 @@ typedef struct cortiq_session cortiq_session;
 bool cortiq_kv_type_from_name(const char *name, cortiq_kv_type *out);
 uint32_t cortiq_model_vocab(const cortiq_model *m);
 uint32_t cortiq_model_hidden(const cortiq_model *m);
+uint64_t cortiq_model_token_macs(const cortiq_model *m);
 uint32_t cortiq_model_max_context(const cortiq_model *m);
 cmf_status cortiq_session_create(cortiq_model *m, uint32_t ctx, cortiq_session **out,
                                  cmf_err *err);

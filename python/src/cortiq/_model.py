@@ -111,6 +111,14 @@ class Model:
         return lib.cortiq_model_hidden(self._model)
 
     @property
+    def token_macs(self) -> int:
+        """Multiply-adds one token takes in the layers' matrix products (no output head; a MoE
+        layer's routed experts top_k times their mean): a prefill at r tok/s does
+        2 * token_macs * r flops per second in them."""
+        self._live()
+        return lib.cortiq_model_token_macs(self._model)
+
+    @property
     def n_ctx(self) -> int:
         """Positions of the generation session."""
         return lib.cortiq_session_ctx(lib.cortiq_runtime_session(self._live()))
