@@ -429,22 +429,24 @@ static cmf_status load_layers(loader *L, const cmf_arch *a) {
 /* m->token_macs: rows x cols of every layer matrix a decode step reads (cq_decode_mats), without
  * the output head (a prefill runs it for its last token only), and of a MoE layer's routed
  * experts top_k times their mean. */
+static uint64_t qmat_macs(const cmf_qmat *q) {
+    return q->rows * q->cols;
+}
+
 static cmf_status count_token_macs(cortiq_model *m, const char *path, cmf_err *err) {
     cmf_qmat **w = malloc(((size_t)m->n_layers * CQ_DECODE_MATS_PER_LAYER + 1) * sizeof *w);
     if (!w) return cmf_err_set(err, CMF_E_NOMEM, path, "the list of the model's matrices");
     size_t n = cq_decode_mats(m, false, w);
     uint64_t macs = 0;
     for (size_t i = 0; i < n; i++)
-        if (w[i] != &m->head) macs += w[i]->rows * w[i]->cols;
+        if (w[i] != &m->head) macs += qmat_macs(w[i]);
     free(w);
     for (uint32_t l = 0; l < m->n_layers; l++) {
         const cq_moe *moe = m->layers[l].moe;
         if (!moe || !moe->n_experts) continue;
         uint64_t all = 0;
-        for (uint32_t e = 0; e < moe->n_experts; e++) {
-            const cq_expert *x = &moe->experts[e];
-            all += x->wg.rows * x->wg.cols + x->wu.rows * x->wu.cols + x->wd.rows * x->wd.cols;
-        }
+        for (const cq_expert *x = moe->experts; x < moe->experts + moe->n_experts; x++)
+            all += qmat_macs(&x->wg) + qmat_macs(&x->wu) + qmat_macs(&x->wd);
         macs += all / moe->n_experts * moe->top_k;
     }
     m->token_macs = macs;
