@@ -26,6 +26,13 @@ static inline __attribute__((always_inline)) __m512 ld_bf16_halves(const uint8_t
                                                   _mm256_slli_epi32(hi, 16), 1));
 }
 
+/* f16 values p[0..15] (mask k) as f32, each half of 8 converted on its own (LD_F16_HALVES). */
+static inline __attribute__((always_inline)) __m512 ld_f16_halves(const uint8_t *p, __mmask16 k) {
+    __m256 lo = _mm256_cvtph_ps(_mm_maskz_loadu_epi16((__mmask8)k, p)),
+           hi = _mm256_cvtph_ps(_mm_maskz_loadu_epi16((__mmask8)(k >> 8), p + 16));
+    return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+}
+
 /* ======== stream dtypes: f32, f16, bf16, q8_row, q8_2f (any cols) ======== */
 
 #define LD_F32(i, k) _mm512_maskz_loadu_ps(k, row + 4 * (i))
@@ -36,6 +43,7 @@ static inline __attribute__((always_inline)) __m512 ld_bf16_halves(const uint8_t
 /* The same 16 values widened 8 at a time: a 512-bit vpmovzxwd from memory held a Zen 4
  * thread's one-token bf16 stream to ~24 GB/s from DRAM, the 256-bit halves reach ~30 */
 #define LD_BF16_HALVES(i, k) ld_bf16_halves(row + 2 * (i), k)
+#define LD_F16_HALVES(i, k)  ld_f16_halves(row + 2 * (i), k)
 #define LD_Q8(i, k)          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, row + (i))))
 #define LD_Q8_2F(i, k)                                                                             \
     _mm512_mul_ps(LD_Q8(i, k), _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, colf + 2 * (i))))
@@ -174,13 +182,19 @@ static inline __attribute__((always_inline)) __m512 ld_bf16_halves(const uint8_t
 #define RS_ONE(r)      1.0f
 #define RS_ROWSCALE(r) h16(m->scales + 2 * (r))
 STREAM_KERNEL(mm_f32, 4, NO_PRE, ROW_F32, RS_ONE, LD_F32)
-STREAM_KERNEL(mm_f16, 2, NO_PRE, ROW_F16, RS_ONE, LD_F16)
+STREAM_KERNEL(mm_f16_whole, 2, NO_PRE, ROW_F16, RS_ONE, LD_F16)
 STREAM_KERNEL(mm_bf16_whole, 2, NO_PRE, ROW_F16, RS_ONE, LD_BF16)
 STREAM_KERNEL(mm_q8_row_f32, 1, NO_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8)
 STREAM_KERNEL(mm_q8_2f, 1, COLF_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8_2F)
 /* AMD's cores: bf16 widened in halves (LD_BF16_HALVES), the same values in the same lanes, so
  * the same bits (docs/KERNELS.md, "bf16 rows on AMD"). */
 STREAM_KERNEL(mm_bf16_halves, 2, NO_PRE, ROW_F16, RS_ONE, LD_BF16_HALVES)
+STREAM_KERNEL(mm_f16_halves, 2, NO_PRE, ROW_F16, RS_ONE, LD_F16_HALVES)
+
+static void mm_f16(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
+                   uint64_t r0, uint64_t r1, unsigned flags) {
+    (cq_cpu_amd() ? mm_f16_halves : mm_f16_whole)(m, X, n, ldx, Y, ldy, r0, r1, flags);
+}
 
 static void mm_bf16(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
                     uint64_t r0, uint64_t r1, unsigned flags) {

@@ -192,9 +192,11 @@ static void test_all_tiers(void) {
                 if (st == CMF_OK) {
                     for (int isa = CQ_ISA_SCALAR; isa <= CQ_ISA_AMX; isa++) {
                         int bad = 0;
-                        /* bf16 on AVX-512: the rows for other CPUs, then AMD's (cq_cpu_amd) */
-                        for (int amd = 0; amd < (dt == CMF_DT_BF16 ? 2 : 1); amd++) {
-                            cq_cpu_force_amd(dt == CMF_DT_BF16 ? amd : -1);
+                        /* f16 / bf16 on AVX-512: the rows for other CPUs, then AMD's
+                         * (cq_cpu_amd) */
+                        const bool vendor = dt == CMF_DT_F16 || dt == CMF_DT_BF16;
+                        for (int amd = 0; amd < (vendor ? 2 : 1); amd++) {
+                            cq_cpu_force_amd(vendor ? amd : -1);
                             bad += check_tier(&m, (cq_isa)isa, &rng);
                         }
                         cq_cpu_force_amd(-1);
@@ -461,9 +463,9 @@ static void test_row_tiles(void) {
     }
 }
 
-/* The AVX-512 bf16 rows tuned for AMD (widened in halves) and the others give the same bits:
- * one token and small batches, whole and partial 16-row blocks, column tails. */
-static void test_bf16_amd_same_bits(void) {
+/* The AVX-512 f16 and bf16 rows tuned for AMD (widened in halves) and the others give the same
+ * bits: one token and small batches, whole and partial 16-row blocks, column tails. */
+static void test_half_amd_same_bits(cmf_dtype dt) {
     if (!test_tier_on(CQ_ISA_AVX512)) return;
     cq_cpu_force(CQ_ISA_AVX512);
     if (cq_cpu_isa() != CQ_ISA_AVX512) return;
@@ -473,9 +475,9 @@ static void test_bf16_amd_same_bits(void) {
         shape_t sh = shapes[s];
         kg_opts o = {0, 3, 0};
         uint64_t nb;
-        uint8_t *p = kg_payload(CMF_DT_BF16, sh.rows, sh.cols, &rng, &o, &nb);
+        uint8_t *p = kg_payload(dt, sh.rows, sh.cols, &rng, &o, &nb);
         cmf_qmat m;
-        CHECK(cmf_qmat_init(&m, CMF_DT_BF16, sh.rows, sh.cols, p, nb, "t", NULL) == CMF_OK);
+        CHECK(cmf_qmat_init(&m, dt, sh.rows, sh.cols, p, nb, "t", NULL) == CMF_OK);
         for (size_t n = 1; n <= 5; n += 2) {
             float *X = malloc(n * sh.cols * sizeof *X), *Y[2];
             for (size_t i = 0; i < n * sh.cols; i++)
@@ -489,7 +491,7 @@ static void test_bf16_amd_same_bits(void) {
                     cmf_matmul_ex(&m, X, n, sh.cols, Y[amd], sh.rows, 0, sh.rows, 0);
             }
             CHECK_MSG(!memcmp(Y[0], Y[1], n * sh.rows * sizeof *Y[0]),
-                      "bf16 [%llu x %llu] n=%zu: AMD's rows differ in bits",
+                      "%s [%llu x %llu] n=%zu: AMD's rows differ in bits", cmf_dtype_name(dt),
                       (unsigned long long)sh.rows, (unsigned long long)sh.cols, n);
             free(X), free(Y[0]), free(Y[1]);
         }
@@ -501,7 +503,8 @@ static void test_bf16_amd_same_bits(void) {
 
 int main(int argc, char **argv) {
     test_tier_select(argc, argv);
-    test_bf16_amd_same_bits();
+    test_half_amd_same_bits(CMF_DT_F16);
+    test_half_amd_same_bits(CMF_DT_BF16);
     test_row_tiles();
     if (test_tier_on(CQ_ISA_SCALAR)) {
         test_fallbacks();
