@@ -13,7 +13,7 @@
  * --vendor-ab K: instead, K rounds of the one-token matvec with the kernels for other CPUs and
  * those tuned for AMD's cores (cq_cpu_force_amd 0, then 1), alternating in this process so
  * that the host's drift hits both alike: each round's GB/s as % of the probe around it, and
- * the median of the rounds' ratios. */
+ * the median of the rounds' ratios (q8_row with int8 activations, as decode runs it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,8 +77,9 @@ static int vendor_ab(const cmf_qmat *m, const float *X, float *Y, uint64_t nb, u
         for (int amd = 0; amd < 2; amd++) {
             double cpu, nbw, nbwc;
             cq_cpu_force_amd(amd);
+            unsigned flags = m->dtype == CMF_DT_Q8_ROW ? CMF_KF_INT8_ACT : 0;
             double t =
-                cq_bench_matmul_near_bw(m, X, 1, Y, threads, reps, 0, &cpu, probe, &nbw, &nbwc);
+                cq_bench_matmul_near_bw(m, X, 1, Y, threads, reps, flags, &cpu, probe, &nbw, &nbwc);
             if (t <= 0) {
                 fprintf(stderr, "bench_matvec: cannot start threads\n");
                 cq_cpu_force_amd(-1);

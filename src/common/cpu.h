@@ -31,10 +31,11 @@ const cq_cpu_features *cq_cpu_detect(void);
 cq_isa cq_cpu_isa(void);
 /* Override the tier for this process (tests); clamped to what the CPU supports. */
 void cq_cpu_force(cq_isa isa);
-/* Whether the kernel variants tuned for AMD's cores run (the AVX-512 bf16 rows,
- * docs/KERNELS.md, "bf16 rows on AMD"): the CPU's vendor unless a test or benchmark forced
- * either choice (cq_cpu_force_amd: 1 or 0; -1 goes back to the vendor). The variants give the
- * same bits, so the choice changes only speed. */
+/* Whether the kernel variants tuned for AMD's cores run (docs/KERNELS.md, "Rows on AMD"): the
+ * CPU's vendor unless a test or benchmark forced either choice (cq_cpu_force_amd: 1 or 0; -1
+ * goes back to the vendor). The AVX-512 f16 and bf16 rows give the same bits either way; one
+ * q8_row token at the AVX-512 tier runs the AVX2 tier's rows there, whose sums differ from the
+ * VNNI rows' by f32 rounding only. */
 bool cq_cpu_amd(void);
 void cq_cpu_force_amd(int amd);
 const char *cq_isa_name(cq_isa isa);

@@ -40,8 +40,9 @@ static inline __attribute__((always_inline)) __m512 ld_f16_halves(const uint8_t 
 #define LD_BF16(i, k)                                                                              \
     _mm512_castsi512_ps(                                                                           \
         _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, row + 2 * (i))), 16))
-/* The same 16 values widened 8 at a time: a 512-bit vpmovzxwd from memory held a Zen 4
- * thread's one-token bf16 stream to ~24 GB/s from DRAM, the 256-bit halves reach ~30 */
+/* The same 16 values widened 8 at a time: a 512-bit vpmovzxwd (vcvtph2ps) from memory held a
+ * Zen 4 thread's one-token bf16 (f16) stream to ~24 GB/s from DRAM, the 256-bit halves reach
+ * ~28-30 */
 #define LD_BF16_HALVES(i, k) ld_bf16_halves(row + 2 * (i), k)
 #define LD_F16_HALVES(i, k)  ld_f16_halves(row + 2 * (i), k)
 #define LD_Q8(i, k)          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(k, row + (i))))
@@ -186,8 +187,8 @@ STREAM_KERNEL(mm_f16_whole, 2, NO_PRE, ROW_F16, RS_ONE, LD_F16)
 STREAM_KERNEL(mm_bf16_whole, 2, NO_PRE, ROW_F16, RS_ONE, LD_BF16)
 STREAM_KERNEL(mm_q8_row_f32, 1, NO_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8)
 STREAM_KERNEL(mm_q8_2f, 1, COLF_PRE, ROW_Q8, RS_ROWSCALE, LD_Q8_2F)
-/* AMD's cores: bf16 widened in halves (LD_BF16_HALVES), the same values in the same lanes, so
- * the same bits (docs/KERNELS.md, "bf16 rows on AMD"). */
+/* AMD's cores: f16 and bf16 widened in halves (LD_F16_HALVES, LD_BF16_HALVES), the same values
+ * in the same lanes, so the same bits (docs/KERNELS.md, "Rows on AMD"). */
 STREAM_KERNEL(mm_bf16_halves, 2, NO_PRE, ROW_F16, RS_ONE, LD_BF16_HALVES)
 STREAM_KERNEL(mm_f16_halves, 2, NO_PRE, ROW_F16, RS_ONE, LD_F16_HALVES)
 

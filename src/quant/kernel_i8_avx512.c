@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #include <stdlib.h>
 
+#include "common/cpu.h"
 #include "common/hsum16_avx512.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
@@ -323,6 +324,10 @@ bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx
                          size_t ldy, uint64_t r0, uint64_t r1) {
     if (n == 1 && m->dtype != CMF_DT_Q8_ROW && cq_avx512_i8dec_matvec(m, X, Y, r0, r1))
         return true; /* decode: the VBMI kernels */
+    /* one q8_row token on AMD: the AVX2 tier's rows (cq_avx512_q8_amd) */
+    if (n == 1 && m->dtype == CMF_DT_Q8_ROW && cq_avx512_q8_amd() &&
+        cq_avx2_q8dec_matvec(m, X, Y, r0, r1))
+        return true;
     act8 a;
     if (m->cols % 32 || !act8_alloc(&a, n, m->cols)) return false;
     if (m->dtype == CMF_DT_Q8_ROW) {
@@ -347,7 +352,15 @@ size_t cq_avx512_q8_tok_bytes(uint64_t cols) {
     return cols % 32 ? 0 : Q8_TOK_HEAD + (3 * cols + 63) / 64 * 64;
 }
 
+bool cq_avx512_q8_amd(void) {
+    return cq_cpu_amd();
+}
+
 void cq_avx512_q8_tok_prepare(void *buf, const float *x, uint64_t cols) {
+    if (cq_avx512_q8_amd()) {
+        cq_avx2_q8dec_tok_prepare(buf, x, cols);
+        return;
+    }
     act8 *a = buf;
     uint8_t *mem = (uint8_t *)buf + Q8_TOK_HEAD;
     *a = (act8){
@@ -358,7 +371,10 @@ void cq_avx512_q8_tok_prepare(void *buf, const float *x, uint64_t cols) {
 
 void cq_avx512_q8_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
                              uint64_t r1) {
-    q8_rows_one_token(m, buf, y, r0, r1);
+    if (cq_avx512_q8_amd())
+        cq_avx2_q8dec_tok_matvec(m, buf, y, r0, r1);
+    else
+        q8_rows_one_token(m, buf, y, r0, r1);
 }
 
 /* ---- several prepared tokens over the same rows (cmf_matvec_tok8_multi) ----
@@ -451,6 +467,10 @@ ALWAYS_INLINE void q8_rows_multi_nt(const cmf_qmat *m, const act8 *const *a, con
 
 void cq_avx512_q8_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
                                    float *const *y, uint64_t r0, uint64_t r1) {
+    if (cq_avx512_q8_amd()) {
+        cq_avx2_q8dec_tok_matvec_multi(m, buf, n, y, r0, r1);
+        return;
+    }
     const act8 *a[CMF_TOK8_MULTI_MAX];
     for (size_t t = 0; t < n; t++)
         a[t] = buf[t];

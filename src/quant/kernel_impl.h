@@ -275,7 +275,12 @@ bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx
 /* q8_row's one-token int8 path in two steps (cmf_tok8_*, kernel.c): bytes of a prepared token
  * of `cols` columns (a multiple of 64, so what follows it in a buffer stays aligned; 0 unless
  * cols % 32 == 0), quantizing x into buf (64-byte aligned), and
- * rows [r0, r1) on it: the same bits as cq_avx512_i8_matmul with n = 1 over those rows. */
+ * rows [r0, r1) on it: the same bits as cq_avx512_i8_matmul with n = 1 over those rows.
+ * Where cq_avx512_q8_amd(), all three (and cq_avx512_i8_matmul's one q8_row token) are the AVX2
+ * tier's q8_row rows and token (kernel_q8dec_avx2.c, which fits the same bytes): on Zen 4 they
+ * read a thread's weights from DRAM 10-25 % faster than the VNNI rows, whose sums they equal up
+ * to the f32 rounding (docs/KERNELS.md, "Rows on AMD"). */
+bool cq_avx512_q8_amd(void);
 size_t cq_avx512_q8_tok_bytes(uint64_t cols);
 void cq_avx512_q8_tok_prepare(void *buf, const float *x, uint64_t cols);
 void cq_avx512_q8_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,

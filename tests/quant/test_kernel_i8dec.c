@@ -114,10 +114,12 @@ static void test_vbit_width_runs(void) {
 }
 
 /* q8_row's prepared token (kernel_i8_avx512.c, shared with the 4-bit class's in one buffer):
- * over chunks of 16 and 32 rows, bit for bit cmf_matmul_ex with CMF_KF_INT8_ACT over all rows. */
-static void test_q8_row_tok8(kg_rng *rng) {
+ * over chunks of 16 and 32 rows, bit for bit cmf_matmul_ex with CMF_KF_INT8_ACT over all rows;
+ * with AMD's choice (cq_avx512_q8_amd) both are also the AVX2 tier's rows bit for bit. */
+static void test_q8_row_tok8(kg_rng *rng, int amd) {
     cq_cpu_force(CQ_ISA_AVX512);
     if (cq_cpu_isa() < CQ_ISA_AVX512) return; /* CORTIQ_CPU capped the tier */
+    cq_cpu_force_amd(amd);
     static const uint64_t shapes[][2] = {{16, 32}, {35, 576}, {100, 640}, {67, 4864}};
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
         uint64_t rows = shapes[k][0], cols = shapes[k][1], nb;
@@ -130,18 +132,26 @@ static void test_q8_row_tok8(kg_rng *rng) {
         for (uint64_t i = 0; i < cols; i++)
             x[i] = kg_unif(rng, -1, 1) * (i % 29 == 0 ? 20.0f : 1.0f);
         cmf_matmul_ex(&m, x, 1, cols, want, rows, 0, rows, CMF_KF_INT8_ACT);
+        if (amd) {
+            CHECK(cq_avx2_q8dec_matvec(&m, x, got, 0, rows));
+            CHECK_MSG(!memcmp(got, want, rows * sizeof *got),
+                      "q8_row [%llu x %llu]: AMD's rows are not the AVX2 tier's",
+                      (unsigned long long)rows, (unsigned long long)cols);
+        }
         CHECK(cmf_tok8_supports(&m));
         void *tok = aligned_alloc(64, (cmf_tok8_bytes(cols) + 63) / 64 * 64);
         cmf_tok8_prepare(tok, x, cols, cmf_tok8_supports(&m));
         for (uint64_t c = 16; c <= 32; c += 16) {
             for (uint64_t r0 = 0; r0 < rows; r0 += c)
                 cmf_matvec_tok8(&m, tok, got + r0, r0, r0 + c < rows ? r0 + c : rows);
-            CHECK_MSG(!memcmp(got, want, rows * sizeof *got), "q8_row [%llu x %llu] chunks of %llu",
-                      (unsigned long long)rows, (unsigned long long)cols, (unsigned long long)c);
+            CHECK_MSG(!memcmp(got, want, rows * sizeof *got),
+                      "q8_row [%llu x %llu] chunks of %llu (amd %d)", (unsigned long long)rows,
+                      (unsigned long long)cols, (unsigned long long)c, amd);
         }
         cmf_qmat_free(&m);
         free(tok), free(p), free(x), free(want), free(got);
     }
+    cq_cpu_force_amd(-1);
 }
 
 static void test_other_dtypes_refused(void) {
@@ -191,6 +201,7 @@ int main(int argc, char **argv) {
             }
     test_vbit_width_runs();
     test_other_dtypes_refused();
-    test_q8_row_tok8(&rng);
+    test_q8_row_tok8(&rng, 0);
+    test_q8_row_tok8(&rng, 1);
     TEST_DONE();
 }

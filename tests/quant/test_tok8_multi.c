@@ -97,9 +97,14 @@ int main(int argc, char **argv) {
             printf("skip %s: no prepared-token path\n", cmf_dtype_name(dts[d]));
             continue;
         }
-        for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
-            for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
-                check(dts[d], rows[k], cols[c], seed++);
+        /* q8_row: the VNNI rows, then AMD's (cq_avx512_q8_amd), on both sides */
+        for (int amd = 0; amd < (dts[d] == CMF_DT_Q8_ROW ? 2 : 1); amd++) {
+            cq_cpu_force_amd(dts[d] == CMF_DT_Q8_ROW ? amd : -1);
+            for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
+                for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
+                    check(dts[d], rows[k], cols[c], seed++);
+        }
+        cq_cpu_force_amd(-1);
     }
     TEST_DONE();
 }
