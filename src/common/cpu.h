@@ -33,9 +33,9 @@ cq_isa cq_cpu_isa(void);
 void cq_cpu_force(cq_isa isa);
 /* Whether the kernel variants tuned for AMD's cores run (docs/KERNELS.md, "Rows on AMD"): the
  * CPU's vendor unless a test or benchmark forced either choice (cq_cpu_force_amd: 1 or 0; -1
- * goes back to the vendor). The AVX-512 f16 and bf16 rows give the same bits either way; one
- * q8_row token at the AVX-512 tier runs the AVX2 tier's rows there, whose sums differ from the
- * VNNI rows' by f32 rounding only. */
+ * goes back to the vendor). The AVX-512 f16 and bf16 rows give the same bits either way; q8_row's
+ * int8 decode at the AVX-512 tier gives the AVX2 tier's bits there (cq_avx512_q8_amd), which
+ * differ from the VNNI rows' by f32 rounding only. */
 bool cq_cpu_amd(void);
 void cq_cpu_force_amd(int amd);
 const char *cq_isa_name(cq_isa isa);

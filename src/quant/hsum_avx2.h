@@ -1,5 +1,6 @@
 /* hsum_avx2.h - the horizontal sums of 8 vectors at once, for the one-token kernels of the AVX2
- * tier that reduce rows 8 at a time (kernel_avx2.c, kernel_i8_avx2.c). AVX2 files only. */
+ * tier that reduce rows 8 at a time (kernel_avx2.c, kernel_i8_avx2.c, and the same rows for AMD's
+ * AVX-512 cores, kernel_q8dec_amd_avx512.c). AVX2 or AVX-512 files only. */
 #ifndef CORTIQ_QUANT_HSUM_AVX2_H
 #define CORTIQ_QUANT_HSUM_AVX2_H
 

@@ -326,7 +326,7 @@ bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx
         return true; /* decode: the VBMI kernels */
     /* one q8_row token on AMD: the AVX2 tier's rows (cq_avx512_q8_amd) */
     if (n == 1 && m->dtype == CMF_DT_Q8_ROW && cq_avx512_q8_amd() &&
-        cq_avx2_q8dec_matvec(m, X, Y, r0, r1))
+        cq_amd_q8dec_matvec(m, X, Y, r0, r1))
         return true;
     act8 a;
     if (m->cols % 32 || !act8_alloc(&a, n, m->cols)) return false;
@@ -358,7 +358,7 @@ bool cq_avx512_q8_amd(void) {
 
 void cq_avx512_q8_tok_prepare(void *buf, const float *x, uint64_t cols) {
     if (cq_avx512_q8_amd()) {
-        cq_avx2_q8dec_tok_prepare(buf, x, cols);
+        cq_amd_q8dec_tok_prepare(buf, x, cols);
         return;
     }
     act8 *a = buf;
@@ -372,7 +372,7 @@ void cq_avx512_q8_tok_prepare(void *buf, const float *x, uint64_t cols) {
 void cq_avx512_q8_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
                              uint64_t r1) {
     if (cq_avx512_q8_amd())
-        cq_avx2_q8dec_tok_matvec(m, buf, y, r0, r1);
+        cq_amd_q8dec_tok_matvec(m, buf, y, r0, r1);
     else
         q8_rows_one_token(m, buf, y, r0, r1);
 }
@@ -468,7 +468,7 @@ ALWAYS_INLINE void q8_rows_multi_nt(const cmf_qmat *m, const act8 *const *a, con
 void cq_avx512_q8_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
                                    float *const *y, uint64_t r0, uint64_t r1) {
     if (cq_avx512_q8_amd()) {
-        cq_avx2_q8dec_tok_matvec_multi(m, buf, n, y, r0, r1);
+        cq_amd_q8dec_tok_matvec_multi(m, buf, n, y, r0, r1);
         return;
     }
     const act8 *a[CMF_TOK8_MULTI_MAX];

@@ -62,6 +62,15 @@ void cq_avx2_q8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint
                               uint64_t r1);
 void cq_avx2_q8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
                                     float *const *y, uint64_t r0, uint64_t r1);
+/* The same rows for AMD's AVX-512 cores (kernel_q8dec_amd_avx512.c, AVX-512 VNNI + VL): the AVX2
+ * rows' bits with 256-bit vpdpbusd, on the AVX2 token with its codes moved to x + 128 (what
+ * cq_amd_q8dec_tok_prepare writes; the same bytes). */
+void cq_amd_q8dec_tok_prepare(void *buf, const float *x, uint64_t cols);
+void cq_amd_q8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
+                             uint64_t r1);
+void cq_amd_q8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
+                                   float *const *y, uint64_t r0, uint64_t r1);
+bool cq_amd_q8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t r0, uint64_t r1);
 /* That token's parts: the codes (cols bytes) at its start, then each 32-group's scale dx, then
  * -8 times the sum of each group's codes. */
 static inline const float *cq_avx2_q8dec_tok_dx(const void *tok, uint64_t cols) {

@@ -277,9 +277,9 @@ bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx
  * cols % 32 == 0), quantizing x into buf (64-byte aligned), and
  * rows [r0, r1) on it: the same bits as cq_avx512_i8_matmul with n = 1 over those rows.
  * Where cq_avx512_q8_amd(), all three (and cq_avx512_i8_matmul's one q8_row token) are the AVX2
- * tier's q8_row rows and token (kernel_q8dec_avx2.c, which fits the same bytes): on Zen 4 they
- * read a thread's weights from DRAM 10-25 % faster than the VNNI rows, whose sums they equal up
- * to the f32 rounding (docs/KERNELS.md, "Rows on AMD"). */
+ * tier's rows with vpdpbusd (kernel_q8dec_amd_avx512.c, on a token that fits the same bytes):
+ * the AVX2 tier's bits, which equal the VNNI rows' up to the f32 rounding; on Zen 4 they read a
+ * thread's weights from DRAM 10-25 % faster (docs/KERNELS.md, "Rows on AMD"). */
 bool cq_avx512_q8_amd(void);
 size_t cq_avx512_q8_tok_bytes(uint64_t cols);
 void cq_avx512_q8_tok_prepare(void *buf, const float *x, uint64_t cols);

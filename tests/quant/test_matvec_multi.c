@@ -3,7 +3,8 @@
  * f32, f16 and bf16 (decoded once for all the tokens on the AVX-512 and AVX2 tiers), q8_row (so
  * on AVX2, token by token on AVX-512) and q4_tiled (token by token); row ranges with and without
  * full 16-row blocks, columns with and without a 16- or 32-column tail, 1 to 7 tokens (past the
- * kernels' 4 at a time). Run once per tier: the tier in effect picks the kernels on both sides. */
+ * kernels' 4 at a time), f16 and bf16 with either choice of cq_cpu_amd. Run once per tier: the
+ * tier in effect picks the kernels on both sides. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,13 +54,20 @@ int main(int argc, char **argv) {
                                     CMF_DT_Q4_TILED};
     static const uint64_t shapes[][2] = {{48, 64}, {37, 96}, {64, 576}, {20, 200}, {33, 17}};
     uint64_t seed = 1;
-    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++)
-        for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
-            uint64_t rows = shapes[s][0], cols = shapes[s][1];
-            if (dts[d] == CMF_DT_Q4_TILED && cols % 32) continue; /* whole groups only */
-            check(dts[d], rows, cols, 0, rows, seed++);
-            check(dts[d], rows, cols, 16, rows, seed++); /* a piece from a later block */
-            check(dts[d], rows, cols, 0, rows < 16 ? rows : 16, seed++);
+    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
+        /* f16 / bf16: the rows for other CPUs, then AMD's (cq_cpu_amd), on both sides */
+        const bool vendor = dts[d] == CMF_DT_F16 || dts[d] == CMF_DT_BF16;
+        for (int amd = 0; amd < (vendor ? 2 : 1); amd++) {
+            cq_cpu_force_amd(vendor ? amd : -1);
+            for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+                uint64_t rows = shapes[s][0], cols = shapes[s][1];
+                if (dts[d] == CMF_DT_Q4_TILED && cols % 32) continue; /* whole groups only */
+                check(dts[d], rows, cols, 0, rows, seed++);
+                check(dts[d], rows, cols, 16, rows, seed++); /* a piece from a later block */
+                check(dts[d], rows, cols, 0, rows < 16 ? rows : 16, seed++);
+            }
         }
+        cq_cpu_force_amd(-1);
+    }
     TEST_DONE();
 }
