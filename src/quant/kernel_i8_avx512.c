@@ -324,7 +324,7 @@ bool cq_avx512_i8_matmul(const cmf_qmat *m, const float *X, size_t n, size_t ldx
                          size_t ldy, uint64_t r0, uint64_t r1) {
     if (n == 1 && m->dtype != CMF_DT_Q8_ROW && cq_avx512_i8dec_matvec(m, X, Y, r0, r1))
         return true; /* decode: the VBMI kernels */
-    /* one q8_row token on AMD: the AVX2 tier's rows (cq_avx512_q8_amd) */
+    /* one q8_row token on AMD: the AVX2 tier's rows with vpdpbusd (cq_avx512_q8_amd) */
     if (n == 1 && m->dtype == CMF_DT_Q8_ROW && cq_avx512_q8_amd() &&
         cq_amd_q8dec_matvec(m, X, Y, r0, r1))
         return true;
