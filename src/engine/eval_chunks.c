@@ -11,22 +11,22 @@
 #include "engine/session.h"
 #include "quant/kernels_engine.h"
 
-static size_t worst(size_t have, const cmf_qmat *w, int qact) {
+static size_t worst(size_t have, const cmf_qmat *w, int qact, unsigned bf16flags) {
     if (!have || !w->rows) return have;
-    size_t k = cmf_matmul_exact_min(w, qact);
+    size_t k = cmf_matmul_exact_min(w, qact, w->dtype == CMF_DT_BF16 ? bf16flags : 0);
     return !k ? 0 : k > have ? k : have;
 }
 
 uint32_t cortiq_model_exact_chunk(const cortiq_model *m) {
     if (!m || !m->layers) return 0;
     const int qact = m->prefill_qact;
-    size_t k = worst(1, &m->head, qact);
+    size_t k = worst(1, &m->head, qact, m->bf16flags);
     for (uint32_t l = 0; k && l < m->n_layers; l++) {
         const cq_layer *y = &m->layers[l];
         if (y->moe || y->gdn) return 0;
         const cmf_qmat *w[8] = {&y->wq, &y->wk, &y->wv, &y->wo, &y->wgp, &y->wg, &y->wu, &y->wd};
         for (int i = 0; i < 8; i++)
-            k = worst(k, w[i], qact);
+            k = worst(k, w[i], qact, m->bf16flags);
     }
     return k <= CQ_BATCH ? (uint32_t)k : 0;
 }

@@ -164,6 +164,41 @@ void cq_gemm_avx2(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy, ui
                   uint64_t r1, void *scratch);
 void cq_qact_quantize_avx2(cmf_qact *a, const float *X, size_t ldx, size_t t0, size_t t1);
 
+/* Products of 2 .. CQ_FEW_MAX tokens with f32 / f16 / bf16 weights, each weight loaded and widened
+ * once for every token (gemm_few_avx512.c, gemm_few_avx2.c): cmf_matmul_ex's batches below the
+ * panel GEMM's floor. A (row, token) result does not depend on the batch size, the token's place
+ * in it or the row range. false (nothing written) for other dtypes or token counts. */
+#define CQ_FEW_MAX 16
+bool cq_few_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
+                   uint64_t r0, uint64_t r1);
+bool cq_few_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
+                 uint64_t r0, uint64_t r1);
+typedef void (*cq_few_fn)(const cmf_qmat *m, const float *X, size_t T, size_t ldx, float *Y,
+                          size_t ldy, uint64_t r0, uint64_t r1);
+/* n tokens through fn (at most pass_max a call): one call, or balanced passes (9 tokens by 4 =
+ * 3 + 3 + 3) over row tiles of about tile_bytes of weights in whole blocks of `block` rows, so
+ * that the passes after the first read the tile from L2. */
+static inline void cq_few_passes(cq_few_fn fn, size_t pass_max, uint64_t block, const cmf_qmat *m,
+                                 const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
+                                 uint64_t r0, uint64_t r1) {
+    const size_t passes = (n + pass_max - 1) / pass_max;
+    if (passes == 1) {
+        fn(m, X, n, ldx, Y, ldy, r0, r1);
+        return;
+    }
+    const uint64_t row_bytes = m->cols * (m->dtype == CMF_DT_F32 ? 4 : 2);
+    uint64_t tile = (128u << 10) / row_bytes / block * block;
+    if (tile < block) tile = block;
+    for (uint64_t r = r0; r < r1; r += tile) {
+        const uint64_t re = r1 - r < tile ? r1 : r + tile;
+        for (size_t p = 0, t = 0; p < passes; p++) {
+            const size_t k = (n - t) / (passes - p);
+            fn(m, X + t * ldx, k, ldx, Y + t * ldy + (r - r0), ldy, r, re);
+            t += k;
+        }
+    }
+}
+
 /* Batched product for f32 / f16 / bf16 weights (gemm_f32_avx512.c): false (nothing written)
  * when its scratch cannot be allocated. */
 bool cq_gemm_float_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,

@@ -41,20 +41,26 @@ static cq_mm_fn pick(cmf_dtype dt) {
  * f32 activation rows would not fit in 32 KiB); weights come from memory once per tile. */
 #define TILE_BYTES (256u << 10)
 
-/* Batches from this many tokens take the float panel GEMM on AVX-512 (below, converting each
- * 16-row panel and regrouping the activations costs more than it saves). */
-#define CQ_FLOAT_GEMM_MIN 4
+/* Batches from this many tokens take the float panel GEMM on AVX-512, from 2 tokens below it
+ * the few-token rows (gemm_few_avx512.c): each weight read and widened once for every token, where
+ * a panel's conversion and transposes cost about a cycle per weight, as much as its
+ * multiply-adds at 4 tokens. Zen 4, Qwen2.5-0.5B shape f16, `cortiq bench -p P -n 0`: with the
+ * panels from 8 / 12 / 16 tokens, prompts of 8 tokens ran at 115-125 / 157-182 / 151-175 tok/s,
+ * 12 tokens 143-151 / 141-147 / 168-171, 16 tokens 176 / 157-171 / 161 (docs/KERNELS.md,
+ * "Few-token products"). */
+#define CQ_FLOAT_GEMM_MIN 16
 
-/* The same for the AVX2 panels: their packing (two 8 x 8 transposes per 8 columns of a panel)
- * is paid back from about 10 tokens (bench_gemm f16, AVX2 tier: 4 tokens 0.6x, 8 tokens 0.9x,
- * 10 tokens 1.1x, 16 tokens 1.2x the 4-token kernels; docs/KERNELS.md). */
-#define CQ_FLOAT_GEMM_MIN_AVX2 10
+/* The same for the AVX2 panels (two 8 x 8 transposes per 8 columns of a panel), whose few-token
+ * rows are gemm_few_avx2.c: forced AVX2 on Zen 4, the Qwen shape f16 at 12 tokens 129-162 tok/s
+ * with the panels from 10 tokens, 191 with them from 16. */
+#define CQ_FLOAT_GEMM_MIN_AVX2 16
 
 /* Batches from this many tokens on bf16 weights with CMF_KF_BF16_ACT take the AVX-512 BF16 dot
- * products (gemm_bf16dot_avx512.c); below, the f32 panels. `bench_gemm --tokens N bf16`, one
+ * products (gemm_bf16dot_avx512.c); below, the few-token rows (level with the dot products at 8
+ * to 10 tokens, slower from 12 in a Qwen2.5-0.5B-shape prefill). `bench_gemm --tokens N bf16`, one
  * thread, the dot products against the f32 panels over the Qwen2.5-0.5B shapes: 4 tokens
  * 0.80-0.90x, 8 tokens 1.0-1.3x, 16 tokens 1.4-1.8x, 64-128 tokens 1.7-1.9x. */
-#define CQ_BF16DOT_GEMM_MIN 8
+#define CQ_BF16DOT_GEMM_MIN 12
 
 /* Batches from this many tokens take the AMX tiles for f16 / bf16 weights (below, converting
  * every weight per call costs more than the tile products save: docs/KERNELS.md), from
@@ -92,16 +98,29 @@ bool cq_float_avx2_takes(const cmf_qmat *m, size_t n) {
     return o && n >= CQ_FLOAT_GEMM_MIN_AVX2 && cq_isa_pick(o->gemm_tiers) == CQ_ISA_AVX2;
 }
 
-size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact) {
+/* A batch of 2 or more float weights' tokens below the panel GEMM's floor of the tier in effect
+ * (and, on AMX, below its tiles' own) takes the few-token rows. */
+static bool few_takes(const cmf_qmat *m, size_t n, unsigned flags) {
+    const cq_dtype_ops *o = cq_dtype_ops_get(m->dtype);
+    const cq_isa gemm = o ? cq_isa_pick(o->gemm_tiers) : CQ_ISA_SCALAR;
+    if (m->dtype != CMF_DT_F32 && m->dtype != CMF_DT_F16 && m->dtype != CMF_DT_BF16) return false;
+    if (gemm >= CQ_ISA_AMX && n >= amx_min(m, flags)) return false;
+    if ((flags & CMF_KF_BF16_ACT) && cq_bf16dot_takes(m, n)) return false;
+    return gemm >= CQ_ISA_AVX512 ? n < CQ_FLOAT_GEMM_MIN
+           : gemm == CQ_ISA_AVX2 ? n < CQ_FLOAT_GEMM_MIN_AVX2
+                                 : false;
+}
+
+size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact, unsigned flags) {
     /* with the batched-decode copy every batch of 2 or more gets the GEMM's bits (one token
      * takes the decode pass, whose attention rounds otherwise) */
     if (qact && cmf_qact_supports(m)) return m->lanes ? 2 : cmf_qact_min_tokens();
     const cq_dtype_ops *o = cq_dtype_ops_get(m->dtype);
     const cq_isa gemm = o ? cq_isa_pick(o->gemm_tiers) : CQ_ISA_SCALAR;
-    /* bf16 with bf16 activations: f32 panels below CQ_BF16DOT_GEMM_MIN, dot products from it;
-     * AMX: the tiles from CQ_AMX_BF16ACT_MIN with them, from CQ_AMX_GEMM_MIN without (asked
-     * for or not, the larger size holds for both) */
-    const bool dot = cq_bf16dot_takes(m, CQ_BF16DOT_GEMM_MIN);
+    /* bf16 with bf16 activations: the few-token rows below CQ_BF16DOT_GEMM_MIN, dot products
+     * from it; AMX: the tiles from CQ_AMX_BF16ACT_MIN with them, from CQ_AMX_GEMM_MIN without
+     * (asked for or not, the larger size holds for both) */
+    const bool dot = (flags & CMF_KF_BF16_ACT) && cq_bf16dot_takes(m, CQ_BF16DOT_GEMM_MIN);
     return gemm >= CQ_ISA_AMX      ? CQ_AMX_GEMM_MIN
            : dot                   ? CQ_BF16DOT_GEMM_MIN
            : gemm >= CQ_ISA_AVX512 ? CQ_FLOAT_GEMM_MIN
@@ -177,7 +196,7 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
         }
         if (n == 0) return;
     }
-    if (n >= CQ_FLOAT_GEMM_MIN) { /* a batch: the dtype's GEMM of the best tier in effect */
+    if (n >= 2) { /* a batch: the dtype's GEMM of the best tier in effect */
         const cq_isa gemm = cq_isa_pick(cq_dtype_ops_get(m->dtype)->gemm_tiers);
         /* half-precision weights, AMX: tile products (split bf16, as exact as f32; bf16 weights
          * with bf16 activations allowed: those alone) */
@@ -189,8 +208,13 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
         if ((flags & CMF_KF_BF16_ACT) && cq_bf16dot_takes(m, n) &&
             cq_gemm_bf16dot_avx512(m, X, n, ldx, Y, ldy, row_begin, row_end))
             return;
+        /* float weights, a few tokens: each weight read and widened once for all of them */
+        if (few_takes(m, n, flags) && (gemm >= CQ_ISA_AVX512 ? cq_few_avx512 : cq_few_avx2)(
+                                          m, X, n, ldx, Y, ldy, row_begin, row_end))
+            return;
         /* float weights: the panel GEMM (each weight converted once per call) */
-        if (gemm >= CQ_ISA_AVX512 && cq_gemm_float_avx512(m, X, n, ldx, Y, ldy, row_begin, row_end))
+        if (gemm >= CQ_ISA_AVX512 && n >= CQ_FLOAT_GEMM_MIN &&
+            cq_gemm_float_avx512(m, X, n, ldx, Y, ldy, row_begin, row_end))
             return;
         if (cq_float_avx2_takes(m, n) &&
             cq_gemm_float_avx2(m, X, n, ldx, Y, ldy, row_begin, row_end))

@@ -209,9 +209,12 @@ static void mm_bf16(const cmf_qmat *m, const float *X, size_t n, size_t ldx, flo
  * share is each 32-column step's decoded weights (f32, f16, bf16: 1.3x the one-token kernel's
  * speed at 2 tokens, 1.5x at 4, 1536 x 576 f16 in L2). q8_row is not among them: with R = 2
  * rows per step its shared decode still ran 0.8x the one-token kernel's 4-row step. Rows past
- * the last full block of 16 take the one-token kernel per token. */
+ * the last full block of 16 take the one-token kernel per token. Each row's weights are
+ * prefetched as the one-token rows' are (without, Zen 4, bench_batch_decode of the Qwen2.5-0.5B
+ * shape at 4 streams: f16 59-68 against 95-97 tok/s, bf16 73 against 98-101); f16 on AMD and
+ * bf16 step two rows at a time (R = 2: +3-10 % there, the same bits). */
 #define MULTI_MAX CQ_MATVEC_MULTI_MAX
-#define STREAM_MULTI(NAME, ONE, R, PRE, ROW, RS, LOADW)                                            \
+#define STREAM_MULTI(NAME, ONE, R, ES, PRE, ROW, RS, LOADW)                                        \
     static inline __attribute__((always_inline)) void NAME##_t(                                    \
         const cmf_qmat *m, const float *const *X, const size_t T, float *const *Y, uint64_t r0,    \
         uint64_t r1) {                                                                             \
@@ -238,6 +241,8 @@ static void mm_bf16(const cmf_qmat *m, const float *X, size_t n, size_t ldx, flo
                     }                                                                              \
                     _Pragma("GCC unroll 2") for (unsigned k = 0; k < (R); k++) {                   \
                         const uint8_t *row = rows[k];                                              \
+                        for (unsigned pf = 0; 2 * pf < (ES); pf++) /* ES / 2 lines */              \
+                            cq_prefetch_weights(row + (ES)*i + 64 * pf);                           \
                         __m512 w0 = LOADW(i, kf), w1 = LOADW(i + 16, kf);                          \
                         _Pragma("GCC unroll 4") for (size_t t = 0; t < T; t++) {                   \
                             a[k][t] = _mm512_fmadd_ps(w0, xa[t], a[k][t]);                         \
@@ -285,12 +290,12 @@ static void mm_bf16(const cmf_qmat *m, const float *X, size_t n, size_t ldx, flo
         }                                                                                          \
     }
 
-STREAM_MULTI(mv_multi_f32, mm_f32, 1, NO_PRE, ROW_F32, RS_ONE, LD_F32)
-STREAM_MULTI(mv_multi_f16_whole, mm_f16, 1, NO_PRE, ROW_F16, RS_ONE, LD_F16)
+STREAM_MULTI(mv_multi_f32, mm_f32, 1, 4, NO_PRE, ROW_F32, RS_ONE, LD_F32)
+STREAM_MULTI(mv_multi_f16_whole, mm_f16, 1, 2, NO_PRE, ROW_F16, RS_ONE, LD_F16)
 /* AMD: f16 in halves here too (two tokens a weight load, one thread: 24.3 -> 31 tok/s); bf16's
  * several-token rows measured slower in halves and keep the 512-bit widening */
-STREAM_MULTI(mv_multi_f16_halves, mm_f16, 1, NO_PRE, ROW_F16, RS_ONE, LD_F16_HALVES)
-STREAM_MULTI(mv_multi_bf16, mm_bf16, 1, NO_PRE, ROW_F16, RS_ONE, LD_BF16)
+STREAM_MULTI(mv_multi_f16_halves, mm_f16, 2, 2, NO_PRE, ROW_F16, RS_ONE, LD_F16_HALVES)
+STREAM_MULTI(mv_multi_bf16, mm_bf16, 2, 2, NO_PRE, ROW_F16, RS_ONE, LD_BF16)
 
 bool cq_avx512_matvec_multi(const cmf_qmat *m, const float *const *X, size_t T, float *const *Y,
                             uint64_t r0, uint64_t r1) {

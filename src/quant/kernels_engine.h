@@ -22,8 +22,9 @@ enum {
     CMF_KF_INT8_ACT = 1u << 0,
     /* Allow a batch on bf16 weights to round its activations to bf16 (nearest even): on the
      * AMX tier from 4 tokens, one tile product per step instead of three (gemm_half_amx.c); on
-     * the AVX-512 tier from 8 tokens where the CPU has AVX-512 BF16, the dot product vdpbf16ps
-     * (twice the multiply-adds of an f32 FMA on Zen 4; gemm_bf16dot_avx512.c). Each output then
+     * the AVX-512 tier from 12 tokens where the CPU's vdpbf16ps is fast, the dot product
+     * vdpbf16ps (twice the multiply-adds of an f32 FMA on Zen 4; gemm_bf16dot_avx512.c). Each
+     * output then
      * carries the activation rounding, at most 2^-8 of sum |w x|. Ignored by other dtypes,
      * tiers and batch sizes. */
     CMF_KF_BF16_ACT = 1u << 1,
@@ -180,14 +181,16 @@ int cmf_qact_simd(void);
  * the GEMM gains (bench_gemm --tokens N). */
 size_t cmf_qact_min_tokens(void);
 
-/* The fewest tokens from which a batched product of m gives every token the bits it gets in any
- * other batch of at least that many (the GEMM of the tier in effect computes each token's
- * outputs alone, in an order that does not depend on the batch): cmf_matmul_qact where qact
- * is set and m takes it (from 2 tokens with the batched-decode copy, whose kernels give every
- * batch the GEMM's bits), else the float panel GEMMs of cmf_matmul_ex (f32 / f16 / bf16; AMX
- * tiles from their own threshold). 0 where no batch size gives that (the batched kernels of
- * the other dtypes step tokens in blocks whose remainder rounds differently). */
-size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact);
+/* The fewest tokens from which a batched product of m with these flags (CMF_KF_BF16_ACT counts)
+ * gives every token the bits it gets in any other batch of at least that many (the GEMM of the
+ * tier in effect computes each token's outputs alone, in an order that does not depend on the
+ * batch): cmf_matmul_qact where qact is set and m takes it (from 2 tokens with the
+ * batched-decode copy, whose kernels give every batch the GEMM's bits), else the float panel
+ * GEMMs of cmf_matmul_ex (f32 / f16 / bf16; AMX tiles and bf16 dot products from their own
+ * thresholds; below, the few-token rows, whose bits differ from the GEMM's). 0 where no batch
+ * size gives that (the batched kernels of the other dtypes step tokens in blocks whose
+ * remainder rounds differently). */
+size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact, unsigned flags);
 
 /* Scratch bytes cmf_matmul_qact needs per concurrent call for matrices of `cols` columns. */
 size_t cmf_qact_scratch_bytes(uint64_t cols);
@@ -205,9 +208,10 @@ void cmf_matmul_qact(const cmf_qmat *m, const cmf_qact *a, float *Y, size_t ldy,
  * them (q / k / v, gate / up, rows in claimed pieces), as cmf_qact does for the integer GEMM;
  * the same bits. cmf_pact_for(m, n, flags): the kind of preparation cmf_matmul_ex's kernel for
  * that batch starts with: CMF_PACT_BF16, the bf16 dot products' (CMF_KF_BF16_ACT, bf16
- * weights, the AVX-512 tier on a CPU whose vdpbf16ps is fast, from 8 tokens),
- * CMF_PACT_F32, the AVX-512 float panels' (f32 / f16 / bf16 weights from 4 tokens, not the AMX
- * tiles), CMF_PACT_F32_AVX2, the AVX2 float panels' (from 10 tokens), or none. cmf_pact_bytes:
+ * weights, the AVX-512 tier on a CPU whose vdpbf16ps is fast, from 12 tokens),
+ * CMF_PACT_F32, the AVX-512 float panels' (f32 / f16 / bf16 weights from 16 tokens, not the AMX
+ * tiles), CMF_PACT_F32_AVX2, the AVX2 float panels' (from 16 tokens), or none (the few-token
+ * rows below those floors read X as it is). cmf_pact_bytes:
  * memory (64-byte aligned) for n tokens of cols columns; cmf_pact_bind lays a cmf_pact of a kind
  * over it. cmf_pact_cut: the first token at or after t at which one thread's share of the
  * preparation may end and the next one's begin (a multiple of cmf_pact_group(kind), or n).

@@ -1,13 +1,18 @@
-/* gemm_case.h - the inputs the batched-product tests (test_gemm_float.c, test_gemm_bf16dot.c)
- * call a GEMM with: n tokens of activations over several octaves with a padded row stride, an
- * output with a padded stride filled with a sentinel, and the check that the padding stayed. */
+/* gemm_case.h - the inputs the batched-product tests (test_gemm_float.c, test_gemm_bf16dot.c,
+ * test_gemm_few.c) call a GEMM with: float weights, n tokens of activations over several
+ * octaves with a padded row stride, an output with a padded stride filled with a sentinel, and
+ * the check that the padding stayed. */
 #ifndef CORTIQ_TEST_GEMM_CASE_H
 #define CORTIQ_TEST_GEMM_CASE_H
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "common/bytes.h"
+#include "common/f16.h"
+#include "cortiq/kernels.h"
 #include "quant/kernel_gen.h"
 
 #define GEMM_SENTINEL 12345.0f
@@ -26,6 +31,23 @@ static inline gemm_case gemm_case_make(size_t n, uint64_t cols, uint64_t rows, k
     for (size_t i = 0; i < n * c.ldy; i++)
         c.Y[i] = GEMM_SENTINEL;
     return c;
+}
+
+/* A random f32 / f16 / bf16 weight payload of rows x cols, magnitudes over several octaves
+ * (malloc'd; *nb its bytes). */
+static inline uint8_t *gemm_case_weights(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng,
+                                         uint64_t *nb) {
+    size_t es = dt == CMF_DT_F32 ? 4 : 2;
+    *nb = rows * cols * es;
+    uint8_t *w = malloc(*nb);
+    for (uint64_t i = 0; i < rows * cols; i++) {
+        float v = kg_unif(rng, -1, 1) * exp2f(kg_unif(rng, -6, 2));
+        if (dt == CMF_DT_F32)
+            memcpy(w + 4 * i, &v, 4);
+        else
+            st_u16(w + 2 * i, dt == CMF_DT_F16 ? f32_to_f16(v) : f32_to_bf16(v));
+    }
+    return w;
 }
 
 /* The outputs past the `rows` asked for, in each token's padding: the count changed (the first

@@ -8,7 +8,7 @@
  * outside the rows and tokens asked for stays as it was; a NaN activation or an infinite weight
  * reaches exactly its own outputs; a token's outputs are the same bits whatever the batch size;
  * other dtypes are refused. Through cmf_matmul_ex, the flag takes this kernel on the AVX-512
- * tier only, from 8 tokens, where vdpbf16ps is fast (AMD; elsewhere the f32 panels); prepared once
+ * tier only, from 12 tokens, where vdpbf16ps is fast (AMD; elsewhere the f32 rows); prepared once
  * (cmf_pact, also the f32 panels' kind) and read by row ranges, the same bits. On an AMX CPU the
  * AVX-512 tier is forced (the AMX tier's bf16 batches take the tiles: test_gemm_half_amx.c).
  * Skipped (77) on a CPU without AVX-512 BF16. */
@@ -181,10 +181,11 @@ static void test_dispatch(void) {
         CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y),
                   "the flag took the dot products where vdpbf16ps is the slower");
     }
-    /* below 8 tokens the flag leaves the f32 panels in charge */
+    /* below 12 tokens the flag leaves the few-token rows (f32 activations) in charge */
     cmf_matmul_ex(&d.m, X, 6, cols, Y, rows, 0, rows, CMF_KF_BF16_ACT);
-    cmf_matmul_ex(&d.m, X, 6, cols, Z, rows, 0, rows, 0);
-    CHECK_MSG(!memcmp(Y, Z, 6 * rows * sizeof *Y), "6 tokens with the flag: not the f32 panels");
+    CHECK(cq_few_avx512(&d.m, X, 6, cols, Z, rows, 0, rows));
+    CHECK_MSG(!memcmp(Y, Z, 6 * rows * sizeof *Y),
+              "6 tokens with the flag: not the few-token rows");
     CHECK(cq_gemm_bf16dot_avx512(&d.m, X, n, cols, Y, rows, 0, rows));
     cq_isa saved = cq_cpu_isa();
     cq_cpu_force(CQ_ISA_AVX2);
@@ -199,8 +200,7 @@ static void test_dispatch(void) {
 
 /* The batch prepared once (cmf_pact: two "threads" preparing tokens [0, 32) and [32, 45)) and
  * read by row ranges: the bits of the one-call kernel, for every range split; both kinds, the
- * bf16 dot products' (CMF_KF_BF16_ACT) and the AVX-512 float panels' (no flag; and 4-7 tokens
- * with the flag). */
+ * bf16 dot products' (CMF_KF_BF16_ACT) and the AVX-512 float panels' (no flag). */
 static void test_prepared(void) {
     const uint64_t rows = 50, cols = 300;
     const size_t n = 45;
@@ -208,7 +208,8 @@ static void test_prepared(void) {
     dot_case d = dot_case_make(rows, cols, n, &rng);
     CHECK(cmf_pact_for(&d.m, n, CMF_KF_BF16_ACT) ==
           (cq_cpu_detect()->bf16dot_fast ? CMF_PACT_BF16 : CMF_PACT_F32));
-    CHECK(cmf_pact_for(&d.m, 7, CMF_KF_BF16_ACT) == CMF_PACT_F32);
+    /* the few-token rows below the dot products' floor (and the panels') read X as it is */
+    CHECK(cmf_pact_for(&d.m, 7, CMF_KF_BF16_ACT) == CMF_PACT_NONE);
     CHECK(cmf_pact_for(&d.m, 3, CMF_KF_BF16_ACT) == CMF_PACT_NONE);
     for (unsigned flags = 0; flags <= CMF_KF_BF16_ACT; flags += CMF_KF_BF16_ACT) {
         cmf_pact_kind kind = cmf_pact_for(&d.m, n, flags);

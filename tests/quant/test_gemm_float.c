@@ -28,21 +28,6 @@
 typedef bool (*gemm_fn)(const cmf_qmat *, const float *, size_t, size_t, float *, size_t, uint64_t,
                         uint64_t);
 
-static uint8_t *make_weights(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng,
-                             uint64_t *nb) {
-    size_t es = dt == CMF_DT_F32 ? 4 : 2;
-    *nb = rows * cols * es;
-    uint8_t *w = malloc(*nb);
-    for (uint64_t i = 0; i < rows * cols; i++) { /* magnitudes over several octaves */
-        float v = kg_unif(rng, -1, 1) * exp2f(kg_unif(rng, -6, 2));
-        if (dt == CMF_DT_F32)
-            memcpy(w + 4 * i, &v, 4);
-        else
-            st_u16(w + 2 * i, dt == CMF_DT_F16 ? f32_to_f16(v) : f32_to_bf16(v));
-    }
-    return w;
-}
-
 /* Returns the number of outputs outside the bound or changed outside the range. */
 static int check(gemm_fn gemm, const cmf_qmat *m, size_t n, uint64_t r0, uint64_t r1, kg_rng *rng) {
     const uint64_t cols = m->cols;
@@ -86,7 +71,7 @@ static void test_shapes(gemm_fn gemm, const char *tier) {
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             uint64_t rows = shapes[s][0], cols = shapes[s][1], nb;
-            uint8_t *p = make_weights(dts[d], rows, cols, &rng, &nb);
+            uint8_t *p = gemm_case_weights(dts[d], rows, cols, &rng, &nb);
             cmf_qmat m;
             CHECK(cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "t", NULL) == CMF_OK);
             int bad = 0;
@@ -111,7 +96,7 @@ static void test_nonfinite(gemm_fn gemm, const char *tier) {
     kg_rng rng = {99};
     for (size_t d = 0; d < 3; d++) {
         uint64_t nb;
-        uint8_t *p = make_weights(dts[d], rows, cols, &rng, &nb);
+        uint8_t *p = gemm_case_weights(dts[d], rows, cols, &rng, &nb);
         if (dts[d] == CMF_DT_F32) {
             float inf = INFINITY;
             memcpy(p + 4 * (3 * cols + 5), &inf, 4);
@@ -149,7 +134,7 @@ static void test_batch_invariance(gemm_fn gemm, const char *tier) {
     kg_rng rng = {7};
     for (size_t d = 0; d < 3; d++) {
         uint64_t nb;
-        uint8_t *p = make_weights(dts[d], rows, cols, &rng, &nb);
+        uint8_t *p = gemm_case_weights(dts[d], rows, cols, &rng, &nb);
         cmf_qmat m;
         CHECK(cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "t", NULL) == CMF_OK);
         float *X = malloc(nmax * cols * sizeof *X), *Y = malloc(nmax * rows * sizeof *Y);
@@ -175,7 +160,7 @@ static void test_batch_invariance(gemm_fn gemm, const char *tier) {
 static void test_prepared(cq_isa isa, const char *tier) {
     static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16};
     /* last groups of 4, 3, 2 and 1 tokens (AVX2: 1-3 shared by the last two groups) */
-    static const size_t ns[] = {10, 45, 128, 13};
+    static const size_t ns[] = {16, 45, 128, 19};
     const uint64_t rows = 50, cols = 300;
     const cmf_pact_kind want = isa == CQ_ISA_AVX2 ? CMF_PACT_F32_AVX2 : CMF_PACT_F32;
     kg_rng rng = {11};
@@ -183,7 +168,7 @@ static void test_prepared(cq_isa isa, const char *tier) {
         for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
             const size_t n = ns[i];
             uint64_t nb;
-            uint8_t *p = make_weights(dts[d], rows, cols, &rng, &nb);
+            uint8_t *p = gemm_case_weights(dts[d], rows, cols, &rng, &nb);
             cmf_qmat m;
             CHECK(cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "t", NULL) == CMF_OK);
             float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y),

@@ -1,0 +1,116 @@
+/* gemm_few_avx2.c - products of 2 to CQ_FEW_MAX tokens with f32 / f16 / bf16 weights on the AVX2
+ * tier (cmf_matmul_ex below the panel GEMM's floor): gemm_few_avx512.c's form in 8 lanes. Two rows
+ * at a time and up to 4 tokens a pass (8 accumulators, two weight vectors and an activation
+ * vector in the 16 registers); more tokens take balanced passes over row tiles that stay in
+ * L2, so the weights come from memory once. Every (row, token) sum runs over its columns in
+ * 8-column steps, a last partial step zero-padded, and is reduced as the one-token rows reduce
+ * theirs (cq_rows_store_avx2), so the results depend neither on the batch size nor on the row
+ * range. */
+#include <immintrin.h>
+#include <string.h>
+
+#include "common/bytes.h"
+#include "common/f16.h"
+#include "quant/gemm_impl.h"
+#include "quant/hsum_avx2.h"
+#include "quant/kernel_impl.h"
+
+/* x stays in a register for both rows' FMAs, as in gemm_few_avx512.c (folded into each FMA as a
+ * memory operand it is loaded twice) */
+#define KEEP(x)  __asm__("" : "+v"(x))
+#define AI       static inline __attribute__((always_inline))
+#define PASS_MAX 4
+
+AI __m256 ld_w(cmf_dtype dt, const uint8_t *row, uint64_t i) {
+    if (dt == CMF_DT_F32) return _mm256_loadu_ps((const float *)(const void *)(row + 4 * i));
+    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(row + 2 * i));
+    if (dt == CMF_DT_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* weights i .. C - 1 of a row (fewer than 8) as f32, zero after */
+static __m256 ld_w_tail(cmf_dtype dt, const uint8_t *row, uint64_t i, uint64_t C) {
+    float w[8] = {0};
+    for (uint64_t j = i; j < C; j++)
+        if (dt == CMF_DT_F32)
+            memcpy(&w[j - i], row + 4 * j, 4);
+        else
+            w[j - i] = dt == CMF_DT_F16 ? f16_to_f32(ld_u16(row + 2 * j))
+                                        : bf16_to_f32(ld_u16(row + 2 * j));
+    return _mm256_loadu_ps(w);
+}
+
+AI void few_rows(const cmf_qmat *m, cmf_dtype dt, const float *X, size_t ldx, float *Y, size_t ldy,
+                 uint64_t r0, uint64_t r1, const size_t T) {
+    const uint64_t C = m->cols, CF = C & ~(uint64_t)7;
+    const size_t es = dt == CMF_DT_F32 ? 4 : 2;
+    const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(C - CF)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (uint64_t r = r0; r < r1; r += 8) {
+        const unsigned nr = r1 - r < 8 ? (unsigned)(r1 - r) : 8;
+        __m256 v[PASS_MAX][8];
+        for (unsigned q = 0; q < nr; q += 2) {
+            const uint8_t *w0 = m->data + es * (r + q) * C,
+                          *w1 = q + 1 < nr ? w0 + es * C : w0; /* a lone last row twice */
+            __m256 a[PASS_MAX], b[PASS_MAX];
+            _Pragma("GCC unroll 4") for (size_t t = 0; t < T; t++) a[t] = b[t] =
+                _mm256_setzero_ps();
+            uint64_t i = 0;
+            for (; i < CF; i += 8) {
+                if ((2 * es * i) % 64 == 0) cq_prefetch_span(w0, 2, es * i, 1);
+                __m256 wa = ld_w(dt, w0, i), wb = ld_w(dt, w1, i);
+                _Pragma("GCC unroll 4") for (size_t t = 0; t < T; t++) {
+                    __m256 x = _mm256_loadu_ps(X + t * ldx + i);
+                    KEEP(x);
+                    a[t] = _mm256_fmadd_ps(wa, x, a[t]);
+                    b[t] = _mm256_fmadd_ps(wb, x, b[t]);
+                }
+            }
+            if (i < C) {
+                __m256 wa = ld_w_tail(dt, w0, i, C), wb = ld_w_tail(dt, w1, i, C);
+                _Pragma("GCC unroll 4") for (size_t t = 0; t < T; t++) {
+                    __m256 x = _mm256_maskload_ps(X + t * ldx + i, tail);
+                    a[t] = _mm256_fmadd_ps(wa, x, a[t]);
+                    b[t] = _mm256_fmadd_ps(wb, x, b[t]);
+                }
+            }
+            _Pragma("GCC unroll 4") for (size_t t = 0; t < T; t++) v[t][q] = a[t],
+                                                                   v[t][q + 1] = b[t];
+        }
+        for (size_t t = 0; t < T; t++)
+            cq_rows_store_avx2(v[t], nr, Y + t * ldy + (r - r0));
+    }
+}
+
+#define FEW_DT(NAME, DT)                                                                           \
+    static void NAME(const cmf_qmat *m, const float *X, size_t T, size_t ldx, float *Y,            \
+                     size_t ldy, uint64_t r0, uint64_t r1) {                                       \
+        switch (T) {                                                                               \
+        case 1:                                                                                    \
+            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 1);                                            \
+            break;                                                                                 \
+        case 2:                                                                                    \
+            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 2);                                            \
+            break;                                                                                 \
+        case 3:                                                                                    \
+            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 3);                                            \
+            break;                                                                                 \
+        default:                                                                                   \
+            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 4);                                            \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+FEW_DT(few_f32, CMF_DT_F32)
+FEW_DT(few_f16, CMF_DT_F16)
+FEW_DT(few_bf16, CMF_DT_BF16)
+
+bool cq_few_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
+                 uint64_t r0, uint64_t r1) {
+    cq_few_fn fn = m->dtype == CMF_DT_F32    ? few_f32
+                   : m->dtype == CMF_DT_F16  ? few_f16
+                   : m->dtype == CMF_DT_BF16 ? few_bf16
+                                             : NULL;
+    if (!fn || n < 2 || n > CQ_FEW_MAX) return false;
+    cq_few_passes(fn, PASS_MAX, 8, m, X, n, ldx, Y, ldy, r0, r1);
+    return true;
+}

@@ -1,0 +1,247 @@
+/* test_gemm_few.c - the few-token rows of the float weight dtypes (f32, f16, bf16):
+ * gemm_few_avx2.c (tier avx2) and gemm_few_avx512.c (tier avx512), called directly, against a
+ * double-precision reference within test_kernel.c's 2e-5 of sum |w x|, for 2 .. CQ_FEW_MAX
+ * tokens (one pass, and the balanced passes over row tiles past a pass's tokens), row ranges
+ * that start and end inside a block of rows (8 AVX2, 16 AVX-512) and span several tiles, column
+ * counts below one vector, odd, and with a partial last step, padded ldx / ldy (left untouched).
+ * A token's outputs must be the same bits whatever the batch size, the token's place in it and
+ * the row range (the engine's exact chunks rely on the first); a NaN activation or an infinite
+ * weight must reach exactly its own outputs. Other dtypes and token counts are refused with Y
+ * untouched, and cmf_matmul_ex takes these rows from 2 tokens up to the panel GEMM's floor,
+ * which cmf_matmul_exact_min reports. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cpu.h"
+#include "common/test.h"
+#include "common/tier.h"
+#include "cortiq/kernels.h"
+#include "quant/gemm_case.h"
+#include "quant/gemm_impl.h"
+#include "quant/kernel_gen.h"
+#include "quant/kernels_engine.h"
+
+typedef bool (*few_fn)(const cmf_qmat *, const float *, size_t, size_t, float *, size_t, uint64_t,
+                       uint64_t);
+
+static const cmf_dtype k_dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16};
+#define NDT (sizeof k_dts / sizeof k_dts[0])
+
+static cmf_qmat make_mat(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng, uint8_t **p) {
+    uint64_t nb;
+    *p = gemm_case_weights(dt, rows, cols, rng, &nb);
+    cmf_qmat m;
+    CHECK(cmf_qmat_init(&m, dt, rows, cols, *p, nb, "t", NULL) == CMF_OK);
+    return m;
+}
+
+/* The outputs outside the bound or written past the range. */
+static int check(few_fn few, const cmf_qmat *m, size_t n, uint64_t r0, uint64_t r1, kg_rng *rng) {
+    const uint64_t cols = m->cols;
+    gemm_case c = gemm_case_make(n, cols, r1 - r0, rng);
+    float *w = malloc(cols * sizeof *w);
+    CHECK(few(m, c.X, n, c.ldx, c.Y, c.ldy, r0, r1));
+    int bad = 0;
+    for (uint64_t r = r0; r < r1; r++) {
+        cmf_qmat_dequant_row(m, r, w);
+        for (size_t t = 0; t < n; t++) {
+            double s = 0, mag = 0;
+            for (uint64_t k = 0; k < cols; k++) {
+                double p = (double)w[k] * c.X[t * c.ldx + k];
+                s += p;
+                mag += fabs(p);
+            }
+            double got = c.Y[t * c.ldy + (r - r0)];
+            if (!(fabs(got - s) <= 2e-5 * mag + 1e-30) && bad++ < 5)
+                fprintf(stderr,
+                        "  %s [%llu x %llu] n=%zu rows %llu..%llu: row %llu tok %zu got %.9g "
+                        "want %.9g\n",
+                        cmf_dtype_name(m->dtype), (unsigned long long)m->rows,
+                        (unsigned long long)cols, n, (unsigned long long)r0, (unsigned long long)r1,
+                        (unsigned long long)r, t, got, s);
+        }
+    }
+    bad += gemm_case_padding(&c, r1 - r0, cmf_dtype_name(m->dtype));
+    gemm_case_free(&c);
+    free(w);
+    return bad;
+}
+
+static void test_shapes(few_fn few, const char *tier) {
+    /* {rows, cols}: one row and column, a lone last row of a pair, partial blocks, cols below
+     * one vector / odd / a partial last step, and 300 x 1030 f32 (1.2 MB: several 128 KiB row
+     * tiles for the passes) */
+    static const uint64_t shapes[][2] = {{1, 1},  {3, 15},  {16, 8},  {17, 17},   {33, 600},
+                                         {40, 9}, {7, 255}, {24, 64}, {300, 1030}};
+    kg_rng rng = {2025};
+    for (size_t d = 0; d < NDT; d++)
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+            uint64_t rows = shapes[s][0], cols = shapes[s][1];
+            uint8_t *p;
+            cmf_qmat m = make_mat(k_dts[d], rows, cols, &rng, &p);
+            int bad = 0;
+            for (size_t n = 2; n <= CQ_FEW_MAX; n++) {
+                if (rows * cols > 100000 && n % 5 != 1) continue; /* the large shape: 6, 11, 16 */
+                bad += check(few, &m, n, 0, rows, &rng);
+                if (rows >= 4) bad += check(few, &m, n, 1, rows - 1, &rng);
+                if (rows >= 20) bad += check(few, &m, n, 3, 19, &rng); /* inside 2 blocks */
+            }
+            CHECK_MSG(bad == 0, "%s %s [%llu x %llu]: %d mismatches", tier,
+                      cmf_dtype_name(k_dts[d]), (unsigned long long)rows, (unsigned long long)cols,
+                      bad);
+            cmf_qmat_free(&m);
+            free(p);
+        }
+}
+
+/* Token k of X through batches of every size n, at every place in them (tokens o .. o + n - 1
+ * of the same activations), and through row ranges cut anywhere: the bits of the largest batch
+ * over all rows. */
+static void test_invariance(few_fn few, const char *tier) {
+    const uint64_t rows = 45, cols = 530;
+    const size_t nmax = CQ_FEW_MAX;
+    kg_rng rng = {7};
+    for (size_t d = 0; d < NDT; d++) {
+        uint8_t *p;
+        cmf_qmat m = make_mat(k_dts[d], rows, cols, &rng, &p);
+        float *X = malloc(nmax * cols * sizeof *X), *ref = malloc(nmax * rows * sizeof *ref),
+              *Y = malloc(nmax * rows * sizeof *Y);
+        for (size_t i = 0; i < nmax * cols; i++)
+            X[i] = kg_unif(&rng, -1, 1) * exp2f(kg_unif(&rng, -4, 4));
+        CHECK(few(&m, X, nmax, cols, ref, rows, 0, rows));
+        int bad = 0;
+        for (size_t n = 2; n < nmax; n++)
+            for (size_t o = 0; o + n <= nmax; o += (nmax - n) / 2 + 1) {
+                CHECK(few(&m, X + o * cols, n, cols, Y, rows, 0, rows));
+                if (memcmp(Y, ref + o * rows, n * rows * sizeof *Y) && bad++ < 3)
+                    fprintf(stderr, "  %s %s: tokens %zu..%zu differ in a batch of %zu\n", tier,
+                            cmf_dtype_name(k_dts[d]), o, o + n - 1, n);
+            }
+        static const uint64_t cuts[] = {0, 1, 2, 9, 17, 30, 31, 44, 45};
+        for (size_t c = 0; c + 1 < sizeof cuts / sizeof *cuts; c++)
+            for (size_t n = 3; n <= nmax; n += nmax - 3) {
+                const uint64_t r0 = cuts[c], r1 = cuts[c + 1];
+                CHECK(few(&m, X, n, cols, Y, r1 - r0, r0, r1));
+                for (size_t t = 0; t < n; t++)
+                    if (memcmp(Y + t * (r1 - r0), ref + t * rows + r0, (r1 - r0) * sizeof *Y) &&
+                        bad++ < 3)
+                        fprintf(stderr, "  %s %s: rows %llu..%llu of token %zu differ\n", tier,
+                                cmf_dtype_name(k_dts[d]), (unsigned long long)r0,
+                                (unsigned long long)r1, t);
+            }
+        CHECK_MSG(bad == 0, "%s %s: results depend on the batch or the row range", tier,
+                  cmf_dtype_name(k_dts[d]));
+        free(X), free(ref), free(Y), free(p);
+        cmf_qmat_free(&m);
+    }
+}
+
+/* An infinite weight (row 3, col 5) and a NaN activation (token 2, col 7), 9 tokens (more than
+ * one pass): non-finite results exactly in row 3 and token 2. */
+static void test_nonfinite(few_fn few, const char *tier) {
+    const uint64_t rows = 21, cols = 300;
+    const size_t n = 9;
+    kg_rng rng = {99};
+    for (size_t d = 0; d < NDT; d++) {
+        uint8_t *p;
+        cmf_qmat m = make_mat(k_dts[d], rows, cols, &rng, &p);
+        if (k_dts[d] == CMF_DT_F32) {
+            float inf = INFINITY;
+            memcpy(p + 4 * (3 * cols + 5), &inf, 4);
+        } else
+            st_u16(p + 2 * (3 * cols + 5),
+                   k_dts[d] == CMF_DT_F16 ? f32_to_f16(INFINITY) : f32_to_bf16(INFINITY));
+        float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y);
+        for (size_t i = 0; i < n * cols; i++)
+            X[i] = kg_unif(&rng, -1, 1);
+        X[2 * cols + 7] = NAN;
+        CHECK(few(&m, X, n, cols, Y, rows, 0, rows));
+        int bad = 0;
+        for (size_t t = 0; t < n; t++)
+            for (uint64_t r = 0; r < rows; r++) {
+                bool want_finite = t != 2 && r != 3;
+                if (want_finite != (bool)isfinite(Y[t * rows + r]) && bad++ < 5)
+                    fprintf(stderr, "  %s %s tok %zu row %llu: %g\n", tier,
+                            cmf_dtype_name(k_dts[d]), t, (unsigned long long)r, Y[t * rows + r]);
+            }
+        CHECK_MSG(bad == 0, "%s %s: non-finite values misplaced (%d)", tier,
+                  cmf_dtype_name(k_dts[d]), bad);
+        free(X), free(Y), free(p);
+        cmf_qmat_free(&m);
+    }
+}
+
+/* Refused (Y untouched): one token, more than CQ_FEW_MAX, a dtype that is not a float. Through
+ * cmf_matmul_ex: these rows' bits from 2 tokens up to the panel GEMM's floor (without flags and,
+ * for bf16, with bf16 activations allowed where the dot products do not take the batch), the
+ * panels' from the floor, which is cmf_matmul_exact_min. */
+static void test_dispatch(few_fn few, cq_isa isa, const char *tier) {
+    const uint64_t rows = 40, cols = 96;
+    const size_t nmax = CQ_FEW_MAX + 1;
+    kg_rng rng = {5};
+    float *X = malloc(nmax * cols * sizeof *X), *Y = malloc(nmax * rows * sizeof *Y),
+          *Z = malloc(nmax * rows * sizeof *Z);
+    for (size_t i = 0; i < nmax * cols; i++)
+        X[i] = kg_unif(&rng, -1, 1);
+    uint64_t nb;
+    uint8_t *q = kg_payload(CMF_DT_Q8_ROW, rows, cols, &rng, &(kg_opts){0, 0, 0}, &nb);
+    cmf_qmat q8;
+    CHECK(cmf_qmat_init(&q8, CMF_DT_Q8_ROW, rows, cols, q, nb, "t", NULL) == CMF_OK);
+    for (size_t d = 0; d < NDT; d++) {
+        for (size_t i = 0; i < nmax * rows; i++)
+            Y[i] = GEMM_SENTINEL;
+        if (d == 0) CHECK(!few(&q8, X, 4, cols, Y, rows, 0, rows));
+        uint8_t *p;
+        cmf_qmat m = make_mat(k_dts[d], rows, cols, &rng, &p);
+        CHECK(!few(&m, X, 1, cols, Y, rows, 0, rows));
+        CHECK(!few(&m, X, CQ_FEW_MAX + 1, cols, Y, rows, 0, rows));
+        CHECK_MSG(Y[0] == GEMM_SENTINEL && Y[nmax * rows - 1] == GEMM_SENTINEL,
+                  "%s: a refused call wrote to Y", tier);
+        const size_t floor = cmf_matmul_exact_min(&m, 0, 0);
+        CHECK_MSG(floor >= 2 && floor <= CQ_FEW_MAX + 1, "%s %s: exact min %zu", tier,
+                  cmf_dtype_name(k_dts[d]), floor);
+        for (size_t n = 2; n <= floor && n <= CQ_FEW_MAX; n++) {
+            cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, 0);
+            CHECK(few(&m, X, n, cols, Z, rows, 0, rows));
+            const bool same = !memcmp(Y, Z, n * rows * sizeof *Y);
+            CHECK_MSG(same == (n < floor), "%s %s n=%zu: cmf_matmul_ex %s the few-token rows", tier,
+                      cmf_dtype_name(k_dts[d]), n, same ? "took" : "did not take");
+            if (k_dts[d] == CMF_DT_BF16 && !cq_bf16dot_takes(&m, n) && n < floor) {
+                cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, CMF_KF_BF16_ACT);
+                CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y),
+                          "%s bf16 n=%zu with the flag: not the few-token rows", tier, n);
+            }
+        }
+        if (floor <= CQ_FEW_MAX) { /* the floor's batch: the panels' bits */
+            cmf_matmul_ex(&m, X, floor, cols, Y, rows, 0, rows, 0);
+            CHECK((isa == CQ_ISA_AVX2 ? cq_gemm_float_avx2 : cq_gemm_float_avx512)(
+                &m, X, floor, cols, Z, rows, 0, rows));
+            CHECK_MSG(!memcmp(Y, Z, floor * rows * sizeof *Y), "%s %s n=%zu: not the panels", tier,
+                      cmf_dtype_name(k_dts[d]), floor);
+        }
+        cmf_qmat_free(&m);
+        free(p);
+    }
+    cmf_qmat_free(&q8);
+    free(q), free(X), free(Y), free(Z);
+}
+
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv);
+    static const struct {
+        cq_isa isa;
+        few_fn fn;
+        const char *name;
+    } k_tiers[] = {{CQ_ISA_AVX2, cq_few_avx2, "avx2"}, {CQ_ISA_AVX512, cq_few_avx512, "avx512"}};
+    for (size_t i = 0; i < sizeof k_tiers / sizeof k_tiers[0]; i++) {
+        if (!test_tier_on(k_tiers[i].isa)) continue;
+        cq_cpu_force(k_tiers[i].isa);
+        if (cq_cpu_isa() < k_tiers[i].isa) continue; /* a run by hand on a smaller CPU */
+        test_shapes(k_tiers[i].fn, k_tiers[i].name);
+        test_invariance(k_tiers[i].fn, k_tiers[i].name);
+        test_nonfinite(k_tiers[i].fn, k_tiers[i].name);
+        test_dispatch(k_tiers[i].fn, k_tiers[i].isa, k_tiers[i].name);
+    }
+    TEST_DONE();
+}
