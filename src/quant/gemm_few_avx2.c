@@ -82,35 +82,23 @@ AI void few_rows(const cmf_qmat *m, cmf_dtype dt, const float *X, size_t ldx, fl
     }
 }
 
-#define FEW_DT(NAME, DT)                                                                           \
-    static void NAME(const cmf_qmat *m, const float *X, size_t T, size_t ldx, float *Y,            \
-                     size_t ldy, uint64_t r0, uint64_t r1) {                                       \
-        switch (T) {                                                                               \
-        case 1:                                                                                    \
-            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 1);                                            \
-            break;                                                                                 \
-        case 2:                                                                                    \
-            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 2);                                            \
-            break;                                                                                 \
-        case 3:                                                                                    \
-            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 3);                                            \
-            break;                                                                                 \
-        default:                                                                                   \
-            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 4);                                            \
-            break;                                                                                 \
-        }                                                                                          \
+/* T a constant in each call (the accumulators stay in registers), the dtype one per copy */
+AI void few_t(const cmf_qmat *m, cmf_dtype dt, const float *X, size_t T, size_t ldx, float *Y,
+              size_t ldy, uint64_t r0, uint64_t r1) {
+    switch (T) {
+    case 1:
+        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 1);
+        break;
+    case 2:
+        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 2);
+        break;
+    case 3:
+        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 3);
+        break;
+    default:
+        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 4);
+        break;
     }
-FEW_DT(few_f32, CMF_DT_F32)
-FEW_DT(few_f16, CMF_DT_F16)
-FEW_DT(few_bf16, CMF_DT_BF16)
-
-bool cq_few_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
-                 uint64_t r0, uint64_t r1) {
-    cq_few_fn fn = m->dtype == CMF_DT_F32    ? few_f32
-                   : m->dtype == CMF_DT_F16  ? few_f16
-                   : m->dtype == CMF_DT_BF16 ? few_bf16
-                                             : NULL;
-    if (!fn || n < 2 || n > CQ_FEW_MAX) return false;
-    cq_few_passes(fn, PASS_MAX, 8, m, X, n, ldx, Y, ldy, r0, r1);
-    return true;
 }
+
+CQ_FEW_TIER(cq_few_avx2, few_t, PASS_MAX, 8)

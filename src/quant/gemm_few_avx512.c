@@ -83,48 +83,35 @@ AI void few_rows(const cmf_qmat *m, cmf_dtype dt, const float *X, size_t ldx, fl
     }
 }
 
-/* one copy per dtype and token count, so the loads and the token loops fold to constants */
-#define FEW_DT(NAME, DT)                                                                           \
-    static void NAME(const cmf_qmat *m, const float *X, size_t T, size_t ldx, float *Y,            \
-                     size_t ldy, uint64_t r0, uint64_t r1) {                                       \
-        switch (T) {                                                                               \
-        case 1:                                                                                    \
-            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 1);                                            \
-            break;                                                                                 \
-        case 2:                                                                                    \
-            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 2);                                            \
-            break;                                                                                 \
-        case 3:                                                                                    \
-            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 3);                                            \
-            break;                                                                                 \
-        case 4:                                                                                    \
-            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 4);                                            \
-            break;                                                                                 \
-        case 5:                                                                                    \
-            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 5);                                            \
-            break;                                                                                 \
-        case 6:                                                                                    \
-            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 6);                                            \
-            break;                                                                                 \
-        case 7:                                                                                    \
-            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 7);                                            \
-            break;                                                                                 \
-        default:                                                                                   \
-            few_rows(m, DT, X, ldx, Y, ldy, r0, r1, 8);                                            \
-            break;                                                                                 \
-        }                                                                                          \
+/* T a constant in each call (the accumulators stay in registers), the dtype one per copy */
+AI void few_t(const cmf_qmat *m, cmf_dtype dt, const float *X, size_t T, size_t ldx, float *Y,
+              size_t ldy, uint64_t r0, uint64_t r1) {
+    switch (T) {
+    case 1:
+        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 1);
+        break;
+    case 2:
+        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 2);
+        break;
+    case 3:
+        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 3);
+        break;
+    case 4:
+        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 4);
+        break;
+    case 5:
+        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 5);
+        break;
+    case 6:
+        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 6);
+        break;
+    case 7:
+        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 7);
+        break;
+    default:
+        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 8);
+        break;
     }
-FEW_DT(few_f32, CMF_DT_F32)
-FEW_DT(few_f16, CMF_DT_F16)
-FEW_DT(few_bf16, CMF_DT_BF16)
-
-bool cq_few_avx512(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
-                   uint64_t r0, uint64_t r1) {
-    cq_few_fn fn = m->dtype == CMF_DT_F32    ? few_f32
-                   : m->dtype == CMF_DT_F16  ? few_f16
-                   : m->dtype == CMF_DT_BF16 ? few_bf16
-                                             : NULL;
-    if (!fn || n < 2 || n > CQ_FEW_MAX) return false;
-    cq_few_passes(fn, 8, 16, m, X, n, ldx, Y, ldy, r0, r1);
-    return true;
 }
+
+CQ_FEW_TIER(cq_few_avx512, few_t, 8, 16)

@@ -175,16 +175,22 @@ bool cq_few_avx2(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float 
                  uint64_t r0, uint64_t r1);
 typedef void (*cq_few_fn)(const cmf_qmat *m, const float *X, size_t T, size_t ldx, float *Y,
                           size_t ldy, uint64_t r0, uint64_t r1);
-/* n tokens through fn (at most pass_max a call): one call, or balanced passes (9 tokens by 4 =
- * 3 + 3 + 3) over row tiles of about tile_bytes of weights in whole blocks of `block` rows, so
- * that the passes after the first read the tile from L2. */
-static inline void cq_few_passes(cq_few_fn fn, size_t pass_max, uint64_t block, const cmf_qmat *m,
-                                 const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
-                                 uint64_t r0, uint64_t r1) {
+/* A tier's entry: the rows of m's dtype (fns: f32, f16, bf16; at most pass_max tokens a call)
+ * over n tokens in one call, or in balanced passes (9 tokens by 4 = 3 + 3 + 3) over row tiles
+ * of about 128 KiB of weights in whole blocks of `block` rows, so that the passes after the
+ * first read the tile from L2. false (nothing written) for other dtypes and token counts. */
+static inline bool cq_few_run(const cq_few_fn fns[3], size_t pass_max, uint64_t block,
+                              const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                              size_t ldy, uint64_t r0, uint64_t r1) {
+    const cq_few_fn fn = m->dtype == CMF_DT_F32    ? fns[0]
+                         : m->dtype == CMF_DT_F16  ? fns[1]
+                         : m->dtype == CMF_DT_BF16 ? fns[2]
+                                                   : NULL;
+    if (!fn || n < 2 || n > CQ_FEW_MAX) return false;
     const size_t passes = (n + pass_max - 1) / pass_max;
     if (passes == 1) {
         fn(m, X, n, ldx, Y, ldy, r0, r1);
-        return;
+        return true;
     }
     const uint64_t row_bytes = m->cols * (m->dtype == CMF_DT_F32 ? 4 : 2);
     uint64_t tile = (128u << 10) / row_bytes / block * block;
@@ -197,7 +203,29 @@ static inline void cq_few_passes(cq_few_fn fn, size_t pass_max, uint64_t block, 
             t += k;
         }
     }
+    return true;
 }
+
+/* A tier's entry NAME (cq_few_avx512, cq_few_avx2) over its rows FEW_T(m, dt, X, T, ldx, Y, ldy,
+ * r0, r1): one copy per dtype, so that the dtype is a constant in each. */
+#define CQ_FEW_TIER(NAME, FEW_T, PASS_MAX, BLOCK)                                                  \
+    static void NAME##_f32(const cmf_qmat *m, const float *X, size_t T, size_t ldx, float *Y,      \
+                           size_t ldy, uint64_t r0, uint64_t r1) {                                 \
+        FEW_T(m, CMF_DT_F32, X, T, ldx, Y, ldy, r0, r1);                                           \
+    }                                                                                              \
+    static void NAME##_f16(const cmf_qmat *m, const float *X, size_t T, size_t ldx, float *Y,      \
+                           size_t ldy, uint64_t r0, uint64_t r1) {                                 \
+        FEW_T(m, CMF_DT_F16, X, T, ldx, Y, ldy, r0, r1);                                           \
+    }                                                                                              \
+    static void NAME##_bf16(const cmf_qmat *m, const float *X, size_t T, size_t ldx, float *Y,     \
+                            size_t ldy, uint64_t r0, uint64_t r1) {                                \
+        FEW_T(m, CMF_DT_BF16, X, T, ldx, Y, ldy, r0, r1);                                          \
+    }                                                                                              \
+    bool NAME(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,       \
+              uint64_t r0, uint64_t r1) {                                                          \
+        static const cq_few_fn fns[3] = {NAME##_f32, NAME##_f16, NAME##_bf16};                     \
+        return cq_few_run(fns, PASS_MAX, BLOCK, m, X, n, ldx, Y, ldy, r0, r1);                     \
+    }
 
 /* Batched product for f32 / f16 / bf16 weights (gemm_f32_avx512.c): false (nothing written)
  * when its scratch cannot be allocated. */

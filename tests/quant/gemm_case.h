@@ -12,6 +12,7 @@
 
 #include "common/bytes.h"
 #include "common/f16.h"
+#include "common/test.h"
 #include "cortiq/kernels.h"
 #include "quant/kernel_gen.h"
 
@@ -64,6 +65,84 @@ static inline int gemm_case_padding(const gemm_case *c, uint64_t rows, const cha
 
 static inline void gemm_case_free(gemm_case *c) {
     free(c->X), free(c->Y);
+}
+
+/* A batched product's signature (the float panels', the few-token rows'). */
+typedef bool (*gemm_case_fn)(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                             size_t ldy, uint64_t r0, uint64_t r1);
+
+/* gemm over n tokens of a fresh case and rows [r0, r1) of m against a double sum of the
+ * dequantized rows: the outputs outside 2e-5 of sum |w x| plus those written past the range
+ * (the first five of each reported). */
+static inline int gemm_case_check(gemm_case_fn gemm, const cmf_qmat *m, size_t n, uint64_t r0,
+                                  uint64_t r1, kg_rng *rng) {
+    const uint64_t cols = m->cols;
+    gemm_case c = gemm_case_make(n, cols, r1 - r0, rng);
+    float *w = malloc(cols * sizeof *w);
+    CHECK(gemm(m, c.X, n, c.ldx, c.Y, c.ldy, r0, r1));
+    int bad = 0;
+    for (uint64_t r = r0; r < r1; r++) {
+        cmf_qmat_dequant_row(m, r, w);
+        for (size_t t = 0; t < n; t++) {
+            double s = 0, mag = 0;
+            for (uint64_t k = 0; k < cols; k++) {
+                double p = (double)w[k] * c.X[t * c.ldx + k];
+                s += p;
+                mag += fabs(p);
+            }
+            double got = c.Y[t * c.ldy + (r - r0)];
+            if (!(fabs(got - s) <= 2e-5 * mag + 1e-30) && bad++ < 5)
+                fprintf(stderr,
+                        "  %s [%llu x %llu] n=%zu rows %llu..%llu: row %llu tok %zu got %.9g "
+                        "want %.9g\n",
+                        cmf_dtype_name(m->dtype), (unsigned long long)m->rows,
+                        (unsigned long long)cols, n, (unsigned long long)r0, (unsigned long long)r1,
+                        (unsigned long long)r, t, got, s);
+        }
+    }
+    bad += gemm_case_padding(&c, r1 - r0, cmf_dtype_name(m->dtype));
+    gemm_case_free(&c);
+    free(w);
+    return bad;
+}
+
+/* An infinite weight (row 3, col 5) and a NaN activation (token 2, col 7) in 9 tokens of each
+ * float dtype through gemm: non-finite results exactly in row 3 and token 2; every other output
+ * finite. */
+static inline void gemm_case_nonfinite(gemm_case_fn gemm, const char *tier) {
+    static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16};
+    const uint64_t rows = 21, cols = 300;
+    const size_t n = 9;
+    kg_rng rng = {99};
+    for (size_t d = 0; d < 3; d++) {
+        uint64_t nb;
+        uint8_t *p = gemm_case_weights(dts[d], rows, cols, &rng, &nb);
+        if (dts[d] == CMF_DT_F32) {
+            float inf = INFINITY;
+            memcpy(p + 4 * (3 * cols + 5), &inf, 4);
+        } else
+            st_u16(p + 2 * (3 * cols + 5),
+                   dts[d] == CMF_DT_F16 ? f32_to_f16(INFINITY) : f32_to_bf16(INFINITY));
+        cmf_qmat m;
+        CHECK(cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "t", NULL) == CMF_OK);
+        float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y);
+        for (size_t i = 0; i < n * cols; i++)
+            X[i] = kg_unif(&rng, -1, 1);
+        X[2 * cols + 7] = NAN;
+        CHECK(gemm(&m, X, n, cols, Y, rows, 0, rows));
+        int bad = 0;
+        for (size_t t = 0; t < n; t++)
+            for (uint64_t r = 0; r < rows; r++) {
+                bool want_finite = t != 2 && r != 3;
+                if (want_finite != (bool)isfinite(Y[t * rows + r]) && bad++ < 5)
+                    fprintf(stderr, "  %s %s tok %zu row %llu: %g\n", tier, cmf_dtype_name(dts[d]),
+                            t, (unsigned long long)r, Y[t * rows + r]);
+            }
+        CHECK_MSG(bad == 0, "%s %s: non-finite values misplaced (%d)", tier, cmf_dtype_name(dts[d]),
+                  bad);
+        free(X), free(Y), free(p);
+        cmf_qmat_free(&m);
+    }
 }
 
 #endif

@@ -22,9 +22,6 @@
 #include "quant/kernel_gen.h"
 #include "quant/kernels_engine.h"
 
-typedef bool (*few_fn)(const cmf_qmat *, const float *, size_t, size_t, float *, size_t, uint64_t,
-                       uint64_t);
-
 static const cmf_dtype k_dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16};
 #define NDT (sizeof k_dts / sizeof k_dts[0])
 
@@ -36,39 +33,7 @@ static cmf_qmat make_mat(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng
     return m;
 }
 
-/* The outputs outside the bound or written past the range. */
-static int check(few_fn few, const cmf_qmat *m, size_t n, uint64_t r0, uint64_t r1, kg_rng *rng) {
-    const uint64_t cols = m->cols;
-    gemm_case c = gemm_case_make(n, cols, r1 - r0, rng);
-    float *w = malloc(cols * sizeof *w);
-    CHECK(few(m, c.X, n, c.ldx, c.Y, c.ldy, r0, r1));
-    int bad = 0;
-    for (uint64_t r = r0; r < r1; r++) {
-        cmf_qmat_dequant_row(m, r, w);
-        for (size_t t = 0; t < n; t++) {
-            double s = 0, mag = 0;
-            for (uint64_t k = 0; k < cols; k++) {
-                double p = (double)w[k] * c.X[t * c.ldx + k];
-                s += p;
-                mag += fabs(p);
-            }
-            double got = c.Y[t * c.ldy + (r - r0)];
-            if (!(fabs(got - s) <= 2e-5 * mag + 1e-30) && bad++ < 5)
-                fprintf(stderr,
-                        "  %s [%llu x %llu] n=%zu rows %llu..%llu: row %llu tok %zu got %.9g "
-                        "want %.9g\n",
-                        cmf_dtype_name(m->dtype), (unsigned long long)m->rows,
-                        (unsigned long long)cols, n, (unsigned long long)r0, (unsigned long long)r1,
-                        (unsigned long long)r, t, got, s);
-        }
-    }
-    bad += gemm_case_padding(&c, r1 - r0, cmf_dtype_name(m->dtype));
-    gemm_case_free(&c);
-    free(w);
-    return bad;
-}
-
-static void test_shapes(few_fn few, const char *tier) {
+static void test_shapes(gemm_case_fn few, const char *tier) {
     /* {rows, cols}: one row and column, a lone last row of a pair, partial blocks, cols below
      * one vector / odd / a partial last step, and 300 x 1030 f32 (1.2 MB: several 128 KiB row
      * tiles for the passes) */
@@ -83,9 +48,10 @@ static void test_shapes(few_fn few, const char *tier) {
             int bad = 0;
             for (size_t n = 2; n <= CQ_FEW_MAX; n++) {
                 if (rows * cols > 100000 && n % 5 != 1) continue; /* the large shape: 6, 11, 16 */
-                bad += check(few, &m, n, 0, rows, &rng);
-                if (rows >= 4) bad += check(few, &m, n, 1, rows - 1, &rng);
-                if (rows >= 20) bad += check(few, &m, n, 3, 19, &rng); /* inside 2 blocks */
+                bad += gemm_case_check(few, &m, n, 0, rows, &rng);
+                if (rows >= 4) bad += gemm_case_check(few, &m, n, 1, rows - 1, &rng);
+                if (rows >= 20)
+                    bad += gemm_case_check(few, &m, n, 3, 19, &rng); /* inside 2 blocks */
             }
             CHECK_MSG(bad == 0, "%s %s [%llu x %llu]: %d mismatches", tier,
                       cmf_dtype_name(k_dts[d]), (unsigned long long)rows, (unsigned long long)cols,
@@ -98,7 +64,7 @@ static void test_shapes(few_fn few, const char *tier) {
 /* Token k of X through batches of every size n, at every place in them (tokens o .. o + n - 1
  * of the same activations), and through row ranges cut anywhere: the bits of the largest batch
  * over all rows. */
-static void test_invariance(few_fn few, const char *tier) {
+static void test_invariance(gemm_case_fn few, const char *tier) {
     const uint64_t rows = 45, cols = 530;
     const size_t nmax = CQ_FEW_MAX;
     kg_rng rng = {7};
@@ -137,46 +103,11 @@ static void test_invariance(few_fn few, const char *tier) {
     }
 }
 
-/* An infinite weight (row 3, col 5) and a NaN activation (token 2, col 7), 9 tokens (more than
- * one pass): non-finite results exactly in row 3 and token 2. */
-static void test_nonfinite(few_fn few, const char *tier) {
-    const uint64_t rows = 21, cols = 300;
-    const size_t n = 9;
-    kg_rng rng = {99};
-    for (size_t d = 0; d < NDT; d++) {
-        uint8_t *p;
-        cmf_qmat m = make_mat(k_dts[d], rows, cols, &rng, &p);
-        if (k_dts[d] == CMF_DT_F32) {
-            float inf = INFINITY;
-            memcpy(p + 4 * (3 * cols + 5), &inf, 4);
-        } else
-            st_u16(p + 2 * (3 * cols + 5),
-                   k_dts[d] == CMF_DT_F16 ? f32_to_f16(INFINITY) : f32_to_bf16(INFINITY));
-        float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y);
-        for (size_t i = 0; i < n * cols; i++)
-            X[i] = kg_unif(&rng, -1, 1);
-        X[2 * cols + 7] = NAN;
-        CHECK(few(&m, X, n, cols, Y, rows, 0, rows));
-        int bad = 0;
-        for (size_t t = 0; t < n; t++)
-            for (uint64_t r = 0; r < rows; r++) {
-                bool want_finite = t != 2 && r != 3;
-                if (want_finite != (bool)isfinite(Y[t * rows + r]) && bad++ < 5)
-                    fprintf(stderr, "  %s %s tok %zu row %llu: %g\n", tier,
-                            cmf_dtype_name(k_dts[d]), t, (unsigned long long)r, Y[t * rows + r]);
-            }
-        CHECK_MSG(bad == 0, "%s %s: non-finite values misplaced (%d)", tier,
-                  cmf_dtype_name(k_dts[d]), bad);
-        free(X), free(Y), free(p);
-        cmf_qmat_free(&m);
-    }
-}
-
 /* Refused (Y untouched): one token, more than CQ_FEW_MAX, a dtype that is not a float. Through
  * cmf_matmul_ex: these rows' bits from 2 tokens up to the panel GEMM's floor (without flags and,
  * for bf16, with bf16 activations allowed where the dot products do not take the batch), the
  * panels' from the floor, which is cmf_matmul_exact_min. */
-static void test_dispatch(few_fn few, cq_isa isa, const char *tier) {
+static void test_dispatch(gemm_case_fn few, cq_isa isa, const char *tier) {
     const uint64_t rows = 40, cols = 96;
     const size_t nmax = CQ_FEW_MAX + 1;
     kg_rng rng = {5};
@@ -231,7 +162,7 @@ int main(int argc, char **argv) {
     test_tier_select(argc, argv);
     static const struct {
         cq_isa isa;
-        few_fn fn;
+        gemm_case_fn fn;
         const char *name;
     } k_tiers[] = {{CQ_ISA_AVX2, cq_few_avx2, "avx2"}, {CQ_ISA_AVX512, cq_few_avx512, "avx512"}};
     for (size_t i = 0; i < sizeof k_tiers / sizeof k_tiers[0]; i++) {
@@ -240,7 +171,7 @@ int main(int argc, char **argv) {
         if (cq_cpu_isa() < k_tiers[i].isa) continue; /* a run by hand on a smaller CPU */
         test_shapes(k_tiers[i].fn, k_tiers[i].name);
         test_invariance(k_tiers[i].fn, k_tiers[i].name);
-        test_nonfinite(k_tiers[i].fn, k_tiers[i].name);
+        gemm_case_nonfinite(k_tiers[i].fn, k_tiers[i].name); /* 9 tokens: two passes */
         test_dispatch(k_tiers[i].fn, k_tiers[i].isa, k_tiers[i].name);
     }
     TEST_DONE();

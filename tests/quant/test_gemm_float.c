@@ -25,42 +25,7 @@
 #include "quant/gemm_case.h"
 #include "quant/kernel_gen.h"
 
-typedef bool (*gemm_fn)(const cmf_qmat *, const float *, size_t, size_t, float *, size_t, uint64_t,
-                        uint64_t);
-
-/* Returns the number of outputs outside the bound or changed outside the range. */
-static int check(gemm_fn gemm, const cmf_qmat *m, size_t n, uint64_t r0, uint64_t r1, kg_rng *rng) {
-    const uint64_t cols = m->cols;
-    gemm_case c = gemm_case_make(n, cols, r1 - r0, rng);
-    float *w = malloc(cols * sizeof *w);
-    CHECK(gemm(m, c.X, n, c.ldx, c.Y, c.ldy, r0, r1));
-    int bad = 0;
-    for (uint64_t r = r0; r < r1; r++) {
-        cmf_qmat_dequant_row(m, r, w);
-        for (size_t t = 0; t < n; t++) {
-            double s = 0, mag = 0;
-            for (uint64_t k = 0; k < cols; k++) {
-                double p = (double)w[k] * c.X[t * c.ldx + k];
-                s += p;
-                mag += fabs(p);
-            }
-            double got = c.Y[t * c.ldy + (r - r0)];
-            if (!(fabs(got - s) <= 2e-5 * mag + 1e-30) && bad++ < 5)
-                fprintf(stderr,
-                        "  %s [%llu x %llu] n=%zu rows %llu..%llu: row %llu tok %zu got %.9g want "
-                        "%.9g\n",
-                        cmf_dtype_name(m->dtype), (unsigned long long)m->rows,
-                        (unsigned long long)cols, n, (unsigned long long)r0, (unsigned long long)r1,
-                        (unsigned long long)r, t, got, s);
-        }
-    }
-    bad += gemm_case_padding(&c, r1 - r0, cmf_dtype_name(m->dtype));
-    gemm_case_free(&c);
-    free(w);
-    return bad;
-}
-
-static void test_shapes(gemm_fn gemm, const char *tier) {
+static void test_shapes(gemm_case_fn gemm, const char *tier) {
     static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16};
     /* {rows, cols}: partial panels, cols below 8 / odd / past 1 and 2 K blocks (AVX2 256,
      * AVX-512 128 columns), and rows past one row tile (16 panels: AVX2 256, AVX-512 512 rows,
@@ -76,9 +41,10 @@ static void test_shapes(gemm_fn gemm, const char *tier) {
             CHECK(cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "t", NULL) == CMF_OK);
             int bad = 0;
             for (size_t n = 1; n <= 30; n++) {
-                bad += check(gemm, &m, n, 0, rows, &rng);
-                if (rows >= 4) bad += check(gemm, &m, n, 1, rows - 1, &rng);
-                if (rows >= 20) bad += check(gemm, &m, n, 3, 19, &rng); /* inside 2 panels */
+                bad += gemm_case_check(gemm, &m, n, 0, rows, &rng);
+                if (rows >= 4) bad += gemm_case_check(gemm, &m, n, 1, rows - 1, &rng);
+                if (rows >= 20)
+                    bad += gemm_case_check(gemm, &m, n, 3, 19, &rng); /* inside 2 panels */
             }
             CHECK_MSG(bad == 0, "%s %s [%llu x %llu]: %d mismatches", tier, cmf_dtype_name(dts[d]),
                       (unsigned long long)rows, (unsigned long long)cols, bad);
@@ -87,47 +53,9 @@ static void test_shapes(gemm_fn gemm, const char *tier) {
         }
 }
 
-/* An infinite weight (row 3, col 5) and a NaN activation (token 2, col 7): non-finite results
- * exactly in row 3 and token 2; every other output finite. */
-static void test_nonfinite(gemm_fn gemm, const char *tier) {
-    static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16};
-    const uint64_t rows = 21, cols = 300;
-    const size_t n = 9;
-    kg_rng rng = {99};
-    for (size_t d = 0; d < 3; d++) {
-        uint64_t nb;
-        uint8_t *p = gemm_case_weights(dts[d], rows, cols, &rng, &nb);
-        if (dts[d] == CMF_DT_F32) {
-            float inf = INFINITY;
-            memcpy(p + 4 * (3 * cols + 5), &inf, 4);
-        } else
-            st_u16(p + 2 * (3 * cols + 5),
-                   dts[d] == CMF_DT_F16 ? f32_to_f16(INFINITY) : f32_to_bf16(INFINITY));
-        cmf_qmat m;
-        CHECK(cmf_qmat_init(&m, dts[d], rows, cols, p, nb, "t", NULL) == CMF_OK);
-        float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y);
-        for (size_t i = 0; i < n * cols; i++)
-            X[i] = kg_unif(&rng, -1, 1);
-        X[2 * cols + 7] = NAN;
-        CHECK(gemm(&m, X, n, cols, Y, rows, 0, rows));
-        int bad = 0;
-        for (size_t t = 0; t < n; t++)
-            for (uint64_t r = 0; r < rows; r++) {
-                bool want_finite = t != 2 && r != 3;
-                if (want_finite != (bool)isfinite(Y[t * rows + r]) && bad++ < 5)
-                    fprintf(stderr, "  %s %s tok %zu row %llu: %g\n", tier, cmf_dtype_name(dts[d]),
-                            t, (unsigned long long)r, Y[t * rows + r]);
-            }
-        CHECK_MSG(bad == 0, "%s %s: non-finite values misplaced (%d)", tier, cmf_dtype_name(dts[d]),
-                  bad);
-        free(X), free(Y), free(p);
-        cmf_qmat_free(&m);
-    }
-}
-
 /* Tokens 0 .. 9 of batches of 10 .. 32 tokens (the same activations): bit-identical outputs,
  * though the batch's token groups differ (full, split remainders, the last ones). */
-static void test_batch_invariance(gemm_fn gemm, const char *tier) {
+static void test_batch_invariance(gemm_case_fn gemm, const char *tier) {
     static const cmf_dtype dts[] = {CMF_DT_F32, CMF_DT_F16, CMF_DT_BF16};
     const uint64_t rows = 37, cols = 530; /* a partial panel and three K blocks */
     const size_t nmax = 32, keep = 10;
@@ -214,7 +142,7 @@ int main(int argc, char **argv) {
     test_tier_select(argc, argv);
     static const struct {
         cq_isa isa;
-        gemm_fn fn;
+        gemm_case_fn fn;
         const char *name;
     } k_gemms[] = {{CQ_ISA_AVX2, cq_gemm_float_avx2, "avx2"},
                    {CQ_ISA_AVX512, cq_gemm_float_avx512, "avx512"}};
@@ -223,7 +151,7 @@ int main(int argc, char **argv) {
         cq_cpu_force(k_gemms[i].isa);
         if (cq_cpu_isa() < k_gemms[i].isa) continue; /* a run by hand on a smaller CPU */
         test_shapes(k_gemms[i].fn, k_gemms[i].name);
-        test_nonfinite(k_gemms[i].fn, k_gemms[i].name);
+        gemm_case_nonfinite(k_gemms[i].fn, k_gemms[i].name);
         test_batch_invariance(k_gemms[i].fn, k_gemms[i].name);
         test_prepared(k_gemms[i].isa, k_gemms[i].name);
     }
