@@ -8,7 +8,7 @@
  * token in registers: two rows at a time, one accumulator per row and token (16 for 8 tokens),
  * two weight loads and up to 8 activation loads per 16 multiply-add instructions, the two
  * rows' span prefetched as decode's rows are; more than 8 tokens in balanced passes over row
- * tiles that stay in L2 (cq_few_passes). Every (row, token) sum runs over its columns in
+ * tiles that stay in L2 (cq_few_run). Every (row, token) sum runs over its columns in
  * 16-column steps (the last one masked) and is reduced by cq_hsum16_avx512 for 16 rows at a
  * time, rows past the range's end zero: the same arithmetic for a token whatever the batch
  * size, its position in it or the row range, so the results depend on none of them. */

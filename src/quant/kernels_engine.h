@@ -24,9 +24,8 @@ enum {
      * AMX tier from 4 tokens, one tile product per step instead of three (gemm_half_amx.c); on
      * the AVX-512 tier from 12 tokens where the CPU's vdpbf16ps is fast, the dot product
      * vdpbf16ps (twice the multiply-adds of an f32 FMA on Zen 4; gemm_bf16dot_avx512.c). Each
-     * output then
-     * carries the activation rounding, at most 2^-8 of sum |w x|. Ignored by other dtypes,
-     * tiers and batch sizes. */
+     * output then carries the activation rounding, at most 2^-8 of sum |w x|. Ignored by other
+     * dtypes, tiers and batch sizes. */
     CMF_KF_BF16_ACT = 1u << 1,
 };
 
