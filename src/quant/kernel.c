@@ -56,10 +56,10 @@ static cq_mm_fn pick(cmf_dtype dt) {
 #define CQ_FLOAT_GEMM_MIN_AVX2 16
 
 /* Batches from this many tokens on bf16 weights with CMF_KF_BF16_ACT take the AVX-512 BF16 dot
- * products (gemm_bf16dot_avx512.c); below, the few-token rows (level with the dot products at 8
- * to 10 tokens, slower from 12 in a Qwen2.5-0.5B-shape prefill). `bench_gemm --tokens N bf16`, one
- * thread, the dot products against the f32 panels over the Qwen2.5-0.5B shapes: 4 tokens
- * 0.80-0.90x, 8 tokens 1.0-1.3x, 16 tokens 1.4-1.8x, 64-128 tokens 1.7-1.9x. */
+ * products (gemm_bf16dot_avx512.c); below, the few-token rows (5-20 % faster than the dot
+ * products at 8 and 10 tokens, slower from 12 in whole prefills: docs/KERNELS.md). `bench_gemm
+ * --tokens N bf16`, one thread, the dot products against the f32 panels over the Qwen2.5-0.5B
+ * shapes: 4 tokens 0.80-0.90x, 8 tokens 1.0-1.3x, 16 tokens 1.4-1.8x, 64-128 tokens 1.7-1.9x. */
 #define CQ_BF16DOT_GEMM_MIN 12
 
 /* Batches from this many tokens take the AMX tiles for f16 / bf16 weights (below, converting
@@ -101,9 +101,8 @@ bool cq_float_avx2_takes(const cmf_qmat *m, size_t n) {
 /* A batch of 2 or more float weights' tokens below the panel GEMM's floor of the tier in effect
  * (and, on AMX, below its tiles' own) takes the few-token rows. */
 static bool few_takes(const cmf_qmat *m, size_t n, unsigned flags) {
-    const cq_dtype_ops *o = cq_dtype_ops_get(m->dtype);
-    const cq_isa gemm = o ? cq_isa_pick(o->gemm_tiers) : CQ_ISA_SCALAR;
     if (m->dtype != CMF_DT_F32 && m->dtype != CMF_DT_F16 && m->dtype != CMF_DT_BF16) return false;
+    const cq_isa gemm = cq_isa_pick(cq_dtype_ops_get(m->dtype)->gemm_tiers);
     if (gemm >= CQ_ISA_AMX && n >= amx_min(m, flags)) return false;
     if ((flags & CMF_KF_BF16_ACT) && cq_bf16dot_takes(m, n)) return false;
     return gemm >= CQ_ISA_AVX512 ? n < CQ_FLOAT_GEMM_MIN
