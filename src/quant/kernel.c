@@ -98,11 +98,12 @@ bool cq_float_avx2_takes(const cmf_qmat *m, size_t n) {
     return o && n >= CQ_FLOAT_GEMM_MIN_AVX2 && cq_isa_pick(o->gemm_tiers) == CQ_ISA_AVX2;
 }
 
-/* A batch of 2 or more float weights' tokens below the panel GEMM's floor of the tier in effect
- * (and, on AMX, below its tiles' own) takes the few-token rows. */
-static bool few_takes(const cmf_qmat *m, size_t n, unsigned flags) {
+/* A batch of 2 or more float weights' tokens below the panel GEMM's floor of gemm, the dtype's
+ * GEMM tier in effect (and, on AMX, below its tiles' own) takes the few-token rows. The AMX and
+ * dot-product tests repeat cmf_matmul_ex's: where those kernels refuse a batch they take (no
+ * scratch), the panels, not these rows, keep its bits. */
+static bool few_takes(const cmf_qmat *m, size_t n, unsigned flags, cq_isa gemm) {
     if (m->dtype != CMF_DT_F32 && m->dtype != CMF_DT_F16 && m->dtype != CMF_DT_BF16) return false;
-    const cq_isa gemm = cq_isa_pick(cq_dtype_ops_get(m->dtype)->gemm_tiers);
     if (gemm >= CQ_ISA_AMX && n >= amx_min(m, flags)) return false;
     if ((flags & CMF_KF_BF16_ACT) && cq_bf16dot_takes(m, n)) return false;
     return gemm >= CQ_ISA_AVX512 ? n < CQ_FLOAT_GEMM_MIN
@@ -208,8 +209,8 @@ void cmf_matmul_ex(const cmf_qmat *m, const float *X, size_t n, size_t ldx, floa
             cq_gemm_bf16dot_avx512(m, X, n, ldx, Y, ldy, row_begin, row_end))
             return;
         /* float weights, a few tokens: each weight read and widened once for all of them */
-        if (few_takes(m, n, flags) && (gemm >= CQ_ISA_AVX512 ? cq_few_avx512 : cq_few_avx2)(
-                                          m, X, n, ldx, Y, ldy, row_begin, row_end))
+        if (few_takes(m, n, flags, gemm) && (gemm >= CQ_ISA_AVX512 ? cq_few_avx512 : cq_few_avx2)(
+                                                m, X, n, ldx, Y, ldy, row_begin, row_end))
             return;
         /* float weights: the panel GEMM (each weight converted once per call) */
         if (gemm >= CQ_ISA_AVX512 && n >= CQ_FLOAT_GEMM_MIN &&

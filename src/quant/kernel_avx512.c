@@ -209,10 +209,11 @@ static void mm_bf16(const cmf_qmat *m, const float *X, size_t n, size_t ldx, flo
  * share is each 32-column step's decoded weights (f32, f16, bf16: 1.3x the one-token kernel's
  * speed at 2 tokens, 1.5x at 4, 1536 x 576 f16 in L2). q8_row is not among them: with R = 2
  * rows per step its shared decode still ran 0.8x the one-token kernel's 4-row step. Rows past
- * the last full block of 16 take the one-token kernel per token. Each row's weights are
- * prefetched as the one-token rows' are (without, Zen 4, bench_batch_decode of the Qwen2.5-0.5B
- * shape at 4 streams: f16 59-68 against 95-97 tok/s, bf16 73 against 98-101); f16 on AMD and
- * bf16 step two rows at a time (R = 2: +3-10 % there, the same bits). */
+ * the last full block of 16 take the one-token kernel per token. The rows' weights are
+ * prefetched (without, Zen 4, bench_batch_decode of the Qwen2.5-0.5B shape at 4 streams: f16
+ * 59-68 against 95-97 tok/s, bf16 73 against 98-101), a step's R rows as one span
+ * (cq_prefetch_span; each row on its own: 4 streams f16 101-103 against 132-144, bf16 103-108
+ * against 115-140); f16 on AMD and bf16 step two rows at a time (R = 2: +3-10 %, the same bits). */
 #define MULTI_MAX CQ_MATVEC_MULTI_MAX
 #define STREAM_MULTI(NAME, ONE, R, ES, PRE, ROW, RS, LOADW)                                        \
     static inline __attribute__((always_inline)) void NAME##_t(                                    \
@@ -239,10 +240,10 @@ static void mm_bf16(const cmf_qmat *m, const float *X, size_t n, size_t ldx, flo
                         xa[t] = _mm512_loadu_ps(X[t] + i);                                         \
                         xb[t] = _mm512_loadu_ps(X[t] + i + 16);                                    \
                     }                                                                              \
+                    /* the R adjacent rows are one span: ES / 2 lines of each a step */            \
+                    cq_prefetch_span(rows[0], (R), (ES)*i, (R) * (ES) / 2);                        \
                     _Pragma("GCC unroll 2") for (unsigned k = 0; k < (R); k++) {                   \
                         const uint8_t *row = rows[k];                                              \
-                        for (unsigned pf = 0; 2 * pf < (ES); pf++) /* ES / 2 lines */              \
-                            cq_prefetch_weights(row + (ES)*i + 64 * pf);                           \
                         __m512 w0 = LOADW(i, kf), w1 = LOADW(i + 16, kf);                          \
                         _Pragma("GCC unroll 4") for (size_t t = 0; t < T; t++) {                   \
                             a[k][t] = _mm512_fmadd_ps(w0, xa[t], a[k][t]);                         \
