@@ -65,10 +65,14 @@ static cq_mm_fn pick(cmf_dtype dt) {
 /* Batches from this many tokens take the AMX tiles for f16 / bf16 weights (below, converting
  * every weight per call costs more than the tile products save: docs/KERNELS.md), from
  * CQ_AMX_BF16ACT_MIN on bf16 weights with bf16 activations (one tile product per step instead
- * of three, and the weights copied as they are): `bench_gemm --tokens 4 bf16`, one thread, the
- * tiles 1.2-2.0x the f32 panels at 4 tokens, 1.5-2.7x at 8. */
+ * of three, and the weights copied as they are); below both, the few-token rows. Xeon-B,
+ * `bench_float_paths 4 8 10 12 16 24 32`, one thread over the Qwen2.5-0.5B shapes: the bf16
+ * activation tiles 0.4-0.7x the few rows at 4 tokens, 0.8x at 8, 0.8-1.1x at 10, 1.0-1.3x at 12,
+ * 1.4-3x at 16; the exact tiles on f16 0.8-1.0x the panels at 24 tokens, 1.2-1.3x at 32. Whole
+ * prefills of the Qwen shape bf16 with the tiles from 4 tokens / from 12: 4-token prompts 49 / 86
+ * tok/s, 8 tokens 99 / 123, 10 tokens 120 / 122. */
 #define CQ_AMX_GEMM_MIN    32
-#define CQ_AMX_BF16ACT_MIN 4
+#define CQ_AMX_BF16ACT_MIN 12
 
 static size_t amx_min(const cmf_qmat *m, unsigned flags) {
     return m->dtype == CMF_DT_BF16 && (flags & CMF_KF_BF16_ACT) ? CQ_AMX_BF16ACT_MIN

@@ -8,7 +8,7 @@
  * the row range (the engine's exact chunks rely on the first); a NaN activation or an infinite
  * weight must reach exactly its own outputs. Other dtypes and token counts are refused with Y
  * untouched, and cmf_matmul_ex takes these rows from 2 tokens up to the panel GEMM's floor,
- * which cmf_matmul_exact_min reports. */
+ * which cmf_matmul_exact_min reports (tier amx: up to the panels' or the AMX tiles' floor). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +158,63 @@ static void test_dispatch(gemm_case_fn few, cq_isa isa, const char *tier) {
     free(q), free(X), free(Y), free(Z);
 }
 
+/* The AMX tier (tiles for f16 / bf16 batches from their own floors): cmf_matmul_ex takes these
+ * rows from 2 tokens, for f32 / f16 up to the AVX-512 panels' floor (the panels' bits from it,
+ * up to CQ_FEW_MAX), for bf16 with bf16 activations up to the tiles' floor: past it the
+ * tiles' bits, and the switch happens once, below CQ_FEW_MAX (the rows beat the tiles only at a
+ * few tokens). */
+static void test_dispatch_amx(void) {
+    const uint64_t rows = 40, cols = 96;
+    const size_t nmax = CQ_FEW_MAX;
+    kg_rng rng = {9};
+    float *X = malloc(nmax * cols * sizeof *X), *Y = malloc(nmax * rows * sizeof *Y),
+          *Z = malloc(nmax * rows * sizeof *Z), *T = malloc(nmax * rows * sizeof *T);
+    for (size_t i = 0; i < nmax * cols; i++)
+        X[i] = kg_unif(&rng, -1, 1);
+    for (size_t d = 0; d < NDT; d++) {
+        uint8_t *p;
+        cmf_qmat m = make_mat(k_dts[d], rows, cols, &rng, &p);
+        const cmf_dtype dt = k_dts[d];
+        size_t panels = 0; /* the first batch that takes the panels (f32 / f16) */
+        for (size_t n = 2; n <= nmax; n++) {
+            cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, 0);
+            CHECK(cq_few_avx512(&m, X, n, cols, Z, rows, 0, rows));
+            if (!memcmp(Y, Z, n * rows * sizeof *Y)) {
+                CHECK_MSG(!panels, "amx %s n=%zu: the few-token rows after the panels at %zu",
+                          cmf_dtype_name(dt), n, panels);
+                continue;
+            }
+            CHECK(cq_gemm_float_avx512(&m, X, n, cols, Z, rows, 0, rows));
+            CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y),
+                      "amx %s n=%zu: neither the few-token rows nor the panels", cmf_dtype_name(dt),
+                      n);
+            if (!panels) panels = n;
+        }
+        CHECK_MSG(panels != 2, "amx %s: the panels from 2 tokens", cmf_dtype_name(dt));
+        if (dt == CMF_DT_BF16) {
+            size_t tiles = 0; /* with bf16 activations: the first batch on the tiles */
+            for (size_t n = 2; n <= nmax; n++) {
+                cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, CMF_KF_BF16_ACT);
+                CHECK(cq_few_avx512(&m, X, n, cols, Z, rows, 0, rows));
+                CHECK(cq_gemm_half_amx(&m, X, n, cols, T, rows, 0, rows, CMF_KF_BF16_ACT));
+                const bool few = !memcmp(Y, Z, n * rows * sizeof *Y),
+                           tile = !memcmp(Y, T, n * rows * sizeof *Y);
+                CHECK_MSG(few != tile, "amx bf16 n=%zu with the flag: %s", n,
+                          few ? "the rows' and the tiles' bits agree" : "neither kernel's bits");
+                CHECK_MSG(!(few && tiles), "amx bf16 n=%zu: the rows after the tiles at %zu", n,
+                          tiles);
+                if (tile && !tiles) tiles = n;
+            }
+            CHECK_MSG(tiles > 2 && tiles < nmax,
+                      "amx bf16 with the flag: the tiles from %zu tokens (want 3 .. %d)", tiles,
+                      CQ_FEW_MAX - 1);
+        }
+        cmf_qmat_free(&m);
+        free(p);
+    }
+    free(X), free(Y), free(Z), free(T);
+}
+
 int main(int argc, char **argv) {
     test_tier_select(argc, argv);
     static const struct {
@@ -173,6 +230,10 @@ int main(int argc, char **argv) {
         test_invariance(k_tiers[i].fn, k_tiers[i].name);
         gemm_case_nonfinite(k_tiers[i].fn, k_tiers[i].name); /* 9 tokens: two passes */
         test_dispatch(k_tiers[i].fn, k_tiers[i].isa, k_tiers[i].name);
+    }
+    if (test_tier_on(CQ_ISA_AMX) && test_cpu_has_tier(CQ_ISA_AMX)) {
+        cq_cpu_force(CQ_ISA_AMX);
+        test_dispatch_amx();
     }
     TEST_DONE();
 }
