@@ -8,8 +8,9 @@
  * CMF_KF_BF16_ACT the same bound holds against the reference on the activations rounded to bf16
  * (nearest even): the products of the bf16 parts are exact, only the rounding of x is allowed.
  * Y outside the requested rows and tokens must be left as it was. Through cmf_matmul_ex on the
- * AMX tier the tiles take bf16 weights with the flag from 4 tokens (rounded activations), f16
- * weights (the flag ignored) and flagless bf16 from 32. Skipped on CPUs without AMX-BF16. */
+ * AMX tier the tiles take bf16 weights with the flag from 12 tokens (rounded activations), f16
+ * weights (the flag ignored) and flagless bf16 from 32, the few-token rows the batches below up
+ * to 15 tokens. Skipped on CPUs without AMX-BF16. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +112,7 @@ static void test_dispatch(cmf_dtype dt) {
     const cq_isa saved = cq_cpu_isa();
     cq_cpu_force(CQ_ISA_AMX);
     const uint64_t rows = 40, cols = 96;
-    const size_t ns[] = {4, 31, 32};
+    const size_t ns[] = {4, 11, 12, 31, 32};
     kg_rng rng = {77};
     uint16_t *w = malloc(rows * cols * 2);
     float X[32 * 96], Y[32 * 40], Z[32 * 40];
@@ -125,16 +126,23 @@ static void test_dispatch(cmf_dtype dt) {
     for (size_t i = 0; i < sizeof ns / sizeof *ns; i++) {
         const size_t n = ns[i];
         for (unsigned flags = 0; flags <= CMF_KF_BF16_ACT; flags += CMF_KF_BF16_ACT) {
-            /* the tiles: bf16 with the flag from 4 tokens, the rest from 32 */
-            const bool tiles = n >= 32 || (dt == CMF_DT_BF16 && flags);
+            /* the tiles: bf16 with the flag from 12 tokens, the rest from 32; below them the
+             * few-token rows up to 15 tokens, then the f32 panels */
+            const bool tiles = n >= 32 || (dt == CMF_DT_BF16 && flags && n >= 12),
+                       few = !tiles && n <= 15;
             const unsigned kf = dt == CMF_DT_BF16 ? flags : 0;
             cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, flags);
             if (tiles)
                 CHECK(cq_gemm_half_amx(&m, X, n, cols, Z, rows, 0, rows, kf));
+            else if (few)
+                CHECK(cq_few_avx512(&m, X, n, cols, Z, rows, 0, rows));
             else
                 CHECK(cq_gemm_float_avx512(&m, X, n, cols, Z, rows, 0, rows));
             CHECK_MSG(!memcmp(Y, Z, n * rows * sizeof *Y), "%s n=%zu flags %u: not the %s",
-                      cmf_dtype_name(dt), n, flags, tiles ? "tiles" : "f32 panels");
+                      cmf_dtype_name(dt), n, flags,
+                      tiles ? "tiles"
+                      : few ? "few-token rows"
+                            : "f32 panels");
         }
     }
     cmf_qmat_free(&m);
