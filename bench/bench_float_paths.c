@@ -22,16 +22,10 @@
 #include "cortiq/kernels.h"
 #include "quant/gemm_impl.h"
 #include "quant/kernels_engine.h"
-#include "../tests/quant/kernel_gen.h"
+#include "bench_mat.h"
 
 enum { P_FEW, P_PANELS, P_AMX, P_AMX_B, P_DOT, P_COUNT };
 static const char *const path_name[P_COUNT] = {"few", "panels", "amx", "amx-b", "dot"};
-
-static double cpu_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* One call of path p; false where the CPU, dtype or token count rules it out. */
 static bool call(int p, bool avx2, const cmf_qmat *m, const float *X, size_t n, float *Y) {
@@ -56,28 +50,19 @@ static bool call(int p, bool avx2, const cmf_qmat *m, const float *X, size_t n, 
 }
 
 static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps, bool avx2) {
-    kg_rng r = {rows * 31 + cols};
-    kg_opts o = {0, 0, 0};
-    uint64_t nbytes;
-    uint8_t *p = kg_payload(dt, rows, cols, &r, &o, &nbytes);
     cmf_qmat m;
-    cmf_err err = {0};
-    if (cmf_qmat_init(&m, dt, rows, cols, p, nbytes, "w", &err) != CMF_OK) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
-    float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y);
-    for (size_t i = 0; i < n * cols; i++)
-        X[i] = kg_unif(&r, -1, 1);
+    float *X;
+    uint8_t *p = bench_mat(dt, rows, cols, n, &m, &X);
+    float *Y = malloc(n * rows * sizeof *Y);
     double best[P_COUNT];
     bool ran[P_COUNT];
     for (int k = 0; k < P_COUNT; k++)
         best[k] = 1e30, ran[k] = false;
     for (int rep = 0; rep < reps; rep++)
         for (int k = 0; k < P_COUNT; k++) {
-            const double t0 = cpu_now();
+            const double t0 = bench_cpu_now();
             ran[k] = call(k, avx2, &m, X, n, Y);
-            const double t = cpu_now() - t0;
+            const double t = bench_cpu_now() - t0;
             if (ran[k] && t < best[k]) best[k] = t;
         }
     const double macs = (double)rows * (double)cols * (double)n;
@@ -97,23 +82,15 @@ int main(int argc, char **argv) {
     int reps = 10;
     size_t ntok = 0, nd = 0, ns = 0, toks[32];
     cmf_dtype dts[8];
-    uint64_t shapes[16][2];
+    uint64_t shapes[BENCH_SHAPES_MAX][2];
     bool dtypes = false;
     for (int i = 1; i < argc; i++) {
-        unsigned long long r, c;
-        char tail;
         if (!strcmp(argv[i], "--")) {
             dtypes = true;
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc) {
             reps = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
-            if (ns == 16 || sscanf(argv[++i], "%llux%llu%c", &r, &c, &tail) != 2 || !r || !c ||
-                r > (1u << 20) || c > (1u << 20)) {
-                fprintf(stderr, "--shape %s: want ROWSxCOLS, each 1 to 1048576, at most 16\n",
-                        argv[i]);
-                return 2;
-            }
-            shapes[ns][0] = r, shapes[ns][1] = c, ns++;
+            if (!bench_shape_arg(argv[++i], shapes, &ns)) return 2;
         } else if (dtypes) {
             if (nd == 8 || !cmf_dtype_from_name(argv[i], &dts[nd]) ||
                 (dts[nd] != CMF_DT_F32 && dts[nd] != CMF_DT_F16 && dts[nd] != CMF_DT_BF16)) {
@@ -136,10 +113,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (!nd) dts[nd++] = CMF_DT_F16, dts[nd++] = CMF_DT_BF16;
-    static const uint64_t qwen[][2] = {{896, 896}, {4864, 896}, {896, 4864}, {128, 896}};
-    if (!ns)
-        for (; ns < 4; ns++)
-            shapes[ns][0] = qwen[ns][0], shapes[ns][1] = qwen[ns][1];
+    bench_default_shapes(shapes, &ns);
     const bool avx2 = cq_cpu_isa() < CQ_ISA_AVX512;
     if (cq_cpu_isa() < CQ_ISA_AVX2) {
         fprintf(stderr, "bench_float_paths: the CPU (or CORTIQ_CPU) has no AVX2 tier\n");

@@ -25,28 +25,13 @@
 #include "common/cpu.h"
 #include "cortiq/kernels.h"
 #include "quant/kernels_engine.h"
-#include "../tests/quant/kernel_gen.h"
-
-static double cpu_now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+#include "bench_mat.h"
 
 static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) {
-    kg_rng r = {rows * 31 + cols};
-    kg_opts o = {0, 0, 0};
-    uint64_t nbytes;
-    uint8_t *p = kg_payload(dt, rows, cols, &r, &o, &nbytes);
     cmf_qmat m;
-    cmf_err err = {0};
-    if (cmf_qmat_init(&m, dt, rows, cols, p, nbytes, "w", &err) != CMF_OK) {
-        fprintf(stderr, "%s\n", err.msg);
-        exit(1);
-    }
-    float *X = malloc(n * cols * sizeof *X), *Y = malloc(n * rows * sizeof *Y);
-    for (size_t i = 0; i < n * cols; i++)
-        X[i] = kg_unif(&r, -1, 1);
+    float *X;
+    uint8_t *p = bench_mat(dt, rows, cols, n, &m, &X);
+    float *Y = malloc(n * rows * sizeof *Y);
     void *am = aligned_alloc(64, (cmf_qact_bytes(n, cols) + 63) / 64 * 64);
     void *sc = aligned_alloc(64, (cmf_qact_scratch_bytes(cols) + 63) / 64 * 64);
     cmf_qact a;
@@ -58,31 +43,31 @@ static void run(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, int reps) 
     for (int k = 0; k < reps; k++) {
         if (amx) { /* the AMX tile GEMM, then (below) the FMA panels */
             cq_cpu_force(CQ_ISA_AMX);
-            double a0 = cpu_now();
+            double a0 = bench_cpu_now();
             cmf_matmul(&m, X, n, Y, rows, 0, rows);
-            double a1 = cpu_now() - a0;
+            double a1 = bench_cpu_now() - a0;
             if (a1 < best_amx) best_amx = a1;
             if (dt == CMF_DT_BF16) {
-                a0 = cpu_now();
+                a0 = bench_cpu_now();
                 cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, CMF_KF_BF16_ACT);
-                a1 = cpu_now() - a0;
+                a1 = bench_cpu_now() - a0;
                 if (a1 < best_amxh) best_amxh = a1;
             }
             cq_cpu_force(CQ_ISA_AVX512);
         }
-        double t0 = cpu_now();
+        double t0 = bench_cpu_now();
         cmf_qact_quantize(&a, X, cols);
-        double t1 = cpu_now();
+        double t1 = bench_cpu_now();
         if (cmf_qact_supports(&m)) cmf_matmul_qact(&m, &a, Y, rows, 0, rows, sc);
-        double t2 = cpu_now();
+        double t2 = bench_cpu_now();
         cmf_matmul(&m, X, n, Y, rows, 0, rows);
-        double t3 = cpu_now();
+        double t3 = bench_cpu_now();
         /* the int8-activation batched kernels (CMF_KF_INT8_ACT): the engine's batches where
          * it takes no integer GEMM */
         if (cmf_qact_supports(&m)) cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, CMF_KF_INT8_ACT);
-        double t4 = cpu_now();
+        double t4 = bench_cpu_now();
         if (dt == CMF_DT_BF16) cmf_matmul_ex(&m, X, n, cols, Y, rows, 0, rows, CMF_KF_BF16_ACT);
-        double t5 = cpu_now();
+        double t5 = bench_cpu_now();
         if (t5 - t4 < best_h) best_h = t5 - t4;
         if (t4 - t3 < best_8) best_8 = t4 - t3;
         if (t1 - t0 < best_q) best_q = t1 - t0;
@@ -126,20 +111,12 @@ int main(int argc, char **argv) {
     int reps = 5;
     cmf_dtype dts[16];
     size_t nd = 0, ns = 0;
-    uint64_t shapes[16][2];
+    uint64_t shapes[BENCH_SHAPES_MAX][2];
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
             n = (size_t)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
-            unsigned long long r, c;
-            char tail;
-            if (ns == 16 || sscanf(argv[++i], "%llux%llu%c", &r, &c, &tail) != 2 || !r || !c ||
-                r > (1u << 20) || c > (1u << 20)) {
-                fprintf(stderr, "--shape %s: want ROWSxCOLS, each 1 to 1048576, at most 16\n",
-                        argv[i]);
-                return 2;
-            }
-            shapes[ns][0] = r, shapes[ns][1] = c, ns++;
+            if (!bench_shape_arg(argv[++i], shapes, &ns)) return 2;
         } else if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (nd < 16) {
@@ -157,10 +134,7 @@ int main(int argc, char **argv) {
                                       : tier >= CQ_ISA_AMX && cq_cpu_detect()->amx_int8
                                           ? "AMX-INT8 tiles (the VNNI tier's bits)"
                                           : "AVX-512 VNNI");
-    static const uint64_t qwen[][2] = {{896, 896}, {4864, 896}, {896, 4864}, {128, 896}};
-    if (!ns)
-        for (; ns < 4; ns++)
-            shapes[ns][0] = qwen[ns][0], shapes[ns][1] = qwen[ns][1];
+    bench_default_shapes(shapes, &ns);
     for (size_t d = 0; d < nd; d++)
         for (size_t s = 0; s < ns; s++)
             run(dts[d], shapes[s][0], shapes[s][1], n, reps);
