@@ -2,7 +2,8 @@
 """The benchmark harness's own arithmetic (bench/vs_llamacpp): a row from alternating rounds
 (medians, ratios as the median of the rounds' ratios with their range, the roofline against the
 higher probe of each round, the products' GFLOP/s), from one round (the run's own sd), the bits-per-weight label, and
-the bits per weight of real files converted by cortiq (every f16 tensor: exactly 16).
+the bits per weight of real files converted by cortiq (every f16 tensor: exactly 16), and a
+prefill-only run's line (no decode figures).
 
 usage: test_vs_llamacpp.py CORTIQ_BIN SOURCE_DIR        (stdlib only; no llama.cpp needed)
 """
@@ -70,6 +71,14 @@ check("one round: its values", near(one["cortiq_prefill"], 300) and near(one["ll
 check("one round: the run's sd", near(one["cortiq_prefill_sd"], 7.0) and near(one["llama_prefill_sd"], statistics.stdev([100, 110])))
 check("one round: its probes", one["read_bw_before_gbs"] == 30.0 and one["read_bw_after_gbs"] == 40.0)
 check("one round: no range", vs.ratio_cell(one, "prefill_ratio") == f"{300 / 105:.2f}")
+
+# a prefill-only run (-n 0): no decode on either side, so no decode figures in the line
+pre = vs.row_of("m", "l", "x.cmf", "x.gguf", [a_round(300, 0.0, [100], [0.0], (30.0, 40.0)),
+                                              a_round(310, 0.0, [110], [0.0], (31.0, 41.0))])
+line = vs.table_row(pre)
+check(f"prefill only: no decode figures ({line})", "nan" not in line
+      and "| 2.91 (2.82–3.00) | – | – | – | – (30.0 / 41.0 GB/s) |" in line)
+check("a decoded row keeps its figures", "1.60 (1.50–2.00)" in vs.table_row(r) and "nan" not in vs.table_row(r))
 
 check("bits label", vs.with_bits("Q4_0 ↔ vbit", 4.507, 4.5033) == "Q4_0 (4.51) ↔ vbit (4.50)")
 check("bits label without a side", vs.with_bits("Q4_0 ↔ vbit", None, 4.5) == "Q4_0 ↔ vbit")
