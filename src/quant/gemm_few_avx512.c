@@ -83,35 +83,4 @@ AI void few_rows(const cmf_qmat *m, cmf_dtype dt, const float *X, size_t ldx, fl
     }
 }
 
-/* T a constant in each call (the accumulators stay in registers), the dtype one per copy */
-AI void few_t(const cmf_qmat *m, cmf_dtype dt, const float *X, size_t T, size_t ldx, float *Y,
-              size_t ldy, uint64_t r0, uint64_t r1) {
-    switch (T) {
-    case 1:
-        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 1);
-        break;
-    case 2:
-        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 2);
-        break;
-    case 3:
-        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 3);
-        break;
-    case 4:
-        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 4);
-        break;
-    case 5:
-        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 5);
-        break;
-    case 6:
-        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 6);
-        break;
-    case 7:
-        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 7);
-        break;
-    default:
-        few_rows(m, dt, X, ldx, Y, ldy, r0, r1, 8);
-        break;
-    }
-}
-
-CQ_FEW_TIER(cq_few_avx512, few_t, 8, 16)
+CQ_FEW_TIER(cq_few_avx512, few_rows, 8, 16)

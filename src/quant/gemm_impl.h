@@ -206,20 +206,45 @@ static inline bool cq_few_run(const cq_few_fn fns[3], size_t pass_max, uint64_t 
     return true;
 }
 
-/* A tier's entry NAME (cq_few_avx512, cq_few_avx2) over its rows FEW_T(m, dt, X, T, ldx, Y, ldy,
- * r0, r1): one copy per dtype, so that the dtype is a constant in each. */
-#define CQ_FEW_TIER(NAME, FEW_T, PASS_MAX, BLOCK)                                                  \
+/* A tier's rows ROWS(m, dt, X, ldx, Y, ldy, r0, r1, K) for T tokens, 1 <= T <= PASS_MAX <= 8,
+ * with K a constant in each branch so that the accumulators stay in registers; the branches
+ * past PASS_MAX fold away before the rows are inlined. */
+#define CQ_FEW_ROWS_FOR(ROWS, PASS_MAX, T, ...)                                                    \
+    do {                                                                                           \
+        _Static_assert((PASS_MAX) >= 2 && (PASS_MAX) <= 8, "a pass holds 2 to 8 tokens");          \
+        const size_t k_ = (T) < (PASS_MAX) ? (T) : (PASS_MAX);                                     \
+        if (k_ <= 1)                                                                               \
+            ROWS(__VA_ARGS__, 1);                                                                  \
+        else if (k_ == 2)                                                                          \
+            ROWS(__VA_ARGS__, 2);                                                                  \
+        else if ((PASS_MAX) >= 3 && k_ == 3)                                                       \
+            ROWS(__VA_ARGS__, 3);                                                                  \
+        else if ((PASS_MAX) >= 4 && k_ == 4)                                                       \
+            ROWS(__VA_ARGS__, 4);                                                                  \
+        else if ((PASS_MAX) >= 5 && k_ == 5)                                                       \
+            ROWS(__VA_ARGS__, 5);                                                                  \
+        else if ((PASS_MAX) >= 6 && k_ == 6)                                                       \
+            ROWS(__VA_ARGS__, 6);                                                                  \
+        else if ((PASS_MAX) >= 7 && k_ == 7)                                                       \
+            ROWS(__VA_ARGS__, 7);                                                                  \
+        else if ((PASS_MAX) >= 8)                                                                  \
+            ROWS(__VA_ARGS__, 8);                                                                  \
+    } while (0)
+
+/* A tier's entry NAME (cq_few_avx512, cq_few_avx2) over its rows (CQ_FEW_ROWS_FOR): one copy per
+ * dtype, so that the dtype is a constant in each. */
+#define CQ_FEW_TIER(NAME, ROWS, PASS_MAX, BLOCK)                                                   \
     static void NAME##_f32(const cmf_qmat *m, const float *X, size_t T, size_t ldx, float *Y,      \
                            size_t ldy, uint64_t r0, uint64_t r1) {                                 \
-        FEW_T(m, CMF_DT_F32, X, T, ldx, Y, ldy, r0, r1);                                           \
+        CQ_FEW_ROWS_FOR(ROWS, PASS_MAX, T, m, CMF_DT_F32, X, ldx, Y, ldy, r0, r1);                 \
     }                                                                                              \
     static void NAME##_f16(const cmf_qmat *m, const float *X, size_t T, size_t ldx, float *Y,      \
                            size_t ldy, uint64_t r0, uint64_t r1) {                                 \
-        FEW_T(m, CMF_DT_F16, X, T, ldx, Y, ldy, r0, r1);                                           \
+        CQ_FEW_ROWS_FOR(ROWS, PASS_MAX, T, m, CMF_DT_F16, X, ldx, Y, ldy, r0, r1);                 \
     }                                                                                              \
     static void NAME##_bf16(const cmf_qmat *m, const float *X, size_t T, size_t ldx, float *Y,     \
                             size_t ldy, uint64_t r0, uint64_t r1) {                                \
-        FEW_T(m, CMF_DT_BF16, X, T, ldx, Y, ldy, r0, r1);                                          \
+        CQ_FEW_ROWS_FOR(ROWS, PASS_MAX, T, m, CMF_DT_BF16, X, ldx, Y, ldy, r0, r1);                \
     }                                                                                              \
     bool NAME(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,       \
               uint64_t r0, uint64_t r1) {                                                          \
