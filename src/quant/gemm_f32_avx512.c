@@ -16,6 +16,7 @@
 
 #include "quant/gemm_impl.h"
 #include "quant/kernel_impl.h"
+#include "quant/load_float_avx512.h"
 #include "quant/transpose_avx512.h"
 
 #define PH      16            /* rows per half panel: one 16 x 16 transpose */
@@ -26,20 +27,8 @@
 
 /* 16 values of row `row`, columns c0 .. c0 + 15 (masked past cols), as f32. */
 static inline __m512 load16(const cmf_qmat *m, uint64_t row, uint64_t c0, __mmask16 k) {
-    const uint8_t *base = m->data;
-    uint64_t e = row * m->cols + c0;
-    switch (m->dtype) {
-    case CMF_DT_F32:
-        return _mm512_maskz_loadu_ps(k, (const float *)(const void *)base + e);
-    case CMF_DT_F16:
-        return _mm512_cvtph_ps(
-            _mm256_maskz_loadu_epi16(k, (const uint16_t *)(const void *)base + e));
-    default: /* bf16: the high half of an f32 */
-        return _mm512_castsi512_ps(
-            _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(
-                                  k, (const uint16_t *)(const void *)base + e)),
-                              16));
-    }
+    const size_t es = m->dtype == CMF_DT_F32 ? 4 : 2;
+    return cq_load16_float(m->dtype, m->data + (row * m->cols + c0) * es, k);
 }
 
 /* Rows [r, r + nr) of W, columns [k0, k0 + kw) (kw % 16 == 0), as f32, transposed:

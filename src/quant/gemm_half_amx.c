@@ -28,6 +28,7 @@
 
 #include "quant/gemm_impl.h"
 #include "quant/kernel_impl.h"
+#include "quant/load_float_avx512.h"
 #include "quant/transpose_avx512.h"
 
 #define TGT                                                                                        \
@@ -61,22 +62,18 @@ static inline __mmask32 mask32(uint64_t c, uint64_t cols) {
                             : (__mmask32)((1u << (cols - c)) - 1);
 }
 
-TGT static inline __m512 bf16x16_to_f32(__m256i h) {
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-}
-
 /* 16 activations -> bf16 parts, each rounded to nearest: hi = bf16(x), mid = bf16(x - hi),
  * lo = bf16(x - hi - mid) (both differences exact in f32); mid = lo = 0 where hi is not finite
  * (inf - inf would be NaN). */
 TGT static inline void split_act16(__m512 v, __m256i *hi, __m256i *mid, __m256i *lo) {
     __m256i h = (__m256i)_mm512_cvtneps_pbh(v);
-    __m512 hf = bf16x16_to_f32(h);
+    __m512 hf = cq_bf16x16_to_f32(h);
     __mmask16 fin = (__mmask16)~_mm512_fpclass_ps_mask(hf, 0x99); /* not NaN, not +-inf */
     __m512 r = _mm512_maskz_sub_ps(fin, v, hf);
     __m256i md = (__m256i)_mm512_cvtneps_pbh(r);
     *hi = h;
     *mid = md;
-    *lo = (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(r, bf16x16_to_f32(md)));
+    *lo = (__m256i)_mm512_cvtneps_pbh(_mm512_sub_ps(r, cq_bf16x16_to_f32(md)));
 }
 
 static inline __m512i join256(__m256i a, __m256i b) {

@@ -8,6 +8,7 @@
 #include "quant/kernel_i8dec.h"
 #include "common/hsum16_avx512.h"
 #include "quant/kernel_impl.h"
+#include "quant/load_float_avx512.h"
 #include "quant/q4tp_ladder_avx512.h"
 
 static inline float h16(const uint8_t *p) {
@@ -35,11 +36,9 @@ static inline __attribute__((always_inline)) __m512 ld_f16_halves(const uint8_t 
 
 /* ======== stream dtypes: f32, f16, bf16, q8_row, q8_2f (any cols) ======== */
 
-#define LD_F32(i, k) _mm512_maskz_loadu_ps(k, row + 4 * (i))
-#define LD_F16(i, k) _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, row + 2 * (i)))
-#define LD_BF16(i, k)                                                                              \
-    _mm512_castsi512_ps(                                                                           \
-        _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, row + 2 * (i))), 16))
+#define LD_F32(i, k)  cq_load16_float(CMF_DT_F32, row + 4 * (i), k)
+#define LD_F16(i, k)  cq_load16_float(CMF_DT_F16, row + 2 * (i), k)
+#define LD_BF16(i, k) cq_load16_float(CMF_DT_BF16, row + 2 * (i), k)
 /* The same 16 values widened 8 at a time: a 512-bit vpmovzxwd (vcvtph2ps) from memory held a
  * Zen 4 thread's one-token bf16 (f16) stream to ~24 GB/s from DRAM, the 256-bit halves reach
  * ~28-30 */

@@ -1,7 +1,8 @@
 /* gemm_case.h - the inputs the batched-product tests (test_gemm_float.c, test_gemm_bf16dot.c,
- * test_gemm_few.c) call a GEMM with: float weights, n tokens of activations over several
- * octaves with a padded row stride, an output with a padded stride filled with a sentinel, and
- * the check that the padding stayed. */
+ * test_gemm_few.c, test_gemm_half_amx.c) call a GEMM with: float weights, n tokens of
+ * activations over several octaves with a padded row stride, an output with a padded stride
+ * filled with a sentinel; the check of the outputs against a double-precision reference (f32 or
+ * bf16-rounded activations) and that the padding stayed. */
 #ifndef CORTIQ_TEST_GEMM_CASE_H
 #define CORTIQ_TEST_GEMM_CASE_H
 
@@ -71,39 +72,58 @@ static inline void gemm_case_free(gemm_case *c) {
 typedef bool (*gemm_case_fn)(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                              size_t ldy, uint64_t r0, uint64_t r1);
 
-/* gemm over n tokens of a fresh case and rows [r0, r1) of m against a double sum of the
- * dequantized rows: the outputs outside 2e-5 of sum |w x| plus those written past the range
- * (the first five of each reported). */
-static inline int gemm_case_check(gemm_case_fn gemm, const cmf_qmat *m, size_t n, uint64_t r0,
-                                  uint64_t r1, kg_rng *rng) {
+/* How gemm_case_check_with judges an output: within rel of sum |w x| of a double-precision sum
+ * of the dequantized rows times the activations. With bf16_x that sum takes the activations
+ * rounded to bf16 (nearest even), as a kernel with CMF_KF_BF16_ACT rounds them, and the output
+ * must also lie within the rounding's own bound (2^-8 + rel) of the f32 activations' sum. */
+typedef struct gemm_bound {
+    double rel;
+    bool bf16_x;
+} gemm_bound;
+
+/* gemm over n tokens of a fresh case and rows [r0, r1) of m against the reference of bound b:
+ * the outputs outside it plus those written past the range (the first five of each reported). */
+static inline int gemm_case_check_with(gemm_case_fn gemm, const cmf_qmat *m, size_t n, uint64_t r0,
+                                       uint64_t r1, gemm_bound b, kg_rng *rng) {
     const uint64_t cols = m->cols;
     gemm_case c = gemm_case_make(n, cols, r1 - r0, rng);
     float *w = malloc(cols * sizeof *w);
     CHECK(gemm(m, c.X, n, c.ldx, c.Y, c.ldy, r0, r1));
+    const char *act = b.bf16_x ? " (bf16 activations)" : "";
     int bad = 0;
     for (uint64_t r = r0; r < r1; r++) {
         cmf_qmat_dequant_row(m, r, w);
         for (size_t t = 0; t < n; t++) {
-            double s = 0, mag = 0;
+            double s = 0, mag = 0, s32 = 0, mag32 = 0;
             for (uint64_t k = 0; k < cols; k++) {
-                double p = (double)w[k] * c.X[t * c.ldx + k];
-                s += p;
-                mag += fabs(p);
+                float x = c.X[t * c.ldx + k];
+                double p = (double)w[k] * (b.bf16_x ? bf16_to_f32(f32_to_bf16(x)) : x),
+                       p32 = (double)w[k] * x;
+                s += p, mag += fabs(p);
+                s32 += p32, mag32 += fabs(p32);
             }
             double got = c.Y[t * c.ldy + (r - r0)];
-            if (!(fabs(got - s) <= 2e-5 * mag + 1e-30) && bad++ < 5)
+            bool ok = fabs(got - s) <= b.rel * mag + 1e-30 &&
+                      (!b.bf16_x || fabs(got - s32) <= (exp2(-8) + b.rel) * mag32 + 1e-30);
+            if (!ok && bad++ < 5)
                 fprintf(stderr,
-                        "  %s [%llu x %llu] n=%zu rows %llu..%llu: row %llu tok %zu got %.9g "
-                        "want %.9g\n",
-                        cmf_dtype_name(m->dtype), (unsigned long long)m->rows,
+                        "  %s%s [%llu x %llu] n=%zu rows %llu..%llu: row %llu tok %zu got %.9g "
+                        "want %.9g (f32 activations %.9g)\n",
+                        cmf_dtype_name(m->dtype), act, (unsigned long long)m->rows,
                         (unsigned long long)cols, n, (unsigned long long)r0, (unsigned long long)r1,
-                        (unsigned long long)r, t, got, s);
+                        (unsigned long long)r, t, got, s, s32);
         }
     }
     bad += gemm_case_padding(&c, r1 - r0, cmf_dtype_name(m->dtype));
     gemm_case_free(&c);
     free(w);
     return bad;
+}
+
+/* The tiers' common bound: 2e-5 of sum |w x| (f32 summation), f32 activations. */
+static inline int gemm_case_check(gemm_case_fn gemm, const cmf_qmat *m, size_t n, uint64_t r0,
+                                  uint64_t r1, kg_rng *rng) {
+    return gemm_case_check_with(gemm, m, n, r0, r1, (gemm_bound){2e-5, false}, rng);
 }
 
 /* An infinite weight (row 3, col 5) and a NaN activation (token 2, col 7) in 9 tokens of each

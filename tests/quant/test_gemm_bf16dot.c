@@ -25,50 +25,10 @@
 #include "quant/kernel_gen.h"
 #include "quant/kernels_engine.h"
 
-static uint8_t *make_weights(uint64_t rows, uint64_t cols, kg_rng *rng, uint64_t *nb) {
-    *nb = rows * cols * 2;
-    uint8_t *w = malloc(*nb);
-    for (uint64_t i = 0; i < rows * cols; i++) /* magnitudes over several octaves */
-        st_u16(w + 2 * i, f32_to_bf16(kg_unif(rng, -1, 1) * exp2f(kg_unif(rng, -6, 2))));
-    return w;
-}
-
-static float bf16_round(float x) {
-    return bf16_to_f32(f32_to_bf16(x));
-}
-
-/* Returns the number of outputs outside the bounds or changed outside the range. */
+/* The outputs of rows [r0, r1) for n tokens outside the bounds or changed outside the range. */
 static int check(const cmf_qmat *m, size_t n, uint64_t r0, uint64_t r1, kg_rng *rng) {
-    const uint64_t cols = m->cols;
-    gemm_case c = gemm_case_make(n, cols, r1 - r0, rng);
-    float *w = malloc(cols * sizeof *w);
-    CHECK(cq_gemm_bf16dot_avx512(m, c.X, n, c.ldx, c.Y, c.ldy, r0, r1));
-    int bad = 0;
-    for (uint64_t r = r0; r < r1; r++) {
-        cmf_qmat_dequant_row(m, r, w);
-        for (size_t t = 0; t < n; t++) {
-            double s = 0, mag = 0, s32 = 0, mag32 = 0;
-            for (uint64_t k = 0; k < cols; k++) {
-                double x = c.X[t * c.ldx + k], p = (double)w[k] * bf16_round((float)x);
-                s += p, mag += fabs(p);
-                s32 += w[k] * x, mag32 += fabs(w[k] * x);
-            }
-            double got = c.Y[t * c.ldy + (r - r0)];
-            bool ok = fabs(got - s) <= 2e-5 * mag + 1e-30 &&
-                      fabs(got - s32) <= (exp2(-8) + 2e-5) * mag32 + 1e-30;
-            if (!ok && bad++ < 5)
-                fprintf(stderr,
-                        "  [%llu x %llu] n=%zu rows %llu..%llu: row %llu tok %zu got %.9g want "
-                        "%.9g (f32 activations %.9g)\n",
-                        (unsigned long long)m->rows, (unsigned long long)cols, n,
-                        (unsigned long long)r0, (unsigned long long)r1, (unsigned long long)r, t,
-                        got, s, s32);
-        }
-    }
-    bad += gemm_case_padding(&c, r1 - r0, "bf16");
-    gemm_case_free(&c);
-    free(w);
-    return bad;
+    return gemm_case_check_with(cq_gemm_bf16dot_avx512, m, n, r0, r1, (gemm_bound){2e-5, true},
+                                rng);
 }
 
 /* A bf16 matrix of random weights, n tokens' activations (stride cols) and two outputs (stride
@@ -82,7 +42,7 @@ typedef struct dot_case {
 static dot_case dot_case_make(uint64_t rows, uint64_t cols, size_t n, kg_rng *rng) {
     dot_case d = {0};
     uint64_t nb;
-    d.p = make_weights(rows, cols, rng, &nb);
+    d.p = gemm_case_weights(CMF_DT_BF16, rows, cols, rng, &nb);
     CHECK(cmf_qmat_init(&d.m, CMF_DT_BF16, rows, cols, d.p, nb, "t", NULL) == CMF_OK);
     d.X = malloc(n * cols * sizeof *d.X);
     d.Y = malloc(n * rows * sizeof *d.Y);
@@ -106,7 +66,7 @@ static void test_shapes(void) {
     kg_rng rng = {2025};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         uint64_t rows = shapes[s][0], cols = shapes[s][1], nb;
-        uint8_t *p = make_weights(rows, cols, &rng, &nb);
+        uint8_t *p = gemm_case_weights(CMF_DT_BF16, rows, cols, &rng, &nb);
         cmf_qmat m;
         CHECK(cmf_qmat_init(&m, CMF_DT_BF16, rows, cols, p, nb, "t", NULL) == CMF_OK);
         int bad = 0;

@@ -6,11 +6,11 @@
  * than the tiers' common one (2e-5, tests/quant/test_kernel.c): the split bf16 products must be as
  * exact as f32 arithmetic (seen: 2.7e-7), which a split that drops a part does not reach. With
  * CMF_KF_BF16_ACT the same bound holds against the reference on the activations rounded to bf16
- * (nearest even): the products of the bf16 parts are exact, only the rounding of x is allowed.
- * Y outside the requested rows and tokens must be left as it was. Through cmf_matmul_ex on the
- * AMX tier the tiles take bf16 weights with the flag from 12 tokens (rounded activations), f16
- * weights (the flag ignored) and flagless bf16 from 32, the few-token rows the batches below up
- * to 15 tokens. Skipped on CPUs without AMX-BF16. */
+ * (nearest even): the products of the bf16 parts are exact, only the rounding of x is allowed
+ * (quant/gemm_case.h). Y outside the requested rows and tokens must be left as it was. Through
+ * cmf_matmul_ex on the AMX tier the tiles take bf16 weights with the flag from 12 tokens (rounded
+ * activations), f16 weights (the flag ignored) and flagless bf16 from 32, the few-token rows the
+ * batches below up to 15 tokens. Skipped on CPUs without AMX-BF16. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,65 +20,35 @@
 #include "common/test.h"
 #include "common/tier.h"
 #include "cortiq/kernels.h"
+#include "quant/gemm_case.h"
 #include "quant/gemm_impl.h"
 #include "quant/kernel_gen.h"
-
-#define SENTINEL 12345.0f
 
 static uint16_t to_half(cmf_dtype dt, float v) {
     return dt == CMF_DT_F16 ? f32_to_f16(v) : f32_to_bf16(v);
 }
 
-static double from_half(cmf_dtype dt, uint16_t h) {
-    return dt == CMF_DT_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+static bool tiles_exact(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                        size_t ldy, uint64_t r0, uint64_t r1) {
+    return cq_gemm_half_amx(m, X, n, ldx, Y, ldy, r0, r1, 0);
+}
+
+static bool tiles_bf16_act(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
+                           size_t ldy, uint64_t r0, uint64_t r1) {
+    return cq_gemm_half_amx(m, X, n, ldx, Y, ldy, r0, r1, CMF_KF_BF16_ACT);
 }
 
 /* Returns the number of outputs outside the bound (printing the first few). */
 static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, size_t n, uint64_t r0, uint64_t r1,
                  unsigned flags, kg_rng *rng) {
-    size_t ldx = cols + 5, ldy = (r1 - r0) + 3;
-    uint16_t *w = malloc(rows * cols * 2);
-    float *X = malloc(n * ldx * sizeof *X), *Y = malloc(n * ldy * sizeof *Y);
-    for (uint64_t i = 0; i < rows * cols; i++) /* magnitudes over several octaves */
-        w[i] = to_half(dt, kg_unif(rng, -1, 1) * exp2f(kg_unif(rng, -6, 2)));
-    for (size_t i = 0; i < n * ldx; i++)
-        X[i] = kg_unif(rng, -1, 1) * exp2f(kg_unif(rng, -4, 4));
-    for (size_t i = 0; i < n * ldy; i++)
-        Y[i] = SENTINEL;
+    uint64_t nb;
+    uint8_t *w = gemm_case_weights(dt, rows, cols, rng, &nb);
     cmf_qmat m;
-    CHECK(cmf_qmat_init(&m, dt, rows, cols, (const uint8_t *)w, rows * cols * 2, "t", NULL) ==
-          CMF_OK);
-    CHECK(cq_gemm_half_amx(&m, X, n, ldx, Y, ldy, r0, r1, flags));
-    if (flags & CMF_KF_BF16_ACT) /* the reference's input: rounded as the kernel rounds it */
-        for (size_t i = 0; i < n * ldx; i++)
-            X[i] = bf16_to_f32(f32_to_bf16(X[i]));
-    int bad = 0;
-    for (size_t t = 0; t < n; t++) {
-        for (uint64_t r = r0; r < r1; r++) {
-            double s = 0, mag = 0;
-            for (uint64_t k = 0; k < cols; k++) {
-                double p = from_half(dt, w[r * cols + k]) * X[t * ldx + k];
-                s += p;
-                mag += fabs(p);
-            }
-            double got = Y[t * ldy + (r - r0)];
-            if (!(fabs(got - s) <= 2e-6 * mag + 1e-30) && bad++ < 5)
-                fprintf(stderr,
-                        "  %s%s [%llu x %llu] n=%zu rows %llu..%llu: row %llu tok %zu got %.9g "
-                        "want %.9g\n",
-                        cmf_dtype_name(dt), flags ? " bf16-act" : "", (unsigned long long)rows,
-                        (unsigned long long)cols, n, (unsigned long long)r0, (unsigned long long)r1,
-                        (unsigned long long)r, t, got, s);
-        }
-        for (uint64_t j = r1 - r0; j < ldy; j++) /* the padding of each output row */
-            if (Y[t * ldy + j] != SENTINEL && bad++ < 5)
-                fprintf(stderr, "  %s: Y padding overwritten at tok %zu col %llu\n",
-                        cmf_dtype_name(dt), t, (unsigned long long)j);
-    }
+    CHECK(cmf_qmat_init(&m, dt, rows, cols, w, nb, "t", NULL) == CMF_OK);
+    const gemm_bound b = {2e-6, flags != 0};
+    int bad = gemm_case_check_with(flags ? tiles_bf16_act : tiles_exact, &m, n, r0, r1, b, rng);
     cmf_qmat_free(&m);
     free(w);
-    free(X);
-    free(Y);
     return bad;
 }
 
