@@ -230,9 +230,29 @@ TGT static void block_2x2(const out_view *o, uint64_t r, size_t t, bool first, b
     C_LOAD(3);
     for (size_t s = 0; s < steps; s++) {
         const uint16_t *w = wp + s * WSTEP_U16, *x = xp + s * xstep;
-        _tile_loadd(4, w, 64); /* w_hi x_hi */
+        _tile_loadd(4, w, 64);
         _tile_loadd(5, w + TILE_U16, 64);
-        _tile_loadd(6, x, 64);
+        if (xparts == 3 && has_lo) {
+            /* w_hi meets x_hi last, so that w_lo finds x_hi in B: 12 tile loads a step instead
+             * of 14 (+3-6 % on the guest's slower AMX phases, level in its fast ones) */
+            _tile_loadd(6, x + 4 * TILE_U16, 64); /* w_hi x_lo */
+            _tile_loadd(7, x + 5 * TILE_U16, 64);
+            DP4();
+            _tile_loadd(6, x + 2 * TILE_U16, 64); /* w_hi x_mid */
+            _tile_loadd(7, x + 3 * TILE_U16, 64);
+            DP4();
+            _tile_loadd(6, x, 64); /* w_hi x_hi */
+            _tile_loadd(7, x + TILE_U16, 64);
+            DP4();
+            _tile_loadd(4, w + 2 * TILE_U16, 64); /* w_lo x_hi */
+            _tile_loadd(5, w + 3 * TILE_U16, 64);
+            DP4();
+            _tile_loadd(6, x + 2 * TILE_U16, 64); /* w_lo x_mid */
+            _tile_loadd(7, x + 3 * TILE_U16, 64);
+            DP4();
+            continue;
+        }
+        _tile_loadd(6, x, 64); /* w_hi x_hi */
         _tile_loadd(7, x + TILE_U16, 64);
         DP4();
         if (xparts == 1) {
@@ -249,16 +269,6 @@ TGT static void block_2x2(const out_view *o, uint64_t r, size_t t, bool first, b
         _tile_loadd(6, x + 4 * TILE_U16, 64); /* w_hi x_lo */
         _tile_loadd(7, x + 5 * TILE_U16, 64);
         DP4();
-        if (has_lo) {
-            _tile_loadd(4, w + 2 * TILE_U16, 64); /* w_lo x_mid */
-            _tile_loadd(5, w + 3 * TILE_U16, 64);
-            _tile_loadd(6, x + 2 * TILE_U16, 64);
-            _tile_loadd(7, x + 3 * TILE_U16, 64);
-            DP4();
-            _tile_loadd(6, x, 64); /* w_lo x_hi */
-            _tile_loadd(7, x + TILE_U16, 64);
-            DP4();
-        }
     }
     C_STORE(0, r, t);
     C_STORE(1, r, t + 16);
