@@ -217,6 +217,19 @@ TGT static void tile_out(const out_view *o, uint64_t r, size_t t, float *buf) {
         _tile_dpbf16ps(3, 5, 7);                                                                   \
     } while (0)
 
+/* Part P of a step's operands into tiles: the weights' (0 hi, 1 lo) of both row blocks into 4 and
+ * 5, the activations' (0 hi, 1 mid, 2 lo) of both token blocks into 6 and 7. */
+#define A_PART(P)                                                                                  \
+    do {                                                                                           \
+        _tile_loadd(4, w + 2 * (P)*TILE_U16, 64);                                                  \
+        _tile_loadd(5, w + (2 * (P) + 1) * TILE_U16, 64);                                          \
+    } while (0)
+#define B_PART(P)                                                                                  \
+    do {                                                                                           \
+        _tile_loadd(6, x + 2 * (P)*TILE_U16, 64);                                                  \
+        _tile_loadd(7, x + (2 * (P) + 1) * TILE_U16, 64);                                          \
+    } while (0)
+
 /* Rows [r, r + 32) x tokens [t, t + 32) over one column block of `steps` 32-column steps: wp is
  * the row pair's packed weights for the block, xp the token pair's packed activations (xparts
  * parts) from the block's first step. */
@@ -230,45 +243,33 @@ TGT static void block_2x2(const out_view *o, uint64_t r, size_t t, bool first, b
     C_LOAD(3);
     for (size_t s = 0; s < steps; s++) {
         const uint16_t *w = wp + s * WSTEP_U16, *x = xp + s * xstep;
-        _tile_loadd(4, w, 64);
-        _tile_loadd(5, w + TILE_U16, 64);
+        A_PART(0);
         if (xparts == 3 && has_lo) {
             /* w_hi meets x_hi last, so that w_lo finds x_hi in B: 12 tile loads a step instead
              * of 14 (+3-6 % on the guest's slower AMX phases, level in its fast ones) */
-            _tile_loadd(6, x + 4 * TILE_U16, 64); /* w_hi x_lo */
-            _tile_loadd(7, x + 5 * TILE_U16, 64);
-            DP4();
-            _tile_loadd(6, x + 2 * TILE_U16, 64); /* w_hi x_mid */
-            _tile_loadd(7, x + 3 * TILE_U16, 64);
-            DP4();
-            _tile_loadd(6, x, 64); /* w_hi x_hi */
-            _tile_loadd(7, x + TILE_U16, 64);
-            DP4();
-            _tile_loadd(4, w + 2 * TILE_U16, 64); /* w_lo x_hi */
-            _tile_loadd(5, w + 3 * TILE_U16, 64);
-            DP4();
-            _tile_loadd(6, x + 2 * TILE_U16, 64); /* w_lo x_mid */
-            _tile_loadd(7, x + 3 * TILE_U16, 64);
-            DP4();
+            B_PART(2);
+            DP4(); /* w_hi x_lo */
+            B_PART(1);
+            DP4(); /* w_hi x_mid */
+            B_PART(0);
+            DP4(); /* w_hi x_hi */
+            A_PART(1);
+            DP4(); /* w_lo x_hi */
+            B_PART(1);
+            DP4(); /* w_lo x_mid */
             continue;
         }
-        _tile_loadd(6, x, 64); /* w_hi x_hi */
-        _tile_loadd(7, x + TILE_U16, 64);
-        DP4();
-        if (xparts == 1) {
-            if (has_lo) {
-                _tile_loadd(4, w + 2 * TILE_U16, 64); /* w_lo x_hi */
-                _tile_loadd(5, w + 3 * TILE_U16, 64);
-                DP4();
-            }
-            continue;
+        B_PART(0);
+        DP4(); /* w_hi x_hi */
+        if (xparts == 3) {
+            B_PART(1);
+            DP4(); /* w_hi x_mid */
+            B_PART(2);
+            DP4(); /* w_hi x_lo */
+        } else if (has_lo) {
+            A_PART(1);
+            DP4(); /* w_lo x_hi */
         }
-        _tile_loadd(6, x + 2 * TILE_U16, 64); /* w_hi x_mid */
-        _tile_loadd(7, x + 3 * TILE_U16, 64);
-        DP4();
-        _tile_loadd(6, x + 4 * TILE_U16, 64); /* w_hi x_lo */
-        _tile_loadd(7, x + 5 * TILE_U16, 64);
-        DP4();
     }
     C_STORE(0, r, t);
     C_STORE(1, r, t + 16);
