@@ -16,6 +16,7 @@
 
 #include "quant/gemm_impl.h"
 #include "quant/kernel_impl.h"
+#include "quant/load_float_avx2.h"
 
 #define PR      16  /* rows per panel */
 #define TG      6   /* tokens per pass: 12 accumulators + 2 panel vectors + 1 broadcast */
@@ -23,28 +24,15 @@
 #define PF_STEP 32  /* columns of the kernel's loop per step of the next block's prefetch */
 _Static_assert(TG == CQ_FACT2_GROUP, "the prepared groups are the kernel's passes");
 
-/* 8 weights of dtype dt at p as f32. */
-static inline __attribute__((always_inline)) __m256 cvt8(cmf_dtype dt, const uint8_t *p) {
-    switch (dt) {
-    case CMF_DT_F32:
-        return _mm256_loadu_ps((const float *)(const void *)p);
-    case CMF_DT_F16:
-        return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p));
-    default: /* bf16: the high half of an f32 */
-        return _mm256_castsi256_ps(_mm256_slli_epi32(
-            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)), 16));
-    }
-}
-
 /* Columns c .. c + 7 of row `row` (es bytes per weight) as f32; past cols: zero. */
 static inline __attribute__((always_inline)) __m256 load8(cmf_dtype dt, const cmf_qmat *m,
                                                           uint64_t row, uint64_t c, size_t es) {
     const uint64_t C = m->cols;
     const uint8_t *p = m->data + (row * C + c) * es;
-    if (C - c >= 8) return cvt8(dt, p);
+    if (C - c >= 8) return cq_load8_float(dt, p);
     _Alignas(32) uint8_t tail[32] = {0}; /* the last, partial step */
     memcpy(tail, p, (size_t)(C - c) * es);
-    return cvt8(dt, tail);
+    return cq_load8_float(dt, tail);
 }
 
 /* The 8 x 8 transpose: on return r[j] lane i = r[i] lane j on entry. */
@@ -81,7 +69,7 @@ static inline __attribute__((always_inline)) void pack_panel_dt(cmf_dtype dt, co
             __m256 v[8];
             if (whole)
                 for (unsigned i = 0; i < 8; i++)
-                    v[i] = cvt8(dt, m->data + ((r + h + i) * C + c) * es);
+                    v[i] = cq_load8_float(dt, m->data + ((r + h + i) * C + c) * es);
             else
                 for (unsigned i = 0; i < 8; i++)
                     v[i] = h + i < nr ? load8(dt, m, r + h + i, c, es) : _mm256_setzero_ps();

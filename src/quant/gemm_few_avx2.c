@@ -14,6 +14,7 @@
 #include "quant/gemm_impl.h"
 #include "quant/hsum_avx2.h"
 #include "quant/kernel_impl.h"
+#include "quant/load_float_avx2.h"
 
 /* x stays in a register for both rows' FMAs, as in gemm_few_avx512.c (folded into each FMA as a
  * memory operand it is loaded twice) */
@@ -22,10 +23,7 @@
 #define PASS_MAX 6
 
 AI __m256 ld_w(cmf_dtype dt, const uint8_t *row, uint64_t i) {
-    if (dt == CMF_DT_F32) return _mm256_loadu_ps((const float *)(const void *)(row + 4 * i));
-    __m128i h = _mm_loadu_si128((const __m128i *)(const void *)(row + 2 * i));
-    if (dt == CMF_DT_F16) return _mm256_cvtph_ps(h);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    return cq_load8_float(dt, row + (dt == CMF_DT_F32 ? 4 : 2) * i);
 }
 
 /* weights i .. C - 1 of a row (fewer than 8) as f32, zero after */

@@ -8,6 +8,7 @@
 #include "quant/hsum_avx2.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
+#include "quant/load_float_avx2.h"
 #include "quant/q4tp_ladder_avx2.h"
 
 static inline float h16(const uint8_t *p) {
@@ -25,11 +26,9 @@ static inline float hsum8(__m256 v) {
 
 /* ======== stream dtypes: f32, f16, bf16, q8_row, q8_2f (any cols) ======== */
 
-#define LD_F32(i) _mm256_loadu_ps((const float *)(const void *)(row + 4 * (i)))
-#define LD_F16(i) _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(row + 2 * (i))))
-#define LD_BF16(i)                                                                                 \
-    _mm256_castsi256_ps(_mm256_slli_epi32(                                                         \
-        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 2 * (i)))), 16))
+#define LD_F32(i)  cq_load8_float(CMF_DT_F32, row + 4 * (i))
+#define LD_F16(i)  cq_load8_float(CMF_DT_F16, row + 2 * (i))
+#define LD_BF16(i) cq_load8_float(CMF_DT_BF16, row + 2 * (i))
 #define LD_Q8(i)                                                                                   \
     _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(row + (i)))))
 #define LD_Q8_2F(i)                                                                                \
