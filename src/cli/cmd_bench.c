@@ -28,10 +28,11 @@ static void usage(void) {
         "  as a Markdown table: bits per weight, relative RMSE of encode->dequant, and matvec\n"
         "  throughput in GB/s of weight bytes on a copy tiled to N MiB (default 512, beyond the\n"
         "  caches) with T threads (default 2), also as %% of the read bandwidth (T threads\n"
-        "  summing 1 GiB) probed just before and after each timing. The int8 column is the "
-        "CMF_KF_INT8_ACT path (q8_row, q4_*,\n"
-        "  vbit*). Real matrices follow: layer 0 attention q/o and MLP gate/down of each --model\n"
-        "  (CMF or GGUF, repeatable; default: every *.cmf / *.gguf in ~/.cache/cortiq/models),\n"
+        "  summing 1 GiB) probed just before and after each timing. The int8 column is the\n"
+        "  CMF_KF_INT8_ACT path (q8_row, q4_*, vbit*); the decode copy column the same through\n"
+        "  the copy the runtime's decode reads on this tier (q4_*, vbit*). Real matrices follow:\n"
+        "  layer 0 attention q/o and MLP gate/down of each --model (CMF or GGUF, repeatable;\n"
+        "  default: every *.cmf / *.gguf in ~/.cache/cortiq/models),\n"
         "  dequantized to f32 and encoded like the random ones. --model none: random ones only.\n"
         "  --dtypes  comma-separated subset (default: all 13)   --reps  timed runs, best kept (3)\n"
         "  --bw-mb   size of the bandwidth buffer in MiB (1024)  --seed  matrix seed (1)\n"
@@ -115,9 +116,12 @@ typedef struct {
 
 /* GB/s of weight bytes for one matvec over a tiled copy of m (r->gbs < 0 on failure); cpu_gbs
  * the same from the slowest thread's CPU time (the rate with a core per thread); bw / bw_cpu
- * the read bandwidth probed just before and after the timing. */
-static void throughput(const cmf_qmat *m, const bench_opts *o, unsigned flags, cq_bench_bw *probe,
-                       rate *r, cmf_err *err) {
+ * the read bandwidth probed just before and after the timing. lanes: through the tiled
+ * matrix's batched-decode copy, which the runtime's decode reads for the 4-bit class
+ * (cmf_qmat_build_lanes; r->gbs = 0 where this tier makes none); the rate stays per byte of
+ * the file's layout, so it compares with the other columns. */
+static void throughput(const cmf_qmat *m, const bench_opts *o, unsigned flags, bool lanes,
+                       cq_bench_bw *probe, rate *r, cmf_err *err) {
     *r = (rate){-1, 0, 0, 0};
     uint64_t per_row = m->nbytes / m->rows + 1, rows_out = o->mb * 1048576 / per_row;
     if (rows_out < m->rows) rows_out = m->rows;
@@ -127,6 +131,18 @@ static void throughput(const cmf_qmat *m, const bench_opts *o, unsigned flags, c
     if (cq_qmat_tile_rows(m, rows_out, o->huge, &big, &nb, err) != CMF_OK) return;
     cmf_qmat t;
     if (cmf_qmat_init(&t, m->dtype, rows_out, m->cols, big, nb, "tiled", err) == CMF_OK) {
+        const uint64_t lanes_bytes = lanes ? cmf_qmat_lanes_bytes(&t) : 0;
+        if (lanes && (lanes_bytes == 0 || !cmf_qmat_build_lanes(&t))) {
+            if (lanes_bytes == 0)
+                r->gbs = 0; /* this tier makes no copy of the dtype */
+            else
+                cmf_err_set(err, CMF_E_NOMEM, NULL,
+                            "no memory for the %s matrix's batched-decode copy (%llu bytes)",
+                            cmf_dtype_name(m->dtype), (unsigned long long)lanes_bytes);
+            cmf_qmat_free(&t);
+            cq_huge_free(big, nb);
+            return;
+        }
         float *x = malloc(m->cols * sizeof *x), *y = malloc(rows_out * sizeof *y);
         if (x && y) {
             uint64_t s = 7;
@@ -174,10 +190,12 @@ static int bench_matrix(const bench_opts *o, const char *label, const float *w, 
             break;
         }
         double rmse = rel_rmse(&m, w, row);
-        rate f, q = {0, 0, 0, 0};
-        throughput(&m, o, 0, probe, &f, &err);
-        if (has_i8(dt) && f.gbs >= 0) throughput(&m, o, CMF_KF_INT8_ACT, probe, &q, &err);
-        if (f.gbs < 0 || q.gbs < 0) {
+        rate f, q = {0, 0, 0, 0}, c = {0, 0, 0, 0};
+        throughput(&m, o, 0, false, probe, &f, &err);
+        if (has_i8(dt) && f.gbs >= 0) throughput(&m, o, CMF_KF_INT8_ACT, false, probe, &q, &err);
+        if (has_i8(dt) && q.gbs >= 0 && cmf_qmat_lanes_compact(&m))
+            throughput(&m, o, CMF_KF_INT8_ACT, true, probe, &c, &err);
+        if (f.gbs < 0 || q.gbs < 0 || c.gbs < 0) {
             cli_error(&err);
             rc = cli_exit_code(err.code);
         } else {
@@ -185,10 +203,17 @@ static int bench_matrix(const bench_opts *o, const char *label, const float *w, 
                    cmf_dtype_name(dt), 8.0 * (double)nb / (double)n, rmse, f.gbs,
                    100 * f.gbs / f.bw, f.cpu_gbs, 100 * f.cpu_gbs / f.bw_cpu);
             if (has_i8(dt))
-                printf(" %.1f | %.0f%% | %.1f | %.0f%% | %.1f / %.1f |\n", q.gbs,
-                       100 * q.gbs / q.bw, q.cpu_gbs, 100 * q.cpu_gbs / q.bw_cpu, f.bw, q.bw);
+                printf(" %.1f | %.0f%% | %.1f | %.0f%% |", q.gbs, 100 * q.gbs / q.bw, q.cpu_gbs,
+                       100 * q.cpu_gbs / q.bw_cpu);
             else
-                printf(" - | - | - | - | %.1f |\n", f.bw);
+                printf(" - | - | - | - |");
+            if (c.gbs > 0)
+                printf(" %.1f | %.0f%% | %.1f / %.1f / %.1f |\n", c.gbs, 100 * c.gbs / c.bw, f.bw,
+                       q.bw, c.bw);
+            else if (has_i8(dt))
+                printf(" - | - | %.1f / %.1f |\n", f.bw, q.bw);
+            else
+                printf(" - | - | %.1f |\n", f.bw);
             fflush(stdout);
         }
         cmf_qmat_free(&m);
@@ -264,10 +289,12 @@ static int run_quant(const bench_opts *o) {
            "when every thread has a core to itself; robust when other processes compete for the\n"
            "cores. Each %% is of the bandwidth measured the same way, probed again just before\n"
            "and just after each timing (the higher side counts; the last column, wall GB/s for\n"
-           "the f32 / int8 timings): the bandwidth of a shared or virtual machine drifts.\n\n");
+           "the f32 / int8 / decode-copy timings): the bandwidth of a shared or virtual machine\n"
+           "drifts. decode copy: the int8 path through the batched-decode copy the runtime\n"
+           "makes at load for this dtype and tier (the bytes counted are still the file's).\n\n");
     printf("| matrix | dtype | bits/weight | rel. RMSE | wall GB/s | %% | cpu GB/s | %% |"
-           " int8-act wall | %% | int8-act cpu | %% | read bw nearby |\n");
-    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+           " int8-act wall | %% | int8-act cpu | %% | decode copy wall | %% | read bw nearby |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int kind = 0; kind < 2 && rc == CLI_EXIT_OK; kind++) {
         make_matrix(kind, o->rows, o->cols, o->seed, w);
         rc = bench_matrix(o, kind ? "heavy-tailed + outlier cols" : "Gaussian", w, o->rows, o->cols,

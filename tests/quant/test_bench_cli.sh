@@ -12,8 +12,16 @@ rows=$(grep -c '^| \(Gaussian\|heavy\)' <<<"$out")
 [ "$rows" -eq 6 ] || { echo "expected 6 table rows, got $rows:"; echo "$out"; fail=1; }
 grep -q '^| Gaussian | q4_tiled | 4.500 |' <<<"$out" || { echo "q4_tiled must cost 4.500 bits/weight"; fail=1; }
 grep -q '^| Gaussian | q8_row | 8.062 |' <<<"$out" || { echo "q8_row at 256 cols must cost 8.062 bits/weight"; fail=1; }
-# every timing carries the read bandwidth probed around it (f32 / int8 timings)
-grep -Eq '^\| Gaussian \| q4_tiled \|.*\| [0-9.]+ / [0-9.]+ \|$' <<<"$out" || { echo "no nearby bandwidth column"; fail=1; }
+# every timing carries the read bandwidth probed around it: f32 / int8 timings, and for the
+# 4-bit class on a SIMD tier the timing through the batched-decode copy (15 columns a row)
+grep -Eq '^\| Gaussian \| q8_row \|.*\| - \| - \| [0-9.]+ / [0-9.]+ \|$' <<<"$out" || { echo "no nearby bandwidth column (q8_row: no decode copy)"; fail=1; }
+if grep -q 'kernel tier scalar' <<<"$out"; then
+    grep -Eq '^\| Gaussian \| q4_tiled \|.*\| - \| - \| [0-9.]+ / [0-9.]+ \|$' <<<"$out" || { echo "scalar tier: q4_tiled has no decode copy"; fail=1; }
+else
+    grep -Eq '^\| Gaussian \| q4_tiled \|.*\| [0-9.]+ \| [0-9]+% \| [0-9.]+ / [0-9.]+ / [0-9.]+ \|$' <<<"$out" || { echo "no decode-copy timing for q4_tiled"; fail=1; }
+fi
+bad=$(grep '^| \(Gaussian\|heavy\)' <<<"$out" | awk -F'|' 'NF != 17')
+[ -z "$bad" ] || { echo "rows without 15 columns: $bad"; fail=1; }
 grep -q 'Read bandwidth .*: [0-9.]* GB/s wall, [0-9.]* GB/s cpu' <<<"$out" || { echo "no bandwidth line"; fail=1; }
 # anything but `quant` is a model file: a missing one is an I/O error (exit 3)
 "$bin" bench no_such_model.cmf >/dev/null 2>&1; [ $? -eq 3 ] || { echo "a missing model file must exit 3"; fail=1; }
