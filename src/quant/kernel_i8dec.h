@@ -82,7 +82,8 @@ static inline const int32_t *cq_avx2_q8dec_tok_c8(const void *tok, uint64_t cols
 
 /* The batched-decode copy of q8_row and the 4-bit class (lanes.c; the AVX2 and AVX-512 VNNI
  * tiers read it: lanes_avx2.c, lanes_avx512.c): panels of 8 rows, one int32 lane per row,
- * cq_lanes_panel_bytes(m) each. _supports: q8_row, q4_tiled, q4_block, q4tp or vbit (lanes_vbit.c)
+ * cq_lanes_panel_bytes(m) each; on the AVX-512 tier pairs of panels interleaved,
+ * cq_lanes_pair_bytes(m) each. _supports: q8_row, q4_tiled, q4_block, q4tp or vbit (lanes_vbit.c)
  * with cols % 32 == 0.
  * _build: makes m->lanes (false when unsupported or out of memory; true when it exists); q4tp's
  * scales are the ladder of the tier in effect (AVX2 or AVX-512), as its GEMM computes them.
@@ -114,6 +115,9 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
  * read by rows (a tied embedding) can give its file pages back too. */
 void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out);
 uint64_t cq_lanes_panel_bytes(const cmf_qmat *m);
+/* The AVX-512 tier's copy: pairs of panels interleaved as its passes read them (lanes.c), this
+ * many bytes each (a multiple of 64). */
+uint64_t cq_lanes_pair_bytes(const cmf_qmat *m);
 /* A q4tp copy's panel (lanes.c): after the nibbles cq_lanes_q4tp_nums() bytes of the 8 rows'
  * ladder numbers (f32, 8 each: lo, step, and on the AVX-512 tier qq), then per group the 8 rows'
  * codes. */

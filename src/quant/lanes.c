@@ -9,7 +9,15 @@
  * also qq, q4tp_ladder_avx512.h) and then their G * 8 5-bit codes as bytes, a copy 4-5 % larger
  * than the file where f32 scales made it 20 %: each tier's reader computes every rung from them
  * as its integer GEMM's ladder does, so with the same bits. q8_row: per group 8 vectors, byte
- * 4i + j of vector k row i's weight of column 4k + j, then the 8 row scales as f32. */
+ * 4i + j of vector k row i's weight of column 4k + j, then the 8 row scales as f32.
+ *
+ * The AVX-512 tier reads two panels at a time (16 lanes), so there a pair of panels is stored
+ * interleaved, in the order its passes read it: per group the 4 (q8_row 8) vectors as panel
+ * a's then panel b's (one 64-byte load gives the 16 lanes of vector k), then the group's
+ * scales (a's 8, b's 8) or q4tp's codes (a's 8, b's 8); q4tp's ladder numbers (lo, step, qq:
+ * a's 8 then b's 8 each) before the first group, q8_row's row scales after the last. A pass
+ * then reads its pair as one stream; two panels read side by side, a panel apart, had read
+ * rows of 2,048 columns and more slower than the file's row-major kernels did. */
 #include <string.h>
 
 #include "common/bytes.h"
@@ -50,24 +58,75 @@ uint64_t cq_lanes_panel_bytes(const cmf_qmat *m) {
     return (G * (128 + PR * 2) + 63) / 64 * 64;
 }
 
-/* q8_row: row r into its panel (lane r % 8). */
-static void put_q8_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
+/* The AVX-512 layout's pair: bytes of one group (codes of both panels, then their scales or
+ * q4tp codes) and of what precedes the first group (q4tp's ladder numbers). */
+static uint64_t pair_group_bytes(const cmf_qmat *m) {
+    return m->dtype == CMF_DT_Q8_ROW ? 512 : m->dtype == CMF_DT_Q4TP ? 256 + 2 * PR : 256 + 4 * PR;
+}
+
+static unsigned pair_head_bytes(const cmf_qmat *m) {
+    return m->dtype == CMF_DT_Q4TP ? 2 * CQ_LANES_Q4TP_NUMS_AVX512 : 0;
+}
+
+uint64_t cq_lanes_pair_bytes(const cmf_qmat *m) {
+    const uint64_t tail = m->dtype == CMF_DT_Q8_ROW ? 2 * PR * 4 : 0;
+    return (pair_head_bytes(m) + m->groups * pair_group_bytes(m) + tail + 63) / 64 * 64;
+}
+
+/* Where row r's bytes go in the copy at `base`, in either layout: group g's vector k at
+ * codes + g * g_stride + k * k_stride (lane r % 8 at + 4 (r % 8)); its scale (or q4tp code) of
+ * group g at side + g * side_stride (+ 2 (r % 8), q4tp + r % 8); q4tp's ladder number n (lo,
+ * step, qq) and q8_row's row scale at nums + n * nums_stride (+ 4 (r % 8)). */
+typedef struct {
+    uint8_t *codes, *side, *nums;
+    uint64_t g_stride, side_stride;
+    unsigned k_stride, nums_stride;
+} lane_place;
+
+static lane_place place_of(const cmf_qmat *m, uint8_t *base, uint64_t r) {
+    const uint64_t G = m->groups;
+    const bool q8 = m->dtype == CMF_DT_Q8_ROW, q4tp = m->dtype == CMF_DT_Q4TP;
+    if (avx512_reader()) {
+        uint8_t *pair = base + (r / (2 * PR)) * cq_lanes_pair_bytes(m);
+        const unsigned h = (unsigned)(r / PR % 2), head = pair_head_bytes(m);
+        const uint64_t gb = pair_group_bytes(m);
+        lane_place p = {pair + head + 32 * h, NULL, NULL, gb, gb, 64, 64};
+        if (q8) {
+            p.nums = pair + G * gb + 32 * h;
+        } else {
+            p.side = pair + head + 256 + (q4tp ? PR : 2 * PR) * h;
+            p.nums = pair + 32 * h;
+        }
+        return p;
+    }
+    uint8_t *panel = base + (r / PR) * cq_lanes_panel_bytes(m);
+    const uint64_t cb = q8 ? 256 : 128;
+    lane_place p = {panel, NULL, panel + G * cb, cb, 0, 32, 32};
+    if (!q8) {
+        p.side = panel + G * 128 + (q4tp ? cq_lanes_q4tp_nums() : 0);
+        p.side_stride = q4tp ? PR : 2 * PR;
+    }
+    return p;
+}
+
+/* q8_row: row r into its place (lane r % 8). */
+static void put_q8_row(const cmf_qmat *m, const lane_place *p, uint64_t r) {
     const uint64_t G = m->groups;
     const unsigned i = (unsigned)(r % PR);
     const uint8_t *w = m->quants + r * m->cols;
     for (uint64_t g = 0; g < G; g++)
         for (unsigned k = 0; k < 8; k++)
-            memcpy(panel + g * 256 + 32 * k + 4 * i, w + 32 * g + 4 * k, 4);
+            memcpy(p->codes + g * p->g_stride + k * p->k_stride + 4 * i, w + 32 * g + 4 * k, 4);
     float rs = f16_to_f32(ld_u16(m->scales + 2 * r));
-    memcpy(panel + G * 256 + 4 * i, &rs, 4);
+    memcpy(p->nums + 4 * i, &rs, 4);
 }
 
 /* Row i of a panel, group g: its 16 nibble bytes (element 2j low, 2j + 1 high in byte j) into
- * the panel's 4 vectors (lanes i). */
-static void put_group(uint8_t *dst, unsigned i, const uint8_t *nib) {
+ * the group's 4 vectors (k_stride apart; lanes i). */
+static void put_group(uint8_t *dst, unsigned k_stride, unsigned i, const uint8_t *nib) {
     for (unsigned mi = 0; mi < 8; mi++) {
         const unsigned a = nib[mi], b = nib[8 + mi]; /* columns 2mi, 2mi+1 and 16 + those */
-        uint8_t *o = dst + 32 * (mi / 2) + 4 * i + 2 * (mi % 2);
+        uint8_t *o = dst + k_stride * (mi / 2) + 4 * i + 2 * (mi % 2);
         o[0] = (uint8_t)((a & 15) | (b & 15) << 4);
         o[1] = (uint8_t)((a >> 4) | (b & 0xF0));
     }
@@ -77,38 +136,38 @@ void cq_lanes_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]) {
     (avx512_reader() ? cq_avx512_q4tp_ladder : cq_avx2_q4tp_ladder)(m, r, ladder);
 }
 
-/* The 4-bit class: row r's nibbles and scales into its panel (lane r % 8). */
-static void put_q4_row(const cmf_qmat *m, uint8_t *panel, uint64_t r) {
+/* The 4-bit class: row r's nibbles and scales into its place (lane r % 8). */
+static void put_q4_row(const cmf_qmat *m, const lane_place *p, uint64_t r) {
     const uint64_t G = m->groups;
     const unsigned i = (unsigned)(r % PR);
-    uint8_t *sc = panel + G * 128;
     const bool q4tp = m->dtype == CMF_DT_Q4TP;
-    const unsigned nums = q4tp ? cq_lanes_q4tp_nums() : 0;
     if (q4tp) { /* lo and step, the file's f16 as f32 (AVX-512: then qq) */
-        float p[3];
+        float n[3];
         if (avx512_reader()) {
-            cq_avx512_q4tp_params(m, r, p);
+            cq_avx512_q4tp_params(m, r, n);
         } else {
-            p[0] = f16_to_f32(ld_u16(m->scales + 4 * r));
-            p[1] = f16_to_f32(ld_u16(m->scales + 4 * r + 2));
+            n[0] = f16_to_f32(ld_u16(m->scales + 4 * r));
+            n[1] = f16_to_f32(ld_u16(m->scales + 4 * r + 2));
         }
-        for (unsigned k = 0; k < nums / 32; k++)
-            memcpy(sc + 32 * k + 4 * i, &p[k], 4);
+        for (unsigned k = 0; k < cq_lanes_q4tp_nums() / 32; k++)
+            memcpy(p->nums + k * p->nums_stride + 4 * i, &n[k], 4);
     }
     for (uint64_t g = 0; g < G; g++) {
-        put_group(panel + g * 128, i, cq_q4_nibbles(m, r, g));
+        put_group(p->codes + g * p->g_stride, p->k_stride, i, cq_q4_nibbles(m, r, g));
+        uint8_t *sd = p->side + g * p->side_stride;
         if (q4tp)
-            sc[nums + g * PR + i] = (uint8_t)cq_q4tp_code(m, r, g);
+            sd[i] = (uint8_t)cq_q4tp_code(m, r, g);
         else if (m->dtype == CMF_DT_Q4_TILED)
-            memcpy(sc + (g * PR + i) * 2, m->quants + (r * G + g) * CQ_Q4T_TILE, 2);
+            memcpy(sd + 2 * i, m->quants + (r * G + g) * CQ_Q4T_TILE, 2);
         else
-            memcpy(sc + (g * PR + i) * 2, m->scales + 2 * (r * G + g), 2);
+            memcpy(sd + 2 * i, m->scales + 2 * (r * G + g), 2);
     }
 }
 
 uint64_t cq_lanes_bytes(const cmf_qmat *m) {
     if (!cq_lanes_supports(m)) return 0;
-    return cq_gemm_vbit(m) ? cq_lanes_vbit_bytes(m)
+    if (cq_gemm_vbit(m)) return cq_lanes_vbit_bytes(m);
+    return avx512_reader() ? (m->rows + 2 * PR - 1) / (2 * PR) * cq_lanes_pair_bytes(m)
                            : (m->rows + PR - 1) / PR * cq_lanes_panel_bytes(m);
 }
 
@@ -121,10 +180,11 @@ void cq_lanes_fill(const cmf_qmat *m, uint8_t *buf, uint64_t r0, uint64_t r1) {
         cq_lanes_vbit_fill(m, buf, r0, r1);
         return;
     }
-    const uint64_t pb = cq_lanes_panel_bytes(m);
     /* rows past the last hold code (weight) 0 and scale 0 (zeroed memory): their sums are 0 */
-    for (uint64_t r = r0; r < r1 && r < m->rows; r++)
-        (m->dtype == CMF_DT_Q8_ROW ? put_q8_row : put_q4_row)(m, buf + (r / PR) * pb, r);
+    for (uint64_t r = r0; r < r1 && r < m->rows; r++) {
+        const lane_place p = place_of(m, buf, r);
+        (m->dtype == CMF_DT_Q8_ROW ? put_q8_row : put_q4_row)(m, &p, r);
+    }
 }
 
 const uint8_t *cq_lanes_source(const cmf_qmat *m, uint64_t r0, uint64_t r1, unsigned part,
@@ -175,31 +235,31 @@ void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out) {
     }
     const uint64_t G = m->groups;
     const unsigned i = (unsigned)(r % PR);
-    const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * cq_lanes_panel_bytes(m);
+    const lane_place p = place_of(m, (uint8_t *)m->lanes, r);
     if (m->dtype == CMF_DT_Q8_ROW) {
         float s;
-        memcpy(&s, p + G * 256 + 4 * i, 4);
+        memcpy(&s, p.nums + 4 * i, 4);
         for (uint64_t g = 0; g < G; g++)
             for (unsigned k = 0; k < 8; k++)
                 for (unsigned j = 0; j < 4; j++)
-                    out[32 * g + 4 * k + j] = (float)(int8_t)p[g * 256 + 32 * k + 4 * i + j] * s;
+                    out[32 * g + 4 * k + j] =
+                        (float)(int8_t)p.codes[g * p.g_stride + k * p.k_stride + 4 * i + j] * s;
         return;
     }
-    const uint8_t *sc = p + G * 128;
     float ladder[32]; /* q4tp: the file's ladder from the f16 lo and step the copy keeps exactly */
     const bool codes = m->dtype == CMF_DT_Q4TP;
-    const uint8_t *code = sc + (codes ? cq_lanes_q4tp_nums() : 0) + i; /* group g's at [g * PR] */
     if (codes) {
         float lo, st;
-        memcpy(&lo, sc + 4 * i, 4);
-        memcpy(&st, sc + 32 + 4 * i, 4);
+        memcpy(&lo, p.nums + 4 * i, 4);
+        memcpy(&st, p.nums + p.nums_stride + 4 * i, 4);
         cq_q4tp_ladder_f32(lo, st, ladder);
     }
     for (uint64_t g = 0; g < G; g++) {
-        const float d = codes ? ladder[code[g * PR]] : f16_to_f32(ld_u16(sc + (g * PR + i) * 2));
+        const uint8_t *sd = p.side + g * p.side_stride;
+        const float d = codes ? ladder[sd[i]] : f16_to_f32(ld_u16(sd + 2 * i));
         for (unsigned k = 0; k < 4; k++)
             for (unsigned j = 0; j < 4; j++) {
-                const unsigned b = p[g * 128 + 32 * k + 4 * i + j];
+                const unsigned b = p.codes[g * p.g_stride + k * p.k_stride + 4 * i + j];
                 out[32 * g + 4 * k + j] = (float)((int)(b & 15) - 8) * d;
                 out[32 * g + 16 + 4 * k + j] = (float)((int)(b >> 4) - 8) * d;
             }

@@ -1,11 +1,12 @@
 /* lanes_avx512.c - the batched-decode copy (lanes_avx2.c's layout: panels of 8 rows, one int32
  * lane per row) read by the AVX-512 VNNI tier.
  *
- * Two consecutive panels side by side fill a 16-lane vector: per group, the 32 bytes of panel
- * A's vector k and those of panel B's are one zmm whose lanes 0-7 are A's rows and 8-15 B's,
- * all against the same 4 activation bytes (an embedded broadcast). vpdpbusd multiplies the
- * unsigned codes by them straight into int32 sums, so per 512 weights and token: 8 vpdpbusd,
- * then one conversion, one scale multiply and one FMA for the 16 rows, against 22 vector
+ * Two consecutive panels side by side fill a 16-lane vector: this tier's copy stores a pair
+ * interleaved (lanes.c), so per group the 32 bytes of panel A's vector k and those of panel B's
+ * are one 64-byte load whose lanes 0-7 are A's rows and 8-15 B's, all against the same 4
+ * activation bytes (an embedded broadcast), and a pass reads its pair as one stream. vpdpbusd
+ * multiplies the unsigned codes by them straight into int32 sums, so per 512 weights and token: 8
+ * vpdpbusd, then one conversion, one scale multiply and one FMA for the 16 rows, against 22 vector
  * operations in the row-major kernels (kernel_i8dec_avx512.c), which finish each group inside
  * one row's vector. A group's sum starts at the token's correction (-8 * the sum of its codes;
  * q8_row's weights are stored signed and taken as w + 128, so -128 * that sum), so every
@@ -40,19 +41,19 @@ AI __m512i bcast4(const int8_t *p) {
     return _mm512_set1_epi32(*(const i32_unaligned *)p);
 }
 
-/* Vector k (32 bytes) of group g in panels a and b (b NULL: zeros in lanes 8-15). */
-AI __m512i pair_load(const uint8_t *a, const uint8_t *b, uint64_t off) {
-    __m256i lo = _mm256_load_si256((const __m256i *)(const void *)(a + off));
-    __m256i hi =
-        b ? _mm256_load_si256((const __m256i *)(const void *)(b + off)) : _mm256_setzero_si256();
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+/* Where a pair's parts are (lanes.c): q4tp's ladder numbers first, then per group its codes
+ * (vector k of both panels at +64k) and the 16 rows' scales or q4tp codes at +256; q8_row's row
+ * scales after the last group. */
+AI uint64_t head_bytes(const int q4tp) {
+    return q4tp ? 2 * CQ_LANES_Q4TP_NUMS_AVX512 : 0;
 }
 
-/* 8 floats at off in panels a and b (b NULL: zeros in lanes 8-15). */
-AI __m512 pair_f32(const uint8_t *a, const uint8_t *b, uint64_t off) {
-    __m256 lo = _mm256_load_ps((const float *)(const void *)(a + off));
-    __m256 hi = b ? _mm256_load_ps((const float *)(const void *)(b + off)) : _mm256_setzero_ps();
-    return _mm512_insertf32x8(_mm512_castps256_ps512(lo), hi, 1);
+AI uint64_t group_bytes(const int q8, const int q4tp) {
+    return q8 ? 512 : q4tp ? 256 + 2 * PR : 256 + 4 * PR;
+}
+
+AI __m512i vec16(const uint8_t *gp, int k) {
+    return _mm512_loadu_si512((const void *)(gp + 64 * k));
 }
 
 /* q4tp: the 16 rows' ladder numbers (lanes.c: lo, step, qq), read once per pass. */
@@ -60,56 +61,46 @@ typedef struct {
     __m512 lo, st, qq;
 } ladder16;
 
-AI ladder16 pair_ladder(const uint8_t *sa, const uint8_t *sb) {
-    return (ladder16){pair_f32(sa, sb, 0), pair_f32(sa, sb, 32), pair_f32(sa, sb, 64)};
+AI ladder16 pair_ladder(const uint8_t *pair) {
+    return (ladder16){_mm512_loadu_ps(pair), _mm512_loadu_ps(pair + 64),
+                      _mm512_loadu_ps(pair + 128)};
 }
 
-/* The 16 rows' scales of group g: f16 (8 per panel, 16 bytes), or q4tp's rungs from their 5-bit
- * codes, computed as cq_q4tp_ladder_avx512 computes the row's ladder (the same fma, exp2 and
- * product, so the same bits as the integer GEMM's ladder from the file). */
-AI __m512 pair_scales(const uint8_t *sa, const uint8_t *sb, uint64_t g, const int q4tp,
-                      const ladder16 *l) {
+/* The 16 rows' scales of the group at gp: f16 as stored, or q4tp's rungs from their 5-bit codes,
+ * computed as cq_q4tp_ladder_avx512 computes the row's ladder (the same fma, exp2 and product,
+ * so the same bits as the integer GEMM's ladder from the file). */
+AI __m512 pair_scales(const uint8_t *gp, const int q4tp, const ladder16 *l) {
     if (q4tp) {
-        const uint8_t *ca = sa + CQ_LANES_Q4TP_NUMS_AVX512 + g * 8;
-        __m128i c8 = _mm_loadl_epi64((const __m128i *)(const void *)ca);
-        if (sb)
-            c8 = _mm_unpacklo_epi64(
-                c8, _mm_loadl_epi64((const __m128i *)(const void *)(sb + (ca - sa))));
-        const __m512i c = _mm512_cvtepu8_epi32(c8);
+        const __m512i c =
+            _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(gp + 256)));
         const __m512 i = _mm512_cvtepi32_ps(_mm512_and_si512(c, _mm512_set1_epi32(15)));
         const __m512 v = cq_exp2_ps_avx512(_mm512_fmadd_ps(i, l->st, l->lo));
         return _mm512_mask_mul_ps(v, _mm512_test_epi32_mask(c, _mm512_set1_epi32(16)), v, l->qq);
     }
-    __m128i lo = _mm_load_si128((const __m128i *)(const void *)(sa + g * 16));
-    __m128i hi =
-        sb ? _mm_load_si128((const __m128i *)(const void *)(sb + g * 16)) : _mm_setzero_si128();
-    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 256)));
 }
 
-/* The 4-bit class: panels a, b (G groups each) for T tokens; out[t] the 16 rows' sums. */
-AI void pass_q4(const uint8_t *a, const uint8_t *b, uint64_t G, const int q4tp,
-                const int8_t *const *xq, const float *const *dx, const int32_t *const *c8,
-                const int T, __m512 *out) {
+/* The 4-bit class: the pair at `pair` (G groups) for T tokens; out[t] the 16 rows' sums. */
+AI void pass_q4(const uint8_t *pair, uint64_t G, const int q4tp, const int8_t *const *xq,
+                const float *const *dx, const int32_t *const *c8, const int T, __m512 *out) {
     const __m512i m4 = _mm512_set1_epi8(15);
-    const uint8_t *sa = a + G * 128, *sb = b ? b + G * 128 : NULL;
     const __m512 z = _mm512_setzero_ps();
-    const ladder16 lad = q4tp ? pair_ladder(sa, sb) : (ladder16){z, z, z};
+    const ladder16 lad = q4tp ? pair_ladder(pair) : (ladder16){z, z, z};
+    const uint64_t gb = group_bytes(0, q4tp);
+    const uint8_t *gp = pair + head_bytes(q4tp);
     __m512 acc[PASS_MAX];
     for (int t = 0; t < T; t++)
         acc[t] = _mm512_setzero_ps();
-    /* the pair's two panels, codes and scales, are one span (b = a + its panel bytes): prefetched
-     * linearly from a, a group's share of the span per group (cq_prefetch_weights' distance;
-     * 256 bytes a group, the codes' share, had left the scales' lines out) */
-    const uint64_t share = b ? ((uint64_t)(b - a) * 2 + G - 1) / G : 256;
-    for (uint64_t g = 0; g < G; g++) {
-        for (unsigned c = 0; c < share; c += 64)
-            cq_prefetch_weights(a + g * share + c);
+    for (uint64_t g = 0; g < G; g++, gp += gb) {
+        /* one stream: the group's lines at cq_prefetch_weights' distances */
+        for (unsigned c = 0; c < gb; c += 64)
+            cq_prefetch_weights(gp + c);
         __m512i s[PASS_MAX];
         for (int t = 0; t < T; t++)
             s[t] = _mm512_set1_epi32(c8[t][g]);
 #pragma GCC unroll 4
         for (int k = 0; k < 4; k++) {
-            __m512i v = pair_load(a, b, g * 128 + 32 * (uint64_t)k);
+            __m512i v = vec16(gp, k);
             __m512i lo = _mm512_and_si512(v, m4),
                     hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
             for (int t = 0; t < T; t++) {
@@ -118,7 +109,7 @@ AI void pass_q4(const uint8_t *a, const uint8_t *b, uint64_t G, const int q4tp,
                 s[t] = _mm512_dpbusd_epi32(s[t], hi, bcast4(x + 16));
             }
         }
-        const __m512 d = pair_scales(sa, sb, g, q4tp, &lad);
+        const __m512 d = pair_scales(gp, q4tp, &lad);
         for (int t = 0; t < T; t++)
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]),
                                      _mm512_mul_ps(d, _mm512_set1_ps(dx[t][g])), acc[t]);
@@ -129,49 +120,50 @@ AI void pass_q4(const uint8_t *a, const uint8_t *b, uint64_t G, const int q4tp,
 
 /* q8_row: per group 8 vectors of signed weights; w + 128 (xor 0x80) is the unsigned operand and
  * -128 * the group's code sum (16 * c8) the start of its sum. Times the row scales at the end. */
-AI void pass_q8(const uint8_t *a, const uint8_t *b, uint64_t G, const int8_t *const *xq,
-                const float *const *dx, const int32_t *const *c8, const int T, __m512 *out) {
+AI void pass_q8(const uint8_t *pair, uint64_t G, const int8_t *const *xq, const float *const *dx,
+                const int32_t *const *c8, const int T, __m512 *out) {
     const __m512i flip = _mm512_set1_epi8((char)0x80);
     __m512 acc[PASS_MAX];
     for (int t = 0; t < T; t++)
         acc[t] = _mm512_setzero_ps();
     for (uint64_t g = 0; g < G; g++) {
-        for (unsigned c = 0; c < 512; c += 64) /* as pass_q4's, 512 bytes a group */
-            cq_prefetch_weights(a + g * 512 + c);
+        const uint8_t *gp = pair + g * 512;
+        for (unsigned c = 0; c < 512; c += 64)
+            cq_prefetch_weights(gp + c);
         __m512i s[PASS_MAX];
         for (int t = 0; t < T; t++)
             s[t] = _mm512_set1_epi32(16 * c8[t][g]);
 #pragma GCC unroll 8
         for (int k = 0; k < 8; k++) {
-            __m512i v = _mm512_xor_si512(pair_load(a, b, g * 256 + 32 * (uint64_t)k), flip);
+            __m512i v = _mm512_xor_si512(vec16(gp, k), flip);
             for (int t = 0; t < T; t++)
                 s[t] = _mm512_dpbusd_epi32(s[t], v, bcast4(xq[t] + 32 * g + 4 * k));
         }
         for (int t = 0; t < T; t++)
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_set1_ps(dx[t][g]), acc[t]);
     }
-    const __m512 rs = pair_f32(a, b, G * 256);
+    const __m512 rs = _mm512_loadu_ps(pair + G * 512);
     for (int t = 0; t < T; t++)
         out[t] = _mm512_mul_ps(acc[t], rs);
 }
 
-typedef void (*pass_fn)(const uint8_t *, const uint8_t *, uint64_t, const int8_t *const *,
-                        const float *const *, const int32_t *const *, __m512 *);
+typedef void (*pass_fn)(const uint8_t *, uint64_t, const int8_t *const *, const float *const *,
+                        const int32_t *const *, __m512 *);
 #define DEF_PASS(T)                                                                                \
-    static __attribute__((noinline)) void p16_##T(const uint8_t *a, const uint8_t *b, uint64_t G,  \
+    static __attribute__((noinline)) void p16_##T(const uint8_t *pair, uint64_t G,                 \
                                                   const int8_t *const *xq, const float *const *dx, \
                                                   const int32_t *const *c8, __m512 *out) {         \
-        pass_q4(a, b, G, 0, xq, dx, c8, T, out);                                                   \
+        pass_q4(pair, G, 0, xq, dx, c8, T, out);                                                   \
     }                                                                                              \
-    static __attribute__((noinline)) void ptp_##T(const uint8_t *a, const uint8_t *b, uint64_t G,  \
+    static __attribute__((noinline)) void ptp_##T(const uint8_t *pair, uint64_t G,                 \
                                                   const int8_t *const *xq, const float *const *dx, \
                                                   const int32_t *const *c8, __m512 *out) {         \
-        pass_q4(a, b, G, 1, xq, dx, c8, T, out);                                                   \
+        pass_q4(pair, G, 1, xq, dx, c8, T, out);                                                   \
     }                                                                                              \
-    static __attribute__((noinline)) void p8_##T(const uint8_t *a, const uint8_t *b, uint64_t G,   \
+    static __attribute__((noinline)) void p8_##T(const uint8_t *pair, uint64_t G,                  \
                                                  const int8_t *const *xq, const float *const *dx,  \
                                                  const int32_t *const *c8, __m512 *out) {          \
-        pass_q8(a, b, G, xq, dx, c8, T, out);                                                      \
+        pass_q8(pair, G, xq, dx, c8, T, out);                                                      \
     }
 DEF_PASS(1)
 DEF_PASS(2)
@@ -189,20 +181,20 @@ static const pass_fn p8[PASS_MAX + 1] = PASSES(p8);
 
 void cq_avx512_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                   float *const *y, uint64_t r0, uint64_t r1) {
-    const uint64_t G = m->groups, pb = cq_lanes_panel_bytes(m), P = (m->rows + PR - 1) / PR;
+    const uint64_t G = m->groups, pb = cq_lanes_pair_bytes(m);
     const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? p8 : m->dtype == CMF_DT_Q4TP ? ptp : p16;
     cq_lanes_toks k;
     const size_t passes = cq_lanes_toks_init(&k, tok, n, m->cols, PASS_MAX);
-    /* 16 rows (two panels) per step from the even panel at or below r0 */
+    /* 16 rows (a pair) per step from the pair at or below r0; a last odd panel's partner holds
+     * zero codes and scales (lanes.c) */
     const uint8_t *base = m->lanes;
     for (uint64_t r = r0 - r0 % (2 * PR); r < r1; r += 2 * PR) {
-        const uint64_t pa = r / PR;
-        const uint8_t *a = base + pa * pb, *b = pa + 1 < P ? a + pb : NULL;
+        const uint8_t *pair = base + r / (2 * PR) * pb;
         const uint64_t lo = r < r0 ? r0 : r, hi = r + 2 * PR < r1 ? r + 2 * PR : r1;
         for (size_t q = 0; q < passes; q++) {
             const size_t t = k.first[q], nt = k.count[q];
             __m512 v[PASS_MAX];
-            fns[nt](a, b, G, k.xq + t, k.dx + t, k.c8 + t, v);
+            fns[nt](pair, G, k.xq + t, k.dx + t, k.c8 + t, v);
             for (size_t j = 0; j < nt; j++) {
                 float *o = y[t + j] + (lo - r0);
                 if (lo == r && hi == r + 2 * PR) {
@@ -223,24 +215,22 @@ void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *p
         cq_avx512_lanes_vbit_unpack(m, r, nb, panel, bs);
         return;
     }
-    const uint64_t G = m->groups, pb = cq_lanes_panel_bytes(m), P = (m->rows + PR - 1) / PR;
-    const uint64_t pa = r / PR;
-    const uint8_t *a = (const uint8_t *)m->lanes + pa * pb, *b = pa + 1 < P ? a + pb : NULL;
+    const uint64_t G = m->groups;
+    const uint8_t *pair = (const uint8_t *)m->lanes + r / (2 * PR) * cq_lanes_pair_bytes(m);
     if (m->dtype == CMF_DT_Q8_ROW) {
         const __m512i flip = _mm512_set1_epi8((char)0x80);
         for (uint64_t g = 0; g < nb; g++)
             for (int k = 0; k < 8; k++)
-                _mm512_store_si512(
-                    panel + g * 512 + 64 * k,
-                    g < G ? _mm512_xor_si512(pair_load(a, b, g * 256 + 32 * (uint64_t)k), flip)
-                          : _mm512_setzero_si512());
-        _mm512_storeu_ps(rs, pair_f32(a, b, G * 256));
+                _mm512_store_si512(panel + g * 512 + 64 * k,
+                                   g < G ? _mm512_xor_si512(vec16(pair + g * 512, k), flip)
+                                         : _mm512_setzero_si512());
+        _mm512_storeu_ps(rs, _mm512_loadu_ps(pair + G * 512));
         return;
     }
     const int q4tp = m->dtype == CMF_DT_Q4TP;
-    const uint8_t *sa = a + G * 128, *sb = b ? b + G * 128 : NULL;
     const __m512 z = _mm512_setzero_ps();
-    const ladder16 lad = q4tp ? pair_ladder(sa, sb) : (ladder16){z, z, z};
+    const ladder16 lad = q4tp ? pair_ladder(pair) : (ladder16){z, z, z};
+    const uint64_t gb = group_bytes(0, q4tp);
     const __m512i m4 = _mm512_set1_epi8(15);
     for (uint64_t g = 0; g < nb; g++) {
         __m512i *o = (__m512i *)(void *)(panel + g * 512);
@@ -250,17 +240,14 @@ void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *p
             _mm512_storeu_ps(bs + g * 16, _mm512_setzero_ps());
             continue;
         }
-        cq_prefetch_weights(a + g * 128 + 256);
-        cq_prefetch_weights(a + g * 128 + 320);
-        if (b) {
-            cq_prefetch_weights(b + g * 128 + 256);
-            cq_prefetch_weights(b + g * 128 + 320);
-        }
+        const uint8_t *gp = pair + head_bytes(q4tp) + g * gb;
+        for (unsigned c = 0; c < gb; c += 64) /* the pass's stream, as pass_q4 prefetches it */
+            cq_prefetch_weights(gp + c);
         for (int k = 0; k < 4; k++) {
-            __m512i v = pair_load(a, b, g * 128 + 32 * (uint64_t)k);
+            __m512i v = vec16(gp, k);
             _mm512_store_si512(o + k, _mm512_and_si512(v, m4));
             _mm512_store_si512(o + 4 + k, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
         }
-        _mm512_storeu_ps(bs + g * 16, pair_scales(sa, sb, g, q4tp, &lad));
+        _mm512_storeu_ps(bs + g * 16, pair_scales(gp, q4tp, &lad));
     }
 }
