@@ -116,7 +116,13 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
 void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out);
 uint64_t cq_lanes_panel_bytes(const cmf_qmat *m);
 /* The AVX-512 tier's copy: pairs of panels interleaved as its passes read them (lanes.c), this
- * many bytes each (a multiple of 64). */
+ * many bytes each (a multiple of 64): q4tp's ladder numbers first (CQ_LANES_PAIR_HEAD_Q4TP
+ * bytes), then per group (CQ_LANES_PAIR_GROUP_* bytes) vector k of both panels at 64k and the
+ * 16 rows' scales (q4tp: codes) at 256; q8_row's 16 row scales after the last group. */
+#define CQ_LANES_PAIR_HEAD_Q4TP  (2 * CQ_LANES_Q4TP_NUMS_AVX512)
+#define CQ_LANES_PAIR_GROUP_Q4   (256 + 32) /* q4_tiled, q4_block: 16 f16 scales */
+#define CQ_LANES_PAIR_GROUP_Q4TP (256 + 16) /* 16 five-bit codes as bytes */
+#define CQ_LANES_PAIR_GROUP_Q8   512
 uint64_t cq_lanes_pair_bytes(const cmf_qmat *m);
 /* A q4tp copy's panel (lanes.c): after the nibbles cq_lanes_q4tp_nums() bytes of the 8 rows'
  * ladder numbers (f32, 8 each: lo, step, and on the AVX-512 tier qq), then per group the 8 rows'

@@ -61,11 +61,13 @@ uint64_t cq_lanes_panel_bytes(const cmf_qmat *m) {
 /* The AVX-512 layout's pair: bytes of one group (codes of both panels, then their scales or
  * q4tp codes) and of what precedes the first group (q4tp's ladder numbers). */
 static uint64_t pair_group_bytes(const cmf_qmat *m) {
-    return m->dtype == CMF_DT_Q8_ROW ? 512 : m->dtype == CMF_DT_Q4TP ? 256 + 2 * PR : 256 + 4 * PR;
+    return m->dtype == CMF_DT_Q8_ROW ? CQ_LANES_PAIR_GROUP_Q8
+           : m->dtype == CMF_DT_Q4TP ? CQ_LANES_PAIR_GROUP_Q4TP
+                                     : CQ_LANES_PAIR_GROUP_Q4;
 }
 
 static unsigned pair_head_bytes(const cmf_qmat *m) {
-    return m->dtype == CMF_DT_Q4TP ? 2 * CQ_LANES_Q4TP_NUMS_AVX512 : 0;
+    return m->dtype == CMF_DT_Q4TP ? CQ_LANES_PAIR_HEAD_Q4TP : 0;
 }
 
 uint64_t cq_lanes_pair_bytes(const cmf_qmat *m) {

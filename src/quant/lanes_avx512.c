@@ -1,5 +1,5 @@
-/* lanes_avx512.c - the batched-decode copy (lanes_avx2.c's layout: panels of 8 rows, one int32
- * lane per row) read by the AVX-512 VNNI tier.
+/* lanes_avx512.c - the batched-decode copy (lanes.c: panels of 8 rows, one int32 lane per row;
+ * on this tier pairs of them interleaved) read by the AVX-512 VNNI tier.
  *
  * Two consecutive panels side by side fill a 16-lane vector: this tier's copy stores a pair
  * interleaved (lanes.c), so per group the 32 bytes of panel A's vector k and those of panel B's
@@ -41,15 +41,15 @@ AI __m512i bcast4(const int8_t *p) {
     return _mm512_set1_epi32(*(const i32_unaligned *)p);
 }
 
-/* Where a pair's parts are (lanes.c): q4tp's ladder numbers first, then per group its codes
- * (vector k of both panels at +64k) and the 16 rows' scales or q4tp codes at +256; q8_row's row
- * scales after the last group. */
+/* A pair's parts (kernel_i8dec.h, CQ_LANES_PAIR_*): q4tp's ladder numbers, then per group its
+ * codes (vector k of both panels at +64k) and the 16 rows' scales or q4tp codes at +256;
+ * q8_row's row scales after the last group. */
 AI uint64_t head_bytes(const int q4tp) {
-    return q4tp ? 2 * CQ_LANES_Q4TP_NUMS_AVX512 : 0;
+    return q4tp ? CQ_LANES_PAIR_HEAD_Q4TP : 0;
 }
 
-AI uint64_t group_bytes(const int q8, const int q4tp) {
-    return q8 ? 512 : q4tp ? 256 + 2 * PR : 256 + 4 * PR;
+AI uint64_t group_bytes(const int q4tp) {
+    return q4tp ? CQ_LANES_PAIR_GROUP_Q4TP : CQ_LANES_PAIR_GROUP_Q4;
 }
 
 AI __m512i vec16(const uint8_t *gp, int k) {
@@ -86,7 +86,7 @@ AI void pass_q4(const uint8_t *pair, uint64_t G, const int q4tp, const int8_t *c
     const __m512i m4 = _mm512_set1_epi8(15);
     const __m512 z = _mm512_setzero_ps();
     const ladder16 lad = q4tp ? pair_ladder(pair) : (ladder16){z, z, z};
-    const uint64_t gb = group_bytes(0, q4tp);
+    const uint64_t gb = group_bytes(q4tp);
     const uint8_t *gp = pair + head_bytes(q4tp);
     __m512 acc[PASS_MAX];
     for (int t = 0; t < T; t++)
@@ -127,8 +127,8 @@ AI void pass_q8(const uint8_t *pair, uint64_t G, const int8_t *const *xq, const 
     for (int t = 0; t < T; t++)
         acc[t] = _mm512_setzero_ps();
     for (uint64_t g = 0; g < G; g++) {
-        const uint8_t *gp = pair + g * 512;
-        for (unsigned c = 0; c < 512; c += 64)
+        const uint8_t *gp = pair + g * CQ_LANES_PAIR_GROUP_Q8;
+        for (unsigned c = 0; c < CQ_LANES_PAIR_GROUP_Q8; c += 64)
             cq_prefetch_weights(gp + c);
         __m512i s[PASS_MAX];
         for (int t = 0; t < T; t++)
@@ -142,7 +142,7 @@ AI void pass_q8(const uint8_t *pair, uint64_t G, const int8_t *const *xq, const 
         for (int t = 0; t < T; t++)
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]), _mm512_set1_ps(dx[t][g]), acc[t]);
     }
-    const __m512 rs = _mm512_loadu_ps(pair + G * 512);
+    const __m512 rs = _mm512_loadu_ps(pair + G * CQ_LANES_PAIR_GROUP_Q8);
     for (int t = 0; t < T; t++)
         out[t] = _mm512_mul_ps(acc[t], rs);
 }
@@ -221,16 +221,17 @@ void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *p
         const __m512i flip = _mm512_set1_epi8((char)0x80);
         for (uint64_t g = 0; g < nb; g++)
             for (int k = 0; k < 8; k++)
-                _mm512_store_si512(panel + g * 512 + 64 * k,
-                                   g < G ? _mm512_xor_si512(vec16(pair + g * 512, k), flip)
-                                         : _mm512_setzero_si512());
-        _mm512_storeu_ps(rs, _mm512_loadu_ps(pair + G * 512));
+                _mm512_store_si512(
+                    panel + g * 512 + 64 * k,
+                    g < G ? _mm512_xor_si512(vec16(pair + g * CQ_LANES_PAIR_GROUP_Q8, k), flip)
+                          : _mm512_setzero_si512());
+        _mm512_storeu_ps(rs, _mm512_loadu_ps(pair + G * CQ_LANES_PAIR_GROUP_Q8));
         return;
     }
     const int q4tp = m->dtype == CMF_DT_Q4TP;
     const __m512 z = _mm512_setzero_ps();
     const ladder16 lad = q4tp ? pair_ladder(pair) : (ladder16){z, z, z};
-    const uint64_t gb = group_bytes(0, q4tp);
+    const uint64_t gb = group_bytes(q4tp);
     const __m512i m4 = _mm512_set1_epi8(15);
     for (uint64_t g = 0; g < nb; g++) {
         __m512i *o = (__m512i *)(void *)(panel + g * 512);
