@@ -115,6 +115,12 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
  * read by rows (a tied embedding) can give its file pages back too. */
 void cq_lanes_decode_row(const cmf_qmat *m, uint64_t r, float *out);
 uint64_t cq_lanes_panel_bytes(const cmf_qmat *m);
+/* A q4tp copy's panel (lanes.c): after the nibbles cq_lanes_q4tp_nums() bytes of the 8 rows'
+ * ladder numbers (f32, 8 each: lo, step, and on the AVX-512 tier qq), then per group the 8 rows'
+ * codes. */
+#define CQ_LANES_Q4TP_NUMS_AVX2   64
+#define CQ_LANES_Q4TP_NUMS_AVX512 96
+unsigned cq_lanes_q4tp_nums(void);
 /* The AVX-512 tier's copy: pairs of panels interleaved as its passes read them (lanes.c), this
  * many bytes each (a multiple of 64): q4tp's ladder numbers first (CQ_LANES_PAIR_HEAD_Q4TP
  * bytes), then per group (CQ_LANES_PAIR_GROUP_* bytes) vector k of both panels at 64k and the
@@ -123,13 +129,15 @@ uint64_t cq_lanes_panel_bytes(const cmf_qmat *m);
 #define CQ_LANES_PAIR_GROUP_Q4   (256 + 32) /* q4_tiled, q4_block: 16 f16 scales */
 #define CQ_LANES_PAIR_GROUP_Q4TP (256 + 16) /* 16 five-bit codes as bytes */
 #define CQ_LANES_PAIR_GROUP_Q8   512
+/* A pair's bytes per group and before the first group, for q8_row or q4tp (else q4_tiled /
+ * q4_block): inline so that the readers' constant flags fold. */
+static inline uint64_t cq_lanes_pair_group(int q8, int q4tp) {
+    return q8 ? CQ_LANES_PAIR_GROUP_Q8 : q4tp ? CQ_LANES_PAIR_GROUP_Q4TP : CQ_LANES_PAIR_GROUP_Q4;
+}
+static inline uint64_t cq_lanes_pair_head(int q4tp) {
+    return q4tp ? CQ_LANES_PAIR_HEAD_Q4TP : 0;
+}
 uint64_t cq_lanes_pair_bytes(const cmf_qmat *m);
-/* A q4tp copy's panel (lanes.c): after the nibbles cq_lanes_q4tp_nums() bytes of the 8 rows'
- * ladder numbers (f32, 8 each: lo, step, and on the AVX-512 tier qq), then per group the 8 rows'
- * codes. */
-#define CQ_LANES_Q4TP_NUMS_AVX2   64
-#define CQ_LANES_Q4TP_NUMS_AVX512 96
-unsigned cq_lanes_q4tp_nums(void);
 /* q4tp row r's 32 ladder values as the copy holds them: the tier in effect's (AVX2 or AVX-512),
  * the values its integer GEMM computes. */
 void cq_lanes_q4tp_ladder(const cmf_qmat *m, uint64_t r, float ladder[32]);

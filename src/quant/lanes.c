@@ -58,21 +58,13 @@ uint64_t cq_lanes_panel_bytes(const cmf_qmat *m) {
     return (G * (128 + PR * 2) + 63) / 64 * 64;
 }
 
-/* The AVX-512 layout's pair: bytes of one group (codes of both panels, then their scales or
- * q4tp codes) and of what precedes the first group (q4tp's ladder numbers). */
-static uint64_t pair_group_bytes(const cmf_qmat *m) {
-    return m->dtype == CMF_DT_Q8_ROW ? CQ_LANES_PAIR_GROUP_Q8
-           : m->dtype == CMF_DT_Q4TP ? CQ_LANES_PAIR_GROUP_Q4TP
-                                     : CQ_LANES_PAIR_GROUP_Q4;
-}
-
-static unsigned pair_head_bytes(const cmf_qmat *m) {
-    return m->dtype == CMF_DT_Q4TP ? CQ_LANES_PAIR_HEAD_Q4TP : 0;
-}
-
+/* The AVX-512 layout's pair: q4tp's ladder numbers, the groups (codes of both panels, then
+ * their scales or q4tp codes), q8_row's 16 row scales. */
 uint64_t cq_lanes_pair_bytes(const cmf_qmat *m) {
-    const uint64_t tail = m->dtype == CMF_DT_Q8_ROW ? 2 * PR * 4 : 0;
-    return (pair_head_bytes(m) + m->groups * pair_group_bytes(m) + tail + 63) / 64 * 64;
+    const int q8 = m->dtype == CMF_DT_Q8_ROW, q4tp = m->dtype == CMF_DT_Q4TP;
+    const uint64_t tail = q8 ? 2 * PR * 4 : 0;
+    return (cq_lanes_pair_head(q4tp) + m->groups * cq_lanes_pair_group(q8, q4tp) + tail + 63) / 64 *
+           64;
 }
 
 /* Where row r's bytes go in the copy at `base`, in either layout: group g's vector k at
@@ -90,8 +82,8 @@ static lane_place place_of(const cmf_qmat *m, uint8_t *base, uint64_t r) {
     const bool q8 = m->dtype == CMF_DT_Q8_ROW, q4tp = m->dtype == CMF_DT_Q4TP;
     if (avx512_reader()) {
         uint8_t *pair = base + (r / (2 * PR)) * cq_lanes_pair_bytes(m);
-        const unsigned h = (unsigned)(r / PR % 2), head = pair_head_bytes(m);
-        const uint64_t gb = pair_group_bytes(m);
+        const unsigned h = (unsigned)(r / PR % 2), head = (unsigned)cq_lanes_pair_head(q4tp);
+        const uint64_t gb = cq_lanes_pair_group(q8, q4tp);
         lane_place p = {pair + head + 32 * h, NULL, NULL, gb, gb, 64, 64};
         if (q8) {
             p.nums = pair + G * gb + 32 * h;

@@ -41,17 +41,8 @@ AI __m512i bcast4(const int8_t *p) {
     return _mm512_set1_epi32(*(const i32_unaligned *)p);
 }
 
-/* A pair's parts (kernel_i8dec.h, CQ_LANES_PAIR_*): q4tp's ladder numbers, then per group its
- * codes (vector k of both panels at +64k) and the 16 rows' scales or q4tp codes at +256;
- * q8_row's row scales after the last group. */
-AI uint64_t head_bytes(const int q4tp) {
-    return q4tp ? CQ_LANES_PAIR_HEAD_Q4TP : 0;
-}
-
-AI uint64_t group_bytes(const int q4tp) {
-    return q4tp ? CQ_LANES_PAIR_GROUP_Q4TP : CQ_LANES_PAIR_GROUP_Q4;
-}
-
+/* Vector k of a pair's group at gp (kernel_i8dec.h, CQ_LANES_PAIR_*: both panels' vector k at
+ * +64k, the 16 rows' scales or q4tp codes at +256): lanes 0-7 panel a's rows, 8-15 b's. */
 AI __m512i vec16(const uint8_t *gp, int k) {
     return _mm512_loadu_si512((const void *)(gp + 64 * k));
 }
@@ -86,8 +77,8 @@ AI void pass_q4(const uint8_t *pair, uint64_t G, const int q4tp, const int8_t *c
     const __m512i m4 = _mm512_set1_epi8(15);
     const __m512 z = _mm512_setzero_ps();
     const ladder16 lad = q4tp ? pair_ladder(pair) : (ladder16){z, z, z};
-    const uint64_t gb = group_bytes(q4tp);
-    const uint8_t *gp = pair + head_bytes(q4tp);
+    const uint64_t gb = cq_lanes_pair_group(0, q4tp);
+    const uint8_t *gp = pair + cq_lanes_pair_head(q4tp);
     __m512 acc[PASS_MAX];
     for (int t = 0; t < T; t++)
         acc[t] = _mm512_setzero_ps();
@@ -231,7 +222,7 @@ void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *p
     const int q4tp = m->dtype == CMF_DT_Q4TP;
     const __m512 z = _mm512_setzero_ps();
     const ladder16 lad = q4tp ? pair_ladder(pair) : (ladder16){z, z, z};
-    const uint64_t gb = group_bytes(q4tp);
+    const uint64_t gb = cq_lanes_pair_group(0, q4tp);
     const __m512i m4 = _mm512_set1_epi8(15);
     for (uint64_t g = 0; g < nb; g++) {
         __m512i *o = (__m512i *)(void *)(panel + g * 512);
@@ -241,7 +232,7 @@ void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *p
             _mm512_storeu_ps(bs + g * 16, _mm512_setzero_ps());
             continue;
         }
-        const uint8_t *gp = pair + head_bytes(q4tp) + g * gb;
+        const uint8_t *gp = pair + cq_lanes_pair_head(q4tp) + g * gb;
         for (unsigned c = 0; c < gb; c += 64) /* the pass's stream, as pass_q4 prefetches it */
             cq_prefetch_weights(gp + c);
         for (int k = 0; k < 4; k++) {
