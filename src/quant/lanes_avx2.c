@@ -18,9 +18,12 @@
  * rows' lo and step and their 5-bit codes per group (f32 rungs would make the copy a fifth
  * larger than the file). A pass computes the panel's rungs 0..7 and the factors of the rest
  * once (11 exp2 polynomials for 8 rows, the integer GEMM's ladder and so its bits,
- * q4tp_ladder_avx2.h); each group then picks its rungs by a tree of 10 blends on the codes'
- * bits and one product. An exp2 per group and 8 rows took 2.1x as long, a gather from the
- * panel's ladders 1.6x (one token, in cache).
+ * q4tp_ladder_avx2.h); each group then takes its rungs one of two ways, the same bits either
+ * way. On AMD's cores a tree of 10 blends on the codes' bits and one product (an exp2 per group
+ * and 8 rows took 2.1x as long there, a gather from the panel's ladders 1.6x; one token, in
+ * cache, Zen 4). On Intel's, where vblendvps is three operations (Golden Cove), the tree took
+ * ~15 cycles a group, half the one-token pass; there the pass writes the panel's 32 rungs
+ * (1 KiB, from the same parts) and one gather a group reads them (~5 cycles).
  *
  * q8_row takes the same panels with its int8 weights as they are: per group 8 vectors, byte
  * 4i + j of vector k row i's weight of column 4k + j, and the panel's 8 row scales (f32) after
@@ -60,24 +63,39 @@ static void unpack_q8(const cmf_qmat *m, const uint8_t *p, size_t nb, uint8_t *p
     _mm256_storeu_ps(rs, _mm256_load_ps((const float *)(const void *)(p + G * 256)));
 }
 
-/* q4tp: a panel's ladder parts (q4tp_ladder_avx2.h) from its 8 rows' lo and step, per pass */
+/* q4tp: how a pass takes each group's rungs (the file comment): none (f16 scales), the blend
+ * tree on the ladder parts, or a gather from the panel's whole ladders. */
+enum { TP_NONE, TP_BLEND, TP_GATHER };
+
 typedef struct {
-    __m256 e[8], f[3];
+    __m256 e[8], f[3]; /* TP_BLEND: rungs 0..7, the factors of the rest */
+    float lad[32][8] __attribute__((aligned(32))); /* TP_GATHER: rung c of lane k at [c][k] */
 } ladders8;
 
-AI void panel_ladders(const uint8_t *sc, ladders8 *l) {
-    cq_avx2_q4tp_parts(_mm256_load_ps((const float *)(const void *)sc),
-                       _mm256_load_ps((const float *)(const void *)(sc + 32)), l->e, l->f);
+/* The way this CPU's cores take q4tp's rungs best. */
+static int tp_pick(void) {
+    return cq_cpu_amd() ? TP_BLEND : TP_GATHER;
+}
+
+/* A panel's ladders (q4tp_ladder_avx2.h) from its 8 rows' lo and step, once per pass. */
+AI void panel_ladders(const uint8_t *sc, const int tp, ladders8 *l) {
+    const __m256 lo = _mm256_load_ps((const float *)(const void *)sc),
+                 st = _mm256_load_ps((const float *)(const void *)(sc + 32));
+    if (tp == TP_GATHER)
+        cq_avx2_q4tp_ladders_lanes(lo, st, l->lad);
+    else
+        cq_avx2_q4tp_parts(lo, st, l->e, l->f);
 }
 
 /* Group g's 8 scales: f16 as stored, or q4tp's rungs picked by the group's codes. */
 AI __m256 group_scales(const uint8_t *sc, uint64_t g, const int tp, const ladders8 *l) {
-    if (tp) {
-        const __m128i c8 =
-            _mm_loadl_epi64((const __m128i *)(const void *)(sc + CQ_LANES_Q4TP_NUMS_AVX2 + g * PR));
-        return cq_avx2_q4tp_pick(_mm256_cvtepu8_epi32(c8), l->e, l->f);
-    }
-    return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)(sc + g * 16)));
+    if (tp == TP_NONE)
+        return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)(sc + g * 16)));
+    const __m256i c = _mm256_cvtepu8_epi32(
+        _mm_loadl_epi64((const __m128i *)(const void *)(sc + CQ_LANES_Q4TP_NUMS_AVX2 + g * PR)));
+    if (tp == TP_BLEND) return cq_avx2_q4tp_pick(c, l->e, l->f);
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    return _mm256_i32gather_ps(&l->lad[0][0], _mm256_add_epi32(_mm256_slli_epi32(c, 3), lane), 4);
 }
 
 void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs) {
@@ -89,9 +107,9 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
     const uint8_t *p = (const uint8_t *)m->lanes + (r / PR) * cq_lanes_panel_bytes(m),
                   *sc = p + G * 128;
     const __m256i m4 = _mm256_set1_epi8(15);
-    const int tp = m->dtype == CMF_DT_Q4TP;
+    const int tp = m->dtype == CMF_DT_Q4TP ? tp_pick() : TP_NONE;
     ladders8 lad;
-    if (tp) panel_ladders(sc, &lad);
+    if (tp != TP_NONE) panel_ladders(sc, tp, &lad);
     for (uint64_t g = 0; g < nb; g++) {
         __m256i *o = (__m256i *)(void *)(panel + g * 8 * 32);
         if (g >= G) { /* blocks past the columns: zero codes and scales */
@@ -124,13 +142,13 @@ AI void lanes_q4_step(const uint8_t *w, int k, uint64_t g, __m256i m4, const int
 }
 
 /* The panel at p for T tokens (their codes xq, scales dx, corrections c8 = -8 * sum of a group's
- * codes): out[t] the 8 rows' sums. tp: q4tp's codes and ladder numbers, else f16 scales. */
+ * codes): out[t] the 8 rows' sums. tp: TP_NONE for f16 scales, else how q4tp's rungs are taken. */
 AI void panel_pass(const uint8_t *p, uint64_t G, const int tp, const int8_t *const *xq,
                    const float *const *dx, const int32_t *const *c8, const int T, __m256 *out) {
     const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
     const uint8_t *sc = p + G * 128;
     ladders8 lad;
-    if (tp) panel_ladders(sc, &lad);
+    if (tp != TP_NONE) panel_ladders(sc, tp, &lad);
     __m256 acc[CQ_LANES_PASS];
     for (int t = 0; t < T; t++)
         acc[t] = _mm256_setzero_ps();
@@ -202,12 +220,17 @@ typedef void (*pass_fn)(const uint8_t *, uint64_t, const int8_t *const *, const 
     static __attribute__((noinline)) void pass16_##T(                                              \
         const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,             \
         const int32_t *const *c8, __m256 *out) {                                                   \
-        panel_pass(p, G, 0, xq, dx, c8, T, out);                                                   \
+        panel_pass(p, G, TP_NONE, xq, dx, c8, T, out);                                             \
     }                                                                                              \
     static __attribute__((noinline)) void passtp_##T(                                              \
         const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,             \
         const int32_t *const *c8, __m256 *out) {                                                   \
-        panel_pass(p, G, 1, xq, dx, c8, T, out);                                                   \
+        panel_pass(p, G, TP_BLEND, xq, dx, c8, T, out);                                            \
+    }                                                                                              \
+    static __attribute__((noinline)) void passtg_##T(                                              \
+        const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,             \
+        const int32_t *const *c8, __m256 *out) {                                                   \
+        panel_pass(p, G, TP_GATHER, xq, dx, c8, T, out);                                           \
     }                                                                                              \
     static __attribute__((noinline)) void pass8_##T(                                               \
         const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,             \
@@ -221,13 +244,14 @@ DEF_PASS(3)
 DEF_PASS(4)
 static const pass_fn pass16[CQ_LANES_PASS + 1] = {NULL, pass16_1, pass16_2, pass16_3, pass16_4};
 static const pass_fn passtp[CQ_LANES_PASS + 1] = {NULL, passtp_1, passtp_2, passtp_3, passtp_4};
+static const pass_fn passtg[CQ_LANES_PASS + 1] = {NULL, passtg_1, passtg_2, passtg_3, passtg_4};
 static const pass_fn pass8[CQ_LANES_PASS + 1] = {NULL, pass8_1, pass8_2, pass8_3, pass8_4};
 
 void cq_avx2_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                 float *const *y, uint64_t r0, uint64_t r1) {
     const uint64_t G = m->groups, pb = cq_lanes_panel_bytes(m);
     const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? pass8
-                         : m->dtype == CMF_DT_Q4TP ? passtp
+                         : m->dtype == CMF_DT_Q4TP ? (tp_pick() == TP_BLEND ? passtp : passtg)
                                                    : pass16;
     cq_lanes_toks k;
     const size_t passes = cq_lanes_toks_init(&k, tok, n, m->cols, CQ_LANES_PASS);
