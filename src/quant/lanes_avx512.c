@@ -16,7 +16,8 @@
  * the copy (cq_avx512_lanes_unpack), so a matrix with a copy never reads its file pages again.
  * q4tp's copy holds each group's 5-bit codes and each row's ladder numbers instead of f32 scales
  * (lanes.c): per group and 16 rows one exp2 polynomial makes the rungs, the ladder's bits,
- * where 4-byte scales had made the copy a fifth larger than the file.
+ * where 4-byte scales had made the copy a fifth larger than the file; on long rows a pass
+ * computes rungs 0..15 once and gathers them (pass_q4's TP_TABLE).
  *
  * Tokens are prepared in the AVX2 q8_row layout (cq_avx2_q8dec_tok_prepare: codes in natural
  * order, dx and the correction per group), which cmf_tok8_prepare writes on this tier for
@@ -71,14 +72,42 @@ AI __m512 pair_scales(const uint8_t *gp, const int q4tp, const ladder16 *l) {
     return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 256)));
 }
 
-/* The 4-bit class: the pair at `pair` (G groups) for T tokens; out[t] the 16 rows' sums. */
-AI void pass_q4(const uint8_t *pair, uint64_t G, const int q4tp, const int8_t *const *xq,
+/* q4tp: the 16 rows' rungs 0..15, rungs[i][lane], by pair_scales' operations (so its bits) */
+AI void pair_rungs(const ladder16 *l, float rungs[16][16]) {
+    for (int i = 0; i < 16; i++)
+        _mm512_store_ps(rungs[i],
+                        cq_exp2_ps_avx512(_mm512_fmadd_ps(_mm512_set1_ps((float)i), l->st, l->lo)));
+}
+
+/* pair_scales' q4tp rungs of the group at gp, gathered from the pass's rungs */
+AI __m512 pair_rung_pick(const uint8_t *gp, const ladder16 *l, const float rungs[16][16]) {
+    const __m512i c =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(gp + 256)));
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512i idx =
+        _mm512_add_epi32(_mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(15)), 4), lane);
+    const __m512 v = _mm512_i32gather_ps(idx, &rungs[0][0], 4);
+    return _mm512_mask_mul_ps(v, _mm512_test_epi32_mask(c, _mm512_set1_epi32(16)), v, l->qq);
+}
+
+/* How a pass takes q4tp's rungs: one polynomial a group, or, on rows of RUNG_TABLE_G groups or
+ * more, a gather a group from rungs 0..15 computed once (16 polynomials a pass, which shorter
+ * rows would not earn back: level at 28 groups, at 18 a little slower). */
+enum { TP_NONE, TP_POLY, TP_TABLE };
+#define RUNG_TABLE_G 32
+
+/* The 4-bit class: the pair at `pair` (G groups) for T tokens; out[t] the 16 rows' sums. tp: how
+ * q4tp's rungs are taken, TP_NONE for f16 scales. */
+AI void pass_q4(const uint8_t *pair, uint64_t G, const int tp, const int8_t *const *xq,
                 const float *const *dx, const int32_t *const *c8, const int T, __m512 *out) {
     const __m512i m4 = _mm512_set1_epi8(15);
     const __m512 z = _mm512_setzero_ps();
+    const int q4tp = tp != TP_NONE;
     const ladder16 lad = q4tp ? pair_ladder(pair) : (ladder16){z, z, z};
     const uint64_t gb = cq_lanes_pair_group(0, q4tp);
     const uint8_t *gp = pair + cq_lanes_pair_head(q4tp);
+    _Alignas(64) float rungs[16][16];
+    if (tp == TP_TABLE) pair_rungs(&lad, rungs);
     __m512 acc[PASS_MAX];
     for (int t = 0; t < T; t++)
         acc[t] = _mm512_setzero_ps();
@@ -100,7 +129,8 @@ AI void pass_q4(const uint8_t *pair, uint64_t G, const int q4tp, const int8_t *c
                 s[t] = _mm512_dpbusd_epi32(s[t], hi, bcast4(x + 16));
             }
         }
-        const __m512 d = pair_scales(gp, q4tp, &lad);
+        const __m512 d =
+            tp == TP_TABLE ? pair_rung_pick(gp, &lad, rungs) : pair_scales(gp, q4tp, &lad);
         for (int t = 0; t < T; t++)
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]),
                                      _mm512_mul_ps(d, _mm512_set1_ps(dx[t][g])), acc[t]);
@@ -144,12 +174,17 @@ typedef void (*pass_fn)(const uint8_t *, uint64_t, const int8_t *const *, const 
     static __attribute__((noinline)) void p16_##T(const uint8_t *pair, uint64_t G,                 \
                                                   const int8_t *const *xq, const float *const *dx, \
                                                   const int32_t *const *c8, __m512 *out) {         \
-        pass_q4(pair, G, 0, xq, dx, c8, T, out);                                                   \
+        pass_q4(pair, G, TP_NONE, xq, dx, c8, T, out);                                             \
     }                                                                                              \
     static __attribute__((noinline)) void ptp_##T(const uint8_t *pair, uint64_t G,                 \
                                                   const int8_t *const *xq, const float *const *dx, \
                                                   const int32_t *const *c8, __m512 *out) {         \
-        pass_q4(pair, G, 1, xq, dx, c8, T, out);                                                   \
+        pass_q4(pair, G, TP_POLY, xq, dx, c8, T, out);                                             \
+    }                                                                                              \
+    static __attribute__((noinline)) void ptt_##T(const uint8_t *pair, uint64_t G,                 \
+                                                  const int8_t *const *xq, const float *const *dx, \
+                                                  const int32_t *const *c8, __m512 *out) {         \
+        pass_q4(pair, G, TP_TABLE, xq, dx, c8, T, out);                                            \
     }                                                                                              \
     static __attribute__((noinline)) void p8_##T(const uint8_t *pair, uint64_t G,                  \
                                                  const int8_t *const *xq, const float *const *dx,  \
@@ -168,12 +203,15 @@ DEF_PASS(8)
     { NULL, P##_1, P##_2, P##_3, P##_4, P##_5, P##_6, P##_7, P##_8 }
 static const pass_fn p16[PASS_MAX + 1] = PASSES(p16);
 static const pass_fn ptp[PASS_MAX + 1] = PASSES(ptp);
+static const pass_fn ptt[PASS_MAX + 1] = PASSES(ptt);
 static const pass_fn p8[PASS_MAX + 1] = PASSES(p8);
 
 void cq_avx512_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                   float *const *y, uint64_t r0, uint64_t r1) {
     const uint64_t G = m->groups, pb = cq_lanes_pair_bytes(m);
-    const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? p8 : m->dtype == CMF_DT_Q4TP ? ptp : p16;
+    const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? p8
+                         : m->dtype == CMF_DT_Q4TP ? (G >= RUNG_TABLE_G ? ptt : ptp)
+                                                   : p16;
     cq_lanes_toks k;
     const size_t passes = cq_lanes_toks_init(&k, tok, n, m->cols, PASS_MAX);
     /* 16 rows (a pair) per step from the pair at or below r0; a last odd panel's partner holds
