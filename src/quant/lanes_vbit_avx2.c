@@ -138,7 +138,7 @@ _Static_assert(CQ_LANES_PASS == 4, "passes of up to 4 tokens");
 static const pass_fn passes_of[3][CQ_LANES_PASS + 1] = {PASSES(0), PASSES(1), PASSES(2)};
 static const pass_fn pairs_of[3] = {pair_0_1, pair_1_1, pair_2_1};
 
-/* Token j's sums of panel h (v) into y at the slots' places (at, -1 for none). */
+/* One token's sums of a panel (v) into its y at the slots' places (at; -1 for none). */
 static void put_sums(__m256 v, const int64_t at[8], float *y) {
     _Alignas(32) float o[8];
     _mm256_store_ps(o, v);
