@@ -2,6 +2,7 @@
 
 #include <cpuid.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef __linux__
@@ -12,7 +13,8 @@
 static cq_cpu_features g_feat;
 static int g_detected;
 static int g_isa = -1;
-static int g_amd = -1; /* cq_cpu_force_amd's choice; -1: the vendor's */
+static int g_amd = -1;    /* cq_cpu_force_amd's choice; -1: the vendor's */
+static int g_gather = -1; /* cq_cpu_force_gather_fast's choice; -1: the CPU's */
 
 /* Linux hands out the AMX tile data state (XCR0 bit 18) only to a process that asks for it. */
 static bool amx_permitted(uint64_t xcr0) {
@@ -20,6 +22,22 @@ static bool amx_permitted(uint64_t xcr0) {
 #if defined(__linux__) && defined(SYS_arch_prctl)
     enum { ARCH_REQ_XCOMP_PERM = 0x1023, XFEATURE_XTILEDATA = 18 };
     return syscall(SYS_arch_prctl, ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA) == 0;
+#else
+    return false;
+#endif
+}
+
+/* Whether Linux reports gathers free of the Downfall (GDS) mitigation: "Not affected", or
+ * "Vulnerable" (no microcode, gathers at full speed). "Mitigation: ...", an unknown status
+ * (a guest whose host decides) or no such file count as slow. */
+static bool gathers_unmitigated(void) {
+#ifdef __linux__
+    FILE *f = fopen("/sys/devices/system/cpu/vulnerabilities/gather_data_sampling", "r");
+    if (!f) return false;
+    char line[96] = {0};
+    const bool ok = fgets(line, sizeof line, f) != NULL;
+    fclose(f);
+    return ok && (strncmp(line, "Not affected", 12) == 0 || strncmp(line, "Vulnerable", 10) == 0);
 #else
     return false;
 #endif
@@ -63,6 +81,7 @@ const cq_cpu_features *cq_cpu_detect(void) {
         }
     }
     f.amd = amd;
+    f.gather_fast = !amd && f.avx2 && gathers_unmitigated();
     g_feat = f;
     g_detected = 1;
     return &g_feat;
@@ -97,6 +116,14 @@ bool cq_cpu_amd(void) {
 
 void cq_cpu_force_amd(int amd) {
     g_amd = amd < 0 ? -1 : amd != 0;
+}
+
+bool cq_cpu_gather_fast(void) {
+    return g_gather >= 0 ? g_gather != 0 : cq_cpu_detect()->gather_fast;
+}
+
+void cq_cpu_force_gather_fast(int fast) {
+    g_gather = fast < 0 ? -1 : fast != 0;
 }
 
 static const char *const k_isa_names[CQ_ISA_COUNT] = {

@@ -22,6 +22,10 @@ typedef struct cq_cpu_features {
      * rate); Intel's (Sapphire Rapids: half their rate, bench_peak) does not */
     bool bf16dot_fast;
     bool amd; /* AuthenticAMD: the kernels tuned for its cores apply (cq_cpu_amd) */
+    /* a vgatherdps from L1 outruns a tree of vblendvps picking among 8 values: Intel's cores
+     * (vblendvps three ops since Golden Cove) unless Linux reports the Downfall (GDS)
+     * microcode mitigation, which slows gathers several-fold; not AMD's (one-op vblendvps) */
+    bool gather_fast;
 } cq_cpu_features;
 
 /* Features the CPU and OS support (XSAVE state checked). The first call also asks Linux for
@@ -38,6 +42,10 @@ void cq_cpu_force(cq_isa isa);
  * differ from the VNNI rows' by f32 rounding only. */
 bool cq_cpu_amd(void);
 void cq_cpu_force_amd(int amd);
+/* Whether gathers beat blend trees (cq_cpu_features.gather_fast) unless a test forced either
+ * choice (cq_cpu_force_gather_fast: 1 or 0; -1 goes back to the CPU's). */
+bool cq_cpu_gather_fast(void);
+void cq_cpu_force_gather_fast(int fast);
 const char *cq_isa_name(cq_isa isa);
 /* Parse a tier name ("scalar", "avx2", "avx512", "amx"); false if not one. */
 bool cq_isa_from_name(const char *name, cq_isa *out);

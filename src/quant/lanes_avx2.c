@@ -23,7 +23,8 @@
  * and 8 rows took 2.1x as long there, a gather from the panel's ladders 1.6x; one token, in
  * cache, Zen 4). On Intel's, where vblendvps is three operations (Golden Cove), the tree took
  * ~15 cycles a group, half the one-token pass; there the pass writes the panel's 32 rungs
- * (1 KiB, from the same parts) and one gather a group reads them (~5 cycles).
+ * (1 KiB, from the same parts) and one gather a group reads them (~5 cycles), unless the
+ * Downfall mitigation slows gathers (cq_cpu_gather_fast).
  *
  * q8_row takes the same panels with its int8 weights as they are: per group 8 vectors, byte
  * 4i + j of vector k row i's weight of column 4k + j, and the panel's 8 row scales (f32) after
@@ -72,9 +73,9 @@ typedef struct {
     float lad[32][8] __attribute__((aligned(32))); /* TP_GATHER: rung c of lane k at [c][k] */
 } ladders8;
 
-/* The way this CPU's cores take q4tp's rungs best. */
+/* The way this CPU's cores take q4tp's rungs best (cq_cpu_gather_fast). */
 static int tp_pick(void) {
-    return cq_cpu_amd() ? TP_BLEND : TP_GATHER;
+    return cq_cpu_gather_fast() ? TP_GATHER : TP_BLEND;
 }
 
 /* A panel's ladders (q4tp_ladder_avx2.h) from its 8 rows' lo and step, once per pass. */

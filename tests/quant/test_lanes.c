@@ -282,15 +282,15 @@ int main(int argc, char **argv) {
     static const uint64_t rows[] = {8, 5, 37, 64, 24};
     uint64_t seed = 7;
     for (size_t d = 0; d < sizeof dts / sizeof *dts; d++)
-        /* q4tp both ways the AVX2 tier takes its rungs (lanes_avx2.c: blends on AMD's cores, a
-         * gather on Intel's), whichever vendor runs the test */
-        for (int amd = 0; amd < (dts[d] == CMF_DT_Q4TP ? 2 : 1); amd++) {
-            cq_cpu_force_amd(dts[d] == CMF_DT_Q4TP ? amd : -1);
+        /* q4tp both ways the AVX2 tier takes its rungs (lanes_avx2.c: a gather where gathers
+         * are fast, else blends), whichever CPU runs the test */
+        for (int fast = 0; fast < (dts[d] == CMF_DT_Q4TP ? 2 : 1); fast++) {
+            cq_cpu_force_gather_fast(dts[d] == CMF_DT_Q4TP ? fast : -1);
             for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
                 for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
                     check(dts[d], rows[k], cols[c], seed++, 0);
         }
-    cq_cpu_force_amd(-1);
+    cq_cpu_force_gather_fast(-1);
     /* vbit: every width (each row one of 3-8: all three forms, mixed in windows and pairs), the
      * real files' mix, one width throughout; several windows, a partial last one */
     static const uint64_t vrows[] = {8, 37, 64, 150, 203};
