@@ -68,9 +68,11 @@ static void unpack_q8(const cmf_qmat *m, const uint8_t *p, size_t nb, uint8_t *p
  * tree on the ladder parts, or a gather from the panel's whole ladders. */
 enum { TP_NONE, TP_BLEND, TP_GATHER };
 
-typedef struct {
-    __m256 e[8], f[3]; /* TP_BLEND: rungs 0..7, the factors of the rest */
-    float lad[32][8] __attribute__((aligned(32))); /* TP_GATHER: rung c of lane k at [c][k] */
+typedef union { /* one way per pass */
+    struct {
+        __m256 e[8], f[3]; /* TP_BLEND: rungs 0..7, the factors of the rest */
+    };
+    float lad[32][8]; /* TP_GATHER: rung c of lane k at [c][k] */
 } ladders8;
 
 /* The way this CPU's cores take q4tp's rungs best (cq_cpu_gather_fast). */

@@ -58,43 +58,41 @@ AI ladder16 pair_ladder(const uint8_t *pair) {
                       _mm512_loadu_ps(pair + 128)};
 }
 
-/* The 16 rows' scales of the group at gp: f16 as stored, or q4tp's rungs from their 5-bit codes,
- * computed as cq_q4tp_ladder_avx512 computes the row's ladder (the same fma, exp2 and product,
- * so the same bits as the integer GEMM's ladder from the file). */
-AI __m512 pair_scales(const uint8_t *gp, const int q4tp, const ladder16 *l) {
-    if (q4tp) {
-        const __m512i c =
-            _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(gp + 256)));
-        const __m512 i = _mm512_cvtepi32_ps(_mm512_and_si512(c, _mm512_set1_epi32(15)));
-        const __m512 v = cq_exp2_ps_avx512(_mm512_fmadd_ps(i, l->st, l->lo));
-        return _mm512_mask_mul_ps(v, _mm512_test_epi32_mask(c, _mm512_set1_epi32(16)), v, l->qq);
-    }
-    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 256)));
-}
-
-/* q4tp: the 16 rows' rungs 0..15, rungs[i][lane], by pair_scales' operations (so its bits) */
-AI void pair_rungs(const ladder16 *l, float rungs[16][16]) {
-    for (int i = 0; i < 16; i++)
-        _mm512_store_ps(rungs[i],
-                        cq_exp2_ps_avx512(_mm512_fmadd_ps(_mm512_set1_ps((float)i), l->st, l->lo)));
-}
-
-/* pair_scales' q4tp rungs of the group at gp, gathered from the pass's rungs */
-AI __m512 pair_rung_pick(const uint8_t *gp, const ladder16 *l, const float rungs[16][16]) {
-    const __m512i c =
-        _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(gp + 256)));
-    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512i idx =
-        _mm512_add_epi32(_mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(15)), 4), lane);
-    const __m512 v = _mm512_i32gather_ps(idx, &rungs[0][0], 4);
-    return _mm512_mask_mul_ps(v, _mm512_test_epi32_mask(c, _mm512_set1_epi32(16)), v, l->qq);
-}
-
 /* How a pass takes q4tp's rungs: one polynomial a group, or, on rows of RUNG_TABLE_G groups or
  * more, a gather a group from rungs 0..15 computed once (16 polynomials a pass, which shorter
  * rows would not earn back: level at 28 groups, at 18 a little slower). */
 enum { TP_NONE, TP_POLY, TP_TABLE };
 #define RUNG_TABLE_G 32
+
+/* q4tp rungs 0..15 of the 16 rows in the lanes, for the indices i (0..15) in the lanes: the fma
+ * and exp2 cq_q4tp_ladder_avx512 computes a row's ladder by, so the integer GEMM's bits. */
+AI __m512 rungs_of(const ladder16 *l, __m512 i) {
+    return cq_exp2_ps_avx512(_mm512_fmadd_ps(i, l->st, l->lo));
+}
+
+/* TP_TABLE: the pass's rungs 0..15, rungs[i][lane] */
+AI void pair_rungs(const ladder16 *l, float rungs[16][16]) {
+    for (int i = 0; i < 16; i++)
+        _mm512_store_ps(rungs[i], rungs_of(l, _mm512_set1_ps((float)i)));
+}
+
+/* The 16 rows' scales of the group at gp: f16 as stored (TP_NONE), or q4tp's rungs of their
+ * 5-bit codes, c & 15's computed (TP_POLY) or gathered from the pass's rungs (TP_TABLE), times
+ * qq where c >= 16. */
+AI __m512 pair_scales(const uint8_t *gp, const int tp, const ladder16 *l,
+                      const float rungs[16][16]) {
+    if (tp == TP_NONE)
+        return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 256)));
+    const __m512i c =
+        _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(gp + 256)));
+    const __m512i i = _mm512_and_si512(c, _mm512_set1_epi32(15));
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 v =
+        tp == TP_TABLE
+            ? _mm512_i32gather_ps(_mm512_add_epi32(_mm512_slli_epi32(i, 4), lane), &rungs[0][0], 4)
+            : rungs_of(l, _mm512_cvtepi32_ps(i));
+    return _mm512_mask_mul_ps(v, _mm512_test_epi32_mask(c, _mm512_set1_epi32(16)), v, l->qq);
+}
 
 /* The 4-bit class: the pair at `pair` (G groups) for T tokens; out[t] the 16 rows' sums. tp: how
  * q4tp's rungs are taken, TP_NONE for f16 scales. */
@@ -129,8 +127,7 @@ AI void pass_q4(const uint8_t *pair, uint64_t G, const int tp, const int8_t *con
                 s[t] = _mm512_dpbusd_epi32(s[t], hi, bcast4(x + 16));
             }
         }
-        const __m512 d =
-            tp == TP_TABLE ? pair_rung_pick(gp, &lad, rungs) : pair_scales(gp, q4tp, &lad);
+        const __m512 d = pair_scales(gp, tp, &lad, rungs);
         for (int t = 0; t < T; t++)
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]),
                                      _mm512_mul_ps(d, _mm512_set1_ps(dx[t][g])), acc[t]);
@@ -278,6 +275,6 @@ void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *p
             _mm512_store_si512(o + k, _mm512_and_si512(v, m4));
             _mm512_store_si512(o + 4 + k, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
         }
-        _mm512_storeu_ps(bs + g * 16, pair_scales(gp, q4tp, &lad));
+        _mm512_storeu_ps(bs + g * 16, pair_scales(gp, q4tp ? TP_POLY : TP_NONE, &lad, NULL));
     }
 }
