@@ -371,26 +371,40 @@ static inline void dec_vbit(const uint8_t *p, const cq_vbit_utab *tb, unsigned b
     }
 }
 
-/* Two polynomials per row, not four: rungs 0..7 = 2^(lo + c step), and rungs 8k..8k+7 =
- * those times 2^(8k step) (k = 1..3, one more vector); each rung within a few ulp of the
- * scalar ladder (q4tp_rung.h). A short row carries only 18-28 groups, so the ladder is a
- * large part of its work: 31 % of the int8 one-token time at 896 columns with four. */
+/* One row's ladder, rung c at lad[c], with the bits of each lane of cq_avx2_q4tp_parts
+ * (q4tp_ladder_avx2.h): a near row takes 2^lo and 2^step from one polynomial and rungs 0..7
+ * as the products there (a times 1 or r, then 1 or r^2, then 1 or r^4: a product by 1 is
+ * exact), rungs 8 (k + 1) + j = rung j times r^(8 (k + 1)); a far row its polynomials. */
 void cq_avx2_q4tp_ladder(const cmf_qmat *m, uint64_t r, float lad[32]) {
-    __m256 lo = _mm256_set1_ps(h16(m->scales + 4 * r)),
-           st = _mm256_set1_ps(h16(m->scales + 4 * r + 2));
-    __m256 e = cq_avx2_exp2_ps(_mm256_fmadd_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), st, lo));
-    __m256 f = cq_avx2_exp2_ps(_mm256_mul_ps(_mm256_setr_ps(8, 16, 24, 0, 0, 0, 0, 0), st));
+    const __m256 lo = _mm256_set1_ps(h16(m->scales + 4 * r)),
+                 st = _mm256_set1_ps(h16(m->scales + 4 * r + 2));
+    __m256 e, f[3];
+    if (_mm256_movemask_ps(cq_avx2_q4tp_chain_lanes(lo, st)) & 1) {
+        const __m256 p = cq_avx2_exp2_ps_near(_mm256_blend_ps(lo, st, 0xFE)),
+                     one = _mm256_set1_ps(1);
+        const __m256 a = _mm256_permutevar8x32_ps(p, _mm256_set1_epi32(0)),
+                     rr = _mm256_permutevar8x32_ps(p, _mm256_set1_epi32(1)),
+                     r2 = _mm256_mul_ps(rr, rr), r4 = _mm256_mul_ps(r2, r2);
+        e = _mm256_mul_ps(a, _mm256_blend_ps(one, rr, 0xAA));
+        e = _mm256_mul_ps(e, _mm256_blend_ps(one, r2, 0xCC));
+        e = _mm256_mul_ps(e, _mm256_blend_ps(one, r4, 0xF0));
+        f[0] = _mm256_mul_ps(r4, r4);
+        f[1] = _mm256_mul_ps(f[0], f[0]);
+        f[2] = _mm256_mul_ps(f[1], f[0]);
+    } else {
+        e = cq_avx2_exp2_ps(_mm256_fmadd_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), st, lo));
+        for (int k = 0; k < 3; k++)
+            f[k] = cq_avx2_exp2_ps(_mm256_mul_ps(_mm256_set1_ps((float)(8 * (k + 1))), st));
+    }
     _mm256_storeu_ps(lad, e);
-    for (int k = 1; k < 4; k++)
-        _mm256_storeu_ps(lad + 8 * k,
-                         _mm256_mul_ps(e, _mm256_permutevar8x32_ps(f, _mm256_set1_epi32(k - 1))));
+    for (int k = 0; k < 3; k++)
+        _mm256_storeu_ps(lad + 8 * (k + 1), _mm256_mul_ps(e, f[k]));
 }
 
 /* The ladders of rows r .. r + n - 1 (n <= 8) with the rows in the lanes: lad[c][k] is rung c
- * of row r + k. Each lane does what cq_avx2_q4tp_ladder does for its row (the same fma, exp2
- * and products, so the same bits), but 11 polynomials serve 8 rows instead of 16, and where
- * every argument lies within +-120 (almost every real row) 2^n takes one step instead of two:
- * the one-token decode of a 576-column row spent about a third of its time on its ladder. */
+ * of row r + k. Each lane does what cq_avx2_q4tp_ladder does for its row (the same exp2 and
+ * products, so the same bits), two polynomials for 8 rows (the one-token decode of a 576-column
+ * row spent about a third of its time on its ladder when each row took two). */
 void cq_avx2_q4tp_ladders8(const cmf_qmat *m, uint64_t r, unsigned n, float lad[32][8]) {
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256i p = _mm256_maskload_epi32((const int *)(const void *)(m->scales + 4 * r),

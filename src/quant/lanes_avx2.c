@@ -17,8 +17,8 @@
  * scales follow the nibbles of each panel: f16 as stored (q4_tiled, q4_block), or q4tp's 8
  * rows' lo and step and their 5-bit codes per group (f32 rungs would make the copy a fifth
  * larger than the file). A pass computes the panel's rungs 0..7 and the factors of the rest
- * once (11 exp2 polynomials for 8 rows, the integer GEMM's ladder and so its bits,
- * q4tp_ladder_avx2.h); each group then takes its rungs one of two ways, the same bits either
+ * once (2 exp2 polynomials and 12 products for 8 rows, the integer GEMM's ladder and so its
+ * bits, q4tp_ladder_avx2.h); each group then takes its rungs one of two ways, the same bits either
  * way. On AMD's cores a tree of 10 blends on the codes' bits and one product (an exp2 per group
  * and 8 rows took 2.1x as long there, a gather from the panel's ladders 1.6x; one token, in
  * cache, Zen 4). On Intel's, where vblendvps is three operations (Golden Cove), the tree took

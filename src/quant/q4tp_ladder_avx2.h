@@ -1,7 +1,7 @@
 /* q4tp_ladder_avx2.h - the AVX2 tier's q4tp ladder 2^(lo + c*step) (spec §3.2 q4tp), inline for
- * the kernels that compute rungs: the ladders of kernel_avx2.c (rungs 0..7 from one polynomial,
- * rungs 8k..8k+7 those times 2^(8k step)) and the decode copy's per-group rungs (lanes_avx2.c),
- * which apply the same operations per lane and so give the same bits. For files compiled with
+ * the kernels that compute rungs: the ladders of kernel_avx2.c (one row, or 8 in the lanes) and
+ * the decode copy's per-group rungs (lanes_avx2.c), which apply the same operations per lane
+ * and so give the same bits. For files compiled with
  * the AVX2 flags (cmake/CortiqModule.cmake). */
 #ifndef CORTIQ_QUANT_Q4TP_LADDER_AVX2_H
 #define CORTIQ_QUANT_Q4TP_LADDER_AVX2_H
@@ -39,34 +39,63 @@ static inline __m256 cq_avx2_exp2_ps_near(__m256 x) {
     return _mm256_mul_ps(cq_avx2_exp2_frac(_mm256_sub_ps(x, n)), cq_avx2_pow2_int(n));
 }
 
-/* Whether every argument of the ladders of the rows in the lanes (lo + j step, j <= 7, and
- * 8k step, k <= 3) lies within +-120, where cq_avx2_exp2_ps_near serves (almost every row). */
-static inline bool cq_avx2_q4tp_near(__m256 lo, __m256 st) {
+/* The ladder of a lane's row as products, the other implementation's way (docs/FORMAT.md, "q4tp
+ * ladder"): a = 2^lo and r = 2^step (two polynomials), rung c = a times powers of r. The
+ * reference multiplies by r once a rung; here rungs 0..7 are e[0] = a, e[1] = a r, e[2] = a r^2,
+ * e[3] = e[1] r^2, e[4 + j] = e[j] r^4, and f[k] = r^(8 (k + 1)) (r^8, r^16 = r^8 r^8,
+ * r^24 = r^16 r^8): 2 polynomials and 12 products for 8 rows instead of 11 polynomials. It
+ * serves a lane when every value on the way, 2^(lo + c step) and 2^(k step) for c <= 31 and
+ * k <= 24, is a normal float: |lo| + 31 |step| <= 120 (every real row; q4tp_chain_lanes). */
+static inline __m256 cq_avx2_q4tp_chain_lanes(__m256 lo, __m256 st) {
     const __m256 abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
-    const __m256 ast = _mm256_and_ps(st, abs),
-                 big = _mm256_max_ps(
-                     _mm256_fmadd_ps(_mm256_set1_ps(7.0f), ast, _mm256_and_ps(lo, abs)),
-                     _mm256_mul_ps(_mm256_set1_ps(24.0f), ast));
-    return _mm256_movemask_ps(_mm256_cmp_ps(big, _mm256_set1_ps(120.0f), _CMP_NLE_UQ)) == 0;
+    const __m256 span =
+        _mm256_fmadd_ps(_mm256_set1_ps(31.0f), _mm256_and_ps(st, abs), _mm256_and_ps(lo, abs));
+    return _mm256_cmp_ps(span, _mm256_set1_ps(120.0f), _CMP_LE_OQ); /* NaN: not near */
 }
 
 static inline __attribute__((always_inline)) void
-cq_avx2_q4tp_parts_with(__m256 lo, __m256 st, __m256 (*ex)(__m256), __m256 e[8], __m256 f[3]) {
+cq_avx2_q4tp_parts_chain(__m256 lo, __m256 st, __m256 e[8], __m256 f[3]) {
+    const __m256 r = cq_avx2_exp2_ps_near(st), r2 = _mm256_mul_ps(r, r), r4 = _mm256_mul_ps(r2, r2);
+    e[0] = cq_avx2_exp2_ps_near(lo);
+    e[1] = _mm256_mul_ps(e[0], r);
+    e[2] = _mm256_mul_ps(e[0], r2);
+    e[3] = _mm256_mul_ps(e[1], r2);
+    for (int j = 0; j < 4; j++)
+        e[4 + j] = _mm256_mul_ps(e[j], r4);
+    f[0] = _mm256_mul_ps(r4, r4);
+    f[1] = _mm256_mul_ps(f[0], f[0]);
+    f[2] = _mm256_mul_ps(f[1], f[0]);
+}
+
+/* A lane outside that range: each part its own polynomial, e[j] = 2^(lo + j step) and
+ * f[k] = 2^(8 (k + 1) step), in two exponent steps so that overflow gives inf and deep
+ * underflow 0 (rung 8 (k + 1) + j is still e[j] f[k]). */
+static inline __attribute__((always_inline)) void cq_avx2_q4tp_parts_far(__m256 lo, __m256 st,
+                                                                         __m256 e[8], __m256 f[3]) {
     for (int k = 0; k < 3; k++)
-        f[k] = ex(_mm256_mul_ps(_mm256_set1_ps((float)(8 * (k + 1))), st));
+        f[k] = cq_avx2_exp2_ps(_mm256_mul_ps(_mm256_set1_ps((float)(8 * (k + 1))), st));
     for (int j = 0; j < 8; j++)
-        e[j] = ex(_mm256_fmadd_ps(_mm256_set1_ps((float)j), st, lo));
+        e[j] = cq_avx2_exp2_ps(_mm256_fmadd_ps(_mm256_set1_ps((float)j), st, lo));
 }
 
 /* The parts of the ladders of the rows in the lanes (lo and step per lane): e[j] = rung j
- * (j < 8) and f[k] = 2^(8 (k + 1) step), rung 8 (k + 1) + j being e[j] * f[k]; 11 polynomials
- * for 8 rows, each in one step where every argument allows (cq_avx2_q4tp_near). */
+ * (j < 8) and f[k], rung 8 (k + 1) + j being e[j] * f[k]; each lane by its own range. */
 static inline __attribute__((always_inline)) void cq_avx2_q4tp_parts(__m256 lo, __m256 st,
                                                                      __m256 e[8], __m256 f[3]) {
-    if (cq_avx2_q4tp_near(lo, st))
-        cq_avx2_q4tp_parts_with(lo, st, cq_avx2_exp2_ps_near, e, f);
-    else
-        cq_avx2_q4tp_parts_with(lo, st, cq_avx2_exp2_ps, e, f);
+    const __m256 near = cq_avx2_q4tp_chain_lanes(lo, st);
+    const int mask = _mm256_movemask_ps(near);
+    if (mask == 0xFF) {
+        cq_avx2_q4tp_parts_chain(lo, st, e, f);
+        return;
+    }
+    cq_avx2_q4tp_parts_far(lo, st, e, f);
+    if (mask == 0) return;
+    __m256 ce[8], cf[3];
+    cq_avx2_q4tp_parts_chain(lo, st, ce, cf);
+    for (int j = 0; j < 8; j++)
+        e[j] = _mm256_blendv_ps(e[j], ce[j], near);
+    for (int k = 0; k < 3; k++)
+        f[k] = _mm256_blendv_ps(f[k], cf[k], near);
 }
 
 /* The whole ladders: lad[c][k] rung c of lane k's row, the bits of cq_avx2_q4tp_ladder. */
