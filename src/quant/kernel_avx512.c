@@ -432,8 +432,8 @@ static inline void dec_vbit(const uint8_t *p, const vbit_tab *tb, __m512 s, __m5
                         s);
 }
 
-/* 2^x for the q4tp ladder: Taylor series of 2^f on f in [-0.5, 0.5] (error ~5e-9), scaled
- * by 2^round(x) with vscalefps (which also handles overflow and subnormals). */
+/* Row r's q4tp ladder (q4tp_ladder_avx512.h: 2^lo and 2^step from an exp2 polynomial scaled by
+ * vscalefps, then their products). */
 void cq_avx512_q4tp_ladder(const cmf_qmat *m, uint64_t r, float lad[32]) {
     __m512 l0, l1;
     cq_q4tp_ladder_avx512(m, r, &l0, &l1);

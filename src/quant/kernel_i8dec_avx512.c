@@ -510,24 +510,35 @@ TGT_INL void q4_tail4(const cmf_qmat *m, const q4_tab *t, const act *a, uint64_t
     q4_tail4_acc(a, &w, g0, t->tt.dx_t, acc);
 }
 
-/* The ladders of rows r0 .. r0 + n - 1 (n <= 16): rungs 0..15 of row k are 2^(lo_k + i st_k)
- * (one exp2 per row), rungs 16..31 those times 2^(16 st_k), whose exp2 is taken for the 16
- * rows in one vector. The per-row lo and step are broadcast from memory (no shuffles), and no
- * division is left: cq_q4tp_ladder_avx512's rung-8 / rung-0 quotient cost a zmm divide per
- * row, a large share of a row of 18-28 groups. */
+/* The ladders of rows r0 .. r0 + n - 1 (n <= 16), the bits of cq_q4tp_ladder_avx512 for each:
+ * 2^lo and 2^step of the 16 rows in two polynomials and their powers in four products, then per
+ * near row its rungs by four masked products and rungs 16..31 by one (a far row: its direct
+ * form). The per-row numbers are broadcast from memory (no shuffles), and no division is left
+ * but a far row's: a zmm divide per row was a large share of a row of 18-28 groups. */
 TGT_INL void q4tp_ladders(const cmf_qmat *m, uint64_t r0, unsigned n, __m512 lads[16][2]) {
     __m512i p = _mm512_maskz_loadu_epi32((__mmask16)((1u << n) - 1), m->scales + 4 * r0);
-    _Alignas(64) float lo[16], st[16], up[16]; /* f16 lo, f16 step per row (dword) */
-    __m512 s = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(p, 16)));
-    _mm512_store_ps(lo, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(p)));
-    _mm512_store_ps(st, s);
-    _mm512_store_ps(up, cq_exp2_ps_avx512(_mm512_mul_ps(s, _mm512_set1_ps(16.0f))));
-    const __m512 i16 = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const __m512 lo = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(p)),
+                 st = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(p, 16)));
+    const cq_q4tp_pow16 pw = cq_q4tp_pow_avx512(lo, st);
+    const __mmask16 near = cq_q4tp_near_avx512(lo, st);
+    _Alignas(64) float num[8][16]; /* a, r, r^2, r^4, r^8, r^16, lo, step per row */
+    const __m512 *parts[8] = {&pw.a, &pw.r, &pw.r2, &pw.r4, &pw.r8, &pw.r16, &lo, &st};
+    for (int j = 0; j < 8; j++)
+        _mm512_store_ps(num[j], *parts[j]);
     for (unsigned k = 0; k < n; k++) {
-        __m512 v =
-            cq_exp2_ps_avx512(_mm512_fmadd_ps(i16, _mm512_set1_ps(st[k]), _mm512_set1_ps(lo[k])));
-        lads[k][0] = v;
-        lads[k][1] = _mm512_mul_ps(v, _mm512_set1_ps(up[k]));
+        if (!(near >> k & 1)) {
+            __m512 qq;
+            lads[k][0] =
+                cq_q4tp_direct_avx512(_mm512_set1_ps(num[6][k]), _mm512_set1_ps(num[7][k]), &qq);
+            lads[k][1] = _mm512_mul_ps(lads[k][0], qq);
+            continue;
+        }
+        const __m512 a = _mm512_set1_ps(num[0][k]);
+        __m512 v = _mm512_mask_mul_ps(a, 0xAAAA, a, _mm512_set1_ps(num[1][k]));
+        v = _mm512_mask_mul_ps(v, 0xCCCC, v, _mm512_set1_ps(num[2][k]));
+        v = _mm512_mask_mul_ps(v, 0xF0F0, v, _mm512_set1_ps(num[3][k]));
+        lads[k][0] = _mm512_mask_mul_ps(v, 0xFF00, v, _mm512_set1_ps(num[4][k]));
+        lads[k][1] = _mm512_mul_ps(lads[k][0], _mm512_set1_ps(num[5][k]));
     }
 }
 

@@ -15,9 +15,9 @@
  * GEMM's bits whichever tokens share its pass. The GEMM, too, builds its 16-row panels from
  * the copy (cq_avx512_lanes_unpack), so a matrix with a copy never reads its file pages again.
  * q4tp's copy holds each group's 5-bit codes and each row's ladder numbers instead of f32 scales
- * (lanes.c): per group and 16 rows one exp2 polynomial makes the rungs, the ladder's bits,
- * where 4-byte scales had made the copy a fifth larger than the file; on long rows a pass
- * computes rungs 0..15 once and gathers them (pass_q4's TP_TABLE).
+ * (lanes.c): per group and 16 rows five masked products make the rungs from the powers of
+ * 2^step a pass computes once (q4tp_ladder_avx512.h), the ladder's bits, where 4-byte scales
+ * had made the copy a fifth larger than the file.
  *
  * Tokens are prepared in the AVX2 q8_row layout (cq_avx2_q8dec_tok_prepare: codes in natural
  * order, dx and the correction per group), which cmf_tok8_prepare writes on this tier for
@@ -48,64 +48,59 @@ AI __m512i vec16(const uint8_t *gp, int k) {
     return _mm512_loadu_si512((const void *)(gp + 64 * k));
 }
 
-/* q4tp: the 16 rows' ladder numbers (lanes.c: lo, step, qq), read once per pass. */
+/* q4tp: the 16 rows' ladder numbers (lanes.c: lo, step, qq), read once per pass, and what a
+ * pass makes of them once (q4tp_ladder_avx512.h): the powers of the near lanes' products, which
+ * lanes are near, and each lane's factor of rungs 16..31 (r^16 near, qq else). */
 typedef struct {
-    __m512 lo, st, qq;
+    __m512 lo, st, qq, up;
+    cq_q4tp_pow16 p;
+    __mmask16 near;
 } ladder16;
 
-AI ladder16 pair_ladder(const uint8_t *pair) {
-    return (ladder16){_mm512_loadu_ps(pair), _mm512_loadu_ps(pair + 64),
-                      _mm512_loadu_ps(pair + 128)};
+AI void pair_ladder(const uint8_t *pair, ladder16 *l) {
+    l->lo = _mm512_loadu_ps(pair);
+    l->st = _mm512_loadu_ps(pair + 64);
+    l->qq = _mm512_loadu_ps(pair + 128);
+    l->p = cq_q4tp_pow_avx512(l->lo, l->st);
+    l->near = cq_q4tp_near_avx512(l->lo, l->st);
+    l->up = _mm512_mask_blend_ps(l->near, l->qq, l->p.r16);
 }
 
-/* How a pass takes q4tp's rungs: one polynomial a group, or, on rows of RUNG_TABLE_G groups or
- * more, a gather a group from rungs 0..15 computed once (16 polynomials a pass, which shorter
- * rows would not earn back: level at 28 groups, at 18 a little slower). */
-enum { TP_NONE, TP_POLY, TP_TABLE };
-#define RUNG_TABLE_G 32
+/* How a pass takes q4tp's rungs: by the masked products per group, all 16 lanes near, or some
+ * far, whose direct rungs replace theirs. A table of rungs 0..15 made once a pass and gathered
+ * a group (while rungs were a polynomial each) was slower from 4864 columns down. */
+enum { TP_NONE, TP_CHAIN, TP_MIXED };
 
-/* q4tp rungs 0..15 of the 16 rows in the lanes, for the indices i (0..15) in the lanes: the fma
- * and exp2 cq_q4tp_ladder_avx512 computes a row's ladder by, so the integer GEMM's bits. */
-AI __m512 rungs_of(const ladder16 *l, __m512 i) {
+/* The direct form's rungs c & 15 of the lanes' rows (c per lane), before the factor up. */
+AI __m512 direct_of(const ladder16 *l, __m512i c) {
+    const __m512 i = _mm512_cvtepi32_ps(_mm512_and_si512(c, _mm512_set1_epi32(15)));
     return cq_exp2_ps_avx512(_mm512_fmadd_ps(i, l->st, l->lo));
 }
 
-/* TP_TABLE: the pass's rungs 0..15, rungs[i][lane] */
-AI void pair_rungs(const ladder16 *l, float rungs[16][16]) {
-    for (int i = 0; i < 16; i++)
-        _mm512_store_ps(rungs[i], rungs_of(l, _mm512_set1_ps((float)i)));
-}
-
 /* The 16 rows' scales of the group at gp: f16 as stored (TP_NONE), or q4tp's rungs of their
- * 5-bit codes, c & 15's computed (TP_POLY) or gathered from the pass's rungs (TP_TABLE), times
- * qq where c >= 16. */
-AI __m512 pair_scales(const uint8_t *gp, const int tp, const ladder16 *l,
-                      const float rungs[16][16]) {
+ * 5-bit codes: the products (TP_CHAIN; TP_MIXED with the far lanes' direct rungs, times qq
+ * where c >= 16). */
+AI __m512 pair_scales(const uint8_t *gp, const int tp, const ladder16 *l) {
     if (tp == TP_NONE)
         return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(gp + 256)));
     const __m512i c =
         _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(gp + 256)));
-    const __m512i i = _mm512_and_si512(c, _mm512_set1_epi32(15));
-    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const __m512 v =
-        tp == TP_TABLE
-            ? _mm512_i32gather_ps(_mm512_add_epi32(_mm512_slli_epi32(i, 4), lane), &rungs[0][0], 4)
-            : rungs_of(l, _mm512_cvtepi32_ps(i));
-    return _mm512_mask_mul_ps(v, _mm512_test_epi32_mask(c, _mm512_set1_epi32(16)), v, l->qq);
+    const __m512 v = cq_q4tp_chain_avx512(&l->p, c);
+    if (tp == TP_CHAIN) return v;
+    const __m512 d = direct_of(l, c);
+    const __mmask16 upper = _mm512_test_epi32_mask(c, _mm512_set1_epi32(16));
+    return _mm512_mask_blend_ps(l->near, _mm512_mask_mul_ps(d, upper, d, l->qq), v);
 }
 
 /* The 4-bit class: the pair at `pair` (G groups) for T tokens; out[t] the 16 rows' sums. tp: how
  * q4tp's rungs are taken, TP_NONE for f16 scales. */
-AI void pass_q4(const uint8_t *pair, uint64_t G, const int tp, const int8_t *const *xq,
-                const float *const *dx, const int32_t *const *c8, const int T, __m512 *out) {
+AI void pass_q4(const uint8_t *pair, uint64_t G, const int tp, const ladder16 *lad,
+                const int8_t *const *xq, const float *const *dx, const int32_t *const *c8,
+                const int T, __m512 *out) {
     const __m512i m4 = _mm512_set1_epi8(15);
-    const __m512 z = _mm512_setzero_ps();
     const int q4tp = tp != TP_NONE;
-    const ladder16 lad = q4tp ? pair_ladder(pair) : (ladder16){z, z, z};
     const uint64_t gb = cq_lanes_pair_group(0, q4tp);
     const uint8_t *gp = pair + cq_lanes_pair_head(q4tp);
-    _Alignas(64) float rungs[16][16];
-    if (tp == TP_TABLE) pair_rungs(&lad, rungs);
     __m512 acc[PASS_MAX];
     for (int t = 0; t < T; t++)
         acc[t] = _mm512_setzero_ps();
@@ -127,7 +122,7 @@ AI void pass_q4(const uint8_t *pair, uint64_t G, const int tp, const int8_t *con
                 s[t] = _mm512_dpbusd_epi32(s[t], hi, bcast4(x + 16));
             }
         }
-        const __m512 d = pair_scales(gp, tp, &lad, rungs);
+        const __m512 d = pair_scales(gp, tp, lad);
         for (int t = 0; t < T; t++)
             acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s[t]),
                                      _mm512_mul_ps(d, _mm512_set1_ps(dx[t][g])), acc[t]);
@@ -171,17 +166,17 @@ typedef void (*pass_fn)(const uint8_t *, uint64_t, const int8_t *const *, const 
     static __attribute__((noinline)) void p16_##T(const uint8_t *pair, uint64_t G,                 \
                                                   const int8_t *const *xq, const float *const *dx, \
                                                   const int32_t *const *c8, __m512 *out) {         \
-        pass_q4(pair, G, TP_NONE, xq, dx, c8, T, out);                                             \
+        pass_q4(pair, G, TP_NONE, NULL, xq, dx, c8, T, out);                                       \
     }                                                                                              \
     static __attribute__((noinline)) void ptp_##T(const uint8_t *pair, uint64_t G,                 \
                                                   const int8_t *const *xq, const float *const *dx, \
                                                   const int32_t *const *c8, __m512 *out) {         \
-        pass_q4(pair, G, TP_POLY, xq, dx, c8, T, out);                                             \
-    }                                                                                              \
-    static __attribute__((noinline)) void ptt_##T(const uint8_t *pair, uint64_t G,                 \
-                                                  const int8_t *const *xq, const float *const *dx, \
-                                                  const int32_t *const *c8, __m512 *out) {         \
-        pass_q4(pair, G, TP_TABLE, xq, dx, c8, T, out);                                            \
+        ladder16 l;                                                                                \
+        pair_ladder(pair, &l);                                                                     \
+        if (l.near == 0xFFFF)                                                                      \
+            pass_q4(pair, G, TP_CHAIN, &l, xq, dx, c8, T, out);                                    \
+        else                                                                                       \
+            pass_q4(pair, G, TP_MIXED, &l, xq, dx, c8, T, out);                                    \
     }                                                                                              \
     static __attribute__((noinline)) void p8_##T(const uint8_t *pair, uint64_t G,                  \
                                                  const int8_t *const *xq, const float *const *dx,  \
@@ -200,15 +195,12 @@ DEF_PASS(8)
     { NULL, P##_1, P##_2, P##_3, P##_4, P##_5, P##_6, P##_7, P##_8 }
 static const pass_fn p16[PASS_MAX + 1] = PASSES(p16);
 static const pass_fn ptp[PASS_MAX + 1] = PASSES(ptp);
-static const pass_fn ptt[PASS_MAX + 1] = PASSES(ptt);
 static const pass_fn p8[PASS_MAX + 1] = PASSES(p8);
 
 void cq_avx512_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                   float *const *y, uint64_t r0, uint64_t r1) {
     const uint64_t G = m->groups, pb = cq_lanes_pair_bytes(m);
-    const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? p8
-                         : m->dtype == CMF_DT_Q4TP ? (G >= RUNG_TABLE_G ? ptt : ptp)
-                                                   : p16;
+    const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? p8 : m->dtype == CMF_DT_Q4TP ? ptp : p16;
     cq_lanes_toks k;
     const size_t passes = cq_lanes_toks_init(&k, tok, n, m->cols, PASS_MAX);
     /* 16 rows (a pair) per step from the pair at or below r0; a last odd panel's partner holds
@@ -255,8 +247,9 @@ void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *p
         return;
     }
     const int q4tp = m->dtype == CMF_DT_Q4TP;
-    const __m512 z = _mm512_setzero_ps();
-    const ladder16 lad = q4tp ? pair_ladder(pair) : (ladder16){z, z, z};
+    ladder16 lad;
+    if (q4tp) pair_ladder(pair, &lad);
+    const int tp = !q4tp ? TP_NONE : lad.near == 0xFFFF ? TP_CHAIN : TP_MIXED;
     const uint64_t gb = cq_lanes_pair_group(0, q4tp);
     const __m512i m4 = _mm512_set1_epi8(15);
     for (uint64_t g = 0; g < nb; g++) {
@@ -275,6 +268,6 @@ void cq_avx512_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *p
             _mm512_store_si512(o + k, _mm512_and_si512(v, m4));
             _mm512_store_si512(o + 4 + k, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
         }
-        _mm512_storeu_ps(bs + g * 16, pair_scales(gp, q4tp ? TP_POLY : TP_NONE, &lad, NULL));
+        _mm512_storeu_ps(bs + g * 16, pair_scales(gp, tp, &lad));
     }
 }

@@ -29,6 +29,7 @@
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 #include "quant/kernels_engine.h"
+#include "quant/q4tp_rung.h"
 
 /* Row r's code and scale of group g, read from the matrix as stored. */
 static unsigned code_of(const cmf_qmat *m, uint64_t r, uint64_t c) {
@@ -255,6 +256,34 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed, uns
     free(toks), free(x), free(x3), free(xd), free(want), free(got), free(payload);
 }
 
+/* The tier's q4tp ladder (the copy's rungs) against the format's (q4tp_rung.h: exp2f(lo) times
+ * exp2f(step) per rung) on rows like real ones (lo in [-24, 4], step in [0, 1]): both tiers
+ * build it from 2^lo and powers of 2^step, which carry the polynomial's error of 2^step up the
+ * ladder as the format's chain carries exp2f's, so rung 31 may sit ~40 ulp from it; a rung
+ * off by one power of 2^step is far outside. */
+static void check_ladder_accuracy(void) {
+    kg_rng rng = {91};
+    uint8_t p[16 + 4 + 1] = {0};
+    double worst = 0;
+    for (int round = 0; round < 4000; round++) {
+        const uint16_t lo = f32_to_f16(kg_unif(&rng, -24.0f, 4.0f)),
+                       st = f32_to_f16(kg_unif(&rng, 0.0f, 1.0f));
+        memcpy(p + 16, &lo, 2);
+        memcpy(p + 18, &st, 2);
+        cmf_qmat m;
+        CHECK(cmf_qmat_init(&m, CMF_DT_Q4TP, 1, 32, p, sizeof p, "t", NULL) == CMF_OK);
+        float got[32], want[32];
+        cq_lanes_q4tp_ladder(&m, 0, got);
+        cq_q4tp_ladder_f32(f16_to_f32(lo), f16_to_f32(st), want);
+        for (int c = 0; c < 32; c++) {
+            const double rel = fabs((double)got[c] - want[c]) / want[c];
+            worst = rel > worst ? rel : worst;
+        }
+        cmf_qmat_free(&m);
+    }
+    CHECK_MSG(worst < 8e-6, "q4tp ladder %.3g from the format's (relative)", worst);
+}
+
 int main(int argc, char **argv) {
     test_tier_select(argc, argv);
     if (t_tier >= 0) cq_cpu_force((cq_isa)t_tier); /* that tier's copy and kernels throughout */
@@ -276,8 +305,9 @@ int main(int argc, char **argv) {
     CHECK(cmf_qmat_build_lanes(&probe) && probe.lanes != NULL);
     cmf_qmat_free(&probe);
     free(p);
+    check_ladder_accuracy();
     static const cmf_dtype dts[] = {CMF_DT_Q8_ROW, CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP};
-    /* 1056 columns: 33 groups, where the AVX-512 q4tp pass gathers from a table of rungs */
+    /* 1056 columns: 33 groups, a long row of an odd group count */
     static const uint64_t cols[] = {32, 96, 576, 896, 1056};
     static const uint64_t rows[] = {8, 5, 37, 64, 24};
     uint64_t seed = 7;
