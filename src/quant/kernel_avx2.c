@@ -371,31 +371,21 @@ static inline void dec_vbit(const uint8_t *p, const cq_vbit_utab *tb, unsigned b
     }
 }
 
-/* One row's ladder, rung c at lad[c], with the bits of each lane of cq_avx2_q4tp_parts
- * (q4tp_ladder_avx2.h): a near row takes 2^lo and 2^step from one polynomial and rungs 0..7
- * as the products there (a times 1 or r, then 1 or r^2, then 1 or r^4: a product by 1 is
- * exact), rungs 8 (k + 1) + j = rung j times r^(8 (k + 1)); a far row its polynomials. */
+/* One row's ladder, rung c at lad[c]: the parts of cq_avx2_q4tp_parts (q4tp_ladder_avx2.h)
+ * with the row in every lane, so the bits of each lane of the 8-row ladders and the copy's;
+ * rungs 0..7 gathered into one vector by immediate blends. */
 void cq_avx2_q4tp_ladder(const cmf_qmat *m, uint64_t r, float lad[32]) {
-    const __m256 lo = _mm256_set1_ps(h16(m->scales + 4 * r)),
-                 st = _mm256_set1_ps(h16(m->scales + 4 * r + 2));
-    __m256 e, f[3];
-    if (_mm256_movemask_ps(cq_avx2_q4tp_chain_lanes(lo, st)) & 1) {
-        const __m256 p = cq_avx2_exp2_ps_near(_mm256_blend_ps(lo, st, 0xFE)),
-                     one = _mm256_set1_ps(1);
-        const __m256 a = _mm256_permutevar8x32_ps(p, _mm256_set1_epi32(0)),
-                     rr = _mm256_permutevar8x32_ps(p, _mm256_set1_epi32(1)),
-                     r2 = _mm256_mul_ps(rr, rr), r4 = _mm256_mul_ps(r2, r2);
-        e = _mm256_mul_ps(a, _mm256_blend_ps(one, rr, 0xAA));
-        e = _mm256_mul_ps(e, _mm256_blend_ps(one, r2, 0xCC));
-        e = _mm256_mul_ps(e, _mm256_blend_ps(one, r4, 0xF0));
-        f[0] = _mm256_mul_ps(r4, r4);
-        f[1] = _mm256_mul_ps(f[0], f[0]);
-        f[2] = _mm256_mul_ps(f[1], f[0]);
-    } else {
-        e = cq_avx2_exp2_ps(_mm256_fmadd_ps(_mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7), st, lo));
-        for (int k = 0; k < 3; k++)
-            f[k] = cq_avx2_exp2_ps(_mm256_mul_ps(_mm256_set1_ps((float)(8 * (k + 1))), st));
-    }
+    __m256 p[8], f[3];
+    cq_avx2_q4tp_parts(_mm256_set1_ps(h16(m->scales + 4 * r)),
+                       _mm256_set1_ps(h16(m->scales + 4 * r + 2)), p, f);
+    __m256 e = p[0];
+    e = _mm256_blend_ps(e, p[1], 0x02);
+    e = _mm256_blend_ps(e, p[2], 0x04);
+    e = _mm256_blend_ps(e, p[3], 0x08);
+    e = _mm256_blend_ps(e, p[4], 0x10);
+    e = _mm256_blend_ps(e, p[5], 0x20);
+    e = _mm256_blend_ps(e, p[6], 0x40);
+    e = _mm256_blend_ps(e, p[7], 0x80);
     _mm256_storeu_ps(lad, e);
     for (int k = 0; k < 3; k++)
         _mm256_storeu_ps(lad + 8 * (k + 1), _mm256_mul_ps(e, f[k]));

@@ -526,19 +526,15 @@ TGT_INL void q4tp_ladders(const cmf_qmat *m, uint64_t r0, unsigned n, __m512 lad
     for (int j = 0; j < 8; j++)
         _mm512_store_ps(num[j], *parts[j]);
     for (unsigned k = 0; k < n; k++) {
-        if (!(near >> k & 1)) {
-            __m512 qq;
-            lads[k][0] =
-                cq_q4tp_direct_avx512(_mm512_set1_ps(num[6][k]), _mm512_set1_ps(num[7][k]), &qq);
-            lads[k][1] = _mm512_mul_ps(lads[k][0], qq);
-            continue;
+        if (near >> k & 1) {
+            const cq_q4tp_pow16 pk = {_mm512_set1_ps(num[0][k]), _mm512_set1_ps(num[1][k]),
+                                      _mm512_set1_ps(num[2][k]), _mm512_set1_ps(num[3][k]),
+                                      _mm512_set1_ps(num[4][k]), _mm512_set1_ps(num[5][k])};
+            cq_q4tp_ladder_near_avx512(&pk, &lads[k][0], &lads[k][1]);
+        } else {
+            cq_q4tp_ladder_far_avx512(_mm512_set1_ps(num[6][k]), _mm512_set1_ps(num[7][k]),
+                                      &lads[k][0], &lads[k][1]);
         }
-        const __m512 a = _mm512_set1_ps(num[0][k]);
-        __m512 v = _mm512_mask_mul_ps(a, 0xAAAA, a, _mm512_set1_ps(num[1][k]));
-        v = _mm512_mask_mul_ps(v, 0xCCCC, v, _mm512_set1_ps(num[2][k]));
-        v = _mm512_mask_mul_ps(v, 0xF0F0, v, _mm512_set1_ps(num[3][k]));
-        lads[k][0] = _mm512_mask_mul_ps(v, 0xFF00, v, _mm512_set1_ps(num[4][k]));
-        lads[k][1] = _mm512_mul_ps(lads[k][0], _mm512_set1_ps(num[5][k]));
     }
 }
 

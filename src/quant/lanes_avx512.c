@@ -49,10 +49,10 @@ AI __m512i vec16(const uint8_t *gp, int k) {
 }
 
 /* q4tp: the 16 rows' ladder numbers (lanes.c: lo, step, qq), read once per pass, and what a
- * pass makes of them once (q4tp_ladder_avx512.h): the powers of the near lanes' products, which
- * lanes are near, and each lane's factor of rungs 16..31 (r^16 near, qq else). */
+ * pass makes of them once (q4tp_ladder_avx512.h): the powers of the near lanes' products and
+ * which lanes are near. */
 typedef struct {
-    __m512 lo, st, qq, up;
+    __m512 lo, st, qq;
     cq_q4tp_pow16 p;
     __mmask16 near;
 } ladder16;
@@ -63,7 +63,6 @@ AI void pair_ladder(const uint8_t *pair, ladder16 *l) {
     l->qq = _mm512_loadu_ps(pair + 128);
     l->p = cq_q4tp_pow_avx512(l->lo, l->st);
     l->near = cq_q4tp_near_avx512(l->lo, l->st);
-    l->up = _mm512_mask_blend_ps(l->near, l->qq, l->p.r16);
 }
 
 /* How a pass takes q4tp's rungs: by the masked products per group, all 16 lanes near, or some
@@ -71,7 +70,7 @@ AI void pair_ladder(const uint8_t *pair, ladder16 *l) {
  * a group (while rungs were a polynomial each) was slower from 4864 columns down. */
 enum { TP_NONE, TP_CHAIN, TP_MIXED };
 
-/* The direct form's rungs c & 15 of the lanes' rows (c per lane), before the factor up. */
+/* The direct form's rungs c & 15 of the lanes' rows (c per lane), before the factor qq. */
 AI __m512 direct_of(const ladder16 *l, __m512i c) {
     const __m512 i = _mm512_cvtepi32_ps(_mm512_and_si512(c, _mm512_set1_epi32(15)));
     return cq_exp2_ps_avx512(_mm512_fmadd_ps(i, l->st, l->lo));

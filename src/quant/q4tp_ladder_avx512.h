@@ -81,23 +81,31 @@ static inline void cq_q4tp_row_avx512(const cmf_qmat *m, uint64_t r, __m512 *lo,
     *st = _mm512_permutexvar_ps(_mm512_set1_epi32(1), ls);
 }
 
-/* Row r's ladder: rungs 0..15 in *l0, 16..31 in *l1; a near row's by the masked products of
- * cq_q4tp_chain_avx512 with c = the lane (constant masks), so the same bits. */
+/* One row's ladder, rungs 0..15 in *l0 and 16..31 in *l1: a near row's from its powers (each
+ * in every lane) by cq_q4tp_chain_avx512 with c = the lane, so the copy's bits; a far row's
+ * from its lo and step (in every lane) in the direct form. */
+static inline void cq_q4tp_ladder_near_avx512(const cq_q4tp_pow16 *p, __m512 *l0, __m512 *l1) {
+    *l0 = cq_q4tp_chain_avx512(
+        p, _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+    *l1 = _mm512_mul_ps(*l0, p->r16);
+}
+
+static inline void cq_q4tp_ladder_far_avx512(__m512 lo, __m512 st, __m512 *l0, __m512 *l1) {
+    __m512 qq;
+    *l0 = cq_q4tp_direct_avx512(lo, st, &qq);
+    *l1 = _mm512_mul_ps(*l0, qq);
+}
+
+/* Row r's ladder: rungs 0..15 in *l0, 16..31 in *l1. */
 static inline void cq_q4tp_ladder_avx512(const cmf_qmat *m, uint64_t r, __m512 *l0, __m512 *l1) {
     __m512 lo, st;
     cq_q4tp_row_avx512(m, r, &lo, &st);
     if (cq_q4tp_near_avx512(lo, st) & 1) {
         const cq_q4tp_pow16 p = cq_q4tp_pow_avx512(lo, st);
-        __m512 v = _mm512_mask_mul_ps(p.a, 0xAAAA, p.a, p.r);
-        v = _mm512_mask_mul_ps(v, 0xCCCC, v, p.r2);
-        v = _mm512_mask_mul_ps(v, 0xF0F0, v, p.r4);
-        *l0 = _mm512_mask_mul_ps(v, 0xFF00, v, p.r8);
-        *l1 = _mm512_mul_ps(*l0, p.r16);
-        return;
+        cq_q4tp_ladder_near_avx512(&p, l0, l1);
+    } else {
+        cq_q4tp_ladder_far_avx512(lo, st, l0, l1);
     }
-    __m512 qq;
-    *l0 = cq_q4tp_direct_avx512(lo, st, &qq);
-    *l1 = _mm512_mul_ps(*l0, qq);
 }
 
 /* Row r's ladder numbers for the decode copy (lanes_avx512.c): lo, step and the direct form's
