@@ -11,23 +11,14 @@ import os
 import subprocess
 import sys
 import tempfile
-from importlib.machinery import SourceFileLoader
-from importlib.util import module_from_spec, spec_from_loader
+
+from bench_script import Checks, load
 
 cortiq, root = sys.argv[1], sys.argv[2]
 script = os.path.join(root, "bench", "ab_builds")
-loader = SourceFileLoader("ab_builds", script)
-ab = module_from_spec(spec_from_loader("ab_builds", loader))
-loader.exec_module(ab)
+ab = load(root, "ab_builds")
 picks = [(ab.re.compile(p), h) for p, h in ab.BUILTIN]
-failed = 0
-
-
-def check(what, ok):
-    global failed
-    if not ok:
-        failed += 1
-        print("FAIL:", what)
+check = Checks()
 
 
 # bench_tok8_multi: the first time column, less is better; the header lines give nothing
@@ -111,5 +102,4 @@ for key in ("| Gaussian q4tp decode copy wall |", "| Gaussian f16 wall GB/s |",
             "| heavy-tailed + outlier cols q4tp int8-act wall % of probe |"):
     check(f"real bench quant row {key}", key in p.stdout)
 
-print("test_ab_builds:", "FAILED" if failed else "ok")
-sys.exit(1 if failed else 0)
+check.finish("test_ab_builds")

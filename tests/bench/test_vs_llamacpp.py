@@ -12,21 +12,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from importlib.machinery import SourceFileLoader
-from importlib.util import module_from_spec, spec_from_loader
+
+from bench_script import Checks, load
 
 cortiq, root = sys.argv[1], sys.argv[2]
-loader = SourceFileLoader("vs_llamacpp", os.path.join(root, "bench", "vs_llamacpp"))
-vs = module_from_spec(spec_from_loader("vs_llamacpp", loader))
-loader.exec_module(vs)
-failed = 0
-
-
-def check(what, ok):
-    global failed
-    if not ok:
-        failed += 1
-        print("FAIL:", what)
+vs = load(root, "vs_llamacpp")
+check = Checks()
 
 
 def near(a, b):
@@ -95,5 +86,4 @@ with tempfile.TemporaryDirectory() as tmp:
     check(f"q8 file: between 8 and 16 bits per weight (got {bits['q8']})",
           bits["q8"] is not None and 8.0 < bits["q8"] < 16.0)
 
-print("FAILED" if failed else "ok")
-sys.exit(1 if failed else 0)
+check.finish("test_vs_llamacpp")
