@@ -54,6 +54,7 @@ want = {"Gaussian q4tp wall GB/s": 6.8, "Gaussian q4tp wall GB/s % of probe": 24
         "Gaussian bf16 wall GB/s": 26.2, "Gaussian bf16 wall GB/s % of probe": 88.0}
 check(f"quant figures {f}", {k: v for k, (v, _) in f.items()} == want)
 check("quant figures are rates", all(h for _, h in f.values()))
+check("no table without tables", ab.figures(bq, [], tables=False) == {})
 
 # best and speed: times by their least, rates by their greatest
 check("time speed", abs(ab.speed([40.0, 30.0], [20.0, 60.0], False) - 1.5) < 1e-12)
