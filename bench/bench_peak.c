@@ -17,8 +17,10 @@
  *     2 x 2 blocking): tdpbf16ps (16 x 16 x 32 bf16 multiply-adds, in flops) and tdpbssd
  *     (16 x 16 x 64 int8 multiply-adds), operands kept in tiles (the instruction's own rate).
  * Times are each thread's CPU time (the rate of a thread that has a core to itself; on a quiet
- * machine the same as wall time). Each result is also given per cycle (÷ measured clock ÷ threads):
- * FMA ports x lanes x 2 for the float rows, the derivation docs/PERFORMANCE.md quotes.
+ * machine the same as wall time). Each result is also given per cycle and thread, against the
+ * clock of the same thread read by adds between its slices of the test (a guest's speed moves
+ * within seconds, so a clock read once at the start can put a row above what the core can
+ * issue): FMA ports x lanes x 2 for the float rows, the derivation docs/PERFORMANCE.md quotes.
  *
  * usage: bench_peak [THREADS] [SECONDS_PER_TEST]   (defaults 2, 0.5) */
 #include <immintrin.h>
@@ -30,10 +32,14 @@
 #include "bench_util.h"
 #include "common/cpu.h"
 
+/* A thread's share of a test: `slices` times, `adds` x 64 dependent adds (the clock) and then
+ * `iters` steps of fn, each timed apart, so that the clock is read in the same seconds as the
+ * throughput it divides (the guests' speed moves within seconds). */
 typedef struct peak_job {
     uint64_t (*fn)(uint64_t iters);
-    uint64_t iters;
-    double secs;
+    uint64_t iters, adds;
+    int slices;
+    double secs, add_secs;
     uint64_t sink;
 } peak_job;
 
@@ -151,20 +157,30 @@ __attribute__((target("amx-tile"))) static uint64_t amx_finish(void) {
 AMX_LOOP(amx_bf16, "amx-tile,amx-bf16", _tile_dpbf16ps)
 AMX_LOOP(amx_int8, "amx-tile,amx-int8", _tile_dpbssd)
 
-/* The AVX2 int8 dot product: vpmaddubsw (u8 x s8 -> s16 pairs), vpmaddwd with ones (-> s32),
- * vpaddd into the accumulator; 32 multiply-adds per step. */
-#define YI(k)  _mm256_set1_epi32(k)
-#define YMB(a) _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), one))
+/* The AVX2 int8 dot product as the GEMM issues it: vpmaddubsw (u8 x s8 -> s16 pairs) of weights
+ * and activations, vpmaddwd with ones (-> s32), vpaddd into the accumulator; 32 multiply-adds per
+ * accumulator and step. Six accumulators, each with its own product (3 weight x 2 activation
+ * vectors; with more, gcc keeps sums on the stack): were the products alike, the compiler would
+ * compute one for all the chains, and the row would time the adds. */
+#define YMB(w, x) _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), one)
 __attribute__((target("avx2"))) static uint64_t maddubs_ymm(uint64_t iters) {
-    __m256i w = _mm256_set1_epi8(3), x = _mm256_set1_epi8(-2), one = _mm256_set1_epi16(1);
-    CHAIN_VARS(__m256i, YI);
+    __m256i w0 = _mm256_set1_epi8(3), w1 = _mm256_set1_epi8(5), w2 = _mm256_set1_epi8(7),
+            x0 = _mm256_set1_epi8(-2), x1 = _mm256_set1_epi8(-3), one = _mm256_set1_epi16(1);
+    __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
     for (uint64_t i = 0; i < iters; i++) {
         /* the products depend on the step, as a GEMM's operands do: no hoisting */
-        __asm__ volatile("" : "+x"(w), "+x"(x));
-        CHAIN_STEP(YMB);
+        __asm__ volatile("" : "+x"(w0), "+x"(w1), "+x"(w2), "+x"(x0), "+x"(x1));
+        a0 = _mm256_add_epi32(a0, YMB(w0, x0));
+        a1 = _mm256_add_epi32(a1, YMB(w1, x0));
+        a2 = _mm256_add_epi32(a2, YMB(w2, x0));
+        a3 = _mm256_add_epi32(a3, YMB(w0, x1));
+        a4 = _mm256_add_epi32(a4, YMB(w1, x1));
+        a5 = _mm256_add_epi32(a5, YMB(w2, x1));
     }
     int32_t o[8];
-    _mm256_storeu_si256((__m256i *)o, CHAIN_FOLD(_mm256_add_epi32));
+    _mm256_storeu_si256((__m256i *)o,
+                        _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(a0, a1), a2),
+                                         _mm256_add_epi32(_mm256_add_epi32(a3, a4), a5)));
     return (uint64_t)(uint32_t)o[0];
 }
 
@@ -178,39 +194,58 @@ static double thread_cpu_now(void) {
 
 static void *run_job(void *arg) {
     peak_job *j = arg;
-    double t0 = thread_cpu_now();
-    j->sink = j->fn(j->iters);
-    j->secs = thread_cpu_now() - t0;
+    j->secs = j->add_secs = 0;
+    j->sink = 0;
+    for (int s = 0; s < j->slices; s++) {
+        double t0 = thread_cpu_now();
+        if (j->adds) j->sink += add_chain(j->adds);
+        double t1 = thread_cpu_now();
+        j->sink += j->fn(j->iters);
+        j->secs += thread_cpu_now() - t1;
+        j->add_secs += t1 - t0;
+    }
     return NULL;
 }
 
-/* Iterations per CPU second of fn on each of `threads` threads at once (the slowest thread's). */
-static double rate(uint64_t (*fn)(uint64_t), unsigned threads, double target_s) {
+/* What a test gives: steps of fn per CPU second of its slowest thread, and that thread's clock
+ * (Hz) from the adds between its slices (0 when none were run). */
+typedef struct {
+    double steps, hz;
+} peak_rate;
+
+/* fn on each of `threads` threads at once, the best of three runs of ~target_s each; with a
+ * clock (adds per second of one thread, 0 for none) each run is 8 slices with ~1/4 of fn's
+ * time in adds between them. */
+static peak_rate rate(uint64_t (*fn)(uint64_t), unsigned threads, double target_s, double adds_hz) {
+    const int slices = adds_hz > 0 ? 8 : 1;
     uint64_t iters = 1u << 16;
     for (;;) { /* calibrate on one thread until a run lasts ~1/8 of the target */
-        peak_job j = {fn, iters, 0, 0};
+        peak_job j = {fn, iters, 0, 1, 0, 0, 0};
         run_job(&j);
         if (j.secs > target_s / 8) {
-            iters = (uint64_t)((double)iters * target_s / j.secs);
+            iters = (uint64_t)((double)iters * target_s / j.secs / slices);
             break;
         }
         iters *= 4;
     }
-    double best = 0;
+    const uint64_t adds = adds_hz > 0 ? (uint64_t)(adds_hz * target_s / slices / 4 / 64) + 1 : 0;
+    peak_rate best = {0, 0};
     for (int rep = 0; rep < 3; rep++) {
         pthread_t th[64];
         peak_job jobs[64];
         for (unsigned t = 0; t < threads; t++) {
-            jobs[t] = (peak_job){fn, iters, 0, 0};
+            jobs[t] = (peak_job){fn, iters, adds, slices, 0, 0, 0};
             pthread_create(&th[t], NULL, run_job, &jobs[t]);
         }
-        double slowest = 0;
+        unsigned slowest = 0;
         for (unsigned t = 0; t < threads; t++) {
             pthread_join(th[t], NULL);
-            if (jobs[t].secs > slowest) slowest = jobs[t].secs;
+            if (jobs[t].secs > jobs[slowest].secs) slowest = t;
         }
-        double r = (double)iters / slowest;
-        if (r > best) best = r;
+        const peak_job *j = &jobs[slowest];
+        peak_rate r = {(double)iters * slices / j->secs,
+                       adds ? (double)adds * 64 * slices / j->add_secs : 0};
+        if (r.steps > best.steps) best = r;
     }
     return best;
 }
@@ -219,12 +254,14 @@ int main(int argc, char **argv) {
     unsigned threads = argc > 1 ? (unsigned)atoi(argv[1]) : 2;
     double secs = argc > 2 ? atof(argv[2]) : 0.5;
     if (threads < 1 || threads > 64) threads = 2;
-    double clk = rate(add_chain, 1, secs) * 64, clk_all = rate(add_chain, threads, secs) * 64;
+    double clk = rate(add_chain, 1, secs, 0).steps * 64,
+           clk_all = rate(add_chain, threads, secs, 0).steps * 64;
     printf("clock (dependent adds): %.2f GHz on 1 thread, %.2f GHz per thread on %u\n", clk / 1e9,
            clk_all / 1e9, threads);
-    printf("| instruction | ops per step | %u threads: G ops/s | per thread per cycle |\n",
+    printf("| instruction | ops per step | %u threads: G ops/s | clock between its slices, GHz | "
+           "per thread per cycle |\n",
            threads);
-    printf("| --- | --- | --- | --- |\n");
+    printf("| --- | --- | --- | --- | --- |\n");
     __builtin_cpu_init();
     int avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"),
         avx512 = __builtin_cpu_supports("avx512f"), vnni = __builtin_cpu_supports("avx512vnni"),
@@ -238,7 +275,7 @@ int main(int argc, char **argv) {
     } rows[] = {
         {"f32 FMA, 256-bit (flops)", avx2, fma_ymm, 12 * 8 * 2},
         {"f32 FMA, 512-bit (flops)", avx512, fma_zmm, 12 * 16 * 2},
-        {"int8 vpmaddubsw+vpmaddwd, 256-bit (multiply-adds)", avx2, maddubs_ymm, 12 * 32},
+        {"int8 vpmaddubsw+vpmaddwd, 256-bit (multiply-adds)", avx2, maddubs_ymm, 6 * 32},
         {"int8 vpdpbusd, 512-bit (multiply-adds)", vnni, vnni_zmm, 12 * 64},
         {"bf16 vdpbf16ps, 512-bit (flops)", bf16, bf16dot_zmm, 12 * 32 * 2},
         {"bf16 AMX tdpbf16ps (flops)", cpu->amx_bf16, amx_bf16, 4 * 16 * 16 * 32 * 2},
@@ -246,12 +283,14 @@ int main(int argc, char **argv) {
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         if (!rows[i].have) {
-            printf("| %s | – | not on this CPU | – |\n", rows[i].name);
+            printf("| %s | – | not on this CPU | – | – |\n", rows[i].name);
             continue;
         }
-        double per = rate(rows[i].fn, threads, secs) * rows[i].ops; /* ops per second, one thread */
-        printf("| %s | %.0f | %.1f | %.1f |\n", rows[i].name, rows[i].ops, per * threads / 1e9,
-               per / clk_all);
+        /* the slowest thread's rate, per its own clock in the same seconds */
+        const peak_rate r = rate(rows[i].fn, threads, secs, clk_all);
+        const double per = r.steps * rows[i].ops; /* ops per second, one thread */
+        printf("| %s | %.0f | %.1f | %.2f | %.1f |\n", rows[i].name, rows[i].ops,
+               per * threads / 1e9, r.hz / 1e9, per / r.hz);
     }
     return 0;
 }
