@@ -6,7 +6,7 @@
  * included). Not adds of an immediate: Golden Cove cores (Sapphire Rapids) fold those chains at
  * rename, several per cycle.
  * Throughput: 12 independent accumulator chains per thread (more than FMA latency x ports, so
- * the ports, not the latency, bound it) of
+ * the ports, not the latency, bound it; the AVX2 int8 row 6, whose chains carry only an add) of
  *   - f32 FMA on 256-bit (AVX2) and 512-bit (AVX-512) vectors: 2 flops per lane;
  *   - int8 dot products as the integer GEMMs issue them: AVX-512 VNNI vpdpbusd (64 u8 x s8
  *     multiply-adds into 16 int32), AVX-VNNI-less AVX2 vpmaddubsw + vpmaddwd + vpaddd (32
