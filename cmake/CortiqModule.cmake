@@ -1,8 +1,8 @@
 # cortiq_module(NAME DIR [DEPS dir...] [TOOL])
 # One object library per source folder src/DIR. Every *.c in the folder belongs to it
 # (globbed so that adding a file needs no CMake edit). Files named *_avx2.c and
-# *_avx512.c (and *_amx.c: AVX-512 + AMX) are compiled for that ISA only; the runtime
-# picks them by CPUID.
+# *_avx512.c (and *_amx.c: AVX-512 + AMX; *_avxvnni.c: AVX2 + AVX-VNNI) are compiled for that
+# ISA only; the runtime picks them by CPUID.
 #
 # Layering: a module sees the public headers (include/cortiq/), its own folder and the folders
 # it names in DEPS, nothing else: `#include "cli/cli.h"` from the engine does not compile.
@@ -10,6 +10,7 @@
 # (include/cortiq/export.h) are exported by libcortiq.so.
 # TOOL: not part of libcortiq (code that only the cortiq executable, tests or benchmarks link).
 set(CORTIQ_AVX2_FLAGS -mavx2 -mfma -mf16c -mbmi2)
+set(CORTIQ_AVXVNNI_FLAGS ${CORTIQ_AVX2_FLAGS} -mavxvnni)
 set(CORTIQ_AVX512_FLAGS -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx512vnni -mavx512bf16
     -mavx2 -mfma -mf16c -mbmi2)
 
@@ -24,6 +25,8 @@ function(cortiq_isa_flags)
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${CORTIQ_AMX_FLAGS}")
     elseif(src MATCHES "_avx512\\.c$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${CORTIQ_AVX512_FLAGS}")
+    elseif(src MATCHES "_avxvnni\\.c$")
+      set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${CORTIQ_AVXVNNI_FLAGS}")
     elseif(src MATCHES "_avx2\\.c$")
       set_source_files_properties(${src} PROPERTIES COMPILE_OPTIONS "${CORTIQ_AVX2_FLAGS}")
     endif()

@@ -283,8 +283,10 @@ static int run_quant(const bench_opts *o) {
            "Read bandwidth (%u threads summing %llu MiB): %.1f GB/s wall, %.1f GB/s cpu.\n\n",
            (unsigned long long)o->rows, (unsigned long long)o->cols, nreal,
            (unsigned long long)o->mb, o->threads, cq_isa_name(cq_cpu_isa()),
-           cq_cpu_detect()->avx512vnni ? " (+VNNI)" : "", o->huge ? "2 MiB" : "4 KiB", o->threads,
-           (unsigned long long)o->bw_mb, bw, bwc);
+           cq_cpu_isa() >= CQ_ISA_AVX512
+               ? (cq_cpu_detect()->avx512vnni ? " (+VNNI)" : "")
+               : (cq_cpu_isa() == CQ_ISA_AVX2 && cq_cpu_avxvnni() ? " (+AVX-VNNI)" : ""),
+           o->huge ? "2 MiB" : "4 KiB", o->threads, (unsigned long long)o->bw_mb, bw, bwc);
     printf("wall: bytes / elapsed time. cpu: bytes / the slowest thread's CPU time, i.e. the rate\n"
            "when every thread has a core to itself; robust when other processes compete for the\n"
            "cores. Each %% is of the bandwidth measured the same way, probed again just before\n"

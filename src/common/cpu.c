@@ -13,8 +13,10 @@
 static cq_cpu_features g_feat;
 static int g_detected;
 static int g_isa = -1;
-static int g_amd = -1;    /* cq_cpu_force_amd's choice; -1: the vendor's */
-static int g_gather = -1; /* cq_cpu_force_gather_fast's choice; -1: the CPU's */
+static int g_amd = -1;     /* cq_cpu_force_amd's choice; -1: the vendor's */
+static int g_gather = -1;  /* cq_cpu_force_gather_fast's choice; -1: the CPU's */
+static int g_vnni = -1;    /* cq_cpu_force_avxvnni's choice; -1: the default below */
+static int g_vnni_default; /* the CPU's AVX-VNNI unless CORTIQ_CPU=avx2 (cq_cpu_detect) */
 
 /* Linux hands out the AMX tile data state (XCR0 bit 18) only to a process that asks for it. */
 static bool amx_permitted(uint64_t xcr0) {
@@ -82,6 +84,8 @@ const cq_cpu_features *cq_cpu_detect(void) {
     }
     f.amd = amd;
     f.gather_fast = !amd && f.avx2 && gathers_unmitigated();
+    const char *env = getenv("CORTIQ_CPU");
+    g_vnni_default = f.avxvnni && !(env && !strcmp(env, "avx2"));
     g_feat = f;
     g_detected = 1;
     return &g_feat;
@@ -126,6 +130,16 @@ void cq_cpu_force_gather_fast(int fast) {
     g_gather = fast < 0 ? -1 : fast != 0;
 }
 
+bool cq_cpu_avxvnni(void) {
+    if (g_vnni >= 0) return g_vnni != 0;
+    cq_cpu_detect(); /* sets the default */
+    return g_vnni_default != 0;
+}
+
+void cq_cpu_force_avxvnni(int on) {
+    g_vnni = on < 0 ? -1 : on != 0 && cq_cpu_detect()->avxvnni;
+}
+
 static const char *const k_isa_names[CQ_ISA_COUNT] = {
     [CQ_ISA_SCALAR] = "scalar",
     [CQ_ISA_AVX2] = "avx2",
@@ -138,6 +152,10 @@ const char *cq_isa_name(cq_isa isa) {
 }
 
 bool cq_isa_from_name(const char *name, cq_isa *out) {
+    if (!strcmp(name, "avx2-vnni")) { /* the AVX2 tier; its AVX-VNNI is cq_cpu_avxvnni's */
+        *out = CQ_ISA_AVX2;
+        return true;
+    }
     for (int i = 0; i < CQ_ISA_COUNT; i++) {
         if (!strcmp(name, k_isa_names[i])) {
             *out = (cq_isa)i;

@@ -1,6 +1,8 @@
 /* cpu.h - which SIMD tier this process runs, chosen once from CPUID, and the one rule every
  * module dispatches by (CQ_ISA_SELECT).
- * CORTIQ_CPU=scalar|avx2|avx512|amx forces a tier (lower than the CPU supports) for testing. */
+ * CORTIQ_CPU=scalar|avx2|avx512|amx forces a tier (lower than the CPU supports) for testing;
+ * avx2 means AVX2 + FMA + F16C alone (an AVX2-only CPU's), avx2-vnni the AVX2 tier with the
+ * CPU's AVX-VNNI (cq_cpu_avxvnni). */
 #ifndef CORTIQ_CPU_H
 #define CORTIQ_CPU_H
 
@@ -46,8 +48,16 @@ void cq_cpu_force_amd(int amd);
  * choice (cq_cpu_force_gather_fast: 1 or 0; -1 goes back to the CPU's). */
 bool cq_cpu_gather_fast(void);
 void cq_cpu_force_gather_fast(int fast);
+/* Whether the AVX2 tier's integer kernels use AVX-VNNI (VEX vpdpbusd: Intel's client cores
+ * since Alder Lake, Xeons since Sapphire Rapids; the same integer sums as the vpmaddubsw
+ * forms, in fewer operations): the CPU's support unless CORTIQ_CPU=avx2 asked for plain AVX2,
+ * or a test forced either choice (cq_cpu_force_avxvnni: 1, only where the CPU has it, or 0;
+ * -1 goes back to the default). */
+bool cq_cpu_avxvnni(void);
+void cq_cpu_force_avxvnni(int on);
 const char *cq_isa_name(cq_isa isa);
-/* Parse a tier name ("scalar", "avx2", "avx512", "amx"); false if not one. */
+/* Parse a tier name ("scalar", "avx2", "avx2-vnni" (the AVX2 tier), "avx512", "amx"); false if
+ * not one. */
 bool cq_isa_from_name(const char *name, cq_isa *out);
 
 /* The tier to run among those with an implementation (`have`: CQ_ISA_BIT per tier; scalar is

@@ -28,19 +28,15 @@
 #include <string.h>
 
 #include "common/bytes.h"
+#include "common/cpu.h"
 #include "common/f16.h"
+#include "quant/gemm_i8_avx2_pass.h"
 #include "quant/gemm_impl.h"
 #include "quant/gemm_q4_codes.h"
 #include "quant/gemm_vbit_codes.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 #include "quant/qact_stream.h"
-
-#define PR 8 /* rows per panel: one int32 lane each */
-/* The panel's code form: unsigned codes with an offset of 8 (q4 family, narrow vbit panels) or
- * 16 (5-bit vbit panels), or |w| and sign(w) with a row scale (q8_row) or block scales (vbit). */
-enum { FORM_U, FORM_U5, FORM_SIGN_ROW, FORM_SIGN_BLOCK };
-#define TMAX 6 /* tokens per pass: half a CMF_QACT_GROUP */
 
 /* The GEMM's form of a vbit panel whose rows take copy form f (cq_vbit_form: the widest row's) */
 static int vbit_panel_form(unsigned f) {
@@ -187,133 +183,15 @@ static int pack_vbit(const cmf_qmat *m, const cq_vbit_utab *tabs, const uint32_t
     return form;
 }
 
-typedef int32_t u32_unaligned __attribute__((may_alias, aligned(1)));
+static const cq_gemm_avx2_tokens_fn tokens_avx2[TMAX + 1] = CQ_GEMM_AVX2_TOKENS;
 
-static inline __m256i bcast4(const int8_t *p) {
-    return _mm256_set1_epi32(*(const u32_unaligned *)p);
-}
-
-/* The T tokens of token group g starting at its token t0 over one packed panel of the given
- * form. Every activation operand of a block sits at a constant offset from one pointer
- * (cmf_qact_index groups a block's tokens). */
-static inline __attribute__((always_inline)) void
-panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int form,
-             const cmf_qact *a, const int32_t *corr, size_t g, size_t t0, const int T, float *Y,
-             size_t ldy, unsigned nr, const uint32_t *idx) {
-    enum { G = CMF_QACT_GROUP };
-    __m256 accf[TMAX];
-    __m256i acc[TMAX];
-    const size_t nb = a->nb, e0 = g * nb * G + t0;
-    const int8_t *xg = a->q + 32 * e0;
-    const float *sx = a->scale + e0;
-    const int32_t *cx = corr + e0;
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (int t = 0; t < T; t++)
-        accf[t] = _mm256_setzero_ps();
-    for (size_t b = 0; b < nb; b++, xg += 32 * G, sx += G, cx += G) {
-        if (form == FORM_SIGN_ROW || form == FORM_SIGN_BLOCK) {
-            const uint8_t *wb = panel + b * 16 * 32;
-            for (int t = 0; t < T; t++)
-                acc[t] = _mm256_setzero_si256();
-#pragma GCC unroll 1
-            for (int k = 0; k < 8; k++) {
-                __m256i w = _mm256_load_si256((const __m256i *)(wb + 32 * k));
-                __m256i ws = _mm256_load_si256((const __m256i *)(wb + 32 * (8 + k)));
-                for (int t = 0; t < T; t++) {
-                    __m256i x = _mm256_sign_epi8(bcast4(xg + 32 * t + 4 * k), ws);
-                    __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), ones);
-                    acc[t] = _mm256_add_epi32(acc[t], p);
-                }
-            }
-            if (form == FORM_SIGN_ROW) {
-                for (int t = 0; t < T; t++)
-                    accf[t] =
-                        _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[t]), _mm256_set1_ps(sx[t]), accf[t]);
-            } else {
-                __m256 d = _mm256_load_ps(bs + b * PR);
-                for (int t = 0; t < T; t++)
-                    accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[t]),
-                                              _mm256_mul_ps(d, _mm256_set1_ps(sx[t])), accf[t]);
-            }
-        } else {
-            /* unsigned codes: int16 sums of 8 steps (the q4 form's codes <= 16) or 4 (the 5-bit
-             * form's <= 32) at a time, widened into int32 sums that start from the offset's
-             * correction (-8 or -16 times the block's code sum) */
-            const int steps = form == FORM_U5 ? 4 : 8;
-            const uint8_t *wb = panel + b * 8 * 32;
-            __m256i s32[TMAX];
-            for (int t = 0; t < T; t++)
-                s32[t] = _mm256_set1_epi32((form == FORM_U5 ? 2 : 1) * cx[t]);
-            for (int k0 = 0; k0 < 8; k0 += steps) {
-                for (int t = 0; t < T; t++)
-                    acc[t] = _mm256_setzero_si256();
-#pragma GCC unroll 2
-                for (int k = k0; k < k0 + steps; k++) {
-                    __m256i w = _mm256_load_si256((const __m256i *)(wb + 32 * k));
-                    for (int t = 0; t < T; t++) {
-                        __m256i p = _mm256_maddubs_epi16(w, bcast4(xg + 32 * t + 4 * k));
-                        acc[t] = _mm256_add_epi16(acc[t], p);
-                    }
-                }
-                for (int t = 0; t < T; t++)
-                    s32[t] = _mm256_add_epi32(s32[t], _mm256_madd_epi16(acc[t], ones));
-            }
-            __m256 d = _mm256_load_ps(bs + b * PR);
-            for (int t = 0; t < T; t++)
-                accf[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s32[t]),
-                                          _mm256_mul_ps(d, _mm256_set1_ps(sx[t])), accf[t]);
-        }
-    }
-    const __m256 rsc = form == FORM_SIGN_ROW ? _mm256_loadu_ps(rs) : _mm256_set1_ps(1.0f);
-    float *y = Y + (g * G + t0) * ldy;
-    if (idx) { /* the panel's rows are Y's columns idx[0 .. nr) */
-        for (int t = 0; t < T; t++) {
-            _Alignas(32) float o[PR];
-            _mm256_store_ps(o, _mm256_mul_ps(accf[t], rsc));
-            for (unsigned i = 0; i < nr; i++)
-                y[(size_t)t * ldy + idx[i]] = o[i];
-        }
-    } else if (nr == PR) {
-        for (int t = 0; t < T; t++)
-            _mm256_storeu_ps(y + (size_t)t * ldy, _mm256_mul_ps(accf[t], rsc));
-    } else {
-        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)nr),
-                                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-        for (int t = 0; t < T; t++)
-            _mm256_maskstore_ps(y + (size_t)t * ldy, mask, _mm256_mul_ps(accf[t], rsc));
-    }
-}
-
-#define DEF_TOKENS(T)                                                                              \
-    static void tokens_##T(const uint8_t *p, const float *bs, const float *rs, int form,           \
-                           const cmf_qact *a, const int32_t *corr, size_t g, size_t t0, float *Y,  \
-                           size_t ldy, unsigned nr, const uint32_t *idx) {                         \
-        if (form == FORM_SIGN_ROW)                                                                 \
-            panel_tokens(p, bs, rs, FORM_SIGN_ROW, a, corr, g, t0, T, Y, ldy, nr, idx);            \
-        else if (form == FORM_SIGN_BLOCK)                                                          \
-            panel_tokens(p, bs, rs, FORM_SIGN_BLOCK, a, corr, g, t0, T, Y, ldy, nr, idx);          \
-        else if (form == FORM_U5)                                                                  \
-            panel_tokens(p, bs, rs, FORM_U5, a, corr, g, t0, T, Y, ldy, nr, idx);                  \
-        else                                                                                       \
-            panel_tokens(p, bs, rs, FORM_U, a, corr, g, t0, T, Y, ldy, nr, idx);                   \
-    }
-DEF_TOKENS(1)
-DEF_TOKENS(2)
-DEF_TOKENS(3)
-DEF_TOKENS(4)
-DEF_TOKENS(5)
-DEF_TOKENS(6)
-
-typedef void (*tokens_fn)(const uint8_t *, const float *, const float *, int, const cmf_qact *,
-                          const int32_t *, size_t, size_t, float *, size_t, unsigned,
-                          const uint32_t *);
-static const tokens_fn tokens_by_count[TMAX + 1] = {NULL,     tokens_1, tokens_2, tokens_3,
-                                                    tokens_4, tokens_5, tokens_6};
-
-/* Every token of a over one packed panel (Y: the panel's first row, or with idx its rows). */
+/* Every token of a over one packed panel (Y: the panel's first row, or with idx its rows), by
+ * the AVX-VNNI passes where the CPU has them. */
 static void panel_all_tokens(const uint8_t *panel, const float *bs, const float *rs, int form,
                              const cmf_qact *a, float *Y, size_t ldy, unsigned nr,
                              const uint32_t *idx) {
+    const cq_gemm_avx2_tokens_fn *tokens_by_count =
+        cq_cpu_avxvnni() ? cq_gemm_avxvnni_tokens : tokens_avx2;
     for (size_t t = 0; t < a->n; t += TMAX) {
         size_t cnt = a->n - t < TMAX ? a->n - t : TMAX;
         /* the unsigned forms' offsets, 8 and 16, from the -8 * sum(x) of a->c8 */

@@ -59,6 +59,9 @@ check("no table without tables", ab.figures(bq, [], tables=False) == {})
 # best and speed: times by their least, rates by their greatest
 check("time speed", abs(ab.speed([40.0, 30.0], [20.0, 60.0], False) - 1.5) < 1e-12)
 check("rate speed", abs(ab.speed([100.0, 80.0], [50.0, 120.0], True) - 1.2) < 1e-12)
+check("a rate of nothing has no speed", ab.speed([0.0, 0.0], [0.0, 0.0], True) is None)
+check("a zero time has no speed", ab.speed([1.0], [0.0], False) is None)
+check("the table shows no speed for it", "| - |" in ab.table({"decode": ([0.0], [0.0], True)}))
 
 # alternation and collection, with a fake benchmark that logs who ran and prints its figure
 with tempfile.TemporaryDirectory() as d:

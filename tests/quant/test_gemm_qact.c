@@ -3,6 +3,8 @@
  *    byte, NaN / inf / zero blocks included;
  *  - AVX-512 VNNI and AVX2 tiers vs scalar tier: the integer block sums are exact in all, so
  *    results differ only by f32 accumulation order (checked at 1e-5 of sum |w x|);
+ *  - the AVX2 tier's AVX-VNNI passes (where the CPU has them) vs its vpmaddubsw ones: the same
+ *    bits;
  *  - the AMX tier (tile products over the VNNI tier's panels) vs the VNNI tier: the same bits,
  *    whole token groups and a partial last one alike, Y's padding untouched;
  *  - vs the exact f32 product of the dequantized weights and the unquantized activations:
@@ -98,7 +100,7 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
         size_t ldy = rows + 3;
         float *Ys = calloc(n * ldy, sizeof *Ys), *Yv = calloc(n * ldy, sizeof *Yv),
               *Y2 = calloc(n * ldy, sizeof *Y2), *Ya = calloc(n * ldy, sizeof *Ya),
-              *Yr = calloc(n * ldy, sizeof *Yr);
+              *Yr = calloc(n * ldy, sizeof *Yr), *Yn = calloc(n * ldy, sizeof *Yn);
         /* row sub-ranges that start on a panel boundary (16 rows; 8 for AVX2), one that starts
          * and ends mid-panel (AVX2: rows 16..19 are a partial panel), and one to the end */
         uint64_t splits[4] = {0, rows > 16 ? 16 : rows, rows > 20 ? 20 : rows, rows};
@@ -115,7 +117,13 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
             if (avx2_on()) {
                 cq_cpu_force(CQ_ISA_AVX2);
                 CHECK(cmf_qact_simd() && !cmf_qact_fast());
+                cq_cpu_force_avxvnni(0);
                 cmf_matmul_qact(&m, &a, Y2 + r0, ldy, r0, r1, scratch);
+                if (cq_cpu_detect()->avxvnni) { /* the vpdpbusd passes: the same bits */
+                    cq_cpu_force_avxvnni(1);
+                    cmf_matmul_qact(&m, &a, Yn + r0, ldy, r0, r1, scratch);
+                }
+                cq_cpu_force_avxvnni(-1);
             }
             if (amx_on()) { /* against the VNNI tier's bits */
                 cq_cpu_force(CQ_ISA_AVX512);
@@ -125,6 +133,11 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
                 cmf_matmul_qact(&m, &a, Ya + r0, ldy, r0, r1, scratch);
             }
         }
+        if (avx2_on() && cq_cpu_detect()->avxvnni)
+            CHECK_MSG(!memcmp(Yn, Y2, n * ldy * sizeof *Yn),
+                      "%s [%llu x %llu] n=%zu: avx2 with AVX-VNNI not the vpmaddubsw bits",
+                      cmf_dtype_get(dt)->name, (unsigned long long)rows, (unsigned long long)cols,
+                      n);
         if (amx_on())
             CHECK_MSG(!memcmp(Ya, Yr, n * ldy * sizeof *Ya),
                       "%s [%llu x %llu] n=%zu: amx not the avx512 tier's bits",
@@ -163,7 +176,7 @@ static void check_dtype(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t see
         for (size_t t = 0; t < n; t++)
             for (size_t i = rows; i < ldy && t + 1 < n; i++)
                 CHECK(Ys[t * ldy + i] == 0 && Yv[t * ldy + i] == 0 && Y2[t * ldy + i] == 0);
-        free(Ys), free(Yv), free(Y2), free(Ya), free(Yr), free(am), free(X);
+        free(Ys), free(Yv), free(Y2), free(Ya), free(Yr), free(Yn), free(am), free(X);
     }
     free(scratch), free(W), free(payload);
     cmf_qmat_free(&m);
@@ -276,5 +289,7 @@ int main(int argc, char **argv) {
         cmf_qmat_free(&m);
         free(p);
     }
+    if (avx2_on() && !cq_cpu_detect()->avxvnni)
+        printf("note: no AVX-VNNI on this CPU, the AVX2 tier's vpdpbusd passes not checked\n");
     TEST_DONE();
 }

@@ -3,7 +3,8 @@
  * reach +-127 (activation scale 1, codes = the values) make every f32 step exact, so each tier
  * must give sum (u - L) * x to the last bit, whatever its code form:
  *  - mixed widths 3..8, AVX2 panels of at most 4 bits (its unsigned form) and wider ones
- *    (its |v| and sign form) up to 5, 6 and 8 bits;
+ *    (its |v| and sign form) up to 5, 6 and 8 bits; the AVX2 tier with its vpmaddubsw passes
+ *    and, where the CPU has AVX-VNNI, its vpdpbusd ones;
  *  - the extremes: 8-bit u = 255 (v = 128) and u = 0 (v = -127), rows of all-max and all-min
  *    codes of each panel's widest width against all +127 / -127 tokens (AVX2's int16 sums and
  *    saturating pairs at their limits);
@@ -119,9 +120,12 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
         void *am = amalloc(cmf_qact_bytes(n, cols));
         cmf_qact a;
         cmf_qact_bind(&a, am, n, cols);
-        for (int ti = 0; ti < 4; ti++) {
-            if (!tier_runs(tiers[ti])) continue;
+        /* the AVX2 tier twice where the CPU has AVX-VNNI: its vpmaddubsw and vpdpbusd passes */
+        for (int run = 0; run < 5; run++) {
+            const int ti = run < 2 ? run : run - 1, vnni = run == 2;
+            if (!tier_runs(tiers[ti]) || (vnni && !cq_cpu_detect()->avxvnni)) continue;
             cq_cpu_force(tiers[ti]);
+            cq_cpu_force_avxvnni(vnni);
             cmf_qact_quantize(&a, X, cols);
             /* whole, then ranges starting and ending mid-panel */
             uint64_t splits[][2] = {{0, rows}, {3, rows > 29 ? 29 : rows}, {rows - 1, rows}};
@@ -138,12 +142,13 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
                             want += ((int64_t)u[i * cols + c] - L) * (int64_t)X[t * cols + c];
                         float got = Y[t * ldy + (i - r0)];
                         CHECK_MSG(got == (float)want,
-                                  "%s tier %s %llux%llu rows [%llu,%llu) row %llu (%u bits) tok "
+                                  "%s tier %s%s %llux%llu rows [%llu,%llu) row %llu (%u bits) tok "
                                   "%zu/%zu: %.1f, exact %lld",
                                   cmf_dtype_get(dt)->name, cq_isa_name(tiers[ti]),
-                                  (unsigned long long)rows, (unsigned long long)cols,
-                                  (unsigned long long)r0, (unsigned long long)r1,
-                                  (unsigned long long)i, bits[i], t, n, got, (long long)want);
+                                  vnni ? "-vnni" : "", (unsigned long long)rows,
+                                  (unsigned long long)cols, (unsigned long long)r0,
+                                  (unsigned long long)r1, (unsigned long long)i, bits[i], t, n, got,
+                                  (long long)want);
                     }
                 for (size_t t = 0; t < n; t++) /* nothing past the range */
                     for (uint64_t i = r1 - r0; i < ldy; i++)
@@ -167,5 +172,8 @@ int main(int argc, char **argv) {
         check(dts[d], 300, 32, 41 + d); /* the AVX2 tier's width classes: two row windows */
     }
     cq_cpu_force(saved);
+    cq_cpu_force_avxvnni(-1);
+    if (test_tier_on(CQ_ISA_AVX2) && !cq_cpu_detect()->avxvnni)
+        printf("note: no AVX-VNNI on this CPU, the AVX2 tier's vpdpbusd passes not checked\n");
     TEST_DONE();
 }
