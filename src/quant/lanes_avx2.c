@@ -34,18 +34,14 @@
  * the row-major q8 kernel (kernel_q8dec_avx2.c): 17 multiply-pipe operations per 256 weights and
  * token instead of 24.
  *
- * The copy is made on request (cmf_qmat_build_lanes) and then serves the
+ * The passes live in lanes_avx2_pass.h, built here with vpmaddubsw and in lanes_avxvnni.c with
+ * AVX-VNNI's vpdpbusd (the same integer sums, so the same bits), which run where the CPU has it
+ * (cq_cpu_avxvnni). The copy is made on request (cmf_qmat_build_lanes) and then serves the
  * matrix's prepared-token products on this tier (kernel.c). */
 #include <immintrin.h>
 #include <string.h>
 
-#include "quant/kernel_i8dec.h"
-#include "quant/kernel_impl.h"
-#include "quant/lanes_step_avx2.h"
-#include "quant/q4tp_ladder_avx2.h"
-
-#define AI static inline __attribute__((always_inline))
-#define PR 8 /* rows per panel */
+#include "quant/lanes_avx2_pass.h"
 
 /* q8_row in the GEMM's sign form: block b's |w| vectors at panel + (16b + k) * 32, w's at
  * panel + (16b + 8 + k) * 32, the row scales at rs[0 .. 8). */
@@ -62,43 +58,6 @@ static void unpack_q8(const cmf_qmat *m, const uint8_t *p, size_t nb, uint8_t *p
         }
     }
     _mm256_storeu_ps(rs, _mm256_load_ps((const float *)(const void *)(p + G * 256)));
-}
-
-/* q4tp: how a pass takes each group's rungs (the file comment): none (f16 scales), the blend
- * tree on the ladder parts, or a gather from the panel's whole ladders. */
-enum { TP_NONE, TP_BLEND, TP_GATHER };
-
-typedef union { /* one way per pass */
-    struct {
-        __m256 e[8], f[3]; /* TP_BLEND: rungs 0..7, the factors of the rest */
-    };
-    float lad[32][8]; /* TP_GATHER: rung c of lane k at [c][k] */
-} ladders8;
-
-/* The way this CPU's cores take q4tp's rungs best (cq_cpu_gather_fast). */
-static int tp_pick(void) {
-    return cq_cpu_gather_fast() ? TP_GATHER : TP_BLEND;
-}
-
-/* A panel's ladders (q4tp_ladder_avx2.h) from its 8 rows' lo and step, once per pass. */
-AI void panel_ladders(const uint8_t *sc, const int tp, ladders8 *l) {
-    const __m256 lo = _mm256_load_ps((const float *)(const void *)sc),
-                 st = _mm256_load_ps((const float *)(const void *)(sc + 32));
-    if (tp == TP_GATHER)
-        cq_avx2_q4tp_ladders_lanes(lo, st, l->lad);
-    else
-        cq_avx2_q4tp_parts(lo, st, l->e, l->f);
-}
-
-/* Group g's 8 scales: f16 as stored, or q4tp's rungs picked by the group's codes. */
-AI __m256 group_scales(const uint8_t *sc, uint64_t g, const int tp, const ladders8 *l) {
-    if (tp == TP_NONE)
-        return _mm256_cvtph_ps(_mm_load_si128((const __m128i *)(const void *)(sc + g * 16)));
-    const __m256i c = _mm256_cvtepu8_epi32(
-        _mm_loadl_epi64((const __m128i *)(const void *)(sc + CQ_LANES_Q4TP_NUMS_AVX2 + g * PR)));
-    if (tp == TP_BLEND) return cq_avx2_q4tp_pick(c, l->e, l->f);
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    return _mm256_i32gather_ps(&l->lad[0][0], _mm256_add_epi32(_mm256_slli_epi32(c, 3), lane), 4);
 }
 
 void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *panel, float *bs) {
@@ -132,130 +91,15 @@ void cq_avx2_lanes_unpack(const cmf_qmat *m, uint64_t r, size_t nb, uint8_t *pan
     }
 }
 
-/* Step k of group g (columns 32 g + 4 k .. + 3 and their + 16) for T tokens into s. */
-AI void lanes_q4_step(const uint8_t *w, int k, uint64_t g, __m256i m4, const int8_t *const *xq,
-                      const int T, __m256i *s) {
-    __m256i v = _mm256_load_si256((const __m256i *)(const void *)(w + 32 * k));
-    __m256i lo = _mm256_and_si256(v, m4), hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-    for (int t = 0; t < T; t++) {
-        const int8_t *x = xq[t] + 32 * g + 4 * k;
-        s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(lo, cq_lanes_bcast4(x)));
-        s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(hi, cq_lanes_bcast4(x + 16)));
-    }
-}
-
-/* The panel at p for T tokens (their codes xq, scales dx, corrections c8 = -8 * sum of a group's
- * codes): out[t] the 8 rows' sums. tp: TP_NONE for f16 scales, else how q4tp's rungs are taken. */
-AI void panel_pass(const uint8_t *p, uint64_t G, const int tp, const int8_t *const *xq,
-                   const float *const *dx, const int32_t *const *c8, const int T, __m256 *out) {
-    const __m256i m4 = _mm256_set1_epi8(15), ones = _mm256_set1_epi16(1);
-    const uint8_t *sc = p + G * 128;
-    ladders8 lad;
-    if (tp != TP_NONE) panel_ladders(sc, tp, &lad);
-    __m256 acc[CQ_LANES_PASS];
-    for (int t = 0; t < T; t++)
-        acc[t] = _mm256_setzero_ps();
-    for (uint64_t g = 0; g < G; g++) {
-        const uint8_t *w = p + g * 128;
-        cq_prefetch_weights(w);
-        cq_prefetch_weights(w + 64);
-        __m256i s[CQ_LANES_PASS];
-        for (int t = 0; t < T; t++)
-            s[t] = _mm256_setzero_si256();
-        /* one token: the 4 steps unrolled, with no loop counter or register copy between them
-         * (docs/KERNELS.md, "Batched decode lanes"); with more tokens the unrolled steps spill */
-        if (T == 1) {
-#pragma GCC unroll 4
-            for (int k = 0; k < 4; k++)
-                lanes_q4_step(w, k, g, m4, xq, T, s);
-        } else {
-#pragma GCC unroll 1
-            for (int k = 0; k < 4; k++)
-                lanes_q4_step(w, k, g, m4, xq, T, s);
-        }
-        const __m256 d = group_scales(sc, g, tp, &lad);
-        for (int t = 0; t < T; t++) {
-            __m256i i =
-                _mm256_add_epi32(_mm256_madd_epi16(s[t], ones), _mm256_set1_epi32(c8[t][g]));
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i),
-                                     _mm256_mul_ps(d, _mm256_set1_ps(dx[t][g])), acc[t]);
-        }
-    }
-    for (int t = 0; t < T; t++)
-        out[t] = acc[t];
-}
-
-/* q8_row's panel at p for T tokens: out[t] the 8 rows' sums times their row scales. */
-AI void panel_pass_q8(const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,
-                      const int T, __m256 *out) {
-    __m256 acc[CQ_LANES_PASS];
-    for (int t = 0; t < T; t++)
-        acc[t] = _mm256_setzero_ps();
-    for (uint64_t g = 0; g < G; g++) {
-        const uint8_t *w = p + g * 256;
-        for (int c = 0; c < 256; c += 64)
-            cq_prefetch_weights(w + c);
-        __m256i s[CQ_LANES_PASS];
-        for (int t = 0; t < T; t++)
-            s[t] = _mm256_setzero_si256();
-        if (T == 1) { /* unrolled for one token only, as the q4 steps are */
-#pragma GCC unroll 8
-            for (int k = 0; k < 8; k++)
-                cq_lanes_sign_step(_mm256_load_si256((const __m256i *)(const void *)(w + 32 * k)),
-                                   xq, 32 * g + 4 * k, T, s);
-        } else {
-#pragma GCC unroll 1
-            for (int k = 0; k < 8; k++)
-                cq_lanes_sign_step(_mm256_load_si256((const __m256i *)(const void *)(w + 32 * k)),
-                                   xq, 32 * g + 4 * k, T, s);
-        }
-        for (int t = 0; t < T; t++)
-            acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[t]), _mm256_set1_ps(dx[t][g]), acc[t]);
-    }
-    const __m256 rs = _mm256_load_ps((const float *)(const void *)(p + G * 256));
-    for (int t = 0; t < T; t++)
-        out[t] = _mm256_mul_ps(acc[t], rs);
-}
-
-typedef void (*pass_fn)(const uint8_t *, uint64_t, const int8_t *const *, const float *const *,
-                        const int32_t *const *, __m256 *);
-#define DEF_PASS(T)                                                                                \
-    static __attribute__((noinline)) void pass16_##T(                                              \
-        const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,             \
-        const int32_t *const *c8, __m256 *out) {                                                   \
-        panel_pass(p, G, TP_NONE, xq, dx, c8, T, out);                                             \
-    }                                                                                              \
-    static __attribute__((noinline)) void passtp_##T(                                              \
-        const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,             \
-        const int32_t *const *c8, __m256 *out) {                                                   \
-        panel_pass(p, G, TP_BLEND, xq, dx, c8, T, out);                                            \
-    }                                                                                              \
-    static __attribute__((noinline)) void passtg_##T(                                              \
-        const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,             \
-        const int32_t *const *c8, __m256 *out) {                                                   \
-        panel_pass(p, G, TP_GATHER, xq, dx, c8, T, out);                                           \
-    }                                                                                              \
-    static __attribute__((noinline)) void pass8_##T(                                               \
-        const uint8_t *p, uint64_t G, const int8_t *const *xq, const float *const *dx,             \
-        const int32_t *const *c8, __m256 *out) {                                                   \
-        (void)c8;                                                                                  \
-        panel_pass_q8(p, G, xq, dx, T, out);                                                       \
-    }
-DEF_PASS(1)
-DEF_PASS(2)
-DEF_PASS(3)
-DEF_PASS(4)
-static const pass_fn pass16[CQ_LANES_PASS + 1] = {NULL, pass16_1, pass16_2, pass16_3, pass16_4};
-static const pass_fn passtp[CQ_LANES_PASS + 1] = {NULL, passtp_1, passtp_2, passtp_3, passtp_4};
-static const pass_fn passtg[CQ_LANES_PASS + 1] = {NULL, passtg_1, passtg_2, passtg_3, passtg_4};
-static const pass_fn pass8[CQ_LANES_PASS + 1] = {NULL, pass8_1, pass8_2, pass8_3, pass8_4};
+static const cq_lanes_avx2_passes passes_avx2 = CQ_LANES_AVX2_PASSES;
 
 void cq_avx2_lanes_matvec_multi(const cmf_qmat *m, const void *const *tok, size_t n,
                                 float *const *y, uint64_t r0, uint64_t r1) {
     const uint64_t G = m->groups, pb = cq_lanes_panel_bytes(m);
-    const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? pass8
-                         : m->dtype == CMF_DT_Q4TP ? (tp_pick() == TP_BLEND ? passtp : passtg)
-                                                   : pass16;
+    const cq_lanes_avx2_passes *ps = cq_cpu_avxvnni() ? &cq_lanes_avxvnni_passes : &passes_avx2;
+    const pass_fn *fns = m->dtype == CMF_DT_Q8_ROW ? ps->q8
+                         : m->dtype == CMF_DT_Q4TP ? (tp_pick() == TP_BLEND ? ps->tp : ps->tg)
+                                                   : ps->f16;
     cq_lanes_toks k;
     const size_t passes = cq_lanes_toks_init(&k, tok, n, m->cols, CQ_LANES_PASS);
     for (uint64_t r = r0 - r0 % PR; r < r1; r += PR) {

@@ -17,13 +17,19 @@ static inline __attribute__((always_inline)) __m256i cq_lanes_bcast4(const int8_
 
 /* One sign-form step for T tokens: v holds 4 int8 weights of each of 8 rows (an int32 lane per
  * row); token t's 4 matching codes at xq[t] + off. vpmaddubsw multiplies |w| (<= 128 as u8) by
- * the codes with w's sign (a pair at most 2 * 128 * 127 = 32512), vpmaddwd widens at once. */
+ * the codes with w's sign (a pair at most 2 * 128 * 127 = 32512), vpmaddwd widens at once; in a
+ * file built with AVX-VNNI, vpdpbusd adds the same products into the int32 lanes. */
 static inline __attribute__((always_inline)) void
 cq_lanes_sign_step(__m256i v, const int8_t *const *xq, size_t off, const int T, __m256i *s) {
-    const __m256i a = _mm256_abs_epi8(v), ones = _mm256_set1_epi16(1);
+    const __m256i a = _mm256_abs_epi8(v);
     for (int t = 0; t < T; t++) {
         const __m256i x = _mm256_sign_epi8(cq_lanes_bcast4(xq[t] + off), v);
-        s[t] = _mm256_add_epi32(s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(a, x), ones));
+#ifdef __AVXVNNI__
+        s[t] = _mm256_dpbusd_avx_epi32(s[t], a, x);
+#else
+        s[t] = _mm256_add_epi32(
+            s[t], _mm256_madd_epi16(_mm256_maddubs_epi16(a, x), _mm256_set1_epi16(1)));
+#endif
     }
 }
 

@@ -284,6 +284,8 @@ static void check_ladder_accuracy(void) {
     CHECK_MSG(worst < 8e-6, "q4tp ladder %.3g from the format's (relative)", worst);
 }
 
+static void check_all(void);
+
 int main(int argc, char **argv) {
     test_tier_select(argc, argv);
     if (t_tier >= 0) cq_cpu_force((cq_isa)t_tier); /* that tier's copy and kernels throughout */
@@ -306,6 +308,20 @@ int main(int argc, char **argv) {
     cmf_qmat_free(&probe);
     free(p);
     check_ladder_accuracy();
+    /* the AVX2 tier's passes twice where the CPU has AVX-VNNI: vpmaddubsw and vpdpbusd builds */
+    const int vnni_runs = cq_cpu_isa() == CQ_ISA_AVX2 && cq_cpu_detect()->avxvnni ? 2 : 1;
+    if (cq_cpu_isa() == CQ_ISA_AVX2 && vnni_runs == 1)
+        printf("note: no AVX-VNNI on this CPU, the AVX2 tier's vpdpbusd passes not checked\n");
+    for (int vnni = 0; vnni < vnni_runs; vnni++) {
+        cq_cpu_force_avxvnni(vnni_runs == 2 ? vnni : -1);
+        check_all();
+    }
+    cq_cpu_force_avxvnni(-1);
+    TEST_DONE();
+}
+
+/* Every dtype and shape of the copy, on the tier in effect. */
+static void check_all(void) {
     static const cmf_dtype dts[] = {CMF_DT_Q8_ROW, CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK, CMF_DT_Q4TP};
     /* 1056 columns: 33 groups, a long row of an odd group count */
     static const uint64_t cols[] = {32, 96, 576, 896, 1056};
@@ -330,5 +346,4 @@ int main(int argc, char **argv) {
             for (size_t k = 0; k < sizeof vrows / sizeof *vrows; k++)
                 for (size_t w = 0; w < sizeof widths / sizeof *widths; w++)
                     check(d ? CMF_DT_VBIT_RO : CMF_DT_VBIT, vrows[k], cols[c], seed++, widths[w]);
-    TEST_DONE();
 }
