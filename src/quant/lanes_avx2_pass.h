@@ -17,8 +17,8 @@
 #define AI static inline __attribute__((always_inline))
 #define PR 8 /* rows per panel */
 
-/* q4tp: how a pass takes each group's rungs (the file comment): none (f16 scales), the blend
- * tree on the ladder parts, or a gather from the panel's whole ladders. */
+/* q4tp: how a pass takes each group's rungs (lanes_avx2.c's file comment): none (f16 scales), the
+ * blend tree on the ladder parts, or a gather from the panel's whole ladders. */
 enum { TP_NONE, TP_BLEND, TP_GATHER };
 
 typedef union { /* one way per pass */
