@@ -3,7 +3,7 @@
  * stack with 128 experts of width 512 per layer (f16), 99 % of its bytes, is loaded, paged in
  * (cortiq_model_page_in: what every token reads) and runs 4 tokens (a prefill of 3, one decode
  * step): at most 8 of 128 experts per layer are selected, and the process's resident memory
- * grows by well under a fifth of the file (printed). */
+ * grows by well under a fifth of the file (printed; a quarter under AddressSanitizer). */
 #include <stdio.h>
 
 #include "common/f16.h"
@@ -15,6 +15,22 @@
 #define N_EXP  128
 #define WIDTH  512
 #define HIDDEN 64
+
+/* The bound on the RSS growth, as a share of the file: a fifth, and a quarter under
+ * AddressSanitizer, whose shadow memory and redzones add ~3 MB to the run's heap (9.5-10.0 MB of
+ * growth against 6.7-6.9 without it); every expert paged in would be 99 %. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RES_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RES_ASAN 1
+#endif
+#endif
+#ifdef RES_ASAN
+#define GROWTH_BOUND 0.25
+#else
+#define GROWTH_BOUND 0.2
+#endif
 
 /* VmRSS of this process in bytes */
 static uint64_t rss_bytes(void) {
@@ -105,7 +121,9 @@ int main(void) {
         "(%.1f %% of the file)\n",
         file_mb, expert_mb, 100 * expert_mb / file_mb, grew_mb, 100 * grew_mb / file_mb);
     CHECK(expert_mb >= 0.9 * file_mb);
-    CHECK_MSG(grew_mb < 0.2 * file_mb, "RSS grew %.2f MB of a %.1f MB file", grew_mb, file_mb);
+    CHECK_MSG(grew_mb < GROWTH_BOUND * file_mb,
+              "RSS grew %.2f MB of a %.1f MB file (bound %.0f %%)", grew_mb, file_mb,
+              100 * GROWTH_BOUND);
     cortiq_session_free(s);
     cortiq_model_free(m);
     free(tokens);
