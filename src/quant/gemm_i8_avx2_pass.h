@@ -12,28 +12,13 @@
 #include <immintrin.h>
 
 #include "quant/kernels_engine.h"
+#include "quant/lanes_step_avx2.h"
 
 #define PR 8 /* rows per panel: one int32 lane each */
 /* The panel's code form: unsigned codes with an offset of 8 (q4 family, narrow vbit panels) or
  * 16 (5-bit vbit panels), or |w| and sign(w) with a row scale (q8_row) or block scales (vbit). */
 enum { FORM_U, FORM_U5, FORM_SIGN_ROW, FORM_SIGN_BLOCK };
 #define TMAX 6 /* tokens per pass: half a CMF_QACT_GROUP */
-
-/* acc + the four products of u8 w and s8 x in each int32 lane (no pair reaches int16's limit) */
-static inline __m256i dot4(__m256i acc, __m256i w, __m256i x) {
-#ifdef __AVXVNNI__
-    return _mm256_dpbusd_avx_epi32(acc, w, x);
-#else
-    return _mm256_add_epi32(acc,
-                            _mm256_madd_epi16(_mm256_maddubs_epi16(w, x), _mm256_set1_epi16(1)));
-#endif
-}
-
-typedef int32_t u32_unaligned __attribute__((may_alias, aligned(1)));
-
-static inline __m256i bcast4(const int8_t *p) {
-    return _mm256_set1_epi32(*(const u32_unaligned *)p);
-}
 
 /* The T tokens of token group g starting at its token t0 over one packed panel of the given
  * form. Every activation operand of a block sits at a constant offset from one pointer
@@ -64,8 +49,8 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int f
                 __m256i w = _mm256_load_si256((const __m256i *)(wb + 32 * k));
                 __m256i ws = _mm256_load_si256((const __m256i *)(wb + 32 * (8 + k)));
                 for (int t = 0; t < T; t++) {
-                    __m256i x = _mm256_sign_epi8(bcast4(xg + 32 * t + 4 * k), ws);
-                    acc[t] = dot4(acc[t], w, x);
+                    __m256i x = _mm256_sign_epi8(cq_lanes_bcast4(xg + 32 * t + 4 * k), ws);
+                    acc[t] = cq_avx2_dot4(acc[t], w, x);
                 }
             }
             if (form == FORM_SIGN_ROW) {
@@ -91,7 +76,7 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int f
             for (int k = 0; k < 8; k++) {
                 __m256i w = _mm256_load_si256((const __m256i *)(wb + 32 * k));
                 for (int t = 0; t < T; t++)
-                    s32[t] = dot4(s32[t], w, bcast4(xg + 32 * t + 4 * k));
+                    s32[t] = cq_avx2_dot4(s32[t], w, cq_lanes_bcast4(xg + 32 * t + 4 * k));
             }
 #else
             const int steps = form == FORM_U5 ? 4 : 8;
@@ -102,7 +87,7 @@ panel_tokens(const uint8_t *panel, const float *bs, const float *rs, const int f
                 for (int k = k0; k < k0 + steps; k++) {
                     __m256i w = _mm256_load_si256((const __m256i *)(wb + 32 * k));
                     for (int t = 0; t < T; t++) {
-                        __m256i p = _mm256_maddubs_epi16(w, bcast4(xg + 32 * t + 4 * k));
+                        __m256i p = _mm256_maddubs_epi16(w, cq_lanes_bcast4(xg + 32 * t + 4 * k));
                         acc[t] = _mm256_add_epi16(acc[t], p);
                     }
                 }

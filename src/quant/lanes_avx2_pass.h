@@ -63,8 +63,8 @@ AI void lanes_q4_step(const uint8_t *w, int k, uint64_t g, __m256i m4, const int
     for (int t = 0; t < T; t++) {
         const int8_t *x = xq[t] + 32 * g + 4 * k;
 #ifdef __AVXVNNI__ /* int32 sums straight away */
-        s[t] = _mm256_dpbusd_avx_epi32(s[t], lo, cq_lanes_bcast4(x));
-        s[t] = _mm256_dpbusd_avx_epi32(s[t], hi, cq_lanes_bcast4(x + 16));
+        s[t] = cq_avx2_dot4(s[t], lo, cq_lanes_bcast4(x));
+        s[t] = cq_avx2_dot4(s[t], hi, cq_lanes_bcast4(x + 16));
 #else
         s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(lo, cq_lanes_bcast4(x)));
         s[t] = _mm256_add_epi16(s[t], _mm256_maddubs_epi16(hi, cq_lanes_bcast4(x + 16)));

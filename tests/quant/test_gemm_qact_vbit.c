@@ -121,8 +121,9 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
         cmf_qact a;
         cmf_qact_bind(&a, am, n, cols);
         /* the AVX2 tier twice where the CPU has AVX-VNNI: its vpmaddubsw and vpdpbusd passes */
-        for (int run = 0; run < 5; run++) {
-            const int ti = run < 2 ? run : run - 1, vnni = run == 2;
+        static const struct { int ti, vnni; } runs[] = {{0, 0}, {1, 0}, {1, 1}, {2, 0}, {3, 0}};
+        for (size_t run = 0; run < sizeof runs / sizeof *runs; run++) {
+            const int ti = runs[run].ti, vnni = runs[run].vnni;
             if (!tier_runs(tiers[ti]) || (vnni && !cq_cpu_detect()->avxvnni)) continue;
             cq_cpu_force(tiers[ti]);
             cq_cpu_force_avxvnni(vnni);
