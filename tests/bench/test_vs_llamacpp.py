@@ -2,8 +2,9 @@
 """The benchmark harness's own arithmetic (bench/vs_llamacpp): a row from alternating rounds
 (medians, ratios as the median of the rounds' ratios with their range, the roofline against the
 higher probe of each round, the products' GFLOP/s), from one round (the run's own sd), the bits-per-weight label, and
-the bits per weight of real files converted by cortiq (every f16 tensor: exactly 16), and a
-prefill-only run's line (no decode figures).
+the bits per weight of real files converted by cortiq (every f16 tensor: exactly 16), a
+prefill-only run's line (no decode figures), and what llama-bench is asked for (its decode after
+a context as long as the prompt, the positions cortiq's decode has).
 
 usage: test_vs_llamacpp.py CORTIQ_BIN SOURCE_DIR        (stdlib only; no llama.cpp needed)
 """
@@ -70,6 +71,38 @@ line = vs.table_row(pre)
 check(f"prefill only: no decode figures ({line})", "nan" not in line
       and "| 2.91 (2.82–3.00) | – | – | – | – (30.0 / 41.0 GB/s) |" in line)
 check("a decoded row keeps its figures", "1.60 (1.50–2.00)" in vs.table_row(r) and "nan" not in vs.table_row(r))
+
+# llama-bench: the prefill on its own, the decode after a P-token context (-d P), the larger RSS
+calls = []
+
+
+def fake_rows(a, gguf, args):
+    calls.append(args)
+    depth = int(args[args.index("-d") + 1]) if "-d" in args else 0
+    p, n = int(args[args.index("-p") + 1]), int(args[args.index("-n") + 1])
+    rows = []
+    if p:
+        rows.append({"n_prompt": p, "n_gen": 0, "n_depth": depth, "samples_ts": [500.0, 510.0]})
+    if n:  # a depth-0 decode row that must not be taken for the decode after the context
+        rows.append({"n_prompt": 0, "n_gen": n, "n_depth": depth, "samples_ts": [80.0, 82.0]})
+        rows.append({"n_prompt": 0, "n_gen": n, "n_depth": 0, "samples_ts": [99.0]})
+    return rows, 300.0 + len(calls), 0.0
+
+
+class A:
+    p, n, r = 256, 64, 3
+
+
+vs.llama_bench_rows = fake_rows
+got, rss = vs.llama_bench_warm(A(), "x.gguf")
+check(f"llama-bench: prefill, then decode after -d 256 ({calls})",
+      calls == [["-p", "256", "-n", "0", "-r", "3"], ["-p", "0", "-n", "64", "-d", "256", "-r", "3"]])
+check("llama-bench: the rows read", got["prefill"] == [500.0, 510.0] and got["decode"] == [80.0, 82.0])
+check("llama-bench: the larger peak RSS", rss == 302.0)
+calls.clear()
+A.n = 0
+got, rss = vs.llama_bench_warm(A(), "x.gguf")
+check("llama-bench -n 0: one run, decode 0", calls == [["-p", "256", "-n", "0", "-r", "3"]] and got["decode"] == [0.0])
 
 check("bits label", vs.with_bits("Q4_0 ↔ vbit", 4.507, 4.5033) == "Q4_0 (4.51) ↔ vbit (4.50)")
 check("bits label without a side", vs.with_bits("Q4_0 ↔ vbit", None, 4.5) == "Q4_0 ↔ vbit")
