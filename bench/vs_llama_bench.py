@@ -6,13 +6,13 @@ usage: bench/vs_llama_bench.py --llama-bench BIN [--cortiq build/src/cortiq] [-p
            [-n 64] [-r 3] [-t 2] [--rounds 5] [--omp-passive] [--cortiq-env K=V ...]
            LABEL:MODEL.gguf:MODEL.cmf [...]
 
-Each round runs `llama-bench -m MODEL.gguf -p P -n 0 -r R -t T`, then `-p 0 -n N -d P` (its
-decode after a P-token context, the positions cortiq's decode after its prompt has), and `cortiq
-bench MODEL.cmf -p P -n N -r R -t T --json` one after the other (the order alternates per round),
-each side's mean tok/s of that run. The table gives per pair the median over the rounds of
-prefill and decode tok/s of both and the median of the per-round ratios with their range (a ratio is taken within
-one round, so both sides saw the same machine state). A shared or virtual machine drifts by tens
-of percent within minutes: more rounds, not longer runs, is the remedy. Several prompt lengths
+Each round runs `llama-bench -m MODEL.gguf -p P -n 0 -r R -t T`, then `-p 0 -n N -d P` (its decode
+after a P-token context, the positions cortiq's decode after its prompt has), and `cortiq bench
+MODEL.cmf -p P -n N -r R -t T --json` one after the other (the order alternates per round), each
+side's mean tok/s of that run. The table gives per pair the median over the rounds of prefill and
+decode tok/s of both and the median of the per-round ratios with their range (a ratio is taken
+within one round, so both sides saw the same machine state). A shared or virtual machine drifts by
+tens of percent within minutes: more rounds, not longer runs, is the remedy. Several prompt lengths
 (-p 4,8,12) give a row per pair and length; -n 0 times prefill alone (short prompts: the decode
 columns read "–").
 
