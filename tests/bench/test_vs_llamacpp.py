@@ -84,8 +84,8 @@ def fake_rows(a, gguf, args):
     if p:
         rows.append({"n_prompt": p, "n_gen": 0, "n_depth": depth, "samples_ts": [500.0, 510.0]})
     if n:  # a depth-0 decode row that must not be taken for the decode after the context
-        rows.append({"n_prompt": 0, "n_gen": n, "n_depth": depth, "samples_ts": [80.0, 82.0]})
         rows.append({"n_prompt": 0, "n_gen": n, "n_depth": 0, "samples_ts": [99.0]})
+        rows.append({"n_prompt": 0, "n_gen": n, "n_depth": depth, "samples_ts": [80.0, 82.0]})
     return rows, 300.0 + len(calls), 0.0
 
 
