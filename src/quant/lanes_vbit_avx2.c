@@ -8,135 +8,22 @@
  * int16), from -16 * sum; wide panels q8_row's sign step (|w| times x with w's sign) with no
  * correction. Each sum is the negated integer sum of the values and the stored scale the
  * negated scale, so fma(sum, scale * dx, acc) gives the integer GEMM's bits (gemm_i8_avx2.c),
- * which reads the same panels through cq_avx2_lanes_vbit_unpack. */
+ * which reads the same panels through cq_avx2_lanes_vbit_unpack.
+ *
+ * The passes live in lanes_vbit_avx2_pass.h, built here with vpmaddubsw and in
+ * lanes_vbit_avxvnni.c with AVX-VNNI's vpdpbusd (int32 sums from the start: no int16 limit, so a
+ * group's steps run through once; the same bits), which run where the CPU has it (cq_cpu_avxvnni).
+ */
 #include <immintrin.h>
 #include <string.h>
 
 #include "common/bytes.h"
-#include "quant/gemm_vbit_codes.h"
-#include "quant/kernel_i8dec.h"
-#include "quant/kernel_impl.h"
-#include "quant/lanes_step_avx2.h"
+#include "common/cpu.h"
+#include "quant/lanes_vbit_avx2_pass.h"
 
-#define AI  static inline __attribute__((always_inline))
 #define WIN CQ_LANES_VBIT_WIN
 
-AI __m256i load32(const uint8_t *p) {
-    return _mm256_load_si256((const __m256i *)(const void *)p);
-}
-
-/* Bit j of every byte of pl at bit 4, the other bits cleared. */
-AI __m256i bit4(__m256i pl, const int j) {
-    const __m256i s = j < 4   ? _mm256_slli_epi16(pl, 4 - j)
-                      : j > 4 ? _mm256_srli_epi16(pl, j - 4)
-                              : pl;
-    return _mm256_and_si256(s, _mm256_set1_epi8(0x10));
-}
-
-/* Code vector k (0-7: columns 4k .. 4k + 3 of the 8 rows) of a narrow or five-bit group at w
- * (the panel's half of the pair's group), pl its plane half (five) */
-AI __m256i code_vec(const uint8_t *w, __m256i pl, const int five, const int k) {
-    const __m256i v = load32(w + 64 * (k % 4));
-    __m256i c = _mm256_and_si256(k < 4 ? v : _mm256_srli_epi16(v, 4), _mm256_set1_epi8(15));
-    return five ? _mm256_or_si256(c, bit4(pl, 2 * (k % 4) + k / 4)) : c;
-}
-
-/* H panels from half h of the pair at p (form f, G groups: H = 1 one panel, H = 2 both, h = 0)
- * for T tokens: out[hh * T + t] panel h + hh's 8 slots' sums for token t. Both panels in one
- * pass share the group's prefetches and the token's broadcasts; each lane's arithmetic is the
- * same either way. */
-AI void pass_vbit(const uint8_t *p, unsigned h, const int H, uint64_t G, const int f,
-                  const int8_t *const *xq, const float *const *dx, const int32_t *const *c8,
-                  const int T, __m256 *out) {
-    const uint64_t gb = f == CQ_VBIT_NARROW ? 256 : f == CQ_VBIT_FIVE ? 320 : 512;
-    const uint8_t *sc = p + G * gb + 16 * h;
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 acc[2 * CQ_LANES_PASS];
-    for (int i = 0; i < H * T; i++)
-        acc[i] = _mm256_setzero_ps();
-    for (uint64_t g = 0; g < G; g++) {
-        const uint8_t *w = p + g * gb + 32 * h;
-        for (unsigned c = 0; c < gb + 32; c += 64) /* the pair's codes and scales, linearly */
-            cq_prefetch_weights(p + g * (gb + 32) + c);
-        __m256i s[2 * CQ_LANES_PASS];
-        for (int hh = 0; hh < H; hh++)
-            for (int t = 0; t < T; t++)
-                s[hh * T + t] = _mm256_set1_epi32(f == CQ_VBIT_NARROW ? c8[t][g]
-                                                  : f == CQ_VBIT_FIVE ? 2 * c8[t][g]
-                                                                      : 0);
-        if (f == CQ_VBIT_WIDE) {
-#pragma GCC unroll 1
-            for (int k = 0; k < 8; k++)
-                for (int hh = 0; hh < H; hh++)
-                    cq_lanes_sign_step(load32(w + 32 * hh + 64 * k), xq, 32 * g + 4 * k, T,
-                                       s + hh * T);
-        } else {
-            const int five = f == CQ_VBIT_FIVE;
-            __m256i pl[2];
-            for (int hh = 0; hh < H; hh++)
-                pl[hh] = five ? load32(w + 32 * hh + 256) : _mm256_setzero_si256();
-            /* int16 sums: a narrow group's 8 vectors at once, a five-bit group's in halves */
-            for (int half = 0; half < (five ? 2 : 1); half++) {
-                __m256i s16[2 * CQ_LANES_PASS];
-                for (int i = 0; i < H * T; i++)
-                    s16[i] = _mm256_setzero_si256();
-                for (int kk = 0; kk < (five ? 2 : 4); kk++) {
-                    const int k = five ? 2 * half + kk : kk;
-                    for (int hh = 0; hh < H; hh++) {
-                        const uint8_t *wh = w + 32 * hh;
-                        const __m256i lo = code_vec(wh, pl[hh], five, k),
-                                      hi = code_vec(wh, pl[hh], five, k + 4);
-                        for (int t = 0; t < T; t++) {
-                            const int8_t *x = xq[t] + 32 * g + 4 * k;
-                            __m256i *d = &s16[hh * T + t];
-                            *d = _mm256_add_epi16(*d, _mm256_maddubs_epi16(lo, cq_lanes_bcast4(x)));
-                            *d = _mm256_add_epi16(
-                                *d, _mm256_maddubs_epi16(hi, cq_lanes_bcast4(x + 16)));
-                        }
-                    }
-                }
-                for (int i = 0; i < H * T; i++)
-                    s[i] = _mm256_add_epi32(s[i], _mm256_madd_epi16(s16[i], ones));
-            }
-        }
-        for (int hh = 0; hh < H; hh++) {
-            const __m256 d = _mm256_cvtph_ps(
-                _mm_load_si128((const __m128i *)(const void *)(sc + 32 * g + 16 * hh)));
-            for (int t = 0; t < T; t++)
-                acc[hh * T + t] =
-                    _mm256_fmadd_ps(_mm256_cvtepi32_ps(s[hh * T + t]),
-                                    _mm256_mul_ps(d, _mm256_set1_ps(dx[t][g])), acc[hh * T + t]);
-        }
-    }
-    for (int i = 0; i < H * T; i++)
-        out[i] = acc[i];
-}
-
-typedef void (*pass_fn)(const uint8_t *, unsigned, uint64_t, const int8_t *const *,
-                        const float *const *, const int32_t *const *, __m256 *);
-#define DEF_PASS(F, T)                                                                             \
-    static __attribute__((noinline)) void pass_##F##_##T(                                          \
-        const uint8_t *p, unsigned h, uint64_t G, const int8_t *const *xq, const float *const *dx, \
-        const int32_t *const *c8, __m256 *out) {                                                   \
-        pass_vbit(p, h, 1, G, F, xq, dx, c8, T, out);                                              \
-    }
-/* both panels of a pair for one token */
-#define DEF_PAIR(F)                                                                                \
-    static __attribute__((noinline)) void pair_##F##_1(                                            \
-        const uint8_t *p, unsigned h, uint64_t G, const int8_t *const *xq, const float *const *dx, \
-        const int32_t *const *c8, __m256 *out) {                                                   \
-        pass_vbit(p, h, 2, G, F, xq, dx, c8, 1, out);                                              \
-    }
-#define DEF_FORM(F) DEF_PASS(F, 1) DEF_PASS(F, 2) DEF_PASS(F, 3) DEF_PASS(F, 4) DEF_PAIR(F)
-DEF_FORM(0)
-DEF_FORM(1)
-DEF_FORM(2)
-#define PASSES(F)                                                                                  \
-    { NULL, pass_##F##_1, pass_##F##_2, pass_##F##_3, pass_##F##_4 }
-_Static_assert(CQ_VBIT_NARROW == 0 && CQ_VBIT_FIVE == 1 && CQ_VBIT_WIDE == 2, "form order");
-_Static_assert(CQ_LANES_PASS == 4, "passes of up to 4 tokens");
-static const pass_fn passes_of[3][CQ_LANES_PASS + 1] = {PASSES(0), PASSES(1), PASSES(2)};
-static const pass_fn pairs_of[3] = {pair_0_1, pair_1_1, pair_2_1};
+static const cq_lanes_vbit_avx2_passes passes_avx2 = CQ_LANES_VBIT_AVX2_PASSES;
 
 /* One token's sums of a panel (v) into its y at the slots' places (at; -1 for none). */
 static void put_sums(__m256 v, const int64_t at[8], float *y) {
@@ -150,6 +37,8 @@ void cq_avx2_lanes_vbit_matvec_multi(const cmf_qmat *m, const void *const *tok, 
                                      float *const *y, uint64_t r0, uint64_t r1) {
     const uint64_t G = m->groups;
     const uint8_t *slot_row = cq_lanes_vbit_slot_rows(m);
+    const cq_lanes_vbit_avx2_passes *ps =
+        cq_cpu_avxvnni() ? &cq_lanes_vbit_avxvnni_passes : &passes_avx2;
     cq_lanes_toks k;
     const size_t passes = cq_lanes_toks_init(&k, tok, n, m->cols, CQ_LANES_PASS);
     uint64_t q0, q1;
@@ -172,14 +61,14 @@ void cq_avx2_lanes_vbit_matvec_multi(const cmf_qmat *m, const void *const *tok, 
             const size_t t = k.first[pq], nt = k.count[pq];
             __m256 v[2 * CQ_LANES_PASS];
             if (nt == 1 && any[0] && any[1]) {
-                pairs_of[form](p, 0, G, k.xq + t, k.dx + t, k.c8 + t, v);
+                ps->pair[form](p, 0, G, k.xq + t, k.dx + t, k.c8 + t, v);
                 put_sums(v[0], at[0], y[t]);
                 put_sums(v[1], at[1], y[t]);
                 continue;
             }
             for (unsigned h = 0; h < 2; h++) {
                 if (!any[h]) continue;
-                passes_of[form][nt](p, h, G, k.xq + t, k.dx + t, k.c8 + t, v);
+                ps->one[form][nt](p, h, G, k.xq + t, k.dx + t, k.c8 + t, v);
                 for (size_t j = 0; j < nt; j++)
                     put_sums(v[j], at[h], y[t + j]);
             }
