@@ -62,6 +62,13 @@ void cq_avx2_q8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint
                               uint64_t r1);
 void cq_avx2_q8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
                                     float *const *y, uint64_t r0, uint64_t r1);
+/* The same rows, token and bits with AVX-VNNI's vpdpbusd (kernel_q8dec_avxvnni.c), for CPUs
+ * with it (cq_cpu_avxvnni). */
+void cq_avxvnni_q8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,
+                                 uint64_t r1);
+void cq_avxvnni_q8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
+                                       float *const *y, uint64_t r0, uint64_t r1);
+bool cq_avxvnni_q8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t r0, uint64_t r1);
 /* The same rows for AMD's AVX-512 cores (kernel_q8dec_amd_avx512.c, AVX-512 VNNI + VL): the AVX2
  * rows' bits with 256-bit vpdpbusd, on the AVX2 token with its codes moved to x + 128 (what
  * cq_amd_q8dec_tok_prepare writes; the same bytes). */

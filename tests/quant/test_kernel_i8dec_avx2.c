@@ -1,5 +1,6 @@
 /* test_kernel_i8dec_avx2.c - the AVX2 tier's one-token int8-activation kernels for the 4-bit
- * class, vbit and q8_row (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2.c, kernel_q8dec_avx2.c)
+ * class, vbit and q8_row (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2.c, kernel_q8dec_avx2.c and,
+ * with AVX-VNNI, kernel_q8dec_avxvnni.c)
  * against a double-precision
  * reference that quantizes the activations the same way (dx = absmax/127 per 32-group, round to
  * nearest even). With the activation rounding taken out of the comparison, the kernels must match
@@ -155,17 +156,26 @@ int main(int argc, char **argv) {
         printf("SKIP: CPU lacks AVX2\n");
         return 77;
     }
+    /* where the CPU has AVX-VNNI, the dispatcher's q8_row rows are its vpdpbusd build
+     * (kernel_q8dec_avxvnni.c), checked against the plain kernel's bits; then without it */
+    const int vnni_runs = cq_cpu_detect()->avxvnni ? 2 : 1;
+    if (vnni_runs == 1)
+        printf("note: no AVX-VNNI on this CPU, q8_row's vpdpbusd rows not checked\n");
     kg_rng rng = {2025};
-    for (size_t d = 0; d < sizeof k_dts / sizeof k_dts[0]; d++)
-        for (size_t s = 0; s < sizeof k_groups / sizeof k_groups[0]; s++) {
-            uint64_t rows = 1 + (s * 7) % 13, cols = 32 * k_groups[s];
-            int bad = check(k_dts[d], rows, cols, &rng);
-            CHECK_MSG(bad == 0, "%s [%llu x %llu]: %d mismatches", cmf_dtype_name(k_dts[d]),
-                      (unsigned long long)rows, (unsigned long long)cols, bad);
-            bad = check(k_dts[d], 19, cols, &rng); /* two blocks of 8 rows and 3 alone */
-            CHECK_MSG(bad == 0, "%s [19 x %llu]: %d mismatches", cmf_dtype_name(k_dts[d]),
-                      (unsigned long long)cols, bad);
-        }
+    for (int vnni = vnni_runs - 1; vnni >= 0; vnni--) {
+        cq_cpu_force_avxvnni(vnni);
+        for (size_t d = 0; d < sizeof k_dts / sizeof k_dts[0]; d++)
+            for (size_t s = 0; s < sizeof k_groups / sizeof k_groups[0]; s++) {
+                uint64_t rows = 1 + (s * 7) % 13, cols = 32 * k_groups[s];
+                int bad = check(k_dts[d], rows, cols, &rng);
+                CHECK_MSG(bad == 0, "%s [%llu x %llu]: %d mismatches", cmf_dtype_name(k_dts[d]),
+                          (unsigned long long)rows, (unsigned long long)cols, bad);
+                bad = check(k_dts[d], 19, cols, &rng); /* two blocks of 8 rows and 3 alone */
+                CHECK_MSG(bad == 0, "%s [19 x %llu]: %d mismatches", cmf_dtype_name(k_dts[d]),
+                          (unsigned long long)cols, bad);
+            }
+    }
+    cq_cpu_force_avxvnni(-1);
     test_refused();
     test_ladders8_bits();
     TEST_DONE();
