@@ -1,7 +1,8 @@
 /* q8dec_rows.h - q8_row's one-token rows on 256-bit vectors and their several-token form, shared
- * by the AVX2 tier (kernel_q8dec_avx2.c) and AMD's AVX-512 cores (kernel_q8dec_amd_avx512.c),
- * which differ only in how a group's int32 sums are made. Both give every (row, token) the same
- * bits: the sums of w * x per 4 columns are exact, and the float steps below are one order.
+ * by the AVX2 tier (kernel_q8dec_avx2.c; kernel_q8dec_avxvnni.c with AVX-VNNI) and AMD's AVX-512
+ * cores (kernel_q8dec_amd_avx512.c), which differ only in how a group's int32 sums are made.
+ * All give every (row, token) the same bits: the sums of w * x per 4 columns are exact, and the
+ * float steps below are one order.
  *
  * One token steps 2 rows side by side (4 FMA chains; 4 rows ran faster in cache but read DRAM
  * 5-8 % slower, 1 row slower either way); per row two accumulators (even and odd groups) added,
