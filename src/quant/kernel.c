@@ -313,8 +313,7 @@ void cmf_matvec_tok8(const cmf_qmat *m, const void *tok, float *y, uint64_t row_
         cmf_matvec_tok8_multi(m, &tok, 1, &y, row_begin, row_end);
     } else if (tok8_avx2()) {
         if (m->dtype == CMF_DT_Q8_ROW)
-            (cq_cpu_avxvnni() ? cq_avxvnni_q8dec_tok_matvec
-                              : cq_avx2_q8dec_tok_matvec)(m, tok, y, row_begin, row_end);
+            cq_avx2_q8dec_rows()->tok_matvec(m, tok, y, row_begin, row_end);
         else
             cq_avx2_i8dec_tok_matvec(m, (const uint8_t *)tok + cq_avx2_q8dec_tok_bytes(m->cols), y,
                                      row_begin, row_end);
@@ -337,9 +336,8 @@ void cmf_matvec_tok8_multi(const cmf_qmat *m, const void *const *tok, size_t n, 
         return;
     }
     if (m->dtype == CMF_DT_Q8_ROW) {
-        (!avx2              ? cq_avx512_q8_tok_matvec_multi
-         : cq_cpu_avxvnni() ? cq_avxvnni_q8dec_tok_matvec_multi
-                            : cq_avx2_q8dec_tok_matvec_multi)(m, tok, n, y, row_begin, row_end);
+        (avx2 ? cq_avx2_q8dec_rows()->tok_matvec_multi
+              : cq_avx512_q8_tok_matvec_multi)(m, tok, n, y, row_begin, row_end);
         return;
     }
     const size_t off = avx2 ? cq_avx2_q8dec_tok_bytes(m->cols) : cq_avx512_q8_tok_bytes(m->cols);

@@ -521,10 +521,8 @@ WITH_I8(mm_q4tp_x, mm_q4tp)
 /* q8_row: one token through the decode kernel (kernel_q8dec_avx2.c), batches the int8 GEMM. */
 static void mm_q8_row_x(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y,
                         size_t ldy, uint64_t r0, uint64_t r1, unsigned flags) {
-    if (!(flags & CMF_KF_INT8_ACT) ||
-        !(n == 1
-              ? (cq_cpu_avxvnni() ? cq_avxvnni_q8dec_matvec : cq_avx2_q8dec_matvec)(m, X, Y, r0, r1)
-              : cq_avx2_i8_matmul(m, X, n, ldx, Y, ldy, r0, r1)))
+    if (!(flags & CMF_KF_INT8_ACT) || !(n == 1 ? cq_avx2_q8dec_rows()->matvec(m, X, Y, r0, r1)
+                                               : cq_avx2_i8_matmul(m, X, n, ldx, Y, ldy, r0, r1)))
         mm_q8_row(m, X, n, ldx, Y, ldy, r0, r1, flags);
 }
 

@@ -69,6 +69,16 @@ void cq_avxvnni_q8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, u
 void cq_avxvnni_q8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf, size_t n,
                                        float *const *y, uint64_t r0, uint64_t r1);
 bool cq_avxvnni_q8dec_matvec(const cmf_qmat *m, const float *x, float *y, uint64_t r0, uint64_t r1);
+/* One build's q8_row rows (the three entry points above). */
+typedef struct {
+    void (*tok_matvec)(const cmf_qmat *, const void *, float *, uint64_t, uint64_t);
+    void (*tok_matvec_multi)(const cmf_qmat *, const void *const *, size_t, float *const *,
+                             uint64_t, uint64_t);
+    bool (*matvec)(const cmf_qmat *, const float *, float *, uint64_t, uint64_t);
+} cq_q8dec_rows;
+/* The build the AVX2 tier runs (kernel_q8dec_avx2.c): the AVX-VNNI one where the CPU has it
+ * (cq_cpu_avxvnni), else the plain one. */
+const cq_q8dec_rows *cq_avx2_q8dec_rows(void);
 /* The same rows for AMD's AVX-512 cores (kernel_q8dec_amd_avx512.c, AVX-512 VNNI + VL): the AVX2
  * rows' bits with 256-bit vpdpbusd, on the AVX2 token with its codes moved to x + 128 (what
  * cq_amd_q8dec_tok_prepare writes; the same bytes). */

@@ -13,6 +13,7 @@
  * (kernel_q8dec_amd_avx512.c). */
 #include <immintrin.h>
 
+#include "common/cpu.h"
 #include "quant/kernel_i8dec.h"
 #include "quant/kernel_impl.h"
 #include "quant/quant32_avx2.h"
@@ -58,4 +59,12 @@ void cq_avx2_q8dec_tok_prepare(void *buf, const float *x, uint64_t cols) {
 
 bool cq_avx2_q8dec_supports(const cmf_qmat *m) {
     return m->dtype == CMF_DT_Q8_ROW && m->cols % 32 == 0;
+}
+
+const cq_q8dec_rows *cq_avx2_q8dec_rows(void) {
+    static const cq_q8dec_rows plain = {cq_avx2_q8dec_tok_matvec, cq_avx2_q8dec_tok_matvec_multi,
+                                        cq_avx2_q8dec_matvec},
+                               vnni = {cq_avxvnni_q8dec_tok_matvec,
+                                       cq_avxvnni_q8dec_tok_matvec_multi, cq_avxvnni_q8dec_matvec};
+    return cq_cpu_avxvnni() ? &vnni : &plain;
 }
