@@ -1,6 +1,6 @@
 /* kernel_i8dec_avx2.h - the prepared token of the AVX2 tier's one-token int8 kernels, shared by
- * the 4-bit class (kernel_i8dec_avx2.c) and vbit (kernel_i8dec_vbit_avx2.c). Internal to
- * src/quant. */
+ * the 4-bit class (kernel_i8dec_avx2_rows.h) and vbit (kernel_i8dec_vbit_avx2_rows.h). Internal
+ * to src/quant. */
 #ifndef CORTIQ_QUANT_KERNEL_I8DEC_AVX2_H
 #define CORTIQ_QUANT_KERNEL_I8DEC_AVX2_H
 
@@ -40,12 +40,17 @@ static inline __attribute__((always_inline)) __m256 cq_avx2_scales_hi(__m256 s) 
     return _mm256_permutevar8x32_ps(s, _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3));
 }
 
-/* Rows [r0, r1) of a vbit / vbit_ro matrix (cols % 32 == 0) against a prepared token. */
+/* Rows [r0, r1) of a vbit / vbit_ro matrix (cols % 32 == 0) against a prepared token
+ * (kernel_i8dec_vbit_avx2_rows.h; _avxvnni: its AVX-VNNI build, the same bits). */
 void cq_avx2_i8dec_vbit_rows(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0,
                              uint64_t r1);
+void cq_avxvnni_i8dec_vbit_rows(const cmf_qmat *m, const pair8 *tok, float *y, uint64_t r0,
+                                uint64_t r1);
 /* The same for n (<= CMF_TOK8_MULTI_MAX) tokens, each weight step unpacked once for up to 4 of
- * them; y[t] gets the bits cq_avx2_i8dec_vbit_rows gives tok[t] alone. */
+ * them; y[t] gets the bits the one-token rows give tok[t] alone. */
 void cq_avx2_i8dec_vbit_rows_multi(const cmf_qmat *m, const pair8 *const *tok, size_t n,
                                    float *const *y, uint64_t r0, uint64_t r1);
+void cq_avxvnni_i8dec_vbit_rows_multi(const cmf_qmat *m, const pair8 *const *tok, size_t n,
+                                      float *const *y, uint64_t r0, uint64_t r1);
 
 #endif
