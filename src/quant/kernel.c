@@ -137,7 +137,7 @@ size_t cmf_matmul_exact_min(const cmf_qmat *m, int qact, unsigned flags) {
  * layout (kernel_i8_avx512.c) and, where the CPU has VBMI and GFNI, the 4-bit class's and
  * vbit's after it (kernel_i8dec_avx512.c). AVX2: q8_row's natural-order layout
  * (kernel_q8dec_avx2.c), then the 4-bit class's pair layout, which vbit reads too
- * (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2.c). */
+ * (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2_rows.h). */
 static bool tok8_tier(void) {
     return cq_vnni_tier();
 }

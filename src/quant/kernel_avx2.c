@@ -510,7 +510,8 @@ static void mm_q4_block(const cmf_qmat *m, const float *X, size_t n, size_t ldx,
         if (!(flags & CMF_KF_INT8_ACT) || !cq_avx2_i8_matmul(m, X, n, ldx, Y, ldy, r0, r1))        \
             F(m, X, n, ldx, Y, ldy, r0, r1, flags);                                                \
     }
-/* vbit: int8 activations for one token only (kernel_i8dec_vbit_avx2.c); batches stay in f32. */
+/* vbit: int8 activations for one token only (kernel_i8dec_vbit_avx2_rows.h); batches stay in
+ * f32. */
 static void mm_vbit_x(const cmf_qmat *m, const float *X, size_t n, size_t ldx, float *Y, size_t ldy,
                       uint64_t r0, uint64_t r1, unsigned flags) {
     if (!(flags & CMF_KF_INT8_ACT) || n != 1 || !cq_avx2_i8dec_matvec(m, X, Y, r0, r1))

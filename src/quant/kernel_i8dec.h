@@ -1,7 +1,7 @@
 /* kernel_i8dec.h - one-token (decode) matrix-vector kernels with int8 activations
  * (CMF_KF_INT8_ACT) for the 4-bit class and vbit, built on AVX-512 VNNI + VBMI
- * (kernel_i8dec_avx512.c), and the AVX2 tier's (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2.c).
- * Internal to src/quant. */
+ * (kernel_i8dec_avx512.c), and the AVX2 tier's (kernel_i8dec_avx2.c; the rows in
+ * kernel_i8dec_avx2_rows.h and kernel_i8dec_vbit_avx2_rows.h). Internal to src/quant. */
 #ifndef CORTIQ_QUANT_KERNEL_I8DEC_H
 #define CORTIQ_QUANT_KERNEL_I8DEC_H
 
@@ -36,7 +36,7 @@ void cq_avx512_i8dec_tok_matvec_multi(const cmf_qmat *m, const void *const *buf,
                                       float *const *y, uint64_t r0, uint64_t r1);
 
 /* The AVX2 tier's one-token kernels for q4_tiled, q4_block and q4tp (kernel_i8dec_avx2.c) and
- * vbit / vbit_ro (kernel_i8dec_vbit_avx2.c),
+ * vbit / vbit_ro (kernel_i8dec_vbit_avx2_rows.h),
  * the same contract: cq_avx2_i8dec_matvec quantizes x per call (false, writing nothing, for
  * other dtypes, cols % 32 != 0 or no scratch memory); the prepared token takes
  * cq_avx2_i8dec_tok_bytes(cols) bytes, 32-byte aligned, and gives the same bits. */

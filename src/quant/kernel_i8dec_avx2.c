@@ -22,7 +22,8 @@
  * The token is laid out once per decode job and thread (cmf_tok8_* in kernel.c) or once per
  * call (cq_avx2_i8dec_matvec). Rows run one at a time, 4 groups per step, and are reduced
  * 8 at a time. Batched decode (several sessions' tokens over the same rows) loads and splits
- * each quad once for up to 8 tokens. vbit rows take the same token (kernel_i8dec_vbit_avx2.c). */
+ * each quad once for up to 8 tokens. vbit rows take the same token
+ * (kernel_i8dec_vbit_avx2_rows.h). */
 #include <immintrin.h>
 
 #include "common/cpu.h"
