@@ -1,6 +1,7 @@
 /* test_kernel_i8dec_avx2.c - the AVX2 tier's one-token int8-activation kernels for the 4-bit
  * class, vbit and q8_row (kernel_i8dec_avx2.c, kernel_i8dec_vbit_avx2.c, kernel_q8dec_avx2.c and,
- * with AVX-VNNI, kernel_i8dec_avxvnni.c and kernel_q8dec_avxvnni.c) against a double-precision
+ * with AVX-VNNI, kernel_i8dec_avxvnni.c, kernel_i8dec_vbit_avxvnni.c and kernel_q8dec_avxvnni.c)
+ * against a double-precision
  * reference that quantizes the activations the same way (dx = absmax/127 per 32-group, round to
  * nearest even). With the activation rounding taken out of the comparison, the kernels must match
  * within float summation error, so a wrong offset, scale, lane or nibble order shows even where the
@@ -43,7 +44,7 @@ static int check(cmf_dtype dt, uint64_t rows, uint64_t cols, kg_rng *rng) {
     const bool q8 = dt == CMF_DT_Q8_ROW;
     CHECK(q8 ? cq_avx2_q8dec_matvec(&m, x, y, 0, rows) : cq_avx2_i8dec_matvec(&m, x, y, 0, rows));
     i8ref_check_rows(&m, y, xd, &bad);
-    if (!q8 && cq_cpu_avxvnni()) { /* the 4-bit class's vpdpbusd rows: the plain rows' bits */
+    if (!q8 && cq_cpu_avxvnni()) { /* the 4-bit and vbit vpdpbusd rows: the plain rows' bits */
         cq_cpu_force_avxvnni(0);
         CHECK(cq_avx2_i8dec_matvec(&m, x, y2, 0, rows));
         cq_cpu_force_avxvnni(1);
@@ -164,9 +165,9 @@ int main(int argc, char **argv) {
         printf("SKIP: CPU lacks AVX2\n");
         return 77;
     }
-    /* where the CPU has AVX-VNNI, the dispatcher's q8_row and 4-bit rows are their vpdpbusd
-     * builds (kernel_q8dec_avxvnni.c, kernel_i8dec_avxvnni.c), checked against the plain
-     * kernels' bits; then without it */
+    /* where the CPU has AVX-VNNI, the dispatcher's rows of q8_row, the 4-bit class and vbit are
+     * their vpdpbusd builds (kernel_q8dec_avxvnni.c, kernel_i8dec_*avxvnni.c), checked against
+     * the plain kernels' bits; then without it */
     const int vnni_runs = cq_cpu_detect()->avxvnni ? 2 : 1;
     if (vnni_runs == 1) printf("note: no AVX-VNNI on this CPU, the vpdpbusd rows not checked\n");
     kg_rng rng = {2025};

@@ -3,8 +3,8 @@
  * cmf_matvec_tok8 gives it alone: q8_row, the 4-bit class (q4_tiled, q4_block, q4tp) and vbit
  * / vbit_ro; 1 to CMF_TOK8_MULTI_MAX tokens; group counts with tails of every kind (none, 1-2
  * groups, which rows of 4 pair up, 3-4, more than 4), row ranges from 0 and from later 16-row
- * blocks, with and without a partial last block. Skipped where the CPU has no prepared-token
- * path (cmf_tok8_bytes is 0). */
+ * blocks, with and without a partial last block; on the AVX2 tier with and without AVX-VNNI
+ * where the CPU has it. Skipped where the CPU has no prepared-token path (cmf_tok8_bytes is 0). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -83,28 +83,35 @@ int main(int argc, char **argv) {
     static const uint64_t cols[] = {32, 64, 544, 576, 640, 704, 1024, 1536};
     static const uint64_t rows[] = {48, 37, 18};
     uint64_t seed = 1;
-    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
-        cmf_qmat probe;
-        uint64_t nb;
-        kg_rng r = {seed};
-        kg_opts o = {0, 0, 0};
-        uint8_t *p = kg_payload(dts[d], 16, 64, &r, &o, &nb);
-        CHECK_STATUS(cmf_qmat_init(&probe, dts[d], 16, 64, p, nb, "p", &t_err_), CMF_OK);
-        bool ok = cmf_tok8_supports(&probe) != 0;
-        cmf_qmat_free(&probe);
-        free(p);
-        if (!ok) { /* the 4-bit class and vbit need VBMI and GFNI besides VNNI */
-            printf("skip %s: no prepared-token path\n", cmf_dtype_name(dts[d]));
-            continue;
+    /* the AVX2 tier on a CPU with AVX-VNNI: its vpdpbusd rows (kernel_*_avxvnni.c), then the
+     * plain ones */
+    const int vnni_runs = cq_cpu_isa() == CQ_ISA_AVX2 && cq_cpu_detect()->avxvnni ? 2 : 1;
+    for (int vnni = vnni_runs - 1; vnni >= 0; vnni--) {
+        cq_cpu_force_avxvnni(vnni_runs == 2 ? vnni : -1);
+        for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
+            cmf_qmat probe;
+            uint64_t nb;
+            kg_rng r = {seed};
+            kg_opts o = {0, 0, 0};
+            uint8_t *p = kg_payload(dts[d], 16, 64, &r, &o, &nb);
+            CHECK_STATUS(cmf_qmat_init(&probe, dts[d], 16, 64, p, nb, "p", &t_err_), CMF_OK);
+            bool ok = cmf_tok8_supports(&probe) != 0;
+            cmf_qmat_free(&probe);
+            free(p);
+            if (!ok) { /* the 4-bit class and vbit need VBMI and GFNI besides VNNI */
+                printf("skip %s: no prepared-token path\n", cmf_dtype_name(dts[d]));
+                continue;
+            }
+            /* q8_row: the VNNI rows, then AMD's (cq_avx512_q8_amd), on both sides */
+            for (int amd = 0; amd < (dts[d] == CMF_DT_Q8_ROW ? 2 : 1); amd++) {
+                cq_cpu_force_amd(dts[d] == CMF_DT_Q8_ROW ? amd : -1);
+                for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
+                    for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
+                        check(dts[d], rows[k], cols[c], seed++);
+            }
+            cq_cpu_force_amd(-1);
         }
-        /* q8_row: the VNNI rows, then AMD's (cq_avx512_q8_amd), on both sides */
-        for (int amd = 0; amd < (dts[d] == CMF_DT_Q8_ROW ? 2 : 1); amd++) {
-            cq_cpu_force_amd(dts[d] == CMF_DT_Q8_ROW ? amd : -1);
-            for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
-                for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
-                    check(dts[d], rows[k], cols[c], seed++);
-        }
-        cq_cpu_force_amd(-1);
     }
+    cq_cpu_force_avxvnni(-1);
     TEST_DONE();
 }
