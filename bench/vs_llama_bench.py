@@ -57,9 +57,11 @@ def main():
     print("| pair | prompt | prefill cortiq | prefill llama.cpp | ratio (min–max) | decode cortiq | decode llama.cpp "
           "| ratio (min–max) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    rows = []
     for pair in a.pairs:
         label, gguf, cmf = pair.split(":")
         for a.p in prompts:
+            mark = len(vs.OTHERS)
             rounds = []
             for k in range(a.rounds):
                 rounds.append(vs.one_round(a, cmf, gguf, k % 2 == 0, None))
@@ -68,6 +70,8 @@ def main():
                       f"{sum(lw['prefill']) / len(lw['prefill']):.1f}, decode {c['decode_tok_s']:.1f} / "
                       f"{sum(lw['decode']) / len(lw['decode']):.1f}", file=sys.stderr)
             r = vs.row_of("", label, cmf, gguf, rounds)
+            r["others_cores"] = vs.others_since(mark)
+            rows.append(r)
             lo_p, hi_p = r["prefill_ratio_range"]
             lo_d, hi_d = r["decode_ratio_range"]
             dec = (f"{r['cortiq_decode']:.1f} | {r['llama_decode']:.1f} | {r['decode_ratio']:.2f} "
@@ -75,6 +79,9 @@ def main():
             print(f"| {label} | {a.p} | {r['cortiq_prefill']:.1f} | {r['llama_prefill']:.1f} | "
                   f"{r['prefill_ratio']:.2f} ({lo_p:.2f}–{hi_p:.2f}) | {dec} |")
     print(f"\nload average at end {' '.join('%.2f' % x for x in os.getloadavg())}")
+    note = vs.busy_note(rows, [])
+    if note:
+        print("\n" + note)
 
 
 if __name__ == "__main__":

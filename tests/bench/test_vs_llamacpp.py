@@ -4,11 +4,13 @@
 higher probe of each round, the products' GFLOP/s), from one round (the run's own sd), the bits-per-weight label, and
 the bits per weight of real files converted by cortiq (every f16 tensor: exactly 16), a
 prefill-only run's line (no decode figures), and what llama-bench is asked for (its decode after
-a context as long as the prompt, the positions cortiq's decode has).
+a context as long as the prompt, the positions cortiq's decode has), and the CPU other processes
+took during a measured run (the rows it flags).
 
 usage: test_vs_llamacpp.py CORTIQ_BIN SOURCE_DIR        (stdlib only; no llama.cpp needed)
 """
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -103,6 +105,33 @@ calls.clear()
 A.n = 0
 got, rss = vs.llama_bench_warm(A(), "x.gguf")
 check("llama-bench -n 0: one run, decode 0", calls == [["-p", "256", "-n", "0", "-r", "3"]] and got["decode"] == [0.0])
+
+# other processes' CPU during a run: the machine's busy time less the child's own, per wall second
+check("others: 2 s busy, 1.5 of them the child's, over 2 s", near(vs.others_cores(10.0, 12.0, 1.5, 2.0), 0.25))
+check("others: never below 0 (the clock ticks of /proc/stat)", vs.others_cores(10.0, 10.0, 0.3, 1.0) == 0.0)
+check("others: no /proc/stat", vs.others_cores(None, None, 1.0, 1.0) == 0.0)
+# run_child subtracts its child's CPU: with the machine's busy time read as the children's own,
+# a child that spins 1.2 s leaves nothing to the others (not subtracted: ~1 core)
+def children_cpu_s():
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+real_busy, vs.cpu_busy_s = vs.cpu_busy_s, children_cpu_s
+n_before = len(vs.OTHERS)
+vs.run_child([sys.executable, "-c", "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.2: pass"])
+vs.cpu_busy_s = real_busy
+check(f"run_child: one entry, the child's own CPU not counted ({vs.OTHERS[n_before:]})",
+      len(vs.OTHERS) == n_before + 1 and vs.OTHERS[-1][0] < 0.1 and vs.OTHERS[-1][1] >= 1.2)
+vs.OTHERS += [(0.5, 2.0), (3.0, 0.02), (0.4, 1.5)]
+check("others_since: the most of the runs since the mark, the short ones left out",
+      near(vs.others_since(n_before + 1), 0.5) and vs.others_since(len(vs.OTHERS)) == 0.0)
+note = vs.busy_note([{"model": "M", "label": "a", "others_cores": 0.2},
+                     {"model": "M", "label": "b", "others_cores": 0.3}],
+                    [{"model": "M", "label": "c", "kv": "f16", "depth": 4096, "others_cores": 1.1}])
+check(f"busy note: the rows above {vs.BUSY_CORES} only ({note})",
+      "M b: 0.30" in note and "M c (KV f16, context 4096): 1.10" in note and "M a" not in note)
+check("busy note: none", vs.busy_note([{"model": "M", "label": "a", "others_cores": 0.1}], []) == "")
 
 check("bits label", vs.with_bits("Q4_0 ↔ vbit", 4.507, 4.5033) == "Q4_0 (4.51) ↔ vbit (4.50)")
 check("bits label without a side", vs.with_bits("Q4_0 ↔ vbit", None, 4.5) == "Q4_0 ↔ vbit")
