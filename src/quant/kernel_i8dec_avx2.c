@@ -72,15 +72,25 @@ static const cq_i8dec_avx2_rows *rows_build(void) {
     return cq_cpu_avxvnni() ? &cq_i8dec_avxvnni : &plain;
 }
 
-/* the dtype's index in cq_i8dec_avx2_rows */
-static unsigned dt_index(cmf_dtype dt) {
-    return dt == CMF_DT_Q4_TILED ? 0 : dt == CMF_DT_Q4_BLOCK ? 1 : dt == CMF_DT_Q4TP ? 2 : 3;
+/* the dtype's index in cq_i8dec_avx2_rows; -1: none here */
+static int dt_index(cmf_dtype dt) {
+    switch (dt) {
+    case CMF_DT_Q4_TILED:
+        return 0;
+    case CMF_DT_Q4_BLOCK:
+        return 1;
+    case CMF_DT_Q4TP:
+        return 2;
+    case CMF_DT_VBIT:
+    case CMF_DT_VBIT_RO:
+        return 3;
+    default:
+        return -1;
+    }
 }
 
 bool cq_avx2_i8dec_supports(const cmf_qmat *m) {
-    return m->cols % 32 == 0 &&
-           (m->dtype == CMF_DT_Q4_TILED || m->dtype == CMF_DT_Q4_BLOCK || m->dtype == CMF_DT_Q4TP ||
-            m->dtype == CMF_DT_VBIT || m->dtype == CMF_DT_VBIT_RO);
+    return m->cols % 32 == 0 && dt_index(m->dtype) >= 0;
 }
 
 void cq_avx2_i8dec_tok_matvec(const cmf_qmat *m, const void *buf, float *y, uint64_t r0,

@@ -68,13 +68,9 @@ static void check(cmf_dtype dt, uint64_t rows, uint64_t cols, uint64_t seed) {
     free(toks), free(x), free(alone), free(multi), free(payload);
 }
 
-int main(int argc, char **argv) {
-    test_tier_select(argc, argv);
-    if (t_tier >= 0) cq_cpu_force((cq_isa)t_tier); /* that tier's kernels on both sides */
-    if (!cmf_tok8_bytes(64)) {
-        printf("SKIP: no prepared int8 token path on this CPU tier\n");
-        return 77;
-    }
+/* Every dtype with a prepared-token path on the tier in effect, over the shapes below; seed is
+ * the first matrix seed, the next one is returned. */
+static uint64_t check_dtypes(uint64_t seed) {
     static const cmf_dtype dts[] = {CMF_DT_Q8_ROW, CMF_DT_Q4_TILED, CMF_DT_Q4_BLOCK,
                                     CMF_DT_Q4TP,   CMF_DT_VBIT,     CMF_DT_VBIT_RO};
     /* groups of 32 columns: 1, 2 (tails only), 17, 18 (tails of 1-2: rows of 4 pair them),
@@ -82,35 +78,46 @@ int main(int argc, char **argv) {
      * 16-row block, and counts that leave 1-3 rows past a step of 4 */
     static const uint64_t cols[] = {32, 64, 544, 576, 640, 704, 1024, 1536};
     static const uint64_t rows[] = {48, 37, 18};
-    uint64_t seed = 1;
+    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
+        cmf_qmat probe;
+        uint64_t nb;
+        kg_rng r = {seed};
+        kg_opts o = {0, 0, 0};
+        uint8_t *p = kg_payload(dts[d], 16, 64, &r, &o, &nb);
+        CHECK_STATUS(cmf_qmat_init(&probe, dts[d], 16, 64, p, nb, "p", &t_err_), CMF_OK);
+        bool ok = cmf_tok8_supports(&probe) != 0;
+        cmf_qmat_free(&probe);
+        free(p);
+        if (!ok) { /* the 4-bit class and vbit need VBMI and GFNI besides VNNI */
+            printf("skip %s: no prepared-token path\n", cmf_dtype_name(dts[d]));
+            continue;
+        }
+        /* q8_row: the VNNI rows, then AMD's (cq_avx512_q8_amd), on both sides */
+        for (int amd = 0; amd < (dts[d] == CMF_DT_Q8_ROW ? 2 : 1); amd++) {
+            cq_cpu_force_amd(dts[d] == CMF_DT_Q8_ROW ? amd : -1);
+            for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
+                for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
+                    check(dts[d], rows[k], cols[c], seed++);
+        }
+        cq_cpu_force_amd(-1);
+    }
+    return seed;
+}
+
+int main(int argc, char **argv) {
+    test_tier_select(argc, argv);
+    if (t_tier >= 0) cq_cpu_force((cq_isa)t_tier); /* that tier's kernels on both sides */
+    if (!cmf_tok8_bytes(64)) {
+        printf("SKIP: no prepared int8 token path on this CPU tier\n");
+        return 77;
+    }
     /* the AVX2 tier on a CPU with AVX-VNNI: its vpdpbusd rows (kernel_*_avxvnni.c), then the
      * plain ones */
     const int vnni_runs = cq_cpu_isa() == CQ_ISA_AVX2 && cq_cpu_detect()->avxvnni ? 2 : 1;
+    uint64_t seed = 1;
     for (int vnni = vnni_runs - 1; vnni >= 0; vnni--) {
         cq_cpu_force_avxvnni(vnni_runs == 2 ? vnni : -1);
-        for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
-            cmf_qmat probe;
-            uint64_t nb;
-            kg_rng r = {seed};
-            kg_opts o = {0, 0, 0};
-            uint8_t *p = kg_payload(dts[d], 16, 64, &r, &o, &nb);
-            CHECK_STATUS(cmf_qmat_init(&probe, dts[d], 16, 64, p, nb, "p", &t_err_), CMF_OK);
-            bool ok = cmf_tok8_supports(&probe) != 0;
-            cmf_qmat_free(&probe);
-            free(p);
-            if (!ok) { /* the 4-bit class and vbit need VBMI and GFNI besides VNNI */
-                printf("skip %s: no prepared-token path\n", cmf_dtype_name(dts[d]));
-                continue;
-            }
-            /* q8_row: the VNNI rows, then AMD's (cq_avx512_q8_amd), on both sides */
-            for (int amd = 0; amd < (dts[d] == CMF_DT_Q8_ROW ? 2 : 1); amd++) {
-                cq_cpu_force_amd(dts[d] == CMF_DT_Q8_ROW ? amd : -1);
-                for (size_t c = 0; c < sizeof cols / sizeof *cols; c++)
-                    for (size_t k = 0; k < sizeof rows / sizeof *rows; k++)
-                        check(dts[d], rows[k], cols[c], seed++);
-            }
-            cq_cpu_force_amd(-1);
-        }
+        seed = check_dtypes(seed);
     }
     cq_cpu_force_avxvnni(-1);
     TEST_DONE();
