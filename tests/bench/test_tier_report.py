@@ -85,6 +85,11 @@ prefill_only = tr.summarize([row("a", 1.7, float("nan"), 0.0, cd=0.0, ld=0.0)])
 check(f"prefill-only rows {prefill_only}", prefill_only == {"rows": 1, "prefill": (1.7, 1.7, 1)})
 check("prefill-only line", tr.glance_line("amx", prefill_only) == "| amx | 1.70–1.70× (1 of 1) | – | – |")
 check("no rows", tr.summarize([]) is None)
+# the ratios bold where they meet 1.5x, as the docs' tables have them; a decode-less row's dash kept
+check("bold", tr.bold_ratios("| m | p | 1 ± 0 | 1 ± 0 | 1.50 (1.4–1.6) | 2 ± 0 | 2 ± 0 | 1.49 | x |")
+      == "| m | p | 1 ± 0 | 1 ± 0 | **1.50** (1.4–1.6) | 2 ± 0 | 2 ± 0 | 1.49 | x |")
+check("bold: no decode", tr.bold_ratios("| m | p | 1 | 1 | 2.00 | – | – | – | x |")
+      == "| m | p | 1 | 1 | **2.00** | – | – | – | x |")
 
 # the report from a run directory: the summary line, the table (vs_llamacpp's rows), a
 # long-context table and the note on rows measured beside other work
@@ -103,6 +108,7 @@ with tempfile.TemporaryDirectory() as d:
     check("glance row", "| native | 1.50–2.00× (2 of 2) | 1.49–3.00× (1 of 2) | 80–120 % |" in text)
     check("no avx2 row without its JSON", "| avx2 |" not in text)
     check("matrix table", text.count("| a | Q4_0 ↔ q4_tiled |") == 1 and "## native: matrix" in text)
+    check("matrix rows bold", "| **2.00** (1.90–2.10) |" in text and "| 1.49 (1.39–1.59) |" in text)
     check("long-context table", "| q | Q4_0 ↔ q4_tiled | f16 | 4096 | 70.0 | 25.0 | 2.80 |" in text)
     check("busy row named", "b Q4_0 ↔ q4_tiled: 0.90" in text)
 
