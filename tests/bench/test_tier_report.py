@@ -112,6 +112,29 @@ with tempfile.TemporaryDirectory() as d:
     check("long-context table", "| q | Q4_0 ↔ q4_tiled | f16 | 4096 | 70.0 | 25.0 | 2.80 |" in text)
     check("busy row named", "b Q4_0 ↔ q4_tiled: 0.90" in text)
 
+# a llama.cpp build is reused while its source and flags are the same, rebuilt otherwise (here
+# from a source tree that is not there, so the rebuild's cmake fails)
+with tempfile.TemporaryDirectory() as d:
+    class A:
+        llama_dir, llama_src, llama_version = d, os.path.join(d, "no-such-tree"), "0.3.36"
+    bdir = os.path.join(d, "build-avx2")
+    os.makedirs(os.path.join(bdir, "bin"))
+    for b in ("llama-bench", "llama-quantize"):
+        path = os.path.join(bdir, "bin", b)
+        open(path, "w").close()
+        os.chmod(path, 0o755)
+    with open(os.path.join(bdir, "tier_report.flags"), "w") as f:
+        f.write(" ".join([A.llama_src] + tr.COMMON + tr.BUILDS["avx2"]))
+    log = os.path.join(d, "log")
+    bins = tr.llama_build(A, "avx2", tr.BUILDS["avx2"], log)
+    check("same source and flags: reused", bins[0] == os.path.join(bdir, "bin", "llama-bench")
+          and not os.path.exists(log))
+    try:
+        tr.llama_build(A, "avx2", tr.BUILDS["avx2-vnni"], log)
+        check("other flags: rebuilt", False)
+    except RuntimeError:
+        check("other flags: rebuilt (cmake ran)", "cmake" in open(log).read())
+
 # the command line: the plan for a given CPU without running anything, and its refusals
 with tempfile.NamedTemporaryFile("w", suffix=".cpuinfo", delete=False) as f:
     f.write(XEON)
