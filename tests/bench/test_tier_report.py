@@ -146,7 +146,19 @@ try:
     check("each build once", out.stdout.count("llama.cpp build-native-avx512:") == 1)
     check("7B on the native and forced AVX2 tiers only",
           "native 7b:" in out.stdout and "avx2 7b:" in out.stdout and "avx512 7b:" not in out.stdout)
-    check("long context on the native tier only", out.stdout.count(" long:") == 1)
+    check("long context on the native and forced AVX2 tiers only",
+          "native long:" in out.stdout and "avx2 long:" in out.stdout and out.stdout.count(" long:") == 2)
+    check("the matrix on every tier", out.stdout.count(" matrix:") == 4)
+    out = subprocess.run([sys.executable, script, "--cpuinfo", f.name, "--dry-run", "--tiers", "avx512,avx2",
+                          "--long", "--no-matrix"], capture_output=True, text=True)
+    check(f"--no-matrix: the long-context rows alone (rc {out.returncode})", out.returncode == 0
+          and out.stdout.count(" long:") == 1 and "avx2 long:" in out.stdout and " matrix:" not in out.stdout)
+    check("--no-matrix: only the builds its rows use",
+          "build-avx2:" in out.stdout and "build-native-avx512" not in out.stdout)
+    out = subprocess.run([sys.executable, script, "--cpuinfo", f.name, "--dry-run", "--tiers", "avx512",
+                          "--7b", "--no-matrix"], capture_output=True, text=True)
+    check(f"--no-matrix with nothing to run refused (rc {out.returncode})",
+          out.returncode == 2 and "nothing to run" in out.stderr)
     out = subprocess.run([sys.executable, script, "--cpuinfo", f.name, "--dry-run", "--tiers", "avx2,zen"],
                          capture_output=True, text=True)
     check(f"unknown tier refused (rc {out.returncode})", out.returncode == 2 and "zen" in out.stderr)
