@@ -133,6 +133,14 @@ check(f"busy note: the rows above {vs.BUSY_CORES} only ({note})",
       "M b: 0.30" in note and "M c (KV f16, context 4096): 1.10" in note and "M a" not in note)
 check("busy note: none", vs.busy_note([{"model": "M", "label": "a", "others_cores": 0.1}], []) == "")
 
+deep = {"model": "M", "label": "c", "kv": "q8", "depth": 4096, "cortiq_decode": 70.0, "cortiq_decode_sd": 1.5,
+        "llama_decode": 25.0, "llama_decode_sd": 0.0, "decode_ratio": 2.8}
+check(f"long-context row: ± only where runs differed ({vs.depth_row(deep)})",
+      vs.depth_row(deep) == "| M | c | q8 | 4096 | 70.0 ± 1.5 | 25.0 | 2.80 |")
+check("long-context head matches its rows", vs.DEPTH_HEAD[0].count("|") == vs.depth_row(deep).count("|"))
+check("matrix head matches its rows", vs.TABLE_HEAD[0].count("|") == vs.TABLE_HEAD[1].count("|")
+      == vs.table_row(r).count("|"))
+
 check("bits label", vs.with_bits("Q4_0 ↔ vbit", 4.507, 4.5033) == "Q4_0 (4.51) ↔ vbit (4.50)")
 check("bits label without a side", vs.with_bits("Q4_0 ↔ vbit", None, 4.5) == "Q4_0 ↔ vbit")
 
